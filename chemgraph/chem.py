@@ -1,0 +1,306 @@
+"""RDKit parsing: SMILES strings and SDF files to sanitised ``Chem.Mol`` objects.
+
+This is the first layer of chemgraph (see ``DESIGN.md``): everything that turns a text record
+into an RDKit molecule lives here, and every failure is reported the same way, as a
+:class:`MoleculeParseError` whose ``reason`` is RDKit's own message. Nothing here prints: RDKit's
+log output for bad records is captured (error log) or blocked (warnings, info) while a record is
+parsed, so a dataset with thousands of bad rows leaves stderr clean. Callers decide whether to
+log, count or re-raise.
+
+Public API
+----------
+- :class:`MoleculeParseError` — ``ValueError`` with a ``reason: str`` attribute.
+- :data:`FragmentPolicy` — ``"keep"`` (all fragments) or ``"largest"`` (largest fragment).
+- :func:`mol_from_smiles` — one SMILES string to a sanitised molecule, or raise.
+- :func:`iter_sdf` — every record of an SDF file (plain or gzip), bad ones included.
+- :func:`positions` — float32 [num_atoms, 3] coordinates (Å) of the first conformer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import math
+import os
+import re
+from collections.abc import Iterator
+from typing import IO, Literal
+
+import numpy as np
+from rdkit import Chem, rdBase
+from rdkit.Chem.MolStandardize import rdMolStandardize
+
+__all__ = [
+    "FragmentPolicy",
+    "MoleculeParseError",
+    "iter_sdf",
+    "mol_from_smiles",
+    "positions",
+]
+
+FragmentPolicy = Literal["keep", "largest"]
+"""What to do with multi-fragment records (salts, solvates, mixtures such as ``CC(=O)[O-].[Na+]``):
+
+- ``"keep"``: keep every fragment; the molecule is one disconnected graph.
+- ``"largest"``: keep only the fragment with the most heavy atoms (ties broken by RDKit's
+  ``LargestFragmentChooser``: larger molecular weight, then alphabetical canonical SMILES).
+"""
+
+_FRAGMENT_POLICIES: tuple[str, ...] = ("keep", "largest")
+
+# RDKit prefixes every log line with a "[HH:MM:SS] " timestamp.
+_TIMESTAMP = re.compile(r"^\[\d{2}:\d{2}:\d{2}\] ?")
+
+
+class MoleculeParseError(ValueError):
+    """A record could not be turned into a sanitised RDKit molecule.
+
+    Attributes:
+        reason: human-readable cause, RDKit's own message where RDKit gives one, e.g.
+            ``"Explicit valence for atom # 0 N, 5, is greater than permitted"``,
+            ``"Can't kekulize mol.  Unkekulized atoms: 0 1 2 3 4"``,
+            ``"SMILES parse error: unclosed ring for input: 'C1CC'"`` or ``"empty SMILES"``.
+            Never empty.
+        record: the offending SMILES string (stripped), or ``None`` when there is none to show.
+    """
+
+    def __init__(self, reason: str, record: str | None = None) -> None:
+        self.reason = reason or "unknown RDKit error"
+        self.record = record
+        if record is None:
+            super().__init__(self.reason)
+        else:
+            super().__init__(f"cannot parse {record!r}: {self.reason}")
+
+    def __reduce__(self) -> tuple[type[MoleculeParseError], tuple[str, str | None]]:
+        # Keep ``reason`` and ``record`` across pickling (DataLoader worker processes).
+        return type(self), (self.reason, self.record)
+
+
+class _Capture:
+    """RDKit error-log lines emitted inside :func:`_rdkit_log_capture`, timestamps removed."""
+
+    def __init__(self) -> None:
+        self._source: rdBase.CaptureErrorLog | None = None
+
+    @property
+    def lines(self) -> list[str]:
+        if self._source is None:
+            return []
+        out = []
+        for line in self._source.messages.splitlines():
+            line = _TIMESTAMP.sub("", line).rstrip()
+            if line:
+                out.append(line)
+        return out
+
+
+@contextlib.contextmanager
+def _rdkit_log_capture() -> Iterator[_Capture]:
+    """Silence RDKit's logs and collect its error-log lines for the enclosed calls.
+
+    Uses ``rdBase.BlockLogs`` (nothing reaches stderr or the Python logger) around
+    ``rdBase.CaptureErrorLog`` (error messages are recorded, not printed). With an RDKit older
+    than ``CaptureErrorLog`` the logs are only blocked and ``lines`` stays empty, so callers
+    fall back to a generic reason. Keep the enclosed block short (one record): ``BlockLogs`` is
+    process-wide, so other threads' RDKit warnings are also silenced meanwhile.
+    """
+    capture = _Capture()
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(rdBase.BlockLogs())
+        if hasattr(rdBase, "CaptureErrorLog"):
+            capture._source = stack.enter_context(rdBase.CaptureErrorLog())
+        yield capture
+
+
+def _smiles_parse_reason(lines: list[str]) -> str:
+    """``"SMILES parse error: <RDKit's lines>"`` with RDKit's own prefix removed."""
+    cleaned = [re.sub(r"^SMILES Parse Error:\s*", "", line) for line in lines]
+    if not cleaned:
+        return "SMILES parse error"
+    return "SMILES parse error: " + "\n".join(cleaned)
+
+
+def _chemistry_reason(mol: Chem.Mol) -> str | None:
+    """RDKit's messages for why an unsanitised molecule fails sanitisation, or ``None``."""
+    with _rdkit_log_capture():
+        problems = Chem.DetectChemistryProblems(mol)
+    return "; ".join(p.Message() for p in problems) or None
+
+
+def _apply_fragment_policy(mol: Chem.Mol, fragments: FragmentPolicy) -> Chem.Mol:
+    if fragments == "largest" and len(Chem.GetMolFrags(mol)) > 1:
+        params = rdMolStandardize.CleanupParameters()
+        params.largestFragmentChooserCountHeavyAtomsOnly = True
+        with _rdkit_log_capture():
+            mol = rdMolStandardize.LargestFragmentChooser(params).choose(mol)
+    return mol
+
+
+def _check_policy(fragments: str) -> None:
+    if fragments not in _FRAGMENT_POLICIES:
+        raise ValueError(f"fragments must be one of {_FRAGMENT_POLICIES}, got {fragments!r}")
+
+
+def mol_from_smiles(smiles: str, fragments: FragmentPolicy = "keep") -> Chem.Mol:
+    """Parse one SMILES string into a sanitised RDKit molecule (implicit hydrogens).
+
+    The molecule is exactly what ``Chem.MolFromSmiles(smiles.strip())`` gives with RDKit's
+    defaults (sanitised, explicit ``[H]`` atoms merged, stereochemistry assigned), then the
+    fragment policy is applied. When RDKit rejects the string, it is parsed again with
+    ``sanitize=False`` to find out why: a syntax error keeps RDKit's parser message, otherwise
+    ``Chem.DetectChemistryProblems`` names the valence or kekulisation problem. RDKit's log
+    output is captured, never printed.
+
+    Args:
+        smiles: a SMILES string. Surrounding whitespace is ignored; as in RDKit (and SMILES
+            files), text after the first inner whitespace is a name and is ignored
+            (``"CCO ethanol"`` is ethanol).
+        fragments: ``"keep"`` keeps every fragment of a salt or mixture; ``"largest"`` keeps the
+            fragment with the most heavy atoms (see :data:`FragmentPolicy`).
+
+    Returns:
+        A sanitised ``Chem.Mol`` without explicit hydrogens (isotopic ones such as ``[2H]``
+        stay, as in RDKit), with no conformer.
+
+    Raises:
+        MoleculeParseError: ``reason`` is ``"empty SMILES"`` (``""``, whitespace, ``None``,
+            NaN as read from an empty CSV cell), ``"SMILES must be a str, got <type>"``,
+            ``"SMILES parse error: <RDKit's message>"`` (e.g. an unclosed ring ``"C1CC"``,
+            an unknown symbol ``"foo"``), or RDKit's chemistry message (e.g.
+            ``"Explicit valence for atom # 0 N, 5, is greater than permitted"``,
+            ``"Can't kekulize mol.  Unkekulized atoms: ..."``).
+        ValueError: ``fragments`` is not ``"keep"`` or ``"largest"``.
+    """
+    _check_policy(fragments)
+    if smiles is None or (isinstance(smiles, float) and math.isnan(smiles)):
+        raise MoleculeParseError(f"empty SMILES (got {smiles!r})")
+    if not isinstance(smiles, str):
+        raise MoleculeParseError(f"SMILES must be a str, got {type(smiles).__name__}", None)
+    text = smiles.strip()
+    if not text:
+        raise MoleculeParseError("empty SMILES", smiles)
+    with _rdkit_log_capture() as log:
+        mol = Chem.MolFromSmiles(text)
+    if mol is None:
+        with _rdkit_log_capture() as raw_log:
+            raw = Chem.MolFromSmiles(text, sanitize=False)
+        if raw is None:
+            raise MoleculeParseError(_smiles_parse_reason(raw_log.lines), text)
+        reason = _chemistry_reason(raw) or "; ".join(log.lines) or "RDKit could not sanitize"
+        raise MoleculeParseError(reason, text)
+    if mol.GetNumAtoms() == 0:
+        raise MoleculeParseError("empty SMILES (no atoms)", text)
+    return _apply_fragment_policy(mol, fragments)
+
+
+def _open_maybe_gzip(path: str | os.PathLike[str]) -> IO[bytes]:
+    """Open ``path`` for binary reading, decompressing when it starts with the gzip magic."""
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+    if magic == b"\x1f\x8b":
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def iter_sdf(
+    path: str | os.PathLike[str],
+    fragments: FragmentPolicy = "keep",
+    remove_hs: bool = True,
+) -> Iterator[tuple[int, Chem.Mol | None, str | None]]:
+    """Read every record of an SDF file, good or bad, in file order.
+
+    The file is streamed (never loaded whole) and cut into records at the ``$$$$`` lines; each
+    record is read with ``Chem.ForwardSDMolSupplier(sanitize=True, removeHs=remove_hs)``, so a
+    good record is exactly what RDKit's supplier gives (sanitised, stereochemistry from the
+    coordinates and wedges), then the fragment policy is applied. A record RDKit rejects is read
+    again with ``sanitize=False`` to find out why (as in :func:`mol_from_smiles`). Cutting first
+    keeps ``index`` exact whatever RDKit does with a broken record, and blank lines after the
+    last ``$$$$`` are not taken for a record. Coordinates, the molecule name
+    (``mol.GetProp("_Name")``) and the SD data fields (``mol.GetPropsAsDict()``) are kept, so
+    :func:`positions` works on the result.
+
+    Args:
+        path: an ``.sdf`` file, plain or gzip-compressed (detected from the first two bytes,
+            whatever the suffix).
+        fragments: fragment policy, see :data:`FragmentPolicy`.
+        remove_hs: drop explicit hydrogens (and their coordinates), RDKit's default; ``False``
+            keeps every atom of the file.
+
+    Yields:
+        ``(index, mol, reason)`` for every record, ``index`` counting records from 0 (it stays
+        aligned with the file even when records fail). ``(index, mol, None)`` for a good
+        record; ``(index, None, reason)`` for a record RDKit cannot read (broken counts or atom
+        block: RDKit's error-log text, e.g. ``"Atom line too short: ..."``) or that fails
+        sanitisation (e.g. ``"Explicit valence for atom # 0 N, 5, is greater than
+        permitted"``).
+
+    Raises:
+        FileNotFoundError / OSError: the file cannot be opened.
+        ValueError: ``fragments`` is not ``"keep"`` or ``"largest"``.
+    """
+    _check_policy(fragments)
+    with _open_maybe_gzip(path) as fh:
+        for index, block in enumerate(_sdf_records(fh)):
+            mol, reason = _read_record(block, remove_hs)
+            if mol is not None:
+                mol = _apply_fragment_policy(mol, fragments)
+            yield index, mol, reason
+
+
+def _sdf_records(fh: IO[bytes]) -> Iterator[bytes]:
+    """Split an SDF byte stream into records: the lines up to and including each ``$$$$``.
+
+    A last record without its ``$$$$`` line is still a record; trailing whitespace after the
+    last ``$$$$`` is not.
+    """
+    lines: list[bytes] = []
+    for line in fh:
+        lines.append(line)
+        if line.rstrip() == b"$$$$":
+            yield b"".join(lines)
+            lines = []
+    if any(line.strip() for line in lines):
+        yield b"".join(lines)
+
+
+def _supply_one(block: bytes, sanitize: bool, remove_hs: bool) -> tuple[Chem.Mol | None, str]:
+    """First molecule of one SDF record (or ``None``) and RDKit's error lines, joined."""
+    supplier = Chem.ForwardSDMolSupplier(io.BytesIO(block), sanitize=sanitize, removeHs=remove_hs)
+    with _rdkit_log_capture() as log:
+        try:
+            mol = next(supplier, None)
+        except Exception as exc:  # defensive: RDKit normally returns None instead of raising
+            return None, str(exc)
+    lines = [line.removeprefix("ERROR: ") for line in log.lines]
+    lines = [line for line in lines if not line.startswith("moving to the beginning")]
+    return mol, "; ".join(lines)
+
+
+def _read_record(block: bytes, remove_hs: bool) -> tuple[Chem.Mol | None, str | None]:
+    """Parse and sanitise one SDF record: ``(mol, None)`` or ``(None, reason)``."""
+    mol, errors = _supply_one(block, sanitize=True, remove_hs=remove_hs)
+    if mol is not None:
+        return mol, None
+    raw, raw_errors = _supply_one(block, sanitize=False, remove_hs=False)
+    if raw is None:
+        return None, raw_errors or errors or "RDKit could not read the record"
+    return None, _chemistry_reason(raw) or errors or "RDKit could not sanitize the record"
+
+
+def positions(mol: Chem.Mol) -> np.ndarray | None:
+    """Atom coordinates of the first conformer.
+
+    Args:
+        mol: any RDKit molecule.
+
+    Returns:
+        ``float32 [num_atoms, 3]`` Cartesian coordinates in Å (row ``i`` is atom ``i``), or
+        ``None`` when the molecule has no conformer (e.g. parsed from SMILES). A 2D depiction
+        from a 2D SDF is returned as is, with z = 0; check ``mol.GetConformer().Is3D()`` if
+        that matters.
+    """
+    if mol.GetNumConformers() == 0:
+        return None
+    return np.asarray(mol.GetConformer().GetPositions(), dtype=np.float32).reshape(-1, 3)

@@ -1,0 +1,73 @@
+"""QM9 from the PyPI package ``qm9pack`` (offline; optional extra ``chemgraph[offline-data]``).
+
+``qm9pack`` 1.0.3 (R. Ramakrishnan, MIT licence) ships 130,831 of QM9's 133,885 molecules
+(the 3,054 "uncharacterized" ones excluded) as ``qm9pack/data/qm9_part{1,2,3}.csv`` with
+B3LYP/6-31G(2df,p) properties in atomic units. Source: Ramakrishnan et al., Sci. Data 1,
+140022 (2014), https://doi.org/10.6084/m9.figshare.c.978904.v5.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["HARTREE_TO_EV", "QM9PACK_MOLECULES", "qm9pack_data_folder", "load_qm9pack"]
+
+HARTREE_TO_EV = 27.211386245988  # CODATA 2018
+QM9PACK_MOLECULES = 130_831
+
+
+def qm9pack_data_folder() -> Path:
+    """Folder of qm9pack's CSV files.
+
+    Raises:
+        ImportError: qm9pack is not installed (``pip install "chemgraph[offline-data]"``).
+    """
+    spec = importlib.util.find_spec("qm9pack")
+    if spec is None or spec.origin is None:
+        raise ImportError(
+            "qm9pack is not installed; install the offline QM9 data with "
+            "pip install 'chemgraph[offline-data]' (or pip install qm9pack==1.0.3)"
+        )
+    return Path(spec.origin).parent / "data"
+
+
+def load_qm9pack(num_molecules: int | None = None, seed: int = 0) -> pd.DataFrame:
+    """QM9 frontier-orbital energies from qm9pack, in eV.
+
+    Args:
+        num_molecules: draw this many molecules uniformly at random without replacement
+            (seeded, kept in QM9 index order); None = all 130,831.
+        seed: seed of the draw.
+
+    Returns:
+        Columns ``qm9_index`` (int, 1..133885), ``smiles`` (GDB-17 SMILES as given by QM9),
+        ``homo_ev``, ``lumo_ev``, ``gap_ev`` (float64, eV; converted from Hartree with
+        :data:`HARTREE_TO_EV`).
+
+    Raises:
+        ImportError: qm9pack missing. ValueError: ``num_molecules`` out of range.
+    """
+    folder = qm9pack_data_folder()
+    columns = ["Index", "SMILES", "HOMO_au", "LUMO_au", "HOMO_LUMO_gap_au"]
+    table = pd.concat(
+        [pd.read_csv(folder / f"qm9_part{part}.csv", usecols=columns) for part in (1, 2, 3)],
+        ignore_index=True,
+    )
+    if num_molecules is not None:
+        if not 0 < num_molecules <= len(table):
+            raise ValueError(f"num_molecules must be in 1..{len(table)}, got {num_molecules}")
+        chosen = np.sort(np.random.default_rng(seed).choice(len(table), num_molecules, False))
+        table = table.iloc[chosen].reset_index(drop=True)
+    return pd.DataFrame(
+        {
+            "qm9_index": table["Index"].astype(int),
+            "smiles": table["SMILES"],
+            "homo_ev": table["HOMO_au"] * HARTREE_TO_EV,
+            "lumo_ev": table["LUMO_au"] * HARTREE_TO_EV,
+            "gap_ev": table["HOMO_LUMO_gap_au"] * HARTREE_TO_EV,
+        }
+    )

@@ -1,0 +1,198 @@
+"""Train/validation/test splits: seeded random and Bemis–Murcko scaffold splits.
+
+Every splitter returns three ``int64`` index arrays ``(train, valid, test)`` that are disjoint
+and together cover ``range(n)``; each array is sorted ascending.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import torch
+from rdkit import Chem
+from rdkit.Chem.Scaffolds import MurckoScaffold
+
+from chemgraph.chem import mol_from_smiles
+
+__all__ = ["murcko_scaffold", "random_split", "scaffold_split", "warn_single_class"]
+
+Split = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _check_fractions(fractions: Sequence[float]) -> tuple[float, float, float]:
+    if len(fractions) != 3:
+        raise ValueError(f"fractions must be (train, valid, test), got {tuple(fractions)}")
+    f_train, f_valid, f_test = (float(f) for f in fractions)
+    if min(f_train, f_valid, f_test) < 0:
+        raise ValueError(f"fractions must be >= 0, got {tuple(fractions)}")
+    if not math.isclose(f_train + f_valid + f_test, 1.0, abs_tol=1e-6):
+        raise ValueError(
+            f"fractions must sum to 1, got {tuple(fractions)} (sum {f_train + f_valid + f_test:g})"
+        )
+    return f_train, f_valid, f_test
+
+
+def _as_split(train: Sequence[int], valid: Sequence[int], test: Sequence[int]) -> Split:
+    return tuple(np.sort(np.asarray(part, dtype=np.int64)) for part in (train, valid, test))
+
+
+def random_split(
+    num_items: int, fractions: Sequence[float] = (0.8, 0.1, 0.1), seed: int = 0
+) -> Split:
+    """Seeded random split of ``range(num_items)``.
+
+    Sizes: ``valid = round(f_valid * n)``, ``test = round(f_test * n)`` (Python ``round``),
+    ``train`` = the rest. The permutation comes from ``numpy.random.default_rng(seed)``, so a
+    seed gives the same split on every platform.
+
+    Args:
+        num_items: ``n``, the number of items.
+        fractions: ``(f_train, f_valid, f_test)``, each >= 0, summing to 1.
+        seed: seed of the permutation.
+
+    Returns:
+        ``(train, valid, test)``: ``int64`` index arrays, sorted, disjoint, covering ``range(n)``.
+
+    Raises:
+        ValueError: negative ``num_items`` or invalid fractions.
+    """
+    if num_items < 0:
+        raise ValueError(f"num_items must be >= 0, got {num_items}")
+    _, f_valid, f_test = _check_fractions(fractions)
+    n_valid = min(round(f_valid * num_items), num_items)
+    n_test = min(round(f_test * num_items), num_items - n_valid)
+    n_train = num_items - n_valid - n_test
+    order = np.random.default_rng(seed).permutation(num_items)
+    return _as_split(
+        order[:n_train], order[n_train : n_train + n_valid], order[n_train + n_valid :]
+    )
+
+
+def murcko_scaffold(smiles_or_mol: str | Chem.Mol) -> str:
+    """Bemis–Murcko scaffold SMILES (rings and the linkers between them, side chains removed).
+
+    Computed with RDKit's ``MurckoScaffold.MurckoScaffoldSmiles(mol=..., includeChirality=False)``
+    as DeepChem's ``ScaffoldSplitter`` does (Bemis & Murcko, J. Med. Chem. 39, 2887 (1996)).
+    Acyclic molecules have no scaffold and give ``""``, one shared group.
+
+    Args:
+        smiles_or_mol: a SMILES string (all fragments kept) or an RDKit molecule.
+
+    Raises:
+        chemgraph.chem.MoleculeParseError: the SMILES cannot be parsed.
+    """
+    mol = (
+        mol_from_smiles(smiles_or_mol, fragments="keep")
+        if isinstance(smiles_or_mol, str)
+        else smiles_or_mol
+    )
+    return MurckoScaffold.MurckoScaffoldSmiles(mol=mol, includeChirality=False)
+
+
+def scaffold_split(smiles: Sequence[str], fractions: Sequence[float] = (0.8, 0.1, 0.1)) -> Split:
+    """Deterministic Bemis–Murcko scaffold split, DeepChem's ``ScaffoldSplitter`` convention.
+
+    1. Group the molecules by :func:`murcko_scaffold` (acyclic molecules form the ``""`` group).
+    2. Sort the groups by size, largest first; groups of equal size are ordered by their first
+       (smallest) index, larger first — exactly DeepChem's
+       ``sorted(groups, key=lambda g: (len(g), g[0]), reverse=True)``, which MoleculeNet/OGB
+       scaffold splits were made with.
+    3. Walk the groups in that order: a group goes to train if train's size plus the group's
+       stays ``<= f_train * n``; otherwise to valid if train + valid + the group stays
+       ``<= (f_train + f_valid) * n``; otherwise to test. (As in DeepChem, a later, smaller
+       group may still go to train after a larger one did not fit.)
+
+    A scaffold never straddles two splits, so the split sizes only approximate the fractions.
+
+    Args:
+        smiles: ``n`` SMILES (or RDKit molecules).
+        fractions: ``(f_train, f_valid, f_test)``, each >= 0, summing to 1.
+
+    Returns:
+        ``(train, valid, test)``: ``int64`` index arrays, sorted, disjoint, covering ``range(n)``.
+
+    Raises:
+        ValueError: invalid fractions, or a SMILES that RDKit cannot parse (its index is named).
+    """
+    f_train, f_valid, _ = _check_fractions(fractions)
+    groups: dict[str, list[int]] = {}
+    for index, item in enumerate(smiles):
+        try:
+            scaffold = murcko_scaffold(item)
+        except ValueError as error:
+            raise ValueError(
+                f"scaffold_split: molecule {index} ({item!r}) cannot be parsed: {error}"
+            ) from error
+        groups.setdefault(scaffold, []).append(index)
+    ordered = sorted(groups.values(), key=lambda group: (len(group), group[0]), reverse=True)
+
+    n = len(smiles)
+    train_cutoff = f_train * n
+    valid_cutoff = (f_train + f_valid) * n
+    train: list[int] = []
+    valid: list[int] = []
+    test: list[int] = []
+    for group in ordered:
+        if len(train) + len(group) <= train_cutoff:
+            train.extend(group)
+        elif len(train) + len(valid) + len(group) <= valid_cutoff:
+            valid.extend(group)
+        else:
+            test.extend(group)
+    return _as_split(train, valid, test)
+
+
+def warn_single_class(
+    labels: torch.Tensor | np.ndarray,
+    splits: Mapping[str, np.ndarray],
+    target_columns: Sequence[str],
+) -> list[str]:
+    """Warn about classification tasks whose labels in a split are all one class.
+
+    ROC-AUC (and MCC) are undefined on such a split/task. For every split and task whose
+    present (non-NaN) labels hold a single class — or no label at all in a non-empty split —
+    a message is returned and emitted with :func:`warnings.warn` (``UserWarning``).
+
+    Args:
+        labels: ``float [N, T]`` labels, NaN = missing.
+        splits: split name -> ``int64`` indices into ``labels`` (e.g. ``{"train": ..., ...}``).
+        target_columns: the ``T`` task names, in label order.
+
+    Returns:
+        The messages, in split order then task order (empty when every split is fine).
+    """
+    values = labels.detach().cpu().numpy() if isinstance(labels, torch.Tensor) else labels
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 1:
+        values = values[:, None]
+    if values.shape[1] != len(target_columns):
+        raise ValueError(
+            f"labels have {values.shape[1]} tasks but target_columns names {len(target_columns)}"
+        )
+    messages: list[str] = []
+    for name, indices in splits.items():
+        index = np.asarray(indices, dtype=np.int64)
+        if index.size == 0:
+            continue
+        for j, column in enumerate(target_columns):
+            column_values = values[index, j]
+            present = column_values[~np.isnan(column_values)]
+            classes = np.unique(present)
+            if classes.size == 0:
+                message = (
+                    f"split {name!r}, task {column!r}: no labels present among "
+                    f"{index.size} molecules"
+                )
+            elif classes.size == 1:
+                message = (
+                    f"split {name!r}, task {column!r}: all {present.size} present labels are "
+                    f"{classes[0]:g} (single class; ROC-AUC is undefined)"
+                )
+            else:
+                continue
+            messages.append(message)
+            warnings.warn(message, UserWarning, stacklevel=2)
+    return messages

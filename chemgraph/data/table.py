@@ -1,0 +1,355 @@
+"""Tables of molecules (CSV, TSV, Parquet) -> :class:`MoleculeDataset` of DGL graphs.
+
+:func:`read_table` reads a table as it comes from MoleculeNet and friends (CRLF or ``\\r\\n\\n``
+line endings, gzip, trailing spaces in SMILES); :func:`featurize_table` turns the rows into
+graphs plus a label tensor and reports every row it could not use in a *rejected* table
+(``row, input, reason``) instead of raising; :func:`write_rejected` saves that table.
+
+Row numbers are 0-based data-row indices of the input table (the header is not a row), so row
+``r`` of a CSV is on line ``r + 2`` when the file has no blank lines.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from torch.utils.data import Dataset
+from tqdm.auto import tqdm
+
+from chemgraph._dgl import dgl
+from chemgraph.chem import MoleculeParseError, mol_from_smiles
+from chemgraph.featurize import FeaturizerPreset
+from chemgraph.graphs import mol_to_graph
+
+__all__ = [
+    "MISSING_LABEL_TOKENS",
+    "REJECTED_COLUMNS",
+    "MoleculeDataset",
+    "featurize_table",
+    "read_table",
+    "write_rejected",
+]
+
+logger = logging.getLogger(__name__)
+
+REJECTED_COLUMNS: tuple[str, str, str] = ("row", "input", "reason")
+"""Columns of the rejected-rows table: 0-based data row, input SMILES, reason."""
+
+MISSING_LABEL_TOKENS: frozenset[str] = frozenset({"", "nan", "na", "n/a", "null", "none"})
+"""Target cells that mean "label missing" (compared after ``strip().lower()``)."""
+
+_TABLE_SUFFIXES = {
+    ".csv": ",",
+    ".csv.gz": ",",
+    ".tsv": "\t",
+    ".tsv.gz": "\t",
+    ".parquet": None,
+}
+
+
+def _table_kind(path: Path) -> str:
+    name = path.name.lower()
+    for suffix in sorted(_TABLE_SUFFIXES, key=len, reverse=True):
+        if name.endswith(suffix):
+            return suffix
+    raise ValueError(
+        f"{path}: unsupported table format; expected one of {', '.join(sorted(_TABLE_SUFFIXES))}"
+    )
+
+
+def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read a table of molecules.
+
+    Formats (by file name, case-insensitive): ``.csv``, ``.tsv`` (each optionally ``.gz``) and
+    ``.parquet``. CRLF line endings and blank lines (HIV.csv ends every row with ``\\r\\n\\n``)
+    are handled. Only empty cells are read as missing (``keep_default_na=False``), so text such
+    as ``"NA"`` or ``"nan"`` stays a string; numeric target columns are converted by
+    :func:`featurize_table`.
+
+    Args:
+        path: the table file.
+
+    Returns:
+        The table, one row per data line, columns named by the header.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ValueError: unsupported extension, or the file holds no data rows.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"table file not found: {path}")
+    kind = _table_kind(path)
+    if kind == ".parquet":
+        frame = pd.read_parquet(path)
+    else:
+        try:
+            frame = pd.read_csv(
+                path,
+                sep=_TABLE_SUFFIXES[kind],
+                keep_default_na=False,
+                na_values=[""],
+                skip_blank_lines=True,
+                compression="gzip" if kind.endswith(".gz") else None,
+                encoding="utf-8-sig",
+            )
+        except pd.errors.EmptyDataError as error:
+            raise ValueError(f"{path}: the file is empty (no header, no rows)") from error
+    if len(frame) == 0:
+        raise ValueError(f"{path}: the table has no data rows (columns: {list(frame.columns)})")
+    return frame
+
+
+@dataclass(eq=False)
+class MoleculeDataset(Dataset):
+    """Featurised molecules with their labels.
+
+    Attributes:
+        graphs: one :class:`dgl.DGLGraph` per molecule (``ndata["x"]``, ``edata["e"]``).
+        labels: ``float32 [N, T]`` targets, NaN = missing; ``T == 0`` for prediction-only data.
+        rows: ``int64 [N]`` 0-based data-row index of each molecule in the input table.
+        smiles: the input SMILES as given (whitespace stripped), ``N`` strings.
+        target_columns: the ``T`` target column names, in label order.
+    """
+
+    graphs: list[dgl.DGLGraph]
+    labels: torch.Tensor
+    rows: np.ndarray
+    smiles: list[str]
+    target_columns: list[str]
+
+    def __post_init__(self) -> None:
+        n = len(self.graphs)
+        if self.labels.ndim != 2 or self.labels.shape[0] != n:
+            raise ValueError(f"labels must have shape [{n}, T], got {tuple(self.labels.shape)}")
+        if self.labels.shape[1] != len(self.target_columns):
+            raise ValueError(
+                f"labels have {self.labels.shape[1]} columns but target_columns names "
+                f"{len(self.target_columns)}: {self.target_columns}"
+            )
+        if len(self.rows) != n or len(self.smiles) != n:
+            raise ValueError(
+                f"graphs ({n}), rows ({len(self.rows)}) and smiles ({len(self.smiles)}) "
+                "must have the same length"
+            )
+        self.labels = self.labels.to(torch.float32)
+        self.rows = np.asarray(self.rows, dtype=np.int64)
+
+    @property
+    def num_tasks(self) -> int:
+        """``T``, the number of target columns."""
+        return len(self.target_columns)
+
+    def __len__(self) -> int:
+        return len(self.graphs)
+
+    def __getitem__(self, index: int) -> tuple[dgl.DGLGraph, torch.Tensor]:
+        """Return ``(graph, labels[index])``; the labels are ``float32 [T]``."""
+        return self.graphs[index], self.labels[index]
+
+    def subset(self, indices: Sequence[int] | np.ndarray | torch.Tensor) -> MoleculeDataset:
+        """The molecules at ``indices`` (positions in this dataset, not table rows), in order."""
+        index = np.asarray(indices, dtype=np.int64).reshape(-1)
+        if index.size and (index.min() < -len(self) or index.max() >= len(self)):
+            raise IndexError(f"subset index out of range for a dataset of {len(self)} molecules")
+        return MoleculeDataset(
+            graphs=[self.graphs[i] for i in index],
+            labels=self.labels[torch.from_numpy(index)],
+            rows=self.rows[index],
+            smiles=[self.smiles[i] for i in index],
+            target_columns=list(self.target_columns),
+        )
+
+
+def _check_columns(df: pd.DataFrame, wanted: Sequence[str]) -> None:
+    missing = [column for column in wanted if column not in df.columns]
+    if missing:
+        raise ValueError(
+            f"column(s) not in the table: {', '.join(map(repr, missing))}; available columns: "
+            f"{', '.join(map(repr, map(str, df.columns)))}"
+        )
+
+
+def _smiles_text(value: object) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        return ""
+    return str(value).strip()
+
+
+def _parse_targets(
+    df: pd.DataFrame, target_columns: Sequence[str]
+) -> tuple[np.ndarray, list[str | None]]:
+    """Targets as ``float64 [N, T]`` (NaN = missing) and, per row, the first bad-cell reason."""
+    n = len(df)
+    values = np.full((n, len(target_columns)), np.nan, dtype=np.float64)
+    errors: list[str | None] = [None] * n
+    for j, column in enumerate(target_columns):
+        series = df[column]
+        if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
+            values[:, j] = series.to_numpy(dtype=np.float64, na_value=np.nan)
+            cells = None
+        else:
+            cells = series.to_numpy(dtype=object)
+        for i in range(n):
+            if cells is not None:
+                cell = cells[i]
+                if cell is None or cell is pd.NA:
+                    continue
+                if isinstance(cell, str):
+                    text = cell.strip()
+                    if text.lower() in MISSING_LABEL_TOKENS:
+                        continue
+                    try:
+                        values[i, j] = float(text)
+                    except ValueError:
+                        if errors[i] is None:
+                            errors[i] = f"target {column!r}: {cell!r} is not a number"
+                        continue
+                else:
+                    try:
+                        values[i, j] = float(cell)
+                    except (TypeError, ValueError):
+                        if errors[i] is None:
+                            errors[i] = f"target {column!r}: {cell!r} is not a number"
+                        continue
+            if np.isinf(values[i, j]) and errors[i] is None:
+                errors[i] = f"target {column!r}: {values[i, j]!r} is not a finite number"
+    return values, errors
+
+
+def featurize_table(
+    df: pd.DataFrame,
+    smiles_column: str,
+    target_columns: Sequence[str],
+    preset: FeaturizerPreset,
+    fragments: str = "keep",
+    require_labels: bool = True,
+    progress: bool = True,
+) -> tuple[MoleculeDataset, pd.DataFrame]:
+    """Featurise every row of a table; rows that cannot be used are reported, never raised.
+
+    A row is rejected (checked in this order, one reason per row) when its SMILES is empty,
+    a target cell is not a number (cells in :data:`MISSING_LABEL_TOKENS`, e.g. ``""``,
+    ``"nan"``, count as missing, not as errors), ``require_labels`` is set and all of its
+    targets are missing, RDKit cannot parse the SMILES (reason = RDKit's message), the molecule
+    has no atoms, or graph building fails. Partially missing labels are kept as NaN.
+
+    Args:
+        df: the table (e.g. from :func:`read_table`).
+        smiles_column: column holding the SMILES.
+        target_columns: ``T`` target columns (may be empty for prediction-only data).
+        preset: the atom/bond featurizer preset.
+        fragments: ``"keep"`` all fragments or only the ``"largest"``
+            (see :func:`chemgraph.chem.mol_from_smiles`).
+        require_labels: reject rows whose targets are all missing (ignored when ``T == 0``).
+        progress: show a tqdm progress bar over the rows.
+
+    Returns:
+        ``(dataset, rejected)``: the molecules that were featurised, and a table with columns
+        ``row`` (int64, 0-based data row), ``input`` (the stripped SMILES) and ``reason``.
+
+    Raises:
+        ValueError: ``smiles_column`` or a target column is not in ``df`` (the message lists
+            the available columns).
+    """
+    if isinstance(target_columns, str):
+        target_columns = [target_columns]
+    target_columns = list(target_columns)
+    _check_columns(df, [smiles_column, *target_columns])
+    values, target_errors = _parse_targets(df, target_columns)
+    check_labels = require_labels and len(target_columns) > 0
+    smiles_cells = df[smiles_column].to_numpy(dtype=object)
+
+    graphs: list[dgl.DGLGraph] = []
+    kept_rows: list[int] = []
+    kept_smiles: list[str] = []
+    rejected: list[tuple[int, str, str]] = []
+    for row in tqdm(
+        range(len(df)), total=len(df), disable=not progress, desc="featurize", unit="mol"
+    ):
+        smiles = _smiles_text(smiles_cells[row])
+        reason = _reject_reason(
+            smiles, target_errors[row], values[row], check_labels, target_columns
+        )
+        if reason is None:
+            try:
+                mol = mol_from_smiles(smiles, fragments=fragments)
+            except MoleculeParseError as error:
+                reason = error.reason or str(error)
+            else:
+                if mol.GetNumAtoms() == 0:
+                    reason = "molecule has no atoms"
+                else:
+                    try:
+                        graph = mol_to_graph(mol, preset)
+                    except Exception as error:  # noqa: BLE001  (a bad row must not stop a load)
+                        reason = f"featurization failed: {type(error).__name__}: {error}"
+        if reason is not None:
+            rejected.append((row, smiles, reason))
+            continue
+        graphs.append(graph)
+        kept_rows.append(row)
+        kept_smiles.append(smiles)
+
+    rows = np.asarray(kept_rows, dtype=np.int64)
+    labels = torch.from_numpy(values[rows].astype(np.float32)).reshape(
+        len(rows), len(target_columns)
+    )
+    dataset = MoleculeDataset(
+        graphs=graphs,
+        labels=labels,
+        rows=rows,
+        smiles=kept_smiles,
+        target_columns=target_columns,
+    )
+    rejected_table = pd.DataFrame(
+        {
+            "row": pd.Series([r[0] for r in rejected], dtype=np.int64),
+            "input": pd.Series([r[1] for r in rejected], dtype=object),
+            "reason": pd.Series([r[2] for r in rejected], dtype=object),
+        }
+    )
+    logger.info(
+        "featurised %d of %d rows (%d rejected), preset %r, %d target(s)",
+        len(dataset),
+        len(df),
+        len(rejected),
+        getattr(preset, "name", preset),
+        len(target_columns),
+    )
+    return dataset, rejected_table
+
+
+def _reject_reason(
+    smiles: str,
+    target_error: str | None,
+    targets: np.ndarray,
+    check_labels: bool,
+    target_columns: Sequence[str],
+) -> str | None:
+    if not smiles:
+        return "empty SMILES"
+    if target_error is not None:
+        return target_error
+    if check_labels and bool(np.isnan(targets).all()):
+        return f"all targets missing: {', '.join(target_columns)}"
+    return None
+
+
+def write_rejected(rejected: pd.DataFrame, path: str | os.PathLike[str]) -> None:
+    """Write the rejected-rows table as CSV with header ``row,input,reason`` (also when empty).
+
+    Parent folders are created.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = pd.DataFrame(rejected).reindex(columns=list(REJECTED_COLUMNS))
+    table.to_csv(path, index=False)

@@ -1,0 +1,160 @@
+"""Edge-set attention (ESA) and node-set attention (NSA).
+
+Buterez et al., "An end-to-end attention-based approach for learning on graphs" (seed 000,
+section 3): an encoder of interleaved masked (MAB, ``M``) and unmasked (SAB, ``S``)
+self-attention blocks over the set of edges (ESA) or nodes (NSA), then pooling by multi-head
+attention (PMA, ``P``) followed by SABs on the ``k`` seeds::
+
+    Z_out = PMA_{k,p}(Encoder(X, M) + X)
+
+The layer pattern string spells the blocks in order, e.g. ``"SSMMMMPS"``: the letters before
+``P`` are the encoder, the ``S`` letters after ``P`` are the ``p`` SABs of the PMA.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+import torch
+from torch import nn
+
+from chemgraph.batches import EdgeSetBatch, NodeSetBatch, edge_adjacency
+from chemgraph.nn import PMA, AttentionBlock
+
+__all__ = ["ESAConfig", "ESA"]
+
+
+@dataclass
+class ESAConfig:
+    """Configuration of an ESA/NSA model (round-trips through YAML and checkpoints).
+
+    Attributes:
+        in_features: token width: ``2·d_n + d_e`` (ESA) or ``d_n`` (NSA).
+        num_outputs: number of predicted values per graph (tasks).
+        set_type: ``"edge"`` (ESA, takes :class:`EdgeSetBatch`) or ``"node"`` (NSA, takes
+            :class:`NodeSetBatch`).
+        hidden_dim: model width ``d``.
+        num_heads: attention heads (``hidden_dim`` must be divisible by it).
+        layer_pattern: blocks in order, letters ``M``/``S``, one ``P``, then ``S`` only.
+        norm: ``"pre"`` (the paper's form) or ``"post"`` layer normalisation.
+        mlp: ``"standard"`` (GELU) or ``"swiglu"``.
+        mlp_hidden_multiplier: MLP hidden width = multiplier × ``hidden_dim``.
+        num_seeds: ``k`` learnable PMA seeds; the ``k`` outputs are averaged.
+        dropout: dropout after attention and inside MLPs.
+        attention_dropout: dropout on attention weights.
+        attend_to_self: whether a token may attend to itself in a MAB. Default True: the
+            adjacency of seed 000 Algorithm 1 (``src == src``) contains the diagonal, so an
+            isolated token still has one key. False reproduces the official ESA code, which
+            clears the diagonal; a token with no other neighbour then gets a zero attention
+            output and keeps only its residual.
+    """
+
+    in_features: int
+    num_outputs: int = 1
+    set_type: Literal["edge", "node"] = "edge"
+    hidden_dim: int = 128
+    num_heads: int = 8
+    layer_pattern: str = "SMMSPS"
+    norm: Literal["pre", "post"] = "pre"
+    mlp: Literal["standard", "swiglu"] = "standard"
+    mlp_hidden_multiplier: int = 2
+    num_seeds: int = 32
+    dropout: float = 0.0
+    attention_dropout: float = 0.0
+    attend_to_self: bool = True
+
+    def __post_init__(self) -> None:
+        pattern = self.layer_pattern.upper()
+        encoder, _, after = pattern.partition("P")
+        if pattern.count("P") != 1 or set(encoder) - {"M", "S"} or set(after) - {"S"}:
+            raise ValueError(
+                f"layer_pattern {self.layer_pattern!r} is invalid: use M/S letters, exactly one "
+                "P (pooling), and only S after P, e.g. 'SSMMMMPS'"
+            )
+        if self.set_type not in ("edge", "node"):
+            raise ValueError(f"set_type must be 'edge' or 'node', got {self.set_type!r}")
+        self.layer_pattern = pattern
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class ESA(nn.Module):
+    """ESA (``set_type="edge"``) or NSA (``set_type="node"``) graph-level predictor.
+
+    Composition: token encoder (Linear ``in_features -> d``) -> interleaved MAB/SAB encoder ->
+    residual ``+ X`` -> PMA with ``k`` seeds -> ``p`` SABs -> mean over seeds -> MLP head
+    (Linear -> GELU -> Dropout -> Linear).
+
+    Forward:
+        batch: :class:`EdgeSetBatch` (ESA) or :class:`NodeSetBatch` (NSA).
+        Returns ``float32 [B, num_outputs]`` (raw outputs: standardised regression values or
+        classification logits).
+    """
+
+    def __init__(self, config: ESAConfig) -> None:
+        super().__init__()
+        self.config = config
+        d = config.hidden_dim
+        mlp_hidden = config.mlp_hidden_multiplier * d
+        block_args = dict(
+            dim=d,
+            num_heads=config.num_heads,
+            mlp_hidden=mlp_hidden,
+            mlp=config.mlp,
+            dropout=config.dropout,
+            attention_dropout=config.attention_dropout,
+        )
+        encoder_pattern, _, seed_pattern = config.layer_pattern.partition("P")
+        self.encoder_pattern = encoder_pattern
+        self.token_encoder = nn.Linear(config.in_features, d)
+        self.encoder = nn.ModuleList(
+            AttentionBlock(norm=config.norm, **block_args) for _ in encoder_pattern
+        )
+        self.pool = PMA(num_seeds=config.num_seeds, **block_args)
+        self.seed_blocks = nn.ModuleList(
+            AttentionBlock(norm=config.norm, **block_args) for _ in seed_pattern
+        )
+        self.head = nn.Sequential(
+            nn.Linear(d, mlp_hidden),
+            nn.GELU(),
+            nn.Dropout(config.dropout),
+            nn.Linear(mlp_hidden, config.num_outputs),
+        )
+
+    def _tokens_and_mask(
+        self, batch: EdgeSetBatch | NodeSetBatch
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        if self.config.set_type == "edge":
+            if not isinstance(batch, EdgeSetBatch):
+                raise TypeError(f"ESA (set_type='edge') takes an EdgeSetBatch, got {type(batch)}")
+            mask = batch.edge_mask
+            if mask is None:
+                mask = edge_adjacency(batch.src, batch.dst, batch.pad_mask)
+        else:
+            if not isinstance(batch, NodeSetBatch):
+                raise TypeError(f"NSA (set_type='node') takes a NodeSetBatch, got {type(batch)}")
+            mask = batch.adjacency
+        if not self.config.attend_to_self:
+            eye = torch.eye(mask.shape[-1], dtype=torch.bool, device=mask.device)
+            mask = mask & ~eye
+        return batch.x, mask, batch.pad_mask
+
+    def embed(self, batch: EdgeSetBatch | NodeSetBatch) -> torch.Tensor:
+        """Graph embeddings ``float32 [B, hidden_dim]`` (mean of the ``k`` pooled seeds)."""
+        x, mask, pad_mask = self._tokens_and_mask(batch)
+        keep = pad_mask.unsqueeze(-1)
+        # where(), not multiplication: a NaN or Inf in a padded slot must not leak.
+        h0 = torch.where(keep, self.token_encoder(torch.where(keep, x, 0.0)), 0.0)
+        set_mask = pad_mask.unsqueeze(2) & pad_mask.unsqueeze(1)  # SAB: the whole graph
+        h = h0
+        for letter, block in zip(self.encoder_pattern, self.encoder):
+            h = torch.where(keep, block(h, mask if letter == "M" else set_mask), 0.0)
+        pooled = self.pool(h + h0, pad_mask)
+        for block in self.seed_blocks:
+            pooled = block(pooled)
+        return pooled.mean(dim=1)
+
+    def forward(self, batch: EdgeSetBatch | NodeSetBatch) -> torch.Tensor:
+        return self.head(self.embed(batch))

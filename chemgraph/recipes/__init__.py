@@ -1,0 +1,1 @@
+"""Runnable recipes (the YAML definitions live in the top-level ``recipes/`` folder)."""

@@ -1,0 +1,58 @@
+"""Plots people read: learning curves and parity plots (matplotlib, Agg backend)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+__all__ = ["plot_learning_curve", "plot_parity"]
+
+
+def plot_learning_curve(epochs: list[dict[str, float]], path: str | Path) -> None:
+    """Training and validation loss per epoch (log scale) to ``path`` (PNG)."""
+    figure, axis = plt.subplots(figsize=(6, 4))
+    if epochs:
+        frame = pd.DataFrame(epochs)
+        axis.plot(frame["epoch"], frame["train_loss"], label="train")
+        axis.plot(frame["epoch"], frame["val_loss"], label="validation")
+        axis.set_yscale("log")
+        axis.legend()
+    axis.set_xlabel("epoch")
+    axis.set_ylabel("loss (standardised targets)")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def plot_parity(
+    predictions: pd.DataFrame, targets: list[str], path: str | Path, metrics: dict[str, float]
+) -> None:
+    """Predicted vs true values, one panel per target, with the identity line.
+
+    Args:
+        predictions: columns ``<target>`` and ``<target>_pred`` for each target.
+        targets: target column names.
+        path: PNG file.
+        metrics: shown in the title (e.g. ``{"rmse": ..., "mae": ..., "r2": ...}``).
+    """
+    figure, axes = plt.subplots(1, len(targets), figsize=(4.5 * len(targets), 4.5), squeeze=False)
+    for axis, target in zip(axes[0], targets):
+        truth = predictions[target].to_numpy(dtype=float)
+        predicted = predictions[f"{target}_pred"].to_numpy(dtype=float)
+        present = ~np.isnan(truth)
+        axis.scatter(truth[present], predicted[present], s=6, alpha=0.5)
+        low = np.nanmin([truth[present].min(), predicted[present].min()])
+        high = np.nanmax([truth[present].max(), predicted[present].max()])
+        axis.plot([low, high], [low, high], color="black", linewidth=1)
+        axis.set_xlabel(f"true {target}")
+        axis.set_ylabel(f"predicted {target}")
+        axis.set_title(", ".join(f"{k.upper()} {v:.3f}" for k, v in metrics.items()))
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)

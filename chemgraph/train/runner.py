@@ -1,0 +1,314 @@
+"""End-to-end training from a table of SMILES and targets (what ``chemgraph train`` runs)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import warnings
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal
+
+import lightning as L
+import numpy as np
+import pandas as pd
+import torch
+import yaml
+
+from chemgraph.batches import batch_builder
+from chemgraph.data.datamodule import MoleculeDataModule
+from chemgraph.data import (
+    featurize_table,
+    random_split,
+    read_table,
+    scaffold_split,
+    warn_single_class,
+    write_rejected,
+)
+from chemgraph.featurize import get_preset
+from chemgraph.train.metrics import classification_metrics, regression_metrics
+from chemgraph.train.module import PropertyPredictionModule
+from chemgraph.train.plots import plot_learning_curve, plot_parity
+from chemgraph.train.scaler import TargetScaler
+
+__all__ = ["TrainingConfig", "train"]
+
+log = logging.getLogger(__name__)
+
+
+class _DropAdvertisement(logging.Filter):
+    """Drops Lightning's start-up advertisement for its cloud logger."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "litlogger" not in record.getMessage()
+
+
+logging.getLogger("lightning.pytorch.utilities.rank_zero").addFilter(_DropAdvertisement())
+warnings.filterwarnings("ignore", message=".*isinstance\\(treespec, LeafSpec\\)")
+warnings.filterwarnings("ignore", message="Checkpoint directory .* exists and is not empty")
+
+
+@dataclass
+class TrainingConfig:
+    """Everything ``chemgraph train`` needs; round-trips through YAML (``--config``).
+
+    Defaults follow the ESA paper's protocol (seed 000, SI 7): AdamW lr 1e-4, batch 128,
+    gradient clipping 0.5, early stopping after 30 epochs without validation improvement,
+    learning rate halved after 15; random 80/10/10 split.
+
+    Attributes:
+        data: CSV/TSV/parquet file (optionally gzipped) with a SMILES column and targets.
+        target_columns: columns to predict (several = multi-task; empty cells = missing).
+        out: output folder.
+        smiles_column: column holding SMILES.
+        task: ``"regression"`` (targets standardised, predictions in the targets' units) or
+            ``"classification"`` (binary labels 0/1 per target column).
+        model: ``"esa"`` (edge-set attention) or ``"nsa"`` (node-set attention).
+        split: ``"random"`` (seeded) or ``"scaffold"`` (Bemis–Murcko, deterministic).
+        split_fractions: train/validation/test fractions.
+        seed: seeds the split, the weight initialisation and the shuffling.
+        max_epochs: upper bound on training epochs.
+        max_rows: use only the first N rows of the table (None = all).
+        batch_size, learning_rate, weight_decay, warmup_steps, gradient_clip,
+        early_stopping_patience, lr_patience: optimisation settings.
+        featurizer: atom/bond featurizer preset (ESA/NSA take float one-hot features).
+        fragments: multi-fragment (salt) policy, ``"keep"`` all fragments or ``"largest"``.
+        model_options: :class:`chemgraph.models.ESAConfig` fields (hidden_dim, num_heads,
+            layer_pattern, norm, mlp, num_seeds, dropout, attend_to_self, ...).
+        num_workers: DataLoader worker processes.
+        accelerator: Lightning accelerator (``"auto"`` picks CUDA when available).
+        progress: show progress bars.
+    """
+
+    data: str
+    target_columns: list[str]
+    out: str
+    smiles_column: str = "smiles"
+    task: Literal["regression", "classification"] = "regression"
+    model: Literal["esa", "nsa"] = "esa"
+    split: Literal["random", "scaffold"] = "random"
+    split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
+    seed: int = 0
+    max_epochs: int = 100
+    max_rows: int | None = None
+    batch_size: int = 128
+    learning_rate: float = 1e-4
+    weight_decay: float = 1e-2
+    warmup_steps: int = 0
+    gradient_clip: float = 0.5
+    early_stopping_patience: int = 30
+    lr_patience: int = 15
+    featurizer: str = "canonical"
+    fragments: Literal["keep", "largest"] = "keep"
+    model_options: dict[str, Any] = field(default_factory=dict)
+    num_workers: int = 0
+    accelerator: str = "auto"
+    progress: bool = True
+
+    @classmethod
+    def field_names(cls) -> set[str]:
+        return {f.name for f in fields(cls)}
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, **overrides: Any) -> TrainingConfig:
+        """Read a YAML mapping of these fields; ``overrides`` (not None) take precedence.
+
+        Raises:
+            ValueError: unknown keys in the file (names them) or missing required fields.
+        """
+        values = yaml.safe_load(Path(path).read_text()) or {}
+        unknown = set(values) - cls.field_names()
+        if unknown:
+            raise ValueError(
+                f"{path}: unknown keys {sorted(unknown)}; valid keys: {sorted(cls.field_names())}"
+            )
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.from_dict(values)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> TrainingConfig:
+        missing = [f.name for f in fields(cls) if f.name in ("data", "target_columns", "out")
+                   and f.name not in values]
+        if missing:
+            raise ValueError(f"missing required settings: {', '.join(missing)}")
+        values = dict(values)
+        if isinstance(values["target_columns"], str):
+            values["target_columns"] = [c.strip() for c in values["target_columns"].split(",")]
+        if "split_fractions" in values:
+            values["split_fractions"] = tuple(values["split_fractions"])
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        values = asdict(self)
+        values["split_fractions"] = list(self.split_fractions)
+        return values
+
+
+SET_TYPES = {"esa": "edge", "nsa": "node"}
+
+
+def _split(config: TrainingConfig, smiles: list[str]) -> dict[str, np.ndarray]:
+    if config.split == "random":
+        parts = random_split(len(smiles), config.split_fractions, seed=config.seed)
+    elif config.split == "scaffold":
+        parts = scaffold_split(smiles, config.split_fractions)
+    else:
+        raise ValueError(f"unknown split {config.split!r}; use 'random' or 'scaffold'")
+    return dict(zip(("train", "val", "test"), parts))
+
+
+def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
+    """Featurize the table, split, train with Lightning, evaluate the best checkpoint.
+
+    Writes to ``config.out``: ``rejected.csv`` (row, input, reason), ``best.ckpt``,
+    ``metrics.json`` (``{"val": {...}, "test": {...}}``: RMSE/MAE/R² or MCC/ROC-AUC/accuracy),
+    ``predictions.csv`` (split, row, smiles, each target and its ``_pred`` column),
+    ``learning_curve.png``, ``parity.png`` (regression) and ``config.yaml``.
+
+    Returns:
+        The metrics written to ``metrics.json``.
+
+    Raises:
+        ValueError: bad settings, missing columns, or too few valid molecules to split.
+    """
+    if config.model not in SET_TYPES:
+        raise ValueError(f"unknown model {config.model!r}; available: {', '.join(SET_TYPES)}")
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
+    L.seed_everything(config.seed, workers=True, verbose=False)
+
+    table = read_table(config.data)
+    if config.max_rows is not None:
+        table = table.iloc[: config.max_rows]
+    preset = get_preset(config.featurizer)
+    dataset, rejected = featurize_table(
+        table,
+        config.smiles_column,
+        config.target_columns,
+        preset,
+        fragments=config.fragments,
+        progress=config.progress,
+    )
+    write_rejected(rejected, out / "rejected.csv")
+    print(f"featurized {len(dataset)} of {len(table)} rows; rejected {len(rejected)} "
+          f"(see {out / 'rejected.csv'})")
+    if len(dataset) < 10:
+        raise ValueError(f"only {len(dataset)} valid molecules in {config.data}; need at least 10")
+
+    splits = _split(config, dataset.smiles)
+    if config.task == "classification":
+        warn_single_class(dataset.labels, splits, config.target_columns)
+    parts = {name: dataset.subset(index) for name, index in splits.items()}
+    scaler = TargetScaler.fit(parts["train"].labels) if config.task == "regression" else None
+
+    in_features = 2 * len(preset.atom) + len(preset.bond) if config.model == "esa" else len(
+        preset.atom
+    )
+    model_config = {
+        **config.model_options,
+        "in_features": in_features,
+        "num_outputs": len(config.target_columns),
+        "set_type": SET_TYPES[config.model],
+    }
+    module = PropertyPredictionModule(
+        model_config=model_config,
+        task=config.task,
+        target_columns=list(config.target_columns),
+        featurizer=preset.to_dict(),
+        scaler=asdict(scaler) if scaler is not None else None,
+        fragments=config.fragments,
+        learning_rate=config.learning_rate,
+        weight_decay=config.weight_decay,
+        warmup_steps=config.warmup_steps,
+        lr_patience=config.lr_patience,
+    )
+    data = MoleculeDataModule(
+        parts["train"],
+        parts["val"],
+        parts["test"],
+        batch_builder(SET_TYPES[config.model]),
+        batch_size=config.batch_size,
+        num_workers=config.num_workers,
+        seed=config.seed,
+    )
+    history = LossHistory()
+    checkpoint = L.pytorch.callbacks.ModelCheckpoint(
+        dirpath=out, filename="best", monitor="val_loss", mode="min", save_top_k=1,
+        enable_version_counter=False,
+    )
+    early_stopping = L.pytorch.callbacks.EarlyStopping(
+        monitor="val_loss", mode="min", patience=config.early_stopping_patience
+    )
+    cuda = torch.cuda.is_available() and config.accelerator in ("auto", "gpu", "cuda")
+    trainer = L.Trainer(
+        max_epochs=config.max_epochs,
+        accelerator=config.accelerator,
+        devices=1,
+        precision="bf16-mixed" if cuda else "32-true",
+        gradient_clip_val=config.gradient_clip,
+        callbacks=[checkpoint, early_stopping, history],
+        logger=False,
+        enable_progress_bar=config.progress,
+        enable_model_summary=config.progress,
+        num_sanity_val_steps=0,
+        deterministic=False,
+    )
+    trainer.fit(module, datamodule=data)
+
+    state = torch.load(checkpoint.best_model_path, map_location="cpu", weights_only=True)
+    module.load_state_dict(state["state_dict"])
+    metrics: dict[str, dict[str, float]] = {}
+    frames = []
+    for name in ("val", "test"):
+        outputs = trainer.predict(module, data.loader(parts[name]))
+        predicted = torch.cat(outputs).float().numpy()
+        truth = parts[name].labels.numpy()
+        if config.task == "regression":
+            metrics[name] = regression_metrics(truth, predicted)
+        else:
+            metrics[name] = classification_metrics(truth, predicted)
+        frames.append(_prediction_frame(name, parts[name], predicted, config.target_columns))
+    metrics["epochs_trained"] = trainer.current_epoch
+    (out / "metrics.json").write_text(json.dumps(_json_safe(metrics), indent=2))
+    predictions = pd.concat(frames, ignore_index=True)
+    predictions.to_csv(out / "predictions.csv", index=False)
+    plot_learning_curve(history.epochs, out / "learning_curve.png")
+    if config.task == "regression":
+        test = predictions[predictions["split"] == "test"]
+        plot_parity(test, config.target_columns, out / "parity.png", metrics["test"])
+    return metrics
+
+
+def _json_safe(value):
+    """NaN (e.g. ROC-AUC of a single-class split) becomes null: JSON has no NaN."""
+    if isinstance(value, dict):
+        return {key: _json_safe(item) for key, item in value.items()}
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def _prediction_frame(split: str, part, predicted: np.ndarray, targets: list[str]) -> pd.DataFrame:
+    frame = pd.DataFrame({"split": split, "row": part.rows, "smiles": part.smiles})
+    labels = part.labels.numpy()
+    for index, target in enumerate(targets):
+        frame[target] = labels[:, index]
+        frame[f"{target}_pred"] = predicted[:, index]
+    return frame
+
+
+class LossHistory(L.Callback):
+    """Records the epoch-mean training and validation losses for the learning-curve plot."""
+
+    def __init__(self) -> None:
+        self.epochs: list[dict[str, float]] = []
+
+    def on_train_epoch_end(self, trainer: L.Trainer, module: L.LightningModule) -> None:
+        metrics = trainer.callback_metrics
+        self.epochs.append(
+            {
+                "epoch": trainer.current_epoch,
+                "train_loss": float(metrics.get("train_loss", math.nan)),
+                "val_loss": float(metrics.get("val_loss", math.nan)),
+            }
+        )

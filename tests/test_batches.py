@@ -1,0 +1,95 @@
+import itertools
+
+import pytest
+import torch
+
+from chemgraph._dgl import dgl
+from chemgraph.batches import batch_builder, edge_set_batch, node_set_batch
+
+# a salt, a spiro ring, zero-bond atoms, and small molecules
+MOLECULES = ["CC(=O)[O-].[Na+]", "C1CCC2(C1)CCC2", "[Na+]", "C", "CCO", "[Cl-].[Na+]"]
+
+
+def brute_force_tokens(graph):
+    """Directed edges in DGL order, then a self-loop per bond-less atom."""
+    src, dst = (t.tolist() for t in graph.edges())
+    tokens = list(zip(src, dst))
+    degree = (graph.in_degrees() + graph.out_degrees()).tolist()
+    tokens += [(i, i) for i in range(graph.num_nodes()) if degree[i] == 0]
+    return tokens
+
+
+def test_edge_mask_equals_brute_force(graph_of):
+    graphs = [graph_of(s) for s in MOLECULES]
+    batch = edge_set_batch(dgl.batch(graphs))
+    length = max(len(brute_force_tokens(g)) for g in graphs)
+    assert batch.edge_mask.shape == (len(graphs), length, length)
+    for b, graph in enumerate(graphs):
+        tokens = brute_force_tokens(graph)
+        assert int(batch.num_edges[b]) == len(tokens)
+        expected = torch.zeros(length, length, dtype=torch.bool)
+        for i, j in itertools.product(range(len(tokens)), repeat=2):
+            expected[i, j] = bool(set(tokens[i]) & set(tokens[j]))
+        assert torch.equal(batch.edge_mask[b], expected), MOLECULES[b]
+        assert batch.pad_mask[b].sum() == len(tokens)
+        assert not batch.pad_mask[b, len(tokens) :].any()
+        assert batch.src[b, : len(tokens)].tolist() == [t[0] for t in tokens]
+        assert batch.dst[b, : len(tokens)].tolist() == [t[1] for t in tokens]
+
+
+def test_edge_tokens_are_source_target_bond_features(graph_of, canonical):
+    graphs = [graph_of(s) for s in MOLECULES]
+    batch = edge_set_batch(dgl.batch(graphs))
+    d_n, d_e = len(canonical.atom), len(canonical.bond)
+    assert batch.x.shape[-1] == 2 * d_n + d_e
+    for b, graph in enumerate(graphs):
+        x, e = graph.ndata["x"], graph.edata["e"]
+        for k, (i, j) in enumerate(brute_force_tokens(graph)):
+            bond = e[k] if k < graph.num_edges() else torch.zeros(d_e)
+            assert torch.equal(batch.x[b, k], torch.cat([x[i], x[j], bond]))
+        assert not batch.x[b, len(brute_force_tokens(graph)) :].any()  # padding is zero
+
+
+def test_bond_less_atoms_become_self_loop_tokens(graph_of):
+    batch = edge_set_batch(dgl.batch([graph_of("[Na+]"), graph_of("CC(=O)[O-].[Na+]")]))
+    # [Na+] alone: one token; acetate: 3 bonds -> 6 directed edges, plus Na -> 7
+    assert batch.num_edges.tolist() == [1, 7]
+    assert batch.src[1, 6] == batch.dst[1, 6] == 4  # sodium is atom 4
+
+
+def test_padding_never_connects_graphs(graph_of):
+    batch = edge_set_batch(dgl.batch([graph_of("C"), graph_of("CCCCCC")]))
+    # graph 0 has no bonds: a single token; everything else in its row/column is padding
+    assert batch.edge_mask[0].sum() == 1
+    assert batch.edge_mask[0, 0, 0]
+
+
+def test_node_adjacency_equals_brute_force(graph_of):
+    graphs = [graph_of(s) for s in MOLECULES]
+    batch = node_set_batch(dgl.batch(graphs))
+    length = max(g.num_nodes() for g in graphs)
+    for b, graph in enumerate(graphs):
+        n = graph.num_nodes()
+        expected = torch.zeros(length, length, dtype=torch.bool)
+        for i in range(n):
+            expected[i, i] = True
+        for u, v in zip(*(t.tolist() for t in graph.edges())):
+            expected[u, v] = True
+        assert torch.equal(batch.adjacency[b], expected)
+        assert torch.equal(batch.x[b, :n], graph.ndata["x"])
+        assert not batch.x[b, n:].any()
+        assert batch.num_nodes[b] == n
+
+
+def test_sparse_mask_option_and_device_move(graph_of):
+    batch = edge_set_batch(dgl.batch([graph_of("CCO")]), dense_mask=False)
+    assert batch.edge_mask is None
+    moved = batch.to("cpu")
+    assert torch.equal(moved.src, batch.src) and moved.edge_mask is None
+
+
+def test_batch_builder_names():
+    assert batch_builder("edge") is edge_set_batch
+    assert batch_builder("node") is node_set_batch
+    with pytest.raises(ValueError, match="unknown set type"):
+        batch_builder("bond")

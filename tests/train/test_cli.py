@@ -1,0 +1,111 @@
+"""``chemgraph train`` and ``chemgraph predict`` end to end on a small fixture."""
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import torch
+import yaml
+
+from chemgraph.cli import main
+
+VALID = [
+    "CCO", "CCCO", "CCCCO", "CC(C)O", "c1ccccc1", "Cc1ccccc1", "Oc1ccccc1", "CC(=O)O",
+    "CCN", "CCCN", "c1ccncc1", "C1CCCCC1", "C1CCOC1", "CC(=O)C", "CCOCC", "ClCCl",
+    "CC(=O)[O-].[Na+]", "[Na+].[Cl-]", "C", "O", "N", "CCCl", "BrCCBr", "c1ccc2ccccc2c1",
+    "CC#N", "C=CC=C", "OCCO", "NCCN", "CS(C)=O", "CCS",
+]
+INVALID = {5: "C1CC", 17: "N(C)(C)(C)(C)C"}  # unclosed ring; pentavalent nitrogen
+
+
+@pytest.fixture()
+def table(tmp_path):
+    smiles = list(VALID)
+    for row, bad in sorted(INVALID.items()):
+        smiles.insert(row, bad)
+    frame = pd.DataFrame(
+        {
+            "smiles": smiles,
+            "logp": [0.1 * i for i in range(len(smiles))],
+            "active": [i % 2 for i in range(len(smiles))],
+        }
+    )
+    path = tmp_path / "molecules.csv"
+    frame.to_csv(path, index=False)
+    settings = tmp_path / "small.yaml"
+    settings.write_text(
+        yaml.safe_dump(
+            {"batch_size": 8, "model_options": {"hidden_dim": 16, "num_heads": 2, "num_seeds": 2}}
+        )
+    )
+    return path, settings
+
+
+@pytest.mark.parametrize(
+    "task,target,metric_names,model",
+    [
+        ("regression", "logp", {"rmse", "mae", "r2"}, "esa"),
+        ("classification", "active", {"mcc", "roc_auc", "accuracy"}, "nsa"),
+    ],
+)
+def test_train_then_predict(tmp_path, table, task, target, metric_names, model):
+    data, settings = table
+    out = tmp_path / "run"
+    status = main(
+        ["train", "--data", str(data), "--smiles-column", "smiles", "--target-columns", target,
+         "--task", task, "--model", model, "--split", "random", "--seed", "1",
+         "--max-epochs", "2", "--out", str(out), "--config", str(settings), "--quiet"]
+    )
+    assert status == 0
+    rejected = pd.read_csv(out / "rejected.csv")
+    assert rejected["row"].tolist() == sorted(INVALID)
+    assert rejected["input"].tolist() == [INVALID[r] for r in sorted(INVALID)]
+    assert rejected["reason"].str.len().min() > 0
+    assert "valence" in rejected["reason"].iloc[1].lower()
+
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert set(metrics["test"]) == metric_names and set(metrics["val"]) == metric_names
+    predictions = pd.read_csv(out / "predictions.csv")
+    assert set(predictions["split"]) == {"val", "test"}
+    assert len(predictions) == 6  # 10% + 10% of 30 valid molecules
+    for name in ["best.ckpt", "learning_curve.png", "config.yaml"]:
+        assert (out / name).stat().st_size > 0
+    assert (out / "parity.png").exists() == (task == "regression")
+
+    checkpoint = torch.load(out / "best.ckpt", weights_only=True)
+    assert checkpoint["hyper_parameters"]["featurizer"]["name"] == "canonical"
+
+    output = tmp_path / "predictions.csv"
+    status = main(["predict", "--checkpoint", str(out / "best.ckpt"), "--input", str(data),
+                   "--output", str(output), "--quiet"])
+    assert status == 0
+    result = pd.read_csv(output)
+    source = pd.read_csv(data)
+    assert result["smiles"].tolist() == source["smiles"].tolist()
+    failed = result["error"].notna()
+    assert failed[failed].index.tolist() == sorted(INVALID)
+    predicted = result[f"{target}_pred"]
+    assert predicted[~failed].notna().all() and predicted[failed].isna().all()
+    if task == "classification":
+        assert predicted[~failed].between(0, 1).all()
+    # the prediction of a valid row equals the one made at training time
+    held_out = predictions.iloc[0]
+    assert predicted[int(held_out["row"])] == pytest.approx(held_out[f"{target}_pred"], abs=1e-5)
+
+
+def test_missing_column_is_a_clear_error(tmp_path, table, capsys):
+    data, _ = table
+    status = main(["train", "--data", str(data), "--target-columns", "solubility",
+                   "--out", str(tmp_path / "run"), "--quiet"])
+    assert status == 2
+    error = capsys.readouterr().err
+    assert "solubility" in error and "logp" in error
+
+
+def test_python_dash_m_is_the_command():
+    result = subprocess.run(
+        [sys.executable, "-m", "chemgraph", "train", "--help"], capture_output=True, text=True
+    )
+    assert result.returncode == 0 and "--target-columns" in result.stdout
