@@ -44,9 +44,7 @@ class _TensorBatch:
     """``.to(device)`` and ``.pin_memory()`` over every tensor field of a dataclass."""
 
     def to(self, device: torch.device | str, non_blocking: bool = False):
-        values = {
-            f.name: _move(getattr(self, f.name), device, non_blocking) for f in fields(self)
-        }
+        values = {f.name: _move(getattr(self, f.name), device, non_blocking) for f in fields(self)}
         return type(self)(**values)
 
     def pin_memory(self):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -135,8 +134,10 @@ def _predict(args: argparse.Namespace) -> int:
         progress=not args.quiet,
     )
     failed = int((result["error"] != "").sum())
-    print(f"predicted {len(result) - failed} of {len(result)} rows; {failed} could not be "
-          f"featurized (see the error column of {args.output})")
+    print(
+        f"predicted {len(result) - failed} of {len(result)} rows; {failed} could not be "
+        f"featurized (see the error column of {args.output})"
+    )
     return 0
 
 

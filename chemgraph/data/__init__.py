@@ -4,8 +4,10 @@
   (:mod:`chemgraph.data.table`)
 - :func:`random_split`, :func:`scaffold_split`, :func:`murcko_scaffold`,
   :func:`warn_single_class` (:mod:`chemgraph.data.splits`)
+- :class:`MoleculeDataModule`, :func:`collate_graphs` (:mod:`chemgraph.data.datamodule`)
 """
 
+from chemgraph.data.datamodule import MoleculeDataModule, collate_graphs
 from chemgraph.data.splits import murcko_scaffold, random_split, scaffold_split, warn_single_class
 from chemgraph.data.table import (
     MISSING_LABEL_TOKENS,
@@ -19,7 +21,9 @@ from chemgraph.data.table import (
 __all__ = [
     "MISSING_LABEL_TOKENS",
     "REJECTED_COLUMNS",
+    "MoleculeDataModule",
     "MoleculeDataset",
+    "collate_graphs",
     "featurize_table",
     "murcko_scaffold",
     "random_split",

@@ -31,8 +31,10 @@ def main(argv: list[str] | None = None) -> int:
     table = load_qm9pack(args.molecules, seed=0)
     data = out / "qm9_gap.csv"
     table.to_csv(data, index=False)
-    print(f"QM9 (qm9pack): {len(table)} molecules, HOMO-LUMO gap "
-          f"{table.gap_ev.mean():.3f} ± {table.gap_ev.std():.3f} eV -> {data}")
+    print(
+        f"QM9 (qm9pack): {len(table)} molecules, HOMO-LUMO gap "
+        f"{table.gap_ev.mean():.3f} ± {table.gap_ev.std():.3f} eV -> {data}"
+    )
     config = TrainingConfig.from_yaml(
         args.config, data=str(data), out=str(out), max_epochs=args.max_epochs
     )
@@ -40,8 +42,10 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print("ESA on QM9 HOMO-LUMO gap (eV), random 80/10/10 split, best validation checkpoint:")
     print(format_metrics(metrics))
-    print(f"epochs: {metrics['epochs_trained']}; wall time {time.perf_counter() - start:.0f} s; "
-          f"parity plot: {out / 'parity.png'}")
+    print(
+        f"epochs: {metrics['epochs_trained']}; wall time {time.perf_counter() - start:.0f} s; "
+        f"parity plot: {out / 'parity.png'}"
+    )
     return 0
 
 

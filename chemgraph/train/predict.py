@@ -9,8 +9,7 @@ import pandas as pd
 import torch
 
 from chemgraph.batches import batch_builder
-from chemgraph.data import featurize_table, read_table
-from chemgraph.data.datamodule import MoleculeDataModule
+from chemgraph.data import MoleculeDataModule, featurize_table, read_table
 from chemgraph.featurize import FeaturizerPreset
 from chemgraph.train.module import PropertyPredictionModule
 

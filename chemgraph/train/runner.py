@@ -17,8 +17,8 @@ import torch
 import yaml
 
 from chemgraph.batches import batch_builder
-from chemgraph.data.datamodule import MoleculeDataModule
 from chemgraph.data import (
+    MoleculeDataModule,
     featurize_table,
     random_split,
     read_table,
@@ -128,8 +128,11 @@ class TrainingConfig:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> TrainingConfig:
-        missing = [f.name for f in fields(cls) if f.name in ("data", "target_columns", "out")
-                   and f.name not in values]
+        missing = [
+            f.name
+            for f in fields(cls)
+            if f.name in ("data", "target_columns", "out") and f.name not in values
+        ]
         if missing:
             raise ValueError(f"missing required settings: {', '.join(missing)}")
         values = dict(values)
@@ -192,8 +195,10 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
         progress=config.progress,
     )
     write_rejected(rejected, out / "rejected.csv")
-    print(f"featurized {len(dataset)} of {len(table)} rows; rejected {len(rejected)} "
-          f"(see {out / 'rejected.csv'})")
+    print(
+        f"featurized {len(dataset)} of {len(table)} rows; rejected {len(rejected)} "
+        f"(see {out / 'rejected.csv'})"
+    )
     if len(dataset) < 10:
         raise ValueError(f"only {len(dataset)} valid molecules in {config.data}; need at least 10")
 
@@ -203,8 +208,8 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     parts = {name: dataset.subset(index) for name, index in splits.items()}
     scaler = TargetScaler.fit(parts["train"].labels) if config.task == "regression" else None
 
-    in_features = 2 * len(preset.atom) + len(preset.bond) if config.model == "esa" else len(
-        preset.atom
+    in_features = (
+        2 * len(preset.atom) + len(preset.bond) if config.model == "esa" else len(preset.atom)
     )
     model_config = {
         **config.model_options,
@@ -235,7 +240,11 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     )
     history = LossHistory()
     checkpoint = L.pytorch.callbacks.ModelCheckpoint(
-        dirpath=out, filename="best", monitor="val_loss", mode="min", save_top_k=1,
+        dirpath=out,
+        filename="best",
+        monitor="val_loss",
+        mode="min",
+        save_top_k=1,
         enable_version_counter=False,
     )
     early_stopping = L.pytorch.callbacks.EarlyStopping(

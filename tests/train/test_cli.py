@@ -12,10 +12,36 @@ import yaml
 from chemgraph.cli import main
 
 VALID = [
-    "CCO", "CCCO", "CCCCO", "CC(C)O", "c1ccccc1", "Cc1ccccc1", "Oc1ccccc1", "CC(=O)O",
-    "CCN", "CCCN", "c1ccncc1", "C1CCCCC1", "C1CCOC1", "CC(=O)C", "CCOCC", "ClCCl",
-    "CC(=O)[O-].[Na+]", "[Na+].[Cl-]", "C", "O", "N", "CCCl", "BrCCBr", "c1ccc2ccccc2c1",
-    "CC#N", "C=CC=C", "OCCO", "NCCN", "CS(C)=O", "CCS",
+    "CCO",
+    "CCCO",
+    "CCCCO",
+    "CC(C)O",
+    "c1ccccc1",
+    "Cc1ccccc1",
+    "Oc1ccccc1",
+    "CC(=O)O",
+    "CCN",
+    "CCCN",
+    "c1ccncc1",
+    "C1CCCCC1",
+    "C1CCOC1",
+    "CC(=O)C",
+    "CCOCC",
+    "ClCCl",
+    "CC(=O)[O-].[Na+]",
+    "[Na+].[Cl-]",
+    "C",
+    "O",
+    "N",
+    "CCCl",
+    "BrCCBr",
+    "c1ccc2ccccc2c1",
+    "CC#N",
+    "C=CC=C",
+    "OCCO",
+    "NCCN",
+    "CS(C)=O",
+    "CCS",
 ]
 INVALID = {5: "C1CC", 17: "N(C)(C)(C)(C)C"}  # unclosed ring; pentavalent nitrogen
 
@@ -54,9 +80,30 @@ def test_train_then_predict(tmp_path, table, task, target, metric_names, model):
     data, settings = table
     out = tmp_path / "run"
     status = main(
-        ["train", "--data", str(data), "--smiles-column", "smiles", "--target-columns", target,
-         "--task", task, "--model", model, "--split", "random", "--seed", "1",
-         "--max-epochs", "2", "--out", str(out), "--config", str(settings), "--quiet"]
+        [
+            "train",
+            "--data",
+            str(data),
+            "--smiles-column",
+            "smiles",
+            "--target-columns",
+            target,
+            "--task",
+            task,
+            "--model",
+            model,
+            "--split",
+            "random",
+            "--seed",
+            "1",
+            "--max-epochs",
+            "2",
+            "--out",
+            str(out),
+            "--config",
+            str(settings),
+            "--quiet",
+        ]
     )
     assert status == 0
     rejected = pd.read_csv(out / "rejected.csv")
@@ -78,8 +125,18 @@ def test_train_then_predict(tmp_path, table, task, target, metric_names, model):
     assert checkpoint["hyper_parameters"]["featurizer"]["name"] == "canonical"
 
     output = tmp_path / "predictions.csv"
-    status = main(["predict", "--checkpoint", str(out / "best.ckpt"), "--input", str(data),
-                   "--output", str(output), "--quiet"])
+    status = main(
+        [
+            "predict",
+            "--checkpoint",
+            str(out / "best.ckpt"),
+            "--input",
+            str(data),
+            "--output",
+            str(output),
+            "--quiet",
+        ]
+    )
     assert status == 0
     result = pd.read_csv(output)
     source = pd.read_csv(data)
@@ -97,8 +154,18 @@ def test_train_then_predict(tmp_path, table, task, target, metric_names, model):
 
 def test_missing_column_is_a_clear_error(tmp_path, table, capsys):
     data, _ = table
-    status = main(["train", "--data", str(data), "--target-columns", "solubility",
-                   "--out", str(tmp_path / "run"), "--quiet"])
+    status = main(
+        [
+            "train",
+            "--data",
+            str(data),
+            "--target-columns",
+            "solubility",
+            "--out",
+            str(tmp_path / "run"),
+            "--quiet",
+        ]
+    )
     assert status == 2
     error = capsys.readouterr().err
     assert "solubility" in error and "logp" in error
