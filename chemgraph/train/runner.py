@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import math
+import sys
+import time
 import warnings
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -78,7 +80,8 @@ class TrainingConfig:
             layer_pattern, norm, mlp, num_seeds, dropout, attend_to_self, ...).
         num_workers: DataLoader worker processes.
         accelerator: Lightning accelerator (``"auto"`` picks CUDA when available).
-        progress: show progress bars.
+        progress: report progress: tqdm bars on a terminal, one line per epoch otherwise
+            (logs, CI).
     """
 
     data: str
@@ -238,7 +241,8 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
         num_workers=config.num_workers,
         seed=config.seed,
     )
-    history = LossHistory()
+    progress_bars = config.progress and sys.stderr.isatty()
+    history = LossHistory(print_epochs=config.progress and not progress_bars)
     checkpoint = L.pytorch.callbacks.ModelCheckpoint(
         dirpath=out,
         filename="best",
@@ -259,7 +263,7 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
         gradient_clip_val=config.gradient_clip,
         callbacks=[checkpoint, early_stopping, history],
         logger=False,
-        enable_progress_bar=config.progress,
+        enable_progress_bar=progress_bars,
         enable_model_summary=config.progress,
         num_sanity_val_steps=0,
         deterministic=False,
@@ -309,8 +313,10 @@ def _prediction_frame(split: str, part, predicted: np.ndarray, targets: list[str
 class LossHistory(L.Callback):
     """Records the epoch-mean training and validation losses for the learning-curve plot."""
 
-    def __init__(self) -> None:
+    def __init__(self, print_epochs: bool = False) -> None:
         self.epochs: list[dict[str, float]] = []
+        self.print_epochs = print_epochs
+        self._start = time.perf_counter()
 
     def on_train_epoch_end(self, trainer: L.Trainer, module: L.LightningModule) -> None:
         metrics = trainer.callback_metrics
@@ -321,3 +327,10 @@ class LossHistory(L.Callback):
                 "val_loss": float(metrics.get("val_loss", math.nan)),
             }
         )
+        if self.print_epochs:
+            last = self.epochs[-1]
+            print(
+                f"epoch {last['epoch']:>3}: train_loss {last['train_loss']:.4f}  "
+                f"val_loss {last['val_loss']:.4f}  ({time.perf_counter() - self._start:.0f} s)",
+                flush=True,
+            )

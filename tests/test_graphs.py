@@ -1,0 +1,47 @@
+import pytest
+import torch
+from rdkit import Chem
+from rdkit.Chem import AllChem
+
+from chemgraph.chem import mol_from_smiles
+from chemgraph.graphs import mol_to_graph
+
+
+def test_both_directions_of_every_bond(canonical):
+    graph = mol_to_graph(mol_from_smiles("CCO"), canonical)
+    src, dst = graph.edges()
+    assert list(zip(src.tolist(), dst.tolist())) == [(0, 1), (1, 0), (1, 2), (2, 1)]
+    assert graph.ndata["x"].shape == (3, len(canonical.atom))
+    assert graph.edata["e"].shape == (4, len(canonical.bond))
+    assert torch.equal(graph.edata["e"][0], graph.edata["e"][1])
+    assert graph.ndata["x"].dtype == torch.float32
+
+
+def test_zero_bond_molecule(canonical):
+    graph = mol_to_graph(mol_from_smiles("[Na+]"), canonical)
+    assert graph.num_nodes() == 1 and graph.num_edges() == 0
+    assert graph.edata["e"].shape == (0, len(canonical.bond))
+
+
+def test_ogb_preset_gives_integer_features():
+    from chemgraph.featurize import get_preset
+
+    graph = mol_to_graph(mol_from_smiles("C=O"), get_preset("ogb"))
+    assert graph.ndata["x"].dtype == torch.int64
+    assert graph.ndata["x"][:, 0].tolist() == [5, 7]  # atomic number - 1
+    assert graph.edata["e"][:, 0].tolist() == [1, 1]  # DOUBLE
+
+
+def test_positions_in_angstrom(canonical):
+    mol = Chem.AddHs(Chem.MolFromSmiles("O"))
+    AllChem.EmbedMolecule(mol, randomSeed=0)
+    graph = mol_to_graph(mol, canonical, with_positions=True)
+    expected = torch.tensor(mol.GetConformer().GetPositions(), dtype=torch.float32)
+    assert torch.equal(graph.ndata["pos"], expected)
+    bond_length = (graph.ndata["pos"][0] - graph.ndata["pos"][1]).norm()
+    assert 0.9 < bond_length < 1.05  # O-H ≈ 0.96 Å
+
+
+def test_positions_required_but_absent(canonical):
+    with pytest.raises(ValueError, match="no conformer"):
+        mol_to_graph(mol_from_smiles("CCO"), canonical, with_positions=True)
