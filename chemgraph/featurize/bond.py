@@ -23,6 +23,8 @@ import torch
 from rdkit import Chem
 from rdkit.Chem.rdchem import BondStereo, BondType
 
+from chemgraph.featurize.atom import _index_of
+
 __all__ = ["BondFeaturizer", "CanonicalBondFeaturizer", "OGBBondFeaturizer"]
 
 
@@ -71,13 +73,6 @@ _CANONICAL_STEREO: tuple[BondStereo, ...] = (
     BondStereo.STEREOCIS,
     BondStereo.STEREOTRANS,
 )
-
-
-def _index_of(vocabulary: tuple[Any, ...]) -> dict[Any, int]:
-    index = {value: i for i, value in enumerate(vocabulary)}
-    if len(index) != len(vocabulary):
-        raise ValueError(f"vocabulary has repeated values: {vocabulary}")
-    return index
 
 
 @dataclass(frozen=True)

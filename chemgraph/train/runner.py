@@ -189,6 +189,11 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     if config.max_rows is not None:
         table = table.iloc[: config.max_rows]
     preset = get_preset(config.featurizer)
+    if preset.atom.dtype != torch.float32:
+        raise ValueError(
+            f"{config.model.upper()} takes one-hot (float) features; featurizer "
+            f"{config.featurizer!r} is integer-categorical (for embedding models): use 'canonical'"
+        )
     dataset, rejected = featurize_table(
         table,
         config.smiles_column,
