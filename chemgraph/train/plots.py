@@ -14,8 +14,16 @@ import pandas as pd  # noqa: E402
 __all__ = ["plot_learning_curve", "plot_parity"]
 
 
-def plot_learning_curve(epochs: list[dict[str, float]], path: str | Path) -> None:
-    """Training and validation loss per epoch (log scale) to ``path`` (PNG)."""
+def plot_learning_curve(
+    epochs: list[dict[str, float]], path: str | Path, loss_name: str = "loss"
+) -> None:
+    """Training and validation loss per epoch (log scale) to ``path`` (PNG).
+
+    Args:
+        epochs: one dict per epoch with ``epoch``, ``train_loss``, ``val_loss``.
+        path: PNG file.
+        loss_name: y-axis label, e.g. ``"MSE of standardised targets"``.
+    """
     figure, axis = plt.subplots(figsize=(6, 4))
     if epochs:
         frame = pd.DataFrame(epochs)
@@ -24,7 +32,7 @@ def plot_learning_curve(epochs: list[dict[str, float]], path: str | Path) -> Non
         axis.set_yscale("log")
         axis.legend()
     axis.set_xlabel("epoch")
-    axis.set_ylabel("loss (standardised targets)")
+    axis.set_ylabel(loss_name)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)

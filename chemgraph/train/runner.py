@@ -292,7 +292,11 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     (out / "metrics.json").write_text(json.dumps(_json_safe(metrics), indent=2))
     predictions = pd.concat(frames, ignore_index=True)
     predictions.to_csv(out / "predictions.csv", index=False)
-    plot_learning_curve(history.epochs, out / "learning_curve.png")
+    loss_name = {
+        "regression": "mean squared error of standardised targets",
+        "classification": "binary cross-entropy",
+    }[config.task]
+    plot_learning_curve(history.epochs, out / "learning_curve.png", loss_name)
     if config.task == "regression":
         test = predictions[predictions["split"] == "test"]
         plot_parity(test, config.target_columns, out / "parity.png", metrics["test"])
