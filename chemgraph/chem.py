@@ -66,7 +66,10 @@ class MoleculeParseError(ValueError):
     """
 
     def __init__(self, reason: str, record: str | None = None) -> None:
-        self.reason = reason or "unknown RDKit error"
+        # RDKit's messages can span lines (a caret under the bad token); one line reads better
+        # in a CSV cell or a log.
+        lines = [line.strip() for line in (reason or "").splitlines() if line.strip()]
+        self.reason = " | ".join(lines) or "unknown RDKit error"
         self.record = record
         if record is None:
             super().__init__(self.reason)

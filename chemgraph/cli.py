@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     handlers = {"train": _train, "predict": _predict}
     try:
         return handlers[args.command](args)
-    except (ValueError, FileNotFoundError, KeyError) as error:
+    except (ValueError, OSError, KeyError, ImportError) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"chemgraph {args.command}: error: {message}", file=sys.stderr)
         return 2

@@ -184,6 +184,9 @@ def _smiles_text(value: object) -> str:
     return str(value).strip()
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def _parse_targets(
     df: pd.DataFrame, target_columns: Sequence[str]
 ) -> tuple[np.ndarray, list[str | None]]:
@@ -220,8 +223,12 @@ def _parse_targets(
                         if errors[i] is None:
                             errors[i] = f"target {column!r}: {cell!r} is not a number"
                         continue
-            if np.isinf(values[i, j]) and errors[i] is None:
-                errors[i] = f"target {column!r}: {values[i, j]!r} is not a finite number"
+            value = float(values[i, j])
+            if not np.isnan(value) and abs(value) > _FLOAT32_MAX and errors[i] is None:
+                errors[i] = (
+                    f"target {column!r}: {value} is not a finite float32 number "
+                    f"(|value| must be at most {_FLOAT32_MAX:.3e})"
+                )
     return values, errors
 
 

@@ -13,7 +13,7 @@ The layer pattern string spells the blocks in order, e.g. ``"SSMMMMPS"``: the le
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Literal
 
 import torch
@@ -65,6 +65,10 @@ class ESAConfig:
     attend_to_self: bool = True
 
     def __post_init__(self) -> None:
+        if not isinstance(self.layer_pattern, str):
+            raise ValueError(
+                f"layer_pattern must be a string such as 'SSMMMMPS', got {self.layer_pattern!r}"
+            )
         pattern = self.layer_pattern.upper()
         encoder, _, after = pattern.partition("P")
         if pattern.count("P") != 1 or set(encoder) - {"M", "S"} or set(after) - {"S"}:
@@ -72,9 +76,39 @@ class ESAConfig:
                 f"layer_pattern {self.layer_pattern!r} is invalid: use M/S letters, exactly one "
                 "P (pooling), and only S after P, e.g. 'SSMMMMPS'"
             )
-        if self.set_type not in ("edge", "node"):
-            raise ValueError(f"set_type must be 'edge' or 'node', got {self.set_type!r}")
+        choices = {"set_type": ("edge", "node"), "norm": ("pre", "post"),
+                   "mlp": ("standard", "swiglu")}  # fmt: skip
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        for name in ("in_features", "num_outputs", "hidden_dim", "num_heads", "num_seeds",
+                     "mlp_hidden_multiplier"):  # fmt: skip
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.hidden_dim % self.num_heads:
+            raise ValueError(
+                f"hidden_dim {self.hidden_dim} is not divisible by num_heads {self.num_heads}"
+            )
+        for name in ("dropout", "attention_dropout"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not 0 <= value < 1:
+                raise ValueError(f"{name} must be in [0, 1), got {value!r}")
         self.layer_pattern = pattern
+
+    @classmethod
+    def check_options(cls, options: dict) -> None:
+        """Validate user options (every field but ``in_features``, ``num_outputs``, ``set_type``).
+
+        Raises:
+            ValueError: an unknown option (the valid ones are listed) or a bad value.
+        """
+        fixed = {"in_features", "num_outputs", "set_type"}
+        allowed = {f.name for f in fields(cls)} - fixed
+        unknown = set(options) - allowed
+        if unknown:
+            raise ValueError(f"unknown model_options {sorted(unknown)}; valid: {sorted(allowed)}")
+        cls(in_features=1, **options)
 
     def to_dict(self) -> dict:
         return asdict(self)

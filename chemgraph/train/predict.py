@@ -29,8 +29,13 @@ def load_checkpoint(path: str | Path) -> PropertyPredictionModule:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint {path} does not exist")
-    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    if "hyper_parameters" not in checkpoint or "state_dict" not in checkpoint:
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # torch raises many types for a file that is not a checkpoint
+        raise ValueError(f"{path} is not a readable PyTorch checkpoint: {error}") from error
+    if not isinstance(checkpoint, dict) or not {"hyper_parameters", "state_dict"} <= set(
+        checkpoint
+    ):
         raise ValueError(f"{path} is not a chemgraph checkpoint (no hyper_parameters/state_dict)")
     module = PropertyPredictionModule(**checkpoint["hyper_parameters"])
     module.load_state_dict(checkpoint["state_dict"])
@@ -91,5 +96,6 @@ def predict_table(
     errors = pd.Series("", index=range(len(table)), dtype=object)
     errors.iloc[rejected["row"].to_numpy(dtype=int)] = rejected["reason"].to_numpy()
     result["error"] = errors.to_numpy()
+    Path(output_path).parent.mkdir(parents=True, exist_ok=True)
     result.to_csv(output_path, index=False)
     return result

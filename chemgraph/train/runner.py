@@ -29,6 +29,7 @@ from chemgraph.data import (
     write_rejected,
 )
 from chemgraph.featurize import get_preset
+from chemgraph.models import ESAConfig
 from chemgraph.train.metrics import classification_metrics, regression_metrics
 from chemgraph.train.module import PropertyPredictionModule
 from chemgraph.train.plots import plot_learning_curve, plot_parity
@@ -49,6 +50,28 @@ class _DropAdvertisement(logging.Filter):
 logging.getLogger("lightning.pytorch.utilities.rank_zero").addFilter(_DropAdvertisement())
 warnings.filterwarnings("ignore", message=".*isinstance\\(treespec, LeafSpec\\)")
 warnings.filterwarnings("ignore", message="Checkpoint directory .* exists and is not empty")
+
+
+SET_TYPES = {"esa": "edge", "nsa": "node"}
+OUTPUT_FILES = (
+    "best.ckpt", "metrics.json", "predictions.csv", "rejected.csv", "learning_curve.png",
+    "parity.png", "config.yaml",
+)  # fmt: skip
+
+
+def _number(name: str, value: Any, kind: type, low: float) -> int | float:
+    """``value`` as ``kind`` (YAML reads ``1e-4`` as text), at least ``low``."""
+    try:
+        number = kind(value)
+        if kind is int and number != float(value):
+            raise ValueError
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name} must be a{'n integer' if kind is int else ' number'}, got {value!r}"
+        ) from None
+    if not number >= low:
+        raise ValueError(f"{name} must be at least {low}, got {value!r}")
+    return number
 
 
 @dataclass
@@ -109,6 +132,49 @@ class TrainingConfig:
     accelerator: str = "auto"
     progress: bool = True
 
+    def __post_init__(self) -> None:
+        """Check every setting before any work is done.
+
+        Raises:
+            ValueError: naming the setting, the bad value and what is allowed.
+        """
+        choices = {
+            "task": ("regression", "classification"),
+            "model": tuple(SET_TYPES),
+            "split": ("random", "scaffold"),
+            "fragments": ("keep", "largest"),
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        minimum = {
+            "max_epochs": 1, "batch_size": 1, "seed": 0, "warmup_steps": 0,
+            "early_stopping_patience": 0, "lr_patience": 0, "num_workers": 0,
+        }  # fmt: skip
+        if self.max_rows is not None:
+            minimum["max_rows"] = 1
+        for name, low in minimum.items():
+            setattr(self, name, _number(name, getattr(self, name), int, low))
+        for name in ("learning_rate", "weight_decay", "gradient_clip"):
+            setattr(self, name, _number(name, getattr(self, name), float, 0.0))
+        fractions = tuple(_number("split_fractions", f, float, 0.0) for f in self.split_fractions)
+        if len(fractions) != 3 or abs(sum(fractions) - 1) > 1e-6:
+            raise ValueError(f"split_fractions must be 3 numbers summing to 1, got {fractions}")
+        self.split_fractions = fractions
+        if isinstance(self.target_columns, str):
+            self.target_columns = [c.strip() for c in self.target_columns.split(",")]
+        self.target_columns = [str(c) for c in self.target_columns]
+        if not self.target_columns or "" in self.target_columns:
+            raise ValueError(f"target_columns must name columns, got {self.target_columns!r}")
+        preset = get_preset(self.featurizer)
+        if preset.atom.dtype != torch.float32:
+            raise ValueError(
+                f"{self.model.upper()} takes one-hot (float) features; featurizer "
+                f"{self.featurizer!r} is integer-categorical (for embedding models): "
+                "use 'canonical'"
+            )
+        ESAConfig.check_options(self.model_options)
+
     @classmethod
     def field_names(cls) -> set[str]:
         return {f.name for f in fields(cls)}
@@ -138,20 +204,12 @@ class TrainingConfig:
         ]
         if missing:
             raise ValueError(f"missing required settings: {', '.join(missing)}")
-        values = dict(values)
-        if isinstance(values["target_columns"], str):
-            values["target_columns"] = [c.strip() for c in values["target_columns"].split(",")]
-        if "split_fractions" in values:
-            values["split_fractions"] = tuple(values["split_fractions"])
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
         values = asdict(self)
         values["split_fractions"] = list(self.split_fractions)
         return values
-
-
-SET_TYPES = {"esa": "edge", "nsa": "node"}
 
 
 def _split(config: TrainingConfig, smiles: list[str]) -> dict[str, np.ndarray]:
@@ -178,10 +236,10 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     Raises:
         ValueError: bad settings, missing columns, or too few valid molecules to split.
     """
-    if config.model not in SET_TYPES:
-        raise ValueError(f"unknown model {config.model!r}; available: {', '.join(SET_TYPES)}")
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
+    for name in OUTPUT_FILES:  # a rerun into the same folder must not leave stale results
+        (out / name).unlink(missing_ok=True)
     (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
     L.seed_everything(config.seed, workers=True, verbose=False)
 
@@ -189,11 +247,6 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     if config.max_rows is not None:
         table = table.iloc[: config.max_rows]
     preset = get_preset(config.featurizer)
-    if preset.atom.dtype != torch.float32:
-        raise ValueError(
-            f"{config.model.upper()} takes one-hot (float) features; featurizer "
-            f"{config.featurizer!r} is integer-categorical (for embedding models): use 'canonical'"
-        )
     dataset, rejected = featurize_table(
         table,
         config.smiles_column,
@@ -211,7 +264,18 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
         raise ValueError(f"only {len(dataset)} valid molecules in {config.data}; need at least 10")
 
     splits = _split(config, dataset.smiles)
+    sizes = ", ".join(f"{name} {len(index)}" for name, index in splits.items())
+    print(f"{config.split} split: {sizes}")
+    empty = [name for name, index in splits.items() if len(index) == 0]
+    if empty:
+        raise ValueError(
+            f"the {' and '.join(empty)} split{'s are' if len(empty) > 1 else ' is'} empty "
+            f"({sizes} of {len(dataset)} molecules); "
+            "use more molecules, other split_fractions, or a random split (a scaffold split "
+            "keeps each scaffold, e.g. all acyclic molecules, in one split)"
+        )
     if config.task == "classification":
+        _check_binary(dataset.labels, config.target_columns)
         warn_single_class(dataset.labels, splits, config.target_columns)
     parts = {name: dataset.subset(index) for name, index in splits.items()}
     scaler = TargetScaler.fit(parts["train"].labels) if config.task == "regression" else None
@@ -299,8 +363,22 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     plot_learning_curve(history.epochs, out / "learning_curve.png", loss_name)
     if config.task == "regression":
         test = predictions[predictions["split"] == "test"]
-        plot_parity(test, config.target_columns, out / "parity.png", metrics["test"])
+        plot_parity(test, config.target_columns, out / "parity.png")
     return metrics
+
+
+def _check_binary(labels: torch.Tensor, targets: list[str]) -> None:
+    """Classification labels must be 0 or 1 (missing = NaN)."""
+    for index, target in enumerate(targets):
+        column = labels[:, index]
+        values = column[~torch.isnan(column)]
+        bad = torch.unique(values[(values != 0) & (values != 1)])
+        if bad.numel():
+            shown = ", ".join(f"{v:g}" for v in bad[:5].tolist())
+            raise ValueError(
+                f"classification target {target!r} holds values other than 0 and 1 ({shown}"
+                f"{', ...' if bad.numel() > 5 else ''}); recode it to 0/1 or use --task regression"
+            )
 
 
 def _json_safe(value):

@@ -149,6 +149,14 @@ def test_featurize_non_numeric_target(tmp_path, preset):
     assert dataset.labels[:, 0].tolist() == pytest.approx([-0.5, 0.1])
 
 
+def test_featurize_rejects_labels_beyond_float32(tmp_path, preset):
+    df = _write(tmp_path, "huge.csv", "smiles,y\nCCO,1e39\nCCN,-inf\nCCC,3e38\n")
+    dataset, rejected = featurize_table(df, "smiles", ["y"], preset, progress=False)
+    assert rejected["row"].tolist() == [0, 1]
+    assert all("not a finite float32 number" in r for r in rejected["reason"])
+    assert dataset.labels.tolist() == [[pytest.approx(3e38)]]
+
+
 def test_featurize_missing_labels(tmp_path, preset):
     df = _write(
         tmp_path,

@@ -1,0 +1,97 @@
+import pandas as pd
+import pytest
+
+from chemgraph.cli import main
+from chemgraph.models import ESAConfig
+from chemgraph.train.runner import TrainingConfig
+
+REQUIRED = {"data": "x.csv", "target_columns": "a, b", "out": "run"}
+
+
+def test_yaml_numbers_written_as_text_are_coerced(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("learning_rate: 1e-4\nmax_epochs: '3'\nsplit_fractions: [0.8, 0.1, 0.1]\n")
+    config = TrainingConfig.from_yaml(path, **REQUIRED)
+    assert config.learning_rate == 1e-4 and isinstance(config.learning_rate, float)
+    assert config.max_epochs == 3
+    assert config.target_columns == ["a", "b"]
+    assert TrainingConfig.from_dict(config.to_dict()) == config
+
+
+@pytest.mark.parametrize(
+    "setting,message",
+    [
+        ({"max_epochs": 0}, "max_epochs must be at least 1"),
+        ({"max_epochs": 2.5}, "max_epochs must be an integer"),
+        ({"seed": -1}, "seed must be at least 0"),
+        ({"learning_rate": "fast"}, "learning_rate must be a number"),
+        ({"task": "regresion"}, "task must be one of"),
+        ({"split": "time"}, "split must be one of"),
+        ({"split_fractions": [0.5, 0.1, 0.1]}, "summing to 1"),
+        ({"featurizer": "ogb"}, "integer-categorical"),
+        ({"featurizer": "morgan"}, "morgan"),
+        ({"model_options": {"bogus": 1}}, r"unknown model_options \['bogus'\]"),
+        ({"model_options": {"layer_pattern": "SMM"}}, "layer_pattern"),
+        ({"model_options": {"hidden_dim": 30, "num_heads": 4}}, "not divisible"),
+        ({"model_options": {"num_seeds": 0}}, "num_seeds must be a positive integer"),
+        ({"model_options": {"norm": "batch"}}, "norm must be one of"),
+        ({"model_options": {"dropout": 1.5}}, r"dropout must be in \[0, 1\)"),
+        ({"target_columns": ""}, "target_columns must name columns"),
+    ],
+)
+def test_bad_settings_are_rejected_before_any_work(setting, message):
+    with pytest.raises(ValueError, match=message):
+        TrainingConfig.from_dict({**REQUIRED, **setting})
+
+
+def test_esa_config_rejects_non_string_pattern():
+    with pytest.raises(ValueError, match="layer_pattern must be a string"):
+        ESAConfig(in_features=4, layer_pattern=None)
+
+
+def write(tmp_path, smiles, **columns):
+    path = tmp_path / "data.csv"
+    pd.DataFrame({"smiles": smiles, **columns}).to_csv(path, index=False)
+    return str(path)
+
+
+ACYCLIC = ["C", "CC", "CCC", "CCCC", "CCO", "CCN", "CCCl", "OCCO", "NCCN", "CC(C)C", "CCOC", "CS"]
+RINGS = ["c1ccccc1", "C1CCCCC1", "c1ccncc1", "C1CCOC1"]
+
+
+def test_empty_split_is_a_clear_error(tmp_path, capsys):
+    data = write(tmp_path, ACYCLIC, y=range(len(ACYCLIC)))
+    status = main(["train", "--data", data, "--target-columns", "y", "--split", "scaffold",
+                   "--out", str(tmp_path / "run"), "--quiet"])  # fmt: skip
+    assert status == 2
+    assert "train and val splits are empty (train 0, val 0, test 12" in capsys.readouterr().err
+
+
+def test_classification_labels_must_be_binary(tmp_path, capsys):
+    smiles = ACYCLIC + RINGS
+    data = write(tmp_path, smiles, y=[i % 3 for i in range(len(smiles))])
+    status = main(["train", "--data", data, "--target-columns", "y", "--task", "classification",
+                   "--out", str(tmp_path / "run"), "--quiet"])  # fmt: skip
+    assert status == 2
+    assert "values other than 0 and 1 (2)" in capsys.readouterr().err
+
+
+def test_predict_with_a_file_that_is_not_a_checkpoint(tmp_path, capsys):
+    data = write(tmp_path, ["CCO"], y=[1.0])
+    status = main(["predict", "--checkpoint", data, "--input", data,
+                   "--output", str(tmp_path / "p.csv")])  # fmt: skip
+    assert status == 2
+    assert "not a readable PyTorch checkpoint" in capsys.readouterr().err
+
+
+def test_multi_task_with_a_target_absent_from_test(tmp_path):
+    smiles = ACYCLIC + RINGS + ["CCCCC", "CCCCCC", "CCCCCCC", "c1ccccc1C"]
+    sparse = [1.0, 2.0] + [None] * (len(smiles) - 2)
+    data = write(tmp_path, smiles, a=[0.1 * i for i in range(len(smiles))], b=sparse)
+    settings = tmp_path / "s.yaml"
+    settings.write_text("batch_size: 8\nmodel_options: {hidden_dim: 16, num_heads: 2}\n")
+    out = tmp_path / "run"
+    status = main(["train", "--data", data, "--target-columns", "a,b", "--max-epochs", "1",
+                   "--config", str(settings), "--out", str(out), "--quiet"])  # fmt: skip
+    assert status == 0
+    assert (out / "parity.png").stat().st_size > 0
