@@ -53,8 +53,10 @@ def main() -> int:
     preset = get_preset("canonical")
     graph = dgl.batch([mol_to_graph(mol_from_smiles(s), preset) for s in smiles])
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    print(f"device {device} ({torch.cuda.get_device_name() if device.type == 'cuda' else 'cpu'})"
-          f", {len(smiles)} molecules per batch, autocast {dtype}, torch {torch.__version__}")
+    print(
+        f"device {device} ({torch.cuda.get_device_name() if device.type == 'cuda' else 'cpu'})"
+        f", {len(smiles)} molecules per batch, autocast {dtype}, torch {torch.__version__}"
+    )
     print(f"{'model':<24}{'tokens':>8}{'step ms':>10}{'peak MiB':>10}")
     for name, options in MODELS.items():
         batch = batch_builder(options["set_type"])(graph).to(device)
@@ -80,7 +82,9 @@ def main() -> int:
                 print(f"{name}: non-finite loss at step {step}")
                 return 1
         peak = torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda" else float("nan")
-        print(f"{name:<24}{batch.x.shape[1]:>8}{1000 * sum(times) / len(times):>10.1f}{peak:>10.0f}")
+        print(
+            f"{name:<24}{batch.x.shape[1]:>8}{1000 * sum(times) / len(times):>10.1f}{peak:>10.0f}"
+        )
     print("gpu_check: all models ran forward and backward")
     return 0
 

@@ -83,7 +83,88 @@ def _build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--output", required=True, help="CSV file to write")
     predict.add_argument("--batch-size", type=int, default=256)
     predict.add_argument("--quiet", action="store_true", help="no progress bars")
+    featurize = commands.add_parser(
+        "featurize",
+        help="featurize a compound library into graph shards, fingerprints and descriptors",
+        description="Read a SMILES/SDF library streaming, in shards, and write model-ready DGL "
+        "graph shards plus a feature table per shard. Every record that cannot be featurized "
+        "is listed in OUTPUT/rejected.csv with RDKit's reason. The output does not depend on "
+        "--workers; --resume continues an interrupted run.",
+        epilog="example: chemgraph featurize library.smi.gz --output lib --fingerprint "
+        "morgan:radius=2,size=2048 --fingerprint maccs --descriptors rdkit2d --workers 2",
+    )
+    featurize.add_argument("input", help=".smi, .csv, .tsv, .parquet or .sdf (optionally .gz)")
+    featurize.add_argument("--output", required=True, help="output folder (new, or --resume)")
+    featurize.add_argument("--smiles-column", help="SMILES column of a table (default: smiles)")
+    featurize.add_argument(
+        "--id-column", help="identifier column of a table, or SD property of an SDF"
+    )
+    featurize.add_argument(
+        "--graphs",
+        default="canonical",
+        help="atom/bond feature preset of the graph shards: canonical, ogb, or none",
+    )
+    featurize.add_argument(
+        "--fingerprint",
+        action="append",
+        default=[],
+        help="e.g. morgan:radius=2,size=2048[,counts], featmorgan:radius=2, maccs (repeatable)",
+    )
+    featurize.add_argument("--descriptors", help="descriptor set: rdkit2d (RDKit 2D list)")
+    featurize.add_argument(
+        "--conformers",
+        type=int,
+        default=0,
+        help="3D conformers per molecule (RDKit ETKDGv3 + MMFF94, seeded); graphs then hold "
+        "explicit hydrogens and positions in Å",
+    )
+    featurize.add_argument(
+        "--standardize",
+        choices=["none", "basic", "chembl"],
+        default="none",
+        help="basic: RDKit cleanup, largest fragment, uncharge; chembl: ChEMBL pipeline",
+    )
+    featurize.add_argument("--workers", type=int, default=1, help="worker processes")
+    featurize.add_argument("--shard-size", type=int, default=10_000, help="molecules per shard")
+    featurize.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    featurize.add_argument(
+        "--dask-scheduler", help="dask.distributed scheduler address (runs shards on a cluster)"
+    )
+    featurize.add_argument("--seed", type=int, default=0, help="conformer seed")
+    featurize.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
+
+
+def _featurize(args: argparse.Namespace) -> int:
+    from chemgraph.recipes.featurize_library import (
+        FeaturizeOptions,
+        featurize_library,
+        summary_table,
+    )
+
+    options = FeaturizeOptions(
+        graphs=None if args.graphs == "none" else args.graphs,
+        fingerprints=tuple(args.fingerprint),
+        descriptors=args.descriptors,
+        conformers=args.conformers,
+        standardize=args.standardize,
+        smiles_column=args.smiles_column,
+        id_column=args.id_column,
+        seed=args.seed,
+    )
+    manifest = featurize_library(
+        args.input,
+        args.output,
+        options,
+        workers=args.workers,
+        shard_size=args.shard_size,
+        resume=args.resume,
+        dask_scheduler=args.dask_scheduler,
+        progress=not args.quiet,
+    )
+    print(summary_table(manifest))
+    print(f"outputs written to {Path(args.output).resolve()}")
+    return 0
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -144,7 +225,7 @@ def _predict(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point. Returns the exit status; user errors print one line and return 2."""
     args = _build_parser().parse_args(argv)
-    handlers = {"train": _train, "predict": _predict}
+    handlers = {"train": _train, "predict": _predict, "featurize": _featurize}
     try:
         return handlers[args.command](args)
     except (ValueError, OSError, KeyError, ImportError) as error:

@@ -4,12 +4,28 @@ Every failure to turn a record into a molecule is a :class:`MoleculeParseError` 
 ``reason`` is RDKit's own message.
 """
 
+from chemgraph.chem.conformers import MMFF94_ELEMENTS, ConformerResult, embed_conformers
 from chemgraph.chem.parse import (
     FragmentPolicy,
     MoleculeParseError,
     iter_sdf,
     mol_from_smiles,
+    mols_from_smiles,
     positions,
 )
+from chemgraph.chem.standardize import STANDARDIZE_METHODS, StandardizeMethod, standardize
 
-__all__ = ["FragmentPolicy", "MoleculeParseError", "iter_sdf", "mol_from_smiles", "positions"]
+__all__ = [
+    "MMFF94_ELEMENTS",
+    "ConformerResult",
+    "FragmentPolicy",
+    "MoleculeParseError",
+    "STANDARDIZE_METHODS",
+    "StandardizeMethod",
+    "embed_conformers",
+    "iter_sdf",
+    "mol_from_smiles",
+    "mols_from_smiles",
+    "positions",
+    "standardize",
+]

@@ -24,7 +24,7 @@ import io
 import math
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import IO, Literal
 
 import numpy as np
@@ -36,6 +36,7 @@ __all__ = [
     "MoleculeParseError",
     "iter_sdf",
     "mol_from_smiles",
+    "mols_from_smiles",
     "positions",
 ]
 
@@ -196,6 +197,38 @@ def mol_from_smiles(smiles: str, fragments: FragmentPolicy = "keep") -> Chem.Mol
     if mol.GetNumAtoms() == 0:
         raise MoleculeParseError("empty SMILES (no atoms)", text)
     return _apply_fragment_policy(mol, fragments)
+
+
+def mols_from_smiles(
+    smiles: Sequence[str], fragments: FragmentPolicy = "keep"
+) -> list[Chem.Mol | MoleculeParseError]:
+    """Parse many SMILES: the fast path of :func:`mol_from_smiles` for libraries.
+
+    RDKit's logs are blocked once for the whole list; only a string that RDKit rejects is
+    parsed again, by :func:`mol_from_smiles`, to find the reason.
+
+    Args:
+        smiles: SMILES strings (as in :func:`mol_from_smiles`).
+        fragments: the multi-fragment policy.
+
+    Returns:
+        One entry per input, in order: the molecule :func:`mol_from_smiles` returns, or the
+        :class:`MoleculeParseError` it raises.
+    """
+    _check_policy(fragments)
+    out: list[Chem.Mol | MoleculeParseError] = []
+    with rdBase.BlockLogs():
+        for item in smiles:
+            mol = Chem.MolFromSmiles(item.strip()) if isinstance(item, str) else None
+            if mol is None or mol.GetNumAtoms() == 0:
+                try:
+                    mol = mol_from_smiles(item, fragments)
+                except MoleculeParseError as error:
+                    mol = error
+            elif fragments != "keep":
+                mol = _apply_fragment_policy(mol, fragments)
+            out.append(mol)
+    return out
 
 
 def _open_maybe_gzip(path: str | os.PathLike[str]) -> IO[bytes]:

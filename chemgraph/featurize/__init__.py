@@ -2,7 +2,9 @@
 
 ``get_preset("canonical")`` (float32 one-hot: 76 atom, 15 bond columns) and ``get_preset("ogb")``
 (int64 categorical: 9 atom, 3 bond columns); see :mod:`chemgraph.featurize.presets` and the
-class docstrings for the exact field order.
+class docstrings for the exact field order. Also: RDKit fingerprints and 2D descriptors, the
+Gaussian distance basis, and (optional extra) a DeepChem graph-featurizer adapter in
+:mod:`chemgraph.featurize.deepchem_adapter`.
 """
 
 from chemgraph.featurize.atom import (
@@ -12,9 +14,25 @@ from chemgraph.featurize.atom import (
     OGBAtomFeaturizer,
 )
 from chemgraph.featurize.bond import BondFeaturizer, CanonicalBondFeaturizer, OGBBondFeaturizer
+from chemgraph.featurize.descriptors import RDKitDescriptors, parse_descriptors
+from chemgraph.featurize.distance import GaussianBasis, cosine_cutoff
+from chemgraph.featurize.fingerprints import (
+    FeatureMorganFingerprint,
+    MACCSFingerprint,
+    MorganFingerprint,
+    fingerprint_from_dict,
+    parse_fingerprint,
+)
 from chemgraph.featurize.presets import PRESETS, FeaturizerPreset, available_presets, get_preset
 
 __all__ = [
+    "FeatureMorganFingerprint",
+    "MACCSFingerprint",
+    "MorganFingerprint",
+    "RDKitDescriptors",
+    "fingerprint_from_dict",
+    "parse_descriptors",
+    "parse_fingerprint",
     "CANONICAL_SYMBOLS",
     "PRESETS",
     "AtomFeaturizer",
@@ -22,8 +40,10 @@ __all__ = [
     "CanonicalAtomFeaturizer",
     "CanonicalBondFeaturizer",
     "FeaturizerPreset",
+    "GaussianBasis",
     "OGBAtomFeaturizer",
     "OGBBondFeaturizer",
     "available_presets",
+    "cosine_cutoff",
     "get_preset",
 ]

@@ -69,6 +69,10 @@ class AtomFeaturizer(Protocol):
         """Features of every atom: ``[num_atoms, F]``, row ``i`` is ``mol.GetAtomWithIdx(i)``."""
         ...
 
+    def featurize_atoms_of(self, mols: Sequence[Chem.Mol]) -> np.ndarray:
+        """Features of the atoms of many molecules, concatenated: ``[total atoms, F]``."""
+        ...
+
 
 def _index_of(vocabulary: Sequence[Any]) -> dict[Any, int]:
     """``{value: position}``; raises ``ValueError`` on a repeated value."""
@@ -197,33 +201,45 @@ class CanonicalAtomFeaturizer:
             names.append(f"{prefix}=unknown")
         return (*names, "is_aromatic", "is_in_ring", "atomic_mass*0.01")
 
-    def _fill(self, atom: Chem.Atom, row: np.ndarray) -> None:
-        values = (
-            atom.GetSymbol(),
-            atom.GetTotalDegree(),
-            atom.GetFormalCharge(),
-            atom.GetChiralTag(),
-            atom.GetTotalNumHs(),
-            atom.GetHybridization(),
+    def _row(self, atom: Chem.Atom) -> tuple[int, int, int, int, int, int, bool, bool, float]:
+        """Six hot column indices, then aromatic, in ring, mass (one RDKit call per field)."""
+        symbols, degrees, charges, chiral, hs, hybrid = self._lookup
+        return (
+            symbols[0].get(atom.GetSymbol(), symbols[1]),
+            degrees[0].get(atom.GetTotalDegree(), degrees[1]),
+            charges[0].get(atom.GetFormalCharge(), charges[1]),
+            chiral[0].get(atom.GetChiralTag(), chiral[1]),
+            hs[0].get(atom.GetTotalNumHs(), hs[1]),
+            hybrid[0].get(atom.GetHybridization(), hybrid[1]),
+            atom.GetIsAromatic(),
+            atom.IsInRing(),
+            atom.GetMass(),
         )
-        for (columns, unknown), value in zip(self._lookup, values, strict=True):
-            row[columns.get(value, unknown)] = 1.0
-        row[-3] = float(atom.GetIsAromatic())
-        row[-2] = float(atom.IsInRing())
-        row[-1] = atom.GetMass() * 0.01
+
+    def _encode(self, rows: list[tuple]) -> np.ndarray:
+        out = np.zeros((len(rows), len(self)), dtype=np.float32)
+        if rows:
+            table = np.array(rows, dtype=np.float64)
+            hot = table[:, :6].astype(np.int64)
+            np.put_along_axis(out, hot, 1.0, axis=1)
+            out[:, -3:] = table[:, 6:] * (1.0, 1.0, 0.01)
+        return out
 
     def __call__(self, atom: Chem.Atom) -> np.ndarray:
         """Features of one atom: ``float32 [76]`` (``[len(self)]``)."""
-        row = np.zeros(len(self), dtype=np.float32)
-        self._fill(atom, row)
-        return row
+        return self._encode([self._row(atom)])[0]
 
     def featurize_atoms(self, mol: Chem.Mol) -> np.ndarray:
         """``float32 [num_atoms, 76]``; row ``i`` is atom ``i`` of ``mol``."""
-        out = np.zeros((mol.GetNumAtoms(), len(self)), dtype=np.float32)
-        for i, atom in enumerate(mol.GetAtoms()):
-            self._fill(atom, out[i])
-        return out
+        return self.featurize_atoms_of([mol])
+
+    def featurize_atoms_of(self, mols: Sequence[Chem.Mol]) -> np.ndarray:
+        """``float32 [total atoms, 76]``: the atoms of every molecule, molecule after molecule.
+
+        One pass over the atoms, then one vectorised one-hot encoding: the fast path for
+        featurizing many molecules at once.
+        """
+        return self._encode([self._row(atom) for mol in mols for atom in mol.GetAtoms()])
 
 
 _OGB_CHIRALITY: tuple[ChiralType, ...] = _CANONICAL_CHIRAL_TAGS
@@ -333,5 +349,9 @@ class OGBAtomFeaturizer:
 
     def featurize_atoms(self, mol: Chem.Mol) -> np.ndarray:
         """``int64 [num_atoms, 9]``; row ``i`` is atom ``i`` of ``mol``."""
-        rows = [self._values(atom) for atom in mol.GetAtoms()]
+        return self.featurize_atoms_of([mol])
+
+    def featurize_atoms_of(self, mols: Sequence[Chem.Mol]) -> np.ndarray:
+        """``int64 [total atoms, 9]``: the atoms of every molecule, molecule after molecule."""
+        rows = [self._values(atom) for mol in mols for atom in mol.GetAtoms()]
         return np.array(rows, dtype=np.int64).reshape(len(rows), 9)

@@ -14,6 +14,7 @@ depend on which atom begins it (a dative bond ``N->Cu`` gets the same row as it 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -55,6 +56,10 @@ class BondFeaturizer(Protocol):
 
     def featurize_bonds(self, mol: Chem.Mol) -> np.ndarray:
         """``[num_bonds, F]``; row ``i`` is ``mol.GetBondWithIdx(i)``; ``(0, F)`` if no bonds."""
+        ...
+
+    def featurize_bonds_of(self, mols: Sequence[Chem.Mol]) -> np.ndarray:
+        """Features of the bonds of many molecules, concatenated: ``[total bonds, F]``."""
         ...
 
 
@@ -139,25 +144,38 @@ class CanonicalBondFeaturizer:
             "stereo=unknown",
         )
 
-    def _fill(self, bond: Chem.Bond, row: np.ndarray) -> None:
-        types, type_unknown, conjugated, in_ring, stereo, stereo_unknown = self._offsets
-        row[types.get(bond.GetBondType(), type_unknown)] = 1.0
-        row[conjugated] = float(bond.GetIsConjugated())
-        row[in_ring] = float(bond.IsInRing())
-        row[stereo.get(bond.GetStereo(), stereo_unknown)] = 1.0
+    def _row(self, bond: Chem.Bond) -> tuple[int, bool, bool, int]:
+        types, type_unknown, _, _, stereo, stereo_unknown = self._offsets
+        return (
+            types.get(bond.GetBondType(), type_unknown),
+            bond.GetIsConjugated(),
+            bond.IsInRing(),
+            stereo.get(bond.GetStereo(), stereo_unknown),
+        )
+
+    def _encode(self, rows: list[tuple]) -> np.ndarray:
+        out = np.zeros((len(rows), len(self)), dtype=np.float32)
+        if rows:
+            _, _, conjugated, in_ring, _, _ = self._offsets
+            table = np.array(rows, dtype=np.int64)
+            np.put_along_axis(out, table[:, [0, 3]], 1.0, axis=1)
+            out[:, [conjugated, in_ring]] = table[:, [1, 2]]
+        return out
 
     def __call__(self, bond: Chem.Bond) -> np.ndarray:
         """Features of one bond: ``float32 [15]`` (``[len(self)]``)."""
-        row = np.zeros(len(self), dtype=np.float32)
-        self._fill(bond, row)
-        return row
+        return self._encode([self._row(bond)])[0]
 
     def featurize_bonds(self, mol: Chem.Mol) -> np.ndarray:
         """``float32 [num_bonds, 15]``; row ``i`` is bond ``i``; ``(0, 15)`` without bonds."""
-        out = np.zeros((mol.GetNumBonds(), len(self)), dtype=np.float32)
-        for i, bond in enumerate(mol.GetBonds()):
-            self._fill(bond, out[i])
-        return out
+        return self.featurize_bonds_of([mol])
+
+    def featurize_bonds_of(self, mols: Sequence[Chem.Mol]) -> np.ndarray:
+        """``float32 [total bonds, 15]``: the bonds of every molecule, molecule after molecule.
+
+        One pass over the bonds, then one vectorised one-hot encoding.
+        """
+        return self._encode([self._row(bond) for mol in mols for bond in mol.GetBonds()])
 
 
 _OGB_BOND_TYPES: tuple[BondType, ...] = (
@@ -238,5 +256,9 @@ class OGBBondFeaturizer:
 
     def featurize_bonds(self, mol: Chem.Mol) -> np.ndarray:
         """``int64 [num_bonds, 3]``; row ``i`` is bond ``i``; ``(0, 3)`` without bonds."""
-        rows = [self._values(bond) for bond in mol.GetBonds()]
+        return self.featurize_bonds_of([mol])
+
+    def featurize_bonds_of(self, mols: Sequence[Chem.Mol]) -> np.ndarray:
+        """``int64 [total bonds, 3]``: the bonds of every molecule, molecule after molecule."""
+        rows = [self._values(bond) for mol in mols for bond in mol.GetBonds()]
         return np.array(rows, dtype=np.int64).reshape(len(rows), 3)

@@ -45,3 +45,20 @@ def test_positions_in_angstrom(canonical):
 def test_positions_required_but_absent(canonical):
     with pytest.raises(ValueError, match="no conformer"):
         mol_to_graph(mol_from_smiles("CCO"), canonical, with_positions=True)
+
+
+def test_many_molecules_at_once_equal_one_by_one(canonical):
+    from chemgraph._dgl import dgl
+    from chemgraph.featurize import get_preset
+    from chemgraph.graphs import mols_to_graphs
+
+    smiles = ["CCO", "[Na+]", "CC(=O)[O-].[Na+]", "c1ccccc1", "[NH3]->[Cu+2]", "C[C@H](N)O"]
+    mols = [mol_from_smiles(s) for s in smiles]
+    for preset in (canonical, get_preset("ogb")):
+        batched = mols_to_graphs(mols, preset)
+        assert batched.batch_size == len(mols)
+        for mol, graph in zip(mols, dgl.unbatch(batched)):
+            alone = mol_to_graph(mol, preset)
+            assert [t.tolist() for t in graph.edges()] == [t.tolist() for t in alone.edges()]
+            assert torch.equal(graph.ndata["x"], alone.ndata["x"])
+            assert torch.equal(graph.edata["e"], alone.edata["e"])

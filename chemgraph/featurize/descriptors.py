@@ -1,0 +1,153 @@
+"""RDKit 2D descriptors, by name, in RDKit's own order.
+
+The ``rdkit2d`` preset is RDKit's descriptor list ``rdkit.Chem.Descriptors._descList``: every
+``(name, function)`` pair, computed in list order — the same functions and order as
+``Descriptors.CalcMolDescriptors``, without building a dict per molecule. Column names are
+RDKit's descriptor names unchanged (``"MaxAbsEStateIndex"``, …, ``"MolWt"``, …,
+``"TPSA"``, …, ``"fr_urea"``). The list depends on the RDKit version (217 descriptors in RDKit
+2026.09; releases add some), so :meth:`RDKitDescriptors.to_dict` records the RDKit version and
+the column names, and :meth:`RDKitDescriptors.from_dict` refuses a saved list that differs from
+the running RDKit's.
+
+Missing values: a descriptor that raises for a molecule (e.g. ``SPS`` of ``[H][H]``: division by
+zero), returns ``None``, NaN or ±inf (e.g. the ``BCUT2D_*`` of single atoms such as ``[Na+]``;
+the Gasteiger-charge descriptors of elements without Gasteiger parameters) is stored as NaN;
+featurizing never raises for a valid ``Chem.Mol``. Large finite values (``Ipc`` of big
+molecules) are kept as they are: scale or log-transform them before learning.
+
+Descriptors are computed on a copy of each molecule (some RDKit descriptors cache properties
+such as Gasteiger charges on the atoms) with RDKit's logging blocked.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+import numpy as np
+import rdkit
+from rdkit import Chem, rdBase
+from rdkit.Chem import Descriptors
+
+__all__ = [
+    "DESCRIPTOR_PRESETS",
+    "RDKitDescriptors",
+    "parse_descriptors",
+]
+
+_DESC_LIST: tuple[tuple[str, Any], ...] = tuple(Descriptors._descList)
+
+
+@dataclass(frozen=True)
+class RDKitDescriptors:
+    """The RDKit 2D descriptor list (preset ``"rdkit2d"``): ``float64 [D]`` per molecule.
+
+    ``D = len(rdkit.Chem.Descriptors._descList)`` (217 on RDKit 2026.09); column ``j`` is
+    ``_descList[j]``, named ``column_names[j]`` (RDKit's name). See the module docstring for
+    the NaN policy.
+    """
+
+    name: ClassVar[str] = "rdkit2d"
+
+    def __len__(self) -> int:
+        return len(_DESC_LIST)
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        """RDKit's descriptor names in list order, e.g. ``("MaxAbsEStateIndex", ...)``."""
+        return tuple(name for name, _ in _DESC_LIST)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """``float64``."""
+        return np.dtype(np.float64)
+
+    def _fill(self, mol: Chem.Mol, out: np.ndarray) -> None:
+        mol = Chem.Mol(mol)
+        for j, (_, function) in enumerate(_DESC_LIST):
+            try:
+                value = function(mol)
+                value = math.nan if value is None else float(value)
+            except Exception:  # any RDKit/Python failure of one descriptor -> NaN
+                value = math.nan
+            out[j] = value if math.isfinite(value) else math.nan
+
+    def __call__(self, mol: Chem.Mol) -> np.ndarray:
+        """Descriptors of one molecule: ``float64 [D]`` (NaN where a descriptor fails)."""
+        return self.featurize([mol])[0]
+
+    def featurize(self, mols: Iterable[Chem.Mol]) -> np.ndarray:
+        """Descriptors of a batch: ``float64 [N, D]``, row order kept, NaN where a descriptor
+        fails for a molecule.
+
+        Raises:
+            ValueError: an entry of ``mols`` is ``None``.
+        """
+        mols = list(mols)
+        out = np.empty((len(mols), len(self)), dtype=np.float64)
+        with rdBase.BlockLogs():
+            for i, mol in enumerate(mols):
+                if mol is None:
+                    raise ValueError(
+                        f"mols[{i}] is None; parse failures must be removed before featurizing"
+                    )
+                self._fill(mol, out[i])
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"name": "rdkit2d", "length": D, "dtype": "float64", "rdkit_version": "2026.09.1",
+        "column_names": [...]}``."""
+        return {
+            "name": self.name,
+            "length": len(self),
+            "dtype": self.dtype.name,
+            "rdkit_version": rdkit.__version__,
+            "column_names": list(self.column_names),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RDKitDescriptors:
+        """Inverse of :meth:`to_dict`.
+
+        Raises:
+            ValueError: the name is not ``"rdkit2d"``, or the saved ``column_names`` (or
+                ``length``) differ from the running RDKit's list (the message gives both RDKit
+                versions and the names that differ).
+        """
+        if d.get("name", cls.name) != cls.name:
+            raise ValueError(f"descriptor dict has name {d.get('name')!r}, expected {cls.name!r}")
+        current = cls()
+        saved_names = d.get("column_names")
+        differs = saved_names is not None and tuple(saved_names) != current.column_names
+        if differs or ("length" in d and int(d["length"]) != len(current)):
+            missing = sorted(set(saved_names or ()) - set(current.column_names))
+            added = sorted(set(current.column_names) - set(saved_names or ()))
+            raise ValueError(
+                f"descriptor list {cls.name!r} was saved with RDKit {d.get('rdkit_version')} "
+                f"({d.get('length')} columns) but RDKit {rdkit.__version__} has {len(current)} "
+                f"columns (missing now: {missing[:10]}, new: {added[:10]}); featurise again"
+            )
+        return current
+
+
+#: Descriptor presets by name (read-only).
+DESCRIPTOR_PRESETS: Mapping[str, type[RDKitDescriptors]] = MappingProxyType(
+    {"rdkit2d": RDKitDescriptors}
+)
+
+
+def parse_descriptors(name: str) -> RDKitDescriptors:
+    """The descriptor set called ``name`` (the ``--descriptors`` option): ``"rdkit2d"``.
+
+    Raises:
+        ValueError: unknown name; the message lists the valid ones.
+    """
+    key = name.strip().lower() if isinstance(name, str) else name
+    if key not in DESCRIPTOR_PRESETS:
+        raise ValueError(
+            f"unknown descriptor set {name!r}; valid: {', '.join(sorted(DESCRIPTOR_PRESETS))}"
+        )
+    return DESCRIPTOR_PRESETS[key]()

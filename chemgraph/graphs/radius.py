@@ -1,0 +1,314 @@
+"""Radius graphs: point clouds, molecular conformers and periodic structures -> DGL graphs.
+
+A radius graph connects every ordered pair of distinct atoms ``(i, j)`` closer than a cutoff,
+the way 3D models (SchNet, Graphormer-3D, ESA/NSA on Open Catalyst data, seed 000 SI 9) build
+their edges; PyTorch Geometric's ``radius_graph`` and ASE's ``neighbor_list`` are the reference
+behaviours. Radius edges are not bonds: they carry geometry (``edata["distance"]``,
+``edata["vector"]``), no bond features, and a bonded pair farther apart than the cutoff has no
+edge. Expand the distances with :class:`chemgraph.featurize.GaussianBasis`.
+
+Conventions shared by every function here:
+
+- Edge ``src -> dst`` exists iff ``0 < |pos[dst] - pos[src]| < cutoff``, strictly below the
+  cutoff, as in ASE's ``neighbor_list`` (a pair at exactly ``cutoff`` has no edge; its
+  :func:`~chemgraph.featurize.cosine_cutoff` envelope would be 0 anyway). Coincident distinct
+  atoms (distance 0) are connected. Self-loops only on request.
+- Both directions: ``i -> j`` is an edge iff ``j -> i`` is (unless ``max_neighbors`` cuts).
+- ``edata["vector"] = pos[dst] - pos[src]`` (+ the periodic image offset), pointing from the
+  source atom to the destination atom; ``edata["distance"]`` is its norm. Both are computed in
+  float64 and stored as float32, in Å.
+- Edges are in a deterministic order: sorted by ``src``, then ``dst`` (then the image shift,
+  for periodic graphs), whatever the input order of the neighbour search.
+
+Public API
+----------
+- :func:`radius_graph` — ``float32 [N, 3]`` positions -> graph.
+- :func:`mol_to_radius_graph` — RDKit conformer + featurizer preset -> graph.
+- :func:`periodic_radius_graph` — ``ase.Atoms`` with a cell and pbc -> graph with image shifts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+from rdkit import Chem
+
+from chemgraph._dgl import dgl
+from chemgraph.featurize import FeaturizerPreset
+
+if TYPE_CHECKING:  # ASE is imported lazily: only periodic graphs need it.
+    import ase
+
+__all__ = ["mol_to_radius_graph", "periodic_radius_graph", "radius_graph"]
+
+# Rows of the distance matrix computed at once: keeps memory at ~_BLOCK_ELEMENTS float64
+# values whatever N.
+_BLOCK_ELEMENTS = 1 << 22
+
+
+def _check_cutoff(cutoff: float) -> float:
+    cutoff = float(cutoff)
+    if not (cutoff > 0 and np.isfinite(cutoff)):
+        raise ValueError(f"cutoff must be a finite number > 0 Å, got {cutoff}")
+    return cutoff
+
+
+def _check_max_neighbors(max_neighbors: int | None) -> None:
+    if max_neighbors is not None and max_neighbors < 0:
+        raise ValueError(f"max_neighbors must be >= 0 or None, got {max_neighbors}")
+
+
+def _as_positions(positions: torch.Tensor | np.ndarray) -> np.ndarray:
+    pos = np.asarray(
+        positions.detach().cpu().numpy() if isinstance(positions, torch.Tensor) else positions,
+        dtype=np.float64,
+    )
+    if pos.ndim != 2 or pos.shape[1] != 3:
+        raise ValueError(f"positions must have shape [N, 3], got {tuple(pos.shape)}")
+    if not np.isfinite(pos).all():
+        raise ValueError("positions contain NaN or Inf")
+    return pos
+
+
+def _keep_nearest(
+    src: np.ndarray, dst: np.ndarray, dist: np.ndarray, k: int, *tie: np.ndarray
+) -> np.ndarray:
+    """Boolean mask keeping, for every ``dst``, its ``k`` nearest sources.
+
+    Ties in distance are broken by ``src`` (then by the extra ``tie`` keys, e.g. image shifts),
+    so the choice is deterministic.
+    """
+    if len(src) == 0:
+        return np.ones(0, dtype=bool)
+    keys = tuple(reversed(tie)) + (src, dist, dst)  # np.lexsort: last key is the primary one
+    order = np.lexsort(keys)
+    sorted_dst = dst[order]
+    starts = np.flatnonzero(np.r_[True, sorted_dst[1:] != sorted_dst[:-1]])
+    group_start = np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    rank = np.arange(len(order)) - group_start
+    keep = np.zeros(len(src), dtype=bool)
+    keep[order[rank < k]] = True
+    return keep
+
+
+def _build_graph(
+    num_nodes: int,
+    src: np.ndarray,
+    dst: np.ndarray,
+    vector: np.ndarray,
+    distance: np.ndarray,
+) -> dgl.DGLGraph:
+    graph = dgl.graph(
+        (torch.from_numpy(src.astype(np.int64)), torch.from_numpy(dst.astype(np.int64))),
+        num_nodes=num_nodes,
+    )
+    graph.edata["distance"] = torch.from_numpy(distance.astype(np.float32)).reshape(-1)
+    graph.edata["vector"] = torch.from_numpy(vector.astype(np.float32)).reshape(-1, 3)
+    return graph
+
+
+def radius_graph(
+    positions: torch.Tensor | np.ndarray,
+    cutoff: float,
+    max_neighbors: int | None = None,
+    self_loops: bool = False,
+) -> dgl.DGLGraph:
+    """Connect every pair of points closer than ``cutoff`` (no periodic boundaries).
+
+    Exhaustive search: the distance matrix is computed in blocks of rows with
+    ``torch.cdist(..., compute_mode="donot_use_mm_for_euclid_dist")`` (exact differences, not
+    the ``|a|^2 + |b|^2 - 2ab`` shortcut, whose rounding misplaces pairs near the cutoff), in
+    float64. Time ``O(N^2)``, memory ``O(N + E)`` plus a block of about 4M distances: measured
+    about 40 ms for 1,000 atoms and 0.2 s for 3,000 on one busy CPU core (5 Å cutoff). For
+    larger or periodic systems use :func:`periodic_radius_graph` (ASE's cell list, ``O(N)``).
+
+    Args:
+        positions: ``float32 [N, 3]`` coordinates in Å (torch or numpy; any float dtype).
+        cutoff: radius in Å, > 0. Pairs at distance ``< cutoff`` (strictly) are connected.
+        max_neighbors: keep at most this many incoming edges per node: for each ``dst``, its
+            ``max_neighbors`` nearest sources (ties broken by lower ``src`` index), as PyTorch
+            Geometric's ``max_num_neighbors`` limits the neighbours of each target. The graph
+            may then no longer be symmetric. ``None`` (default): no limit.
+        self_loops: also add ``i -> i`` for every node (distance 0, vector 0). Self-loops do
+            not count toward ``max_neighbors``.
+
+    Returns:
+        A graph with ``N`` nodes and ``E`` edges sorted by ``(src, dst)``:
+        ``ndata["pos"]``: ``float32 [N, 3]`` (Å);
+        ``edata["distance"]``: ``float32 [E]`` (Å);
+        ``edata["vector"]``: ``float32 [E, 3]`` (Å), ``pos[dst] - pos[src]``.
+        A single point or an empty point set gives a graph without edges.
+
+    Raises:
+        ValueError: positions not ``[N, 3]`` or not finite; ``cutoff <= 0``;
+            ``max_neighbors < 0``.
+    """
+    cutoff = _check_cutoff(cutoff)
+    _check_max_neighbors(max_neighbors)
+    pos = _as_positions(positions)
+    n = len(pos)
+    pos_t = torch.from_numpy(pos)
+    block = max(1, _BLOCK_ELEMENTS // max(n, 1))
+    srcs, dsts = [], []
+    for start in range(0, n, block):
+        rows = pos_t[start : start + block]
+        dist = torch.cdist(rows, pos_t, compute_mode="donot_use_mm_for_euclid_dist")
+        mask = dist < cutoff
+        idx = torch.arange(start, start + len(rows))
+        mask[idx - start, idx] = False  # no self-pairs here; coincident distinct atoms stay
+        s, d = torch.nonzero(mask, as_tuple=True)  # row-major: sorted by (src, dst)
+        srcs.append(s.numpy() + start)
+        dsts.append(d.numpy())
+    src = np.concatenate(srcs) if srcs else np.zeros(0, dtype=np.int64)
+    dst = np.concatenate(dsts) if dsts else np.zeros(0, dtype=np.int64)
+    vector = pos[dst] - pos[src]
+    distance = np.linalg.norm(vector, axis=1)
+    if max_neighbors is not None:
+        keep = _keep_nearest(src, dst, distance, max_neighbors)
+        src, dst, vector, distance = src[keep], dst[keep], vector[keep], distance[keep]
+    if self_loops:
+        loops = np.arange(n, dtype=np.int64)
+        src = np.concatenate([src, loops])
+        dst = np.concatenate([dst, loops])
+        vector = np.concatenate([vector, np.zeros((n, 3))])
+        distance = np.concatenate([distance, np.zeros(n)])
+        order = np.lexsort((dst, src))
+        src, dst, vector, distance = src[order], dst[order], vector[order], distance[order]
+    graph = _build_graph(n, src, dst, vector, distance)
+    graph.ndata["pos"] = torch.from_numpy(pos.astype(np.float32))
+    return graph
+
+
+def mol_to_radius_graph(
+    mol: Chem.Mol,
+    preset: FeaturizerPreset,
+    cutoff: float,
+    conformer_id: int = -1,
+    *,
+    max_neighbors: int | None = None,
+    self_loops: bool = False,
+) -> dgl.DGLGraph:
+    """Radius graph of one conformer of a molecule, with the preset's atom features.
+
+    Every atom of ``mol`` is a node, explicit hydrogens included (molecules from
+    :func:`chemgraph.chem.embed_conformers` carry all their hydrogens; ``Chem.RemoveHs`` keeps
+    the heavy atoms' coordinates if you want them without). Edges come from the geometry only
+    (:func:`radius_graph`), not from the bonds: there is no ``edata["e"]``, two bonded atoms
+    farther apart than ``cutoff`` are not connected and non-bonded atoms within it are. Use
+    :func:`chemgraph.graphs.mol_to_graph` for the bond graph.
+
+    Args:
+        mol: an RDKit molecule with at least one conformer (coordinates in Å).
+        preset: the atom featurizer (``preset.atom``) for ``ndata["x"]``; bonds are not used.
+        cutoff: radius in Å, > 0 (strict: distance ``< cutoff``).
+        conformer_id: RDKit conformer id; ``-1`` (default) is the molecule's default
+            (first) conformer.
+        max_neighbors: see :func:`radius_graph`.
+        self_loops: see :func:`radius_graph`.
+
+    Returns:
+        A graph with ``N = mol.GetNumAtoms()`` nodes and ``E`` edges sorted by ``(src, dst)``:
+        ``ndata["x"]``: ``preset.atom.dtype [N, len(preset.atom)]`` atom features;
+        ``ndata["z"]``: ``int64 [N]`` atomic numbers;
+        ``ndata["pos"]``: ``float32 [N, 3]`` coordinates (Å);
+        ``edata["distance"]``: ``float32 [E]`` (Å); ``edata["vector"]``: ``float32 [E, 3]``
+        (Å), ``pos[dst] - pos[src]``.
+
+    Raises:
+        ValueError: the molecule has no conformer, or no conformer ``conformer_id``; the
+            arguments of :func:`radius_graph`.
+    """
+    if mol.GetNumConformers() == 0:
+        raise ValueError(
+            f"molecule {Chem.MolToSmiles(mol)} has no conformer; generate one with "
+            "chemgraph.chem.embed_conformers"
+        )
+    try:
+        conformer = mol.GetConformer(conformer_id)
+    except ValueError as exc:
+        raise ValueError(
+            f"molecule {Chem.MolToSmiles(mol)} has no conformer with id {conformer_id} "
+            f"(ids: {[c.GetId() for c in mol.GetConformers()]})"
+        ) from exc
+    pos = np.asarray(conformer.GetPositions(), dtype=np.float64).reshape(-1, 3)
+    graph = radius_graph(pos, cutoff, max_neighbors=max_neighbors, self_loops=self_loops)
+    atom_features = preset.atom.featurize_atoms(mol)
+    graph.ndata["x"] = torch.as_tensor(atom_features, dtype=preset.atom.dtype).reshape(
+        mol.GetNumAtoms(), len(preset.atom)
+    )
+    graph.ndata["z"] = torch.tensor([a.GetAtomicNum() for a in mol.GetAtoms()], dtype=torch.int64)
+    return graph
+
+
+def periodic_radius_graph(
+    atoms: ase.Atoms,
+    cutoff: float,
+    max_neighbors: int | None = None,
+    self_loops: bool = False,
+) -> dgl.DGLGraph:
+    """Radius graph of a crystal, slab or molecule under periodic boundary conditions.
+
+    Neighbours come from ASE's cell-list search, ``ase.neighborlist.neighbor_list("ijdDS",
+    atoms, cutoff)`` (``O(N)`` for a fixed density), using ``atoms.cell`` and ``atoms.pbc``
+    (e.g. ``pbc=(True, True, False)`` for a slab, all ``False`` for a molecule in vacuum, where
+    the result equals :func:`radius_graph`). An edge ``i -> j`` with image shift ``S`` (integer
+    multiples of the cell vectors) means atom ``j`` translated by ``S @ cell`` lies within the
+    cutoff of atom ``i``. The same pair can appear with several shifts (different images), and
+    an atom can neighbour its own images (``i -> i`` with ``S != 0``: one atom in a 2 Å cubic
+    cell with a 2.1 Å cutoff has 6 such edges). Because every edge carries its shift, its
+    distance is exact, however small the cell relative to the cutoff.
+
+    Args:
+        atoms: an ``ase.Atoms`` (positions in Å; they need not be wrapped into the cell).
+        cutoff: radius in Å, > 0 (strict, as in ASE: distance ``< cutoff``).
+        max_neighbors: keep at most this many incoming edges per node, nearest first (ties by
+            ``src``, then shift); see :func:`radius_graph`. ``None``: no limit.
+        self_loops: also add ``i -> i`` with shift 0 (ASE's ``self_interaction=True``); they do
+            count toward ``max_neighbors`` here.
+
+    Returns:
+        A graph with ``N = len(atoms)`` nodes and ``E`` edges sorted by ``(src, dst, shift)``:
+        ``ndata["z"]``: ``int64 [N]`` atomic numbers;
+        ``ndata["pos"]``: ``float32 [N, 3]`` the positions as given (Å);
+        ``edata["shift"]``: ``int64 [E, 3]`` image shift ``S`` of the destination atom;
+        ``edata["offset"]``: ``float32 [E, 3]`` its Cartesian translation ``S @ cell`` (Å);
+        ``edata["vector"]``: ``float32 [E, 3]`` ``pos[dst] - pos[src] + S @ cell`` (Å), from
+        the source atom to the destination image;
+        ``edata["distance"]``: ``float32 [E]`` its norm (Å).
+        ``vector`` and ``distance`` are ASE's ``D`` and ``d``, computed in float64 from the
+        unrounded positions and cell; recompute them differentiably as
+        ``pos[dst] - pos[src] + offset``.
+
+    Raises:
+        ImportError: ASE is not installed.
+        ValueError: ``cutoff <= 0``, ``max_neighbors < 0``; ASE's own errors (e.g. a periodic
+            direction with a zero cell vector).
+    """
+    from ase.neighborlist import neighbor_list
+
+    cutoff = _check_cutoff(cutoff)
+    _check_max_neighbors(max_neighbors)
+    i, j, d, big_d, s = neighbor_list("ijdDS", atoms, cutoff, self_interaction=self_loops)
+    src = np.asarray(i, dtype=np.int64)
+    dst = np.asarray(j, dtype=np.int64)
+    distance = np.asarray(d, dtype=np.float64).reshape(-1)
+    vector = np.asarray(big_d, dtype=np.float64).reshape(-1, 3)  # pos[j] - pos[i] + S @ cell
+    shift = np.asarray(s, dtype=np.int64).reshape(-1, 3)
+    pos = np.asarray(atoms.get_positions(), dtype=np.float64).reshape(-1, 3)
+    cell = np.asarray(atoms.get_cell(), dtype=np.float64).reshape(3, 3)
+    offset = shift.astype(np.float64) @ cell
+    if max_neighbors is not None:
+        keep = _keep_nearest(src, dst, distance, max_neighbors, *shift.T)
+        src, dst, shift = src[keep], dst[keep], shift[keep]
+        offset, vector, distance = offset[keep], vector[keep], distance[keep]
+    order = np.lexsort((shift[:, 2], shift[:, 1], shift[:, 0], dst, src))
+    src, dst, shift = src[order], dst[order], shift[order]
+    offset, vector, distance = offset[order], vector[order], distance[order]
+    graph = _build_graph(len(atoms), src, dst, vector, distance)
+    graph.edata["shift"] = torch.from_numpy(shift)
+    graph.edata["offset"] = torch.from_numpy(offset.astype(np.float32)).reshape(-1, 3)
+    graph.ndata["z"] = torch.from_numpy(np.asarray(atoms.get_atomic_numbers(), dtype=np.int64))
+    graph.ndata["pos"] = torch.from_numpy(pos.astype(np.float32))
+    return graph
