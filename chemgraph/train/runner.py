@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import logging
 import math
@@ -94,6 +95,8 @@ class TrainingConfig:
         split_fractions: train/validation/test fractions.
         seed: seeds the split, the weight initialisation and the shuffling.
         max_epochs: upper bound on training epochs.
+        max_time_minutes: wall-clock budget of the training loop (None = no limit); when it
+            runs out, training stops and the best checkpoint so far is evaluated.
         max_rows: use only the first N rows of the table (None = all).
         batch_size, learning_rate, weight_decay, warmup_steps, gradient_clip,
         early_stopping_patience, lr_patience: optimisation settings.
@@ -117,6 +120,7 @@ class TrainingConfig:
     split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
     seed: int = 0
     max_epochs: int = 100
+    max_time_minutes: float | None = None
     max_rows: int | None = None
     batch_size: int = 128
     learning_rate: float = 1e-4
@@ -155,6 +159,8 @@ class TrainingConfig:
             minimum["max_rows"] = 1
         for name, low in minimum.items():
             setattr(self, name, _number(name, getattr(self, name), int, low))
+        if self.max_time_minutes is not None:
+            self.max_time_minutes = _number("max_time_minutes", self.max_time_minutes, float, 0.1)
         for name in ("learning_rate", "weight_decay", "gradient_clip"):
             setattr(self, name, _number(name, getattr(self, name), float, 0.0))
         fractions = tuple(_number("split_fractions", f, float, 0.0) for f in self.split_fractions)
@@ -326,6 +332,9 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     cuda = torch.cuda.is_available() and config.accelerator in ("auto", "gpu", "cuda")
     trainer = L.Trainer(
         max_epochs=config.max_epochs,
+        max_time=None
+        if config.max_time_minutes is None
+        else datetime.timedelta(minutes=config.max_time_minutes),
         accelerator=config.accelerator,
         devices=1,
         precision="bf16-mixed" if cuda else "32-true",
@@ -339,6 +348,11 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     )
     trainer.fit(module, datamodule=data)
 
+    if not checkpoint.best_model_path:
+        raise ValueError(
+            "training stopped before its first validation (no checkpoint); raise "
+            "max_time_minutes or max_epochs"
+        )
     state = torch.load(checkpoint.best_model_path, map_location="cpu", weights_only=True)
     module.load_state_dict(state["state_dict"])
     metrics: dict[str, dict[str, float]] = {}

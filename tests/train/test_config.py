@@ -95,3 +95,10 @@ def test_multi_task_with_a_target_absent_from_test(tmp_path):
                    "--config", str(settings), "--out", str(out), "--quiet"])  # fmt: skip
     assert status == 0
     assert (out / "parity.png").stat().st_size > 0
+
+
+def test_time_budget_setting():
+    config = TrainingConfig.from_dict({**REQUIRED, "max_time_minutes": "6"})
+    assert config.max_time_minutes == 6.0
+    with pytest.raises(ValueError, match="max_time_minutes must be at least 0.1"):
+        TrainingConfig.from_dict({**REQUIRED, "max_time_minutes": 0})

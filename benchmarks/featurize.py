@@ -1,0 +1,190 @@
+"""Library featurisation speed: chemgraph's graph featurizer beside RDKit and peers.
+
+Single process, same SMILES (MOSES, from ``pip install --no-deps molsets``: 1.58M real
+drug-like SMILES), molecules per second for:
+
+- RDKit parse alone (``Chem.MolFromSmiles``);
+- the floor: RDKit parse + one pass reading the atom and bond properties the canonical preset
+  uses (nothing can featurize faster from Python);
+- chemgraph: parse + :func:`chemgraph.graphs.mols_to_graphs` per 10k-molecule shard (what
+  ``chemgraph featurize`` computes), and ``chemgraph featurize`` end to end (reading, writing
+  shards) with 1 and 2 workers;
+- dgllife ``smiles_to_bigraph`` with its canonical atom/bond featurizers;
+- chemprop v2 ``SimpleMoleculeMolGraphFeaturizer`` (after ``chemprop.utils.make_mol``);
+- deepchem ``MolGraphConvFeaturizer(use_edges=True)`` (on fewer molecules: it is slow).
+
+Then the peak resident memory of ``chemgraph featurize`` on a 1M-row input (2 workers).
+Peers are optional: a missing package is reported as such. Install them with
+``pip install dgllife chemprop deepchem && pip install --no-deps molsets``.
+
+    python benchmarks/featurize.py [--molecules 20000] [--rss-rows 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import pandas as pd  # noqa: E402
+from rdkit import Chem, RDLogger  # noqa: E402
+
+import chemgraph  # noqa: E402, F401  (before torch: OpenMP settings, DGL shim)
+from chemgraph.chem import mols_from_smiles  # noqa: E402
+from chemgraph.featurize import get_preset  # noqa: E402
+from chemgraph.graphs import mols_to_graphs  # noqa: E402
+
+RDLogger.DisableLog("rdApp.*")
+
+
+def moses_smiles(count: int) -> list[str]:
+    import importlib.util
+
+    spec = importlib.util.find_spec("moses")
+    if spec is None:
+        raise SystemExit("MOSES SMILES need: pip install --no-deps molsets")
+    path = Path(spec.origin).parent / "dataset" / "data" / "train.csv.gz"
+    return pd.read_csv(path, nrows=count)["SMILES"].tolist()
+
+
+def rate(function, smiles: list[str]) -> float:
+    start = time.perf_counter()
+    function(smiles)
+    return len(smiles) / (time.perf_counter() - start)
+
+
+def rdkit_parse(smiles):
+    return [Chem.MolFromSmiles(s) for s in smiles]
+
+
+def rdkit_floor(smiles):
+    for mol in rdkit_parse(smiles):
+        for a in mol.GetAtoms():
+            (a.GetSymbol(), a.GetTotalDegree(), a.GetFormalCharge(), a.GetChiralTag(),
+             a.GetTotalNumHs(), a.GetHybridization(), a.GetIsAromatic(), a.IsInRing(),
+             a.GetMass())  # fmt: skip
+        for b in mol.GetBonds():
+            (b.GetBondType(), b.GetIsConjugated(), b.IsInRing(), b.GetStereo(),
+             b.GetBeginAtomIdx(), b.GetEndAtomIdx())  # fmt: skip
+
+
+def chemgraph_graphs(smiles, shard=10_000):
+    preset = get_preset("canonical")
+    for start in range(0, len(smiles), shard):
+        mols = [
+            m for m in mols_from_smiles(smiles[start : start + shard]) if isinstance(m, Chem.Mol)
+        ]
+        mols_to_graphs(mols, preset)
+
+
+def dgllife_graphs(smiles):
+    from dgllife.utils import CanonicalAtomFeaturizer, CanonicalBondFeaturizer, smiles_to_bigraph
+
+    atom, bond = CanonicalAtomFeaturizer(), CanonicalBondFeaturizer()
+    for s in smiles:
+        smiles_to_bigraph(s, node_featurizer=atom, edge_featurizer=bond)
+
+
+def chemprop_graphs(smiles):
+    from chemprop.featurizers import SimpleMoleculeMolGraphFeaturizer
+    from chemprop.utils import make_mol
+
+    featurizer = SimpleMoleculeMolGraphFeaturizer()
+    for s in smiles:
+        featurizer(make_mol(s, keep_h=False, add_h=False))
+
+
+def deepchem_graphs(smiles):
+    import logging
+
+    logging.getLogger("deepchem").setLevel(logging.ERROR)
+    from deepchem.feat import MolGraphConvFeaturizer
+
+    MolGraphConvFeaturizer(use_edges=True).featurize(smiles)
+
+
+def cli_rate(smiles_file: Path, count: int, workers: int, out: Path) -> tuple[float, float]:
+    """(mol/s, peak RSS MiB over the command and its workers) of ``chemgraph featurize``."""
+    command = [sys.executable, "-m", "chemgraph", "featurize", str(smiles_file), "--output",
+               str(out), "--workers", str(workers), "--quiet"]  # fmt: skip
+    start = time.perf_counter()
+    code = (
+        "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True); "
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
+    result = subprocess.run([sys.executable, "-c", code, *command], capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if result.returncode:
+        raise SystemExit(result.stderr)
+    peak_kib = int(result.stdout.strip().splitlines()[-1])
+    return count / elapsed, peak_kib / 1024
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--molecules", type=int, default=20_000)
+    parser.add_argument("--deepchem-molecules", type=int, default=2_000)
+    parser.add_argument("--rss-rows", type=int, default=1_000_000, help="0 skips the RSS run")
+    args = parser.parse_args()
+
+    smiles = moses_smiles(max(args.molecules, args.rss_rows))
+    sample = smiles[: args.molecules]
+    rows = [("RDKit parse alone", rate(rdkit_parse, sample))]
+    rows.append(("RDKit parse + atom/bond pass (floor)", rate(rdkit_floor, sample)))
+    rows.append(("chemgraph mols_to_graphs (in memory)", rate(chemgraph_graphs, sample)))
+    peers = [("dgllife smiles_to_bigraph", dgllife_graphs, sample),
+             ("chemprop v2 SimpleMoleculeMolGraphFeaturizer", chemprop_graphs, sample),
+             ("deepchem MolGraphConvFeaturizer", deepchem_graphs,
+              sample[: args.deepchem_molecules])]  # fmt: skip
+    for name, function, subset in peers:
+        try:
+            rows.append((name, rate(function, subset)))
+        except ImportError as error:
+            rows.append((f"{name} (not installed: {error.name})", float("nan")))
+
+    with tempfile.TemporaryDirectory() as folder:
+        folder = Path(folder)
+        small = folder / "sample.smi"
+        small.write_text("\n".join(sample) + "\n")
+        one, _ = cli_rate(small, len(sample), 1, folder / "one")
+        two, _ = cli_rate(small, len(sample), 2, folder / "two")
+        rows.append(("chemgraph featurize, 1 worker (read+write)", one))
+        rows.append(("chemgraph featurize, 2 workers (read+write)", two))
+        peak = float("nan")
+        if args.rss_rows:
+            big = folder / "big.smi.gz"
+            with gzip.open(big, "wt") as handle:
+                handle.write("\n".join(smiles[: args.rss_rows]) + "\n")
+            big_rate, peak = cli_rate(big, args.rss_rows, 2, folder / "big")
+
+    floor = rows[1][1]
+    by_name = dict(rows)
+    ours = by_name["chemgraph mols_to_graphs (in memory)"]
+    print(f"{args.molecules:,} MOSES SMILES, one process unless stated, {os.cpu_count()} CPUs")
+    print(f"{'featurizer':<52}{'mol/s':>9}{'vs floor':>10}")
+    for name, value in rows:
+        print(f"{name:<52}{value:>9,.0f}{value / floor:>10.2f}")
+    chemprop = by_name.get("chemprop v2 SimpleMoleculeMolGraphFeaturizer", float("nan"))
+    dgllife = by_name.get("dgllife smiles_to_bigraph", float("nan"))
+    if args.rss_rows:
+        print(
+            f"chemgraph featurize on {args.rss_rows:,} rows, 2 workers: {big_rate:,.0f} mol/s, "
+            f"peak RSS {peak:,.0f} MiB (largest single process)"
+        )
+    print(
+        f"featurize: chemgraph {ours:,.0f} mol/s = {ours / chemprop:.2f}x chemprop v2, "
+        f"{ours / dgllife:.2f}x dgllife, {floor / ours:.2f}x below the RDKit floor; "
+        f"2 workers {two / one:.2f}x 1 worker"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
