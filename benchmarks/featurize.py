@@ -6,7 +6,7 @@ drug-like SMILES), molecules per second for:
 - RDKit parse alone (``Chem.MolFromSmiles``);
 - the floor: RDKit parse + one pass reading the atom and bond properties the canonical preset
   uses (nothing can featurize faster from Python);
-- chemgraph: parse + :func:`chemgraph.graphs.mols_to_graphs` per 10k-molecule shard (what
+- chemgraph: parse + :func:`chemgraph.graphs.mols_to_graphs` per 5,000-molecule shard (what
   ``chemgraph featurize`` computes), and ``chemgraph featurize`` end to end (reading, writing
   shards) with 1 and 2 workers;
 - dgllife ``smiles_to_bigraph`` with its canonical atom/bond featurizers;
@@ -75,7 +75,7 @@ def rdkit_floor(smiles):
              b.GetBeginAtomIdx(), b.GetEndAtomIdx())  # fmt: skip
 
 
-def chemgraph_graphs(smiles, shard=10_000):
+def chemgraph_graphs(smiles, shard=5_000):
     preset = get_preset("canonical")
     for start in range(0, len(smiles), shard):
         mols = [

@@ -125,7 +125,12 @@ def _build_parser() -> argparse.ArgumentParser:
         help="basic: RDKit cleanup, largest fragment, uncharge; chembl: ChEMBL pipeline",
     )
     featurize.add_argument("--workers", type=int, default=1, help="worker processes")
-    featurize.add_argument("--shard-size", type=int, default=10_000, help="molecules per shard")
+    featurize.add_argument(
+        "--shard-size",
+        type=int,
+        default=5_000,
+        help="molecules per shard (memory per worker grows with it)",
+    )
     featurize.add_argument("--resume", action="store_true", help="continue an interrupted run")
     featurize.add_argument(
         "--dask-scheduler", help="dask.distributed scheduler address (runs shards on a cluster)"

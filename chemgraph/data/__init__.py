@@ -7,7 +7,6 @@
 - :class:`MoleculeDataModule`, :func:`collate_graphs` (:mod:`chemgraph.data.datamodule`)
 """
 
-from chemgraph.data.datamodule import MoleculeDataModule, collate_graphs
 from chemgraph.data.splits import murcko_scaffold, random_split, scaffold_split, warn_single_class
 from chemgraph.data.table import (
     MISSING_LABEL_TOKENS,
@@ -32,3 +31,12 @@ __all__ = [
     "warn_single_class",
     "write_rejected",
 ]
+
+
+def __getattr__(name: str):
+    # The DataModule imports Lightning (~150 MB); library featurisation workers never need it.
+    if name in ("MoleculeDataModule", "collate_graphs"):
+        from chemgraph.data import datamodule
+
+        return getattr(datamodule, name)
+    raise AttributeError(f"module 'chemgraph.data' has no attribute {name!r}")

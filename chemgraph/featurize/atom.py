@@ -21,7 +21,7 @@ Featurizers never sanitise: give them sanitised molecules (:func:`chemgraph.chem
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -72,6 +72,11 @@ class AtomFeaturizer(Protocol):
     def featurize_atoms_of(self, mols: Sequence[Chem.Mol]) -> np.ndarray:
         """Features of the atoms of many molecules, concatenated: ``[total atoms, F]``."""
         ...
+
+
+def _atoms(mol: Chem.Mol) -> Iterator[Chem.Atom]:
+    """The atoms of ``mol`` in index order (twice as fast as ``mol.GetAtoms()`` iteration)."""
+    return map(mol.GetAtomWithIdx, range(mol.GetNumAtoms()))
 
 
 def _index_of(vocabulary: Sequence[Any]) -> dict[Any, int]:
@@ -239,7 +244,7 @@ class CanonicalAtomFeaturizer:
         One pass over the atoms, then one vectorised one-hot encoding: the fast path for
         featurizing many molecules at once.
         """
-        return self._encode([self._row(atom) for mol in mols for atom in mol.GetAtoms()])
+        return self._encode([self._row(atom) for mol in mols for atom in _atoms(mol)])
 
 
 _OGB_CHIRALITY: tuple[ChiralType, ...] = _CANONICAL_CHIRAL_TAGS
@@ -353,5 +358,5 @@ class OGBAtomFeaturizer:
 
     def featurize_atoms_of(self, mols: Sequence[Chem.Mol]) -> np.ndarray:
         """``int64 [total atoms, 9]``: the atoms of every molecule, molecule after molecule."""
-        rows = [self._values(atom) for mol in mols for atom in mol.GetAtoms()]
+        rows = [self._values(atom) for mol in mols for atom in _atoms(mol)]
         return np.array(rows, dtype=np.int64).reshape(len(rows), 9)

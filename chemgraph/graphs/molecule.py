@@ -16,6 +16,7 @@ from rdkit import Chem
 from chemgraph._dgl import dgl
 from chemgraph.chem import positions
 from chemgraph.featurize import FeaturizerPreset
+from chemgraph.featurize.bond import bonds_of
 
 __all__ = ["mol_to_graph", "mols_to_graphs"]
 
@@ -45,7 +46,7 @@ def mols_to_graphs(
     """
     atom_counts = np.array([mol.GetNumAtoms() for mol in mols], dtype=np.int64)
     bond_counts = np.array([mol.GetNumBonds() for mol in mols], dtype=np.int64)
-    ends = [(b.GetBeginAtomIdx(), b.GetEndAtomIdx()) for mol in mols for b in mol.GetBonds()]
+    ends = [(b.GetBeginAtomIdx(), b.GetEndAtomIdx()) for mol in mols for b in bonds_of(mol)]
     pairs = np.array(ends, dtype=np.int64).reshape(-1, 2)
     pairs += np.repeat(np.cumsum(atom_counts) - atom_counts, bond_counts)[:, None]
     src = pairs.reshape(-1)  # u0, v0, u1, v1, ...

@@ -157,10 +157,11 @@ def _prepare(mol: Chem.Mol, options: FeaturizeOptions) -> Chem.Mol:
 def _features_table(
     records: list[Record], mols: list[Chem.Mol], options: FeaturizeOptions
 ) -> pa.Table:
+    strip = Chem.RemoveHs if options.conformers else (lambda mol: mol)  # conformers add Hs
     columns: dict[str, pa.Array] = {
         "id": pa.array([r.id for r in records], pa.string()),
         "row": pa.array([r.row for r in records], pa.int64()),
-        "smiles": pa.array([Chem.MolToSmiles(Chem.RemoveHs(m)) for m in mols], pa.string()),
+        "smiles": pa.array([Chem.MolToSmiles(strip(m)) for m in mols], pa.string()),
     }
     for spec in options.fingerprints:
         fingerprint = parse_fingerprint(spec)
@@ -306,7 +307,7 @@ def featurize_library(
     output: str | Path,
     options: FeaturizeOptions,
     workers: int = 1,
-    shard_size: int = 10_000,
+    shard_size: int = 5_000,
     resume: bool = False,
     dask_scheduler: str | None = None,
     progress: bool = True,
