@@ -7,8 +7,8 @@ drug-like SMILES), molecules per second for:
 - the floor: RDKit parse + one pass reading the atom and bond properties the canonical preset
   uses (nothing can featurize faster from Python);
 - chemgraph: parse + :func:`chemgraph.graphs.mols_to_graphs` per 5,000-molecule shard (what
-  ``chemgraph featurize`` computes), and ``chemgraph featurize`` end to end (reading, writing
-  shards) with 1 and 2 workers;
+  ``chemgraph featurize`` computes), and ``chemgraph featurize`` end to end (start-up, reading,
+  canonical SMILES, writing shards) with 1 and 2 workers on ``--scaling-rows`` rows;
 - dgllife ``smiles_to_bigraph`` with its canonical atom/bond featurizers;
 - chemprop v2 ``SimpleMoleculeMolGraphFeaturizer`` (after ``chemprop.utils.make_mol``);
 - deepchem ``MolGraphConvFeaturizer(use_edges=True)`` (on fewer molecules: it is slow).
@@ -132,9 +132,12 @@ def main() -> int:
     parser.add_argument("--molecules", type=int, default=20_000)
     parser.add_argument("--deepchem-molecules", type=int, default=2_000)
     parser.add_argument("--rss-rows", type=int, default=1_000_000, help="0 skips the RSS run")
+    parser.add_argument(
+        "--scaling-rows", type=int, default=100_000, help="rows of the 1 vs 2 workers run"
+    )
     args = parser.parse_args()
 
-    smiles = moses_smiles(max(args.molecules, args.rss_rows))
+    smiles = moses_smiles(max(args.molecules, args.rss_rows, args.scaling_rows))
     sample = smiles[: args.molecules]
     rows = [("RDKit parse alone", rate(rdkit_parse, sample))]
     rows.append(("RDKit parse + atom/bond pass (floor)", rate(rdkit_floor, sample)))
@@ -151,12 +154,12 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
-        small = folder / "sample.smi"
-        small.write_text("\n".join(sample) + "\n")
-        one, _ = cli_rate(small, len(sample), 1, folder / "one")
-        two, _ = cli_rate(small, len(sample), 2, folder / "two")
-        rows.append(("chemgraph featurize, 1 worker (read+write)", one))
-        rows.append(("chemgraph featurize, 2 workers (read+write)", two))
+        scaling = folder / "scaling.smi"
+        scaling.write_text("\n".join(smiles[: args.scaling_rows]) + "\n")
+        one, _ = cli_rate(scaling, args.scaling_rows, 1, folder / "one")
+        two, _ = cli_rate(scaling, args.scaling_rows, 2, folder / "two")
+        rows.append((f"chemgraph featurize {args.scaling_rows:,} rows, 1 worker", one))
+        rows.append((f"chemgraph featurize {args.scaling_rows:,} rows, 2 workers", two))
         peak = float("nan")
         if args.rss_rows:
             big = folder / "big.smi.gz"
