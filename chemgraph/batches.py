@@ -20,10 +20,20 @@ Adjacency conventions (seed 000, section 3.1, Algorithm 1 and 2):
 
 Graphs of one batch never see each other: tokens are padded per graph and every mask is built
 per graph from local (per-graph) atom indices.
+
+Each adjacency comes in three forms, all equal as sets of (query, key) token pairs:
+
+* dense: ``bool [B, L, L]`` (:func:`edge_adjacency`, :func:`node_adjacency`), memory ``B·L²``;
+* a pair list: ``int64 [2, P]`` in flattened ``[B·L]`` token indexing (:func:`edge_pairs`,
+  :func:`node_pairs`), memory ``P`` = the number of adjacent pairs, for ESA at most the sum over
+  atoms of (bond tokens at the atom)²;
+* a FlexAttention ``mask_mod`` that looks the atoms up in ``src``/``dst`` for each (query, key)
+  (:func:`edge_mask_mod`), memory ``B·L``.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, fields
 
 import torch
@@ -35,7 +45,11 @@ __all__ = [
     "NodeSetBatch",
     "batch_builder",
     "edge_adjacency",
+    "edge_mask_mod",
+    "edge_pairs",
     "edge_set_batch",
+    "node_adjacency",
+    "node_pairs",
     "node_set_batch",
 ]
 
@@ -94,15 +108,24 @@ class NodeSetBatch(_TensorBatch):
     Attributes:
         x: ``float32 [B, N, d_n]`` atom features; zero at padding.
         adjacency: ``bool [B, N, N]`` True where a bond joins two atoms or on the diagonal of
-            real atoms; False for every pair involving padding.
+            real atoms; False for every pair involving padding; ``None`` when the batch was
+            built with ``dense_mask=False`` (the model then derives it from ``edge_index``).
         pad_mask: ``bool [B, N]`` True for real atoms.
         num_nodes: ``int64 [B]`` atoms per graph.
+        edge_index: ``int64 [2, E]`` directed bonds (both directions of every bond) as
+            flattened atom indices ``b·N + i`` into the ``[B·N]`` atoms of the batch.
     """
 
     x: torch.Tensor
-    adjacency: torch.Tensor
+    adjacency: torch.Tensor | None
     pad_mask: torch.Tensor
     num_nodes: torch.Tensor
+    edge_index: torch.Tensor
+
+
+def _share_atom(src_q, dst_q, src_k, dst_k):
+    """Whether a query and a key edge share an atom: same source, same target, or crossed."""
+    return (src_q == src_k) | (dst_q == dst_k) | (src_q == dst_k) | (dst_q == src_k)
 
 
 def edge_adjacency(src: torch.Tensor, dst: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
@@ -117,16 +140,125 @@ def edge_adjacency(src: torch.Tensor, dst: torch.Tensor, pad_mask: torch.Tensor)
         ``bool [B, L, L]``: True iff both tokens are real and share an atom (source = source,
         target = target, or crossed). The diagonal of real tokens is True.
     """
-    s_i, s_j = src.unsqueeze(2), src.unsqueeze(1)
-    d_i, d_j = dst.unsqueeze(2), dst.unsqueeze(1)
-    shared = (s_i == s_j) | (d_i == d_j) | (s_i == d_j) | (d_i == s_j)
+    shared = _share_atom(src.unsqueeze(2), dst.unsqueeze(2), src.unsqueeze(1), dst.unsqueeze(1))
     return shared & pad_mask.unsqueeze(2) & pad_mask.unsqueeze(1)
+
+
+def edge_pairs(
+    src: torch.Tensor, dst: torch.Tensor, pad_mask: torch.Tensor, attend_to_self: bool = True
+) -> torch.Tensor:
+    """The True entries of :func:`edge_adjacency` as a pair list, built without an ``L²`` tensor.
+
+    Every atom ``a`` with ``c_a`` bond tokens (as source or target) contributes its ``c_a²``
+    (query, key) pairs; a pair of tokens that share both atoms (``i→j`` and ``j→i``) is kept
+    once. Vectorised: one sort of the (atom, token) incidences, no loop over graphs or atoms.
+
+    Args:
+        src: ``int64 [B, L]`` per-graph source atom of each token (any value at padding).
+        dst: ``int64 [B, L]`` per-graph target atom of each token (any value at padding).
+        pad_mask: ``bool [B, L]`` True for real tokens.
+        attend_to_self: keep the diagonal pairs ``(t, t)`` of real tokens.
+
+    Returns:
+        ``int64 [2, P]``: rows (query, key) in flattened token indexing ``b·L + t``, sorted by
+        query then key, without duplicates. Memory ``O(Σ_a c_a²)``.
+    """
+    length = pad_mask.shape[1]
+    token = torch.nonzero(pad_mask.flatten()).squeeze(1)
+    graph = torch.div(token, length, rounding_mode="floor")
+    first, second = src.flatten()[token], dst.flatten()[token]
+    # number the atoms across the batch, graph b's atom i -> b·A + i, so graphs stay apart
+    atoms_per_graph = int(torch.maximum(first, second).max()) + 1 if token.numel() else 1
+    first, second = first + graph * atoms_per_graph, second + graph * atoms_per_graph
+    two_atoms = first != second  # a self-loop token (bond-less atom) touches one atom
+    atom, order = torch.sort(torch.cat([first, second[two_atoms]]))
+    member = torch.cat([token, token[two_atoms]])[order]  # token of each incidence
+    size = torch.unique_consecutive(atom, return_counts=True)[1]  # c_a, for atoms in order
+    entry_size = size.repeat_interleave(size)  # c_a of each incidence's atom
+    entry_start = (torch.cumsum(size, 0) - size).repeat_interleave(size)
+    query_entry = torch.repeat_interleave(entry_size)  # each incidence c_a times
+    key_entry = entry_start[query_entry] + _positions_in_graph(query_entry, entry_size)
+    return _unique_pairs(member[query_entry], member[key_entry], pad_mask.numel(), attend_to_self)
+
+
+def edge_mask_mod(
+    src: torch.Tensor, dst: torch.Tensor, pad_mask: torch.Tensor, attend_to_self: bool = True
+):
+    """A FlexAttention ``mask_mod`` equal to :func:`edge_adjacency`, without an ``L²`` tensor.
+
+    Args:
+        src: ``int64 [B, L]`` per-graph source atom of each token (any value at padding).
+        dst: ``int64 [B, L]`` per-graph target atom of each token (any value at padding).
+        pad_mask: ``bool [B, L]`` True for real tokens.
+        attend_to_self: allow the diagonal.
+
+    Returns:
+        ``mask_mod(b, h, q, k) -> bool`` (:mod:`torch.nn.attention.flex_attention`): True iff
+        tokens ``q`` and ``k`` of graph ``b`` are real and share an atom (and ``q ≠ k`` when
+        ``attend_to_self`` is False). Looks the atoms up in ``src``/``dst``; any head ``h``.
+    """
+
+    def mask_mod(b, h, q, k):
+        allowed = _share_atom(src[b, q], dst[b, q], src[b, k], dst[b, k])
+        allowed = allowed & pad_mask[b, q] & pad_mask[b, k]
+        return allowed if attend_to_self else allowed & (q != k)
+
+    return mask_mod
+
+
+def node_adjacency(edge_index: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
+    """Atom-adjacency mask of a node set (seed 000, Algorithm 2).
+
+    Args:
+        edge_index: ``int64 [2, E]`` directed bonds in flattened atom indexing ``b·N + i``.
+        pad_mask: ``bool [B, N]`` True for real atoms.
+
+    Returns:
+        ``bool [B, N, N]``: True at ``[b, i, j]`` iff bond ``i→j`` exists in graph ``b``, and on
+        the diagonal of real atoms.
+    """
+    batch, length = pad_mask.shape
+    adjacency = torch.zeros(batch * length, length, dtype=torch.bool, device=pad_mask.device)
+    adjacency[edge_index[0], edge_index[1] % length] = True
+    adjacency = adjacency.view(batch, length, length)
+    adjacency.diagonal(dim1=1, dim2=2).logical_or_(pad_mask)
+    return adjacency
+
+
+def node_pairs(
+    edge_index: torch.Tensor, pad_mask: torch.Tensor, attend_to_self: bool = True
+) -> torch.Tensor:
+    """The True entries of :func:`node_adjacency` as a pair list (memory ``O(E + B·N)``).
+
+    Args:
+        edge_index: ``int64 [2, E]`` directed bonds in flattened atom indexing ``b·N + i``.
+        pad_mask: ``bool [B, N]`` True for real atoms.
+        attend_to_self: keep the diagonal pairs ``(i, i)`` of real atoms.
+
+    Returns:
+        ``int64 [2, P]``: rows (query, key) in flattened atom indexing, sorted by query then
+        key, without duplicates.
+    """
+    atom = torch.nonzero(pad_mask.flatten()).squeeze(1)
+    query, key = torch.cat([edge_index, atom.expand(2, -1)], dim=1)
+    return _unique_pairs(query, key, pad_mask.numel(), attend_to_self)
+
+
+def _unique_pairs(
+    query: torch.Tensor, key: torch.Tensor, num_tokens: int, attend_to_self: bool
+) -> torch.Tensor:
+    """Sorted, deduplicated ``int64 [2, P]`` (query, key) pairs; no diagonal unless asked."""
+    if not attend_to_self:
+        off_diagonal = query != key
+        query, key = query[off_diagonal], key[off_diagonal]
+    pair = torch.unique(query * num_tokens + key)
+    return torch.stack([torch.div(pair, num_tokens, rounding_mode="floor"), pair % num_tokens])
 
 
 def _positions_in_graph(graph_of_item: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
     """Index of each item within its graph, for items sorted by graph."""
     offsets = torch.cumsum(counts, 0) - counts
-    return torch.arange(graph_of_item.numel()) - offsets[graph_of_item]
+    return torch.arange(graph_of_item.numel(), device=counts.device) - offsets[graph_of_item]
 
 
 def edge_set_batch(graph: dgl.DGLGraph, dense_mask: bool = True) -> EdgeSetBatch:
@@ -174,11 +306,12 @@ def edge_set_batch(graph: dgl.DGLGraph, dense_mask: bool = True) -> EdgeSetBatch
     return EdgeSetBatch(x, local_src, local_dst, pad_mask, mask, counts)
 
 
-def node_set_batch(graph: dgl.DGLGraph) -> NodeSetBatch:
+def node_set_batch(graph: dgl.DGLGraph, dense_mask: bool = True) -> NodeSetBatch:
     """Build the NSA batch of a batched DGLGraph (seed 000, Algorithm 2).
 
     Args:
         graph: batched graph with ``ndata["x"]`` ``[N_tot, d_n]``.
+        dense_mask: also build the ``[B, N, N]`` adjacency (memory ``B·N²`` bytes).
 
     Returns:
         The padded :class:`NodeSetBatch`.
@@ -194,15 +327,19 @@ def node_set_batch(graph: dgl.DGLGraph) -> NodeSetBatch:
     x[node_graph, position] = node_x
     pad_mask = torch.zeros(num_graphs, length, dtype=torch.bool)
     pad_mask[node_graph, position] = True
-    adjacency = torch.zeros(num_graphs, length, length, dtype=torch.bool)
-    src, dst = graph.edges()
-    adjacency[node_graph[src], position[src], position[dst]] = True
-    adjacency[node_graph, position, position] = True
-    return NodeSetBatch(x, adjacency, pad_mask, counts)
+    edge_index = (node_graph * length + position)[torch.stack(graph.edges())]
+    adjacency = node_adjacency(edge_index, pad_mask) if dense_mask else None
+    return NodeSetBatch(x, adjacency, pad_mask, counts, edge_index)
 
 
-def batch_builder(set_type: str):
+def batch_builder(set_type: str, attention: str = "dense"):
     """The collate-time builder of a set type: ``"edge"`` (ESA) or ``"node"`` (NSA).
+
+    Args:
+        set_type: ``"edge"`` or ``"node"``.
+        attention: the model's :attr:`chemgraph.models.ESAConfig.attention`; the dense
+            ``[B, L, L]`` mask is built only for ``"dense"`` and ``"auto"`` (which picks dense
+            at molecule scale), never for ``"sparse"``/``"flex"``.
 
     Raises:
         ValueError: unknown set type.
@@ -210,4 +347,4 @@ def batch_builder(set_type: str):
     builders = {"edge": edge_set_batch, "node": node_set_batch}
     if set_type not in builders:
         raise ValueError(f"unknown set type {set_type!r}; available: {', '.join(builders)}")
-    return builders[set_type]
+    return functools.partial(builders[set_type], dense_mask=attention in ("dense", "auto"))

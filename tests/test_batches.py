@@ -4,7 +4,16 @@ import pytest
 import torch
 
 from chemgraph._dgl import dgl
-from chemgraph.batches import batch_builder, edge_set_batch, node_set_batch
+from chemgraph.batches import (
+    batch_builder,
+    edge_adjacency,
+    edge_mask_mod,
+    edge_pairs,
+    edge_set_batch,
+    node_adjacency,
+    node_pairs,
+    node_set_batch,
+)
 
 # a salt, a spiro ring, zero-bond atoms, and small molecules
 MOLECULES = ["CC(=O)[O-].[Na+]", "C1CCC2(C1)CCC2", "[Na+]", "C", "CCO", "[Cl-].[Na+]"]
@@ -89,7 +98,87 @@ def test_sparse_mask_option_and_device_move(graph_of):
 
 
 def test_batch_builder_names():
-    assert batch_builder("edge") is edge_set_batch
-    assert batch_builder("node") is node_set_batch
+    assert batch_builder("edge").func is edge_set_batch
+    assert batch_builder("node").func is node_set_batch
+    assert batch_builder("edge", "auto").keywords == {"dense_mask": True}
+    assert batch_builder("edge", "sparse").keywords == {"dense_mask": False}
     with pytest.raises(ValueError, match="unknown set type"):
         batch_builder("bond")
+
+
+def brute_force_pairs(token_lists, length, attend_to_self=True):
+    """(query, key) pairs in flattened token indexing, by a loop over every pair of tokens."""
+    pairs = set()
+    for b, tokens in enumerate(token_lists):
+        for i, j in itertools.product(range(len(tokens)), repeat=2):
+            if set(tokens[i]) & set(tokens[j]) and (attend_to_self or i != j):
+                pairs.add((b * length + i, b * length + j))
+    return sorted(pairs)
+
+
+@pytest.mark.parametrize("attend_to_self", [True, False])
+def test_edge_pairs_equal_brute_force(graph_of, attend_to_self):
+    graphs = [graph_of(s) for s in MOLECULES + ["[H][H]", "c1ccccc1"]]
+    batch = edge_set_batch(dgl.batch(graphs))
+    pairs = edge_pairs(batch.src, batch.dst, batch.pad_mask, attend_to_self)
+    assert pairs.dtype == torch.int64
+    token_lists = [brute_force_tokens(g) for g in graphs]
+    expected = brute_force_pairs(token_lists, batch.pad_mask.shape[1], attend_to_self)
+    assert [tuple(p) for p in pairs.t().tolist()] == expected  # sorted, each pair once
+
+
+def test_edge_pairs_of_a_random_multigraph_equal_the_dense_mask():
+    torch.manual_seed(0)
+    src, dst = torch.randint(0, 6, (2, 4, 15))  # repeated and reversed edges, self-loops
+    pad_mask = torch.rand(4, 15) > 0.3
+    dense = edge_adjacency(src, dst, pad_mask)
+    for attend_to_self in (True, False):
+        expected = dense if attend_to_self else dense & ~torch.eye(15, dtype=torch.bool)
+        query, key = torch.nonzero(expected.flatten(0, 1)).t()  # (b·L + q, k)
+        flattened = torch.stack([query, query - query % 15 + key])
+        assert torch.equal(edge_pairs(src, dst, pad_mask, attend_to_self), flattened)
+
+
+def test_edge_pairs_of_an_empty_batch():
+    empty = torch.zeros(2, 0, dtype=torch.int64)
+    assert edge_pairs(empty, empty, torch.zeros(2, 0, dtype=torch.bool)).shape == (2, 0)
+
+
+@pytest.mark.parametrize("attend_to_self", [True, False])
+def test_edge_mask_mod_equals_the_dense_mask(graph_of, attend_to_self):
+    from torch.nn.attention.flex_attention import create_mask
+
+    batch = edge_set_batch(dgl.batch([graph_of(s) for s in MOLECULES]))
+    size, length = batch.pad_mask.shape
+    mask_mod = edge_mask_mod(batch.src, batch.dst, batch.pad_mask, attend_to_self)
+    expected = batch.edge_mask
+    if not attend_to_self:
+        expected = expected & ~torch.eye(length, dtype=torch.bool)
+    assert torch.equal(create_mask(mask_mod, size, 1, length, length, "cpu")[:, 0], expected)
+
+
+@pytest.mark.parametrize("attend_to_self", [True, False])
+def test_node_pairs_equal_brute_force(graph_of, attend_to_self):
+    graphs = [graph_of(s) for s in MOLECULES]
+    batch = node_set_batch(dgl.batch(graphs))
+    length = batch.pad_mask.shape[1]
+    expected = set()
+    for b, graph in enumerate(graphs):
+        if attend_to_self:
+            expected |= {(b * length + i,) * 2 for i in range(graph.num_nodes())}
+        for u, v in zip(*(t.tolist() for t in graph.edges())):
+            expected.add((b * length + u, b * length + v))
+    pairs = node_pairs(batch.edge_index, batch.pad_mask, attend_to_self)
+    assert [tuple(p) for p in pairs.t().tolist()] == sorted(expected)
+
+
+def test_node_batch_without_dense_mask_keeps_the_bonds(graph_of):
+    graph = dgl.batch([graph_of("CCO"), graph_of("[Na+]"), graph_of("c1ccccc1")])
+    dense, sparse = node_set_batch(graph), node_set_batch(graph, dense_mask=False)
+    assert sparse.adjacency is None
+    assert torch.equal(sparse.edge_index, dense.edge_index)
+    assert torch.equal(node_adjacency(sparse.edge_index, sparse.pad_mask), dense.adjacency)
+    length = dense.pad_mask.shape[1]  # benzene is graph 2: its bonds are 2·L + (0..5)
+    assert dense.edge_index.shape == (2, 2 * (2 + 6))
+    assert (dense.edge_index[:, -12:] // length == 2).all()
+    assert torch.equal(sparse.to("cpu").edge_index, dense.edge_index)

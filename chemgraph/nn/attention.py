@@ -1,16 +1,48 @@
 """Masked multi-head scaled dot-product attention, the one attention kernel of chemgraph.
 
-``softmax(Q Kᵀ / √d_k + M) V`` (Vaswani et al. 2017; seed 000, section 3.1), computed with
-:func:`torch.nn.functional.scaled_dot_product_attention` and a boolean mask.
+``softmax(Q Kᵀ / √d_k + M) V`` (Vaswani et al. 2017; seed 000, section 3.1), in three forms that
+compute the same function of the same adjacency (see :mod:`chemgraph.batches`):
+
+* :func:`masked_attention`: :func:`torch.nn.functional.scaled_dot_product_attention` with a
+  boolean mask, memory ``O(B·L²)``; any device.
+* :func:`sparse_attention`: only the adjacent (query, key) pairs of a pair list, with a segment
+  softmax, memory ``O(P·H)`` for ``P`` pairs and ``H`` heads; any device. What lets ESA run on
+  graphs with 10⁵ edges (seed 000, section 3.3 and SI 5 name the ``L²`` mask as the bottleneck).
+* :func:`flex_masked_attention`: compiled FlexAttention with a :class:`BlockMask` built from a
+  ``mask_mod`` (:func:`flex_block_mask`); CUDA only (torch 2.13 has no FlexAttention backward on
+  the CPU).
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Iterator
+
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.autograd.function import once_differentiable
+from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention
 
-__all__ = ["MultiHeadAttention", "masked_attention"]
+__all__ = [
+    "AttentionMask",
+    "MultiHeadAttention",
+    "flex_block_mask",
+    "flex_masked_attention",
+    "masked_attention",
+    "segment_softmax",
+    "sparse_attention",
+]
+
+AttentionMask = torch.Tensor | BlockMask | None
+"""Which keys each query may attend to: ``None`` (all), a ``bool`` mask (dense,
+:func:`masked_attention`), an ``int64 [2, P]`` pair list (:func:`sparse_attention`) or a
+:class:`BlockMask` (:func:`flex_masked_attention`)."""
+
+# Gathered [pairs, heads, head width] temporaries are cut into chunks of at most this many
+# elements (1 MiB in float32), so their memory does not grow with the number of pairs. Cache-
+# sized chunks measured 3-4x faster than 64 MiB ones (1M pairs, 8 heads of 16, 2-core CPU).
+_CHUNK_ELEMENTS = 1 << 18
 
 
 def masked_attention(
@@ -26,8 +58,11 @@ def masked_attention(
         query: ``[B, H, L_q, D]``.
         key: ``[B, H, L_k, D]``.
         value: ``[B, H, L_k, D_v]``.
-        mask: ``bool [B, L_q, L_k]`` (True = may attend), shared by all heads through
-            ``expand`` (no copy per head); ``None`` = attend everywhere.
+        mask: ``bool [B, L_q, L_k]``, or ``bool [B, 1, L_k]`` for a key-padding mask shared by
+            all queries (True = may attend); shared by all heads through broadcasting (a
+            size-1 head dimension: no copy per head; on the CPU, torch 2.13's SDPA copies a
+            mask ``expand``-ed over heads but not a broadcast one). ``None`` = attend
+            everywhere.
         dropout: dropout probability on the attention weights (training only; pass 0 in eval).
 
     Returns:
@@ -38,10 +73,180 @@ def masked_attention(
     """
     if mask is None:
         return F.scaled_dot_product_attention(query, key, value, dropout_p=dropout)
-    has_key = mask.any(dim=-1, keepdim=True)  # [B, L_q, 1]
-    safe_mask = (mask | ~has_key).unsqueeze(1).expand(-1, query.shape[1], -1, -1)
+    has_key = mask.any(dim=-1, keepdim=True)  # [B, L_q or 1, 1]
+    safe_mask = (mask | ~has_key).unsqueeze(1)
     out = F.scaled_dot_product_attention(query, key, value, attn_mask=safe_mask, dropout_p=dropout)
     return out * has_key.unsqueeze(1).to(out.dtype)
+
+
+def segment_softmax(scores: torch.Tensor, segment: torch.Tensor, num_segments: int) -> torch.Tensor:
+    """Softmax over the entries of each segment (e.g. over the keys of each query).
+
+    Numerically stable: each segment's maximum (``scatter_reduce`` amax) is subtracted before
+    ``exp``, so logits of any magnitude give finite weights; the sums are ``index_add``-ed.
+
+    Args:
+        scores: ``float [P, H]`` logits, ``H`` independent columns (heads).
+        segment: ``int64 [P]`` segment of each entry, in ``[0, num_segments)``, any order.
+        num_segments: number of segments ``S`` (segments without entries are allowed).
+
+    Returns:
+        ``float [P, H]``: weights that sum to 1 over each segment's entries, per column.
+    """
+    index = segment.unsqueeze(1).expand_as(scores)
+    peak = scores.new_full((num_segments, scores.shape[1]), float("-inf"))
+    peak = peak.scatter_reduce(0, index, scores.detach(), reduce="amax")
+    weights = torch.exp(scores - peak[segment])
+    total = weights.new_zeros(num_segments, scores.shape[1]).index_add(0, segment, weights)
+    return weights / total[segment]
+
+
+def _chunks(num_pairs: int, row_elements: int) -> Iterator[slice]:
+    """Slices of ``range(num_pairs)`` whose gathered rows hold at most ``_CHUNK_ELEMENTS``."""
+    step = max(1, _CHUNK_ELEMENTS // max(1, row_elements))
+    return (slice(start, start + step) for start in range(0, num_pairs, step))
+
+
+def _pair_dot(
+    left: torch.Tensor, right: torch.Tensor, left_index: torch.Tensor, right_index: torch.Tensor
+) -> torch.Tensor:
+    """``out[p, h] = ⟨left[left_index[p], h], right[right_index[p], h]⟩`` -> ``[P, H]``."""
+    out = left.new_empty(left_index.numel(), left.shape[1])
+    for part in _chunks(left_index.numel(), left[0].numel()):
+        out[part] = (
+            left.index_select(0, left_index[part]) * right.index_select(0, right_index[part])
+        ).sum(-1)
+    return out
+
+
+def _pair_sum(
+    weights: torch.Tensor,
+    source: torch.Tensor,
+    target_index: torch.Tensor,
+    source_index: torch.Tensor,
+    num_targets: int,
+) -> torch.Tensor:
+    """``out[t, h] = Σ_{p: target_index[p]=t} weights[p, h] · source[source_index[p], h]``."""
+    out = source.new_zeros(num_targets, *source.shape[1:])
+    for part in _chunks(source_index.numel(), source[0].numel()):
+        out.index_add_(
+            0,
+            target_index[part],
+            weights[part, :, None] * source.index_select(0, source_index[part]),
+        )
+    return out
+
+
+class _PairAttention(torch.autograd.Function):
+    """Attention over a pair list, with a hand-written backward that recomputes the gathered
+    ``[P, H, D]`` products chunk by chunk, so that only the ``[P, H]`` weights are saved."""
+
+    @staticmethod
+    def forward(ctx, query, key, value, pairs, dropout):
+        query_index, key_index = pairs
+        scale = query.shape[-1] ** -0.5
+        scores = _pair_dot(query, key, query_index, key_index) * scale
+        weights = segment_softmax(scores, query_index, query.shape[0])
+        keep = torch.rand_like(weights) >= dropout if dropout else None
+        applied = weights if keep is None else weights * keep / (1 - dropout)
+        ctx.save_for_backward(query, key, value, pairs, weights, keep)
+        ctx.scale, ctx.dropout = scale, dropout
+        return _pair_sum(applied, value, query_index, key_index, query.shape[0])
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        query, key, value, pairs, weights, keep = ctx.saved_tensors
+        query_index, key_index = pairs
+        grad = grad.contiguous()
+        applied = weights if keep is None else weights * keep / (1 - ctx.dropout)
+        grad_value = _pair_sum(applied, grad, key_index, query_index, value.shape[0])
+        grad_weights = _pair_dot(grad, value, query_index, key_index)
+        if keep is not None:
+            grad_weights = grad_weights * keep / (1 - ctx.dropout)
+        # softmax backward per query: dS = W ⊙ (dW - Σ_keys W ⊙ dW)
+        row = grad_weights.new_zeros(query.shape[0], weights.shape[1])
+        row = row.index_add(0, query_index, weights * grad_weights)
+        grad_scores = weights * (grad_weights - row[query_index]) * ctx.scale
+        grad_query = _pair_sum(grad_scores, key, query_index, key_index, query.shape[0])
+        grad_key = _pair_sum(grad_scores, query, key_index, query_index, key.shape[0])
+        return grad_query, grad_key, grad_value, None, None
+
+
+def sparse_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    pairs: torch.Tensor,
+    dropout: float = 0.0,
+) -> torch.Tensor:
+    """Scaled dot-product attention over the (query, key) pairs of a pair list only.
+
+    ``out[i] = Σ_{(i, j) ∈ pairs} softmax_j(⟨q_i, k_j⟩ / √D) v_j``: the keys and values of each
+    pair are gathered, the softmax over each query's pairs is a :func:`segment_softmax`, and
+    the weighted values are scattered back (``index_add``). Equal to :func:`masked_attention`
+    with the mask whose True entries are ``pairs``. Computed in at least float32 (bf16 inputs
+    under autocast are promoted; float64 stays float64). Memory: the ``[P, H]`` weights (and a
+    ``bool [P, H]`` dropout mask) are kept for the backward, which recomputes the gathered
+    products; gathered ``[P, H, D]`` temporaries exist only in chunks of at most 2¹⁸ elements;
+    nothing is ``O(L²)``.
+
+    Args:
+        query: ``[N_q, H, D]`` (the ``B·L_q`` tokens of a batch, flattened).
+        key: ``[N_k, H, D]``.
+        value: ``[N_k, H, D_v]``.
+        pairs: ``int64 [2, P]`` rows (query index, key index), each pair at most once (e.g.
+            :func:`chemgraph.batches.edge_pairs`).
+        dropout: dropout probability on the attention weights (training only; pass 0 in eval).
+
+    Returns:
+        ``[N_q, H, D_v]`` in the dtype of ``query``. A query without pairs (a padding token, an
+        isolated token that may not attend to itself) outputs exactly zero and its gradient is
+        zero; tokens in no pair (padding) never reach any output, even if NaN.
+    """
+    dtype = torch.promote_types(query.dtype, torch.float32)
+    out = _PairAttention.apply(query.to(dtype), key.to(dtype), value.to(dtype), pairs, dropout)
+    return out.to(query.dtype)
+
+
+@functools.cache
+def _compiled(function: Callable) -> Callable:
+    return torch.compile(function)
+
+
+def flex_block_mask(
+    mask_mod: Callable, batch_size: int, length: int, device: torch.device | str
+) -> BlockMask:
+    """The FlexAttention :class:`BlockMask` of ``mask_mod`` over ``[B, L, L]`` (all heads).
+
+    Built by a compiled :func:`create_block_mask`, which evaluates ``mask_mod`` block by block
+    instead of materialising the ``[B, L, L]`` mask (the eager version does).
+
+    Args:
+        mask_mod: ``(b, h, q, k) -> bool``, e.g. :func:`chemgraph.batches.edge_mask_mod`.
+        batch_size: ``B``.
+        length: ``L`` (queries and keys).
+        device: where the attention runs (CUDA).
+    """
+    return _compiled(create_block_mask)(mask_mod, batch_size, None, length, length, device=device)
+
+
+def flex_masked_attention(
+    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, block_mask: BlockMask
+) -> torch.Tensor:
+    """FlexAttention (compiled) restricted to ``block_mask``; CUDA only, no attention dropout.
+
+    Args:
+        query: ``[B, H, L, D]``.
+        key: ``[B, H, L, D]``.
+        value: ``[B, H, L, D_v]``.
+        block_mask: from :func:`flex_block_mask`.
+
+    Returns:
+        ``[B, H, L, D_v]``; a query row with no allowed key outputs zero (FlexAttention's rule
+        for fully masked rows).
+    """
+    return _compiled(flex_attention)(query, key, value, block_mask=block_mask)
 
 
 class MultiHeadAttention(nn.Module):
@@ -50,11 +255,13 @@ class MultiHeadAttention(nn.Module):
     Args:
         dim: model width ``d`` (divisible by ``num_heads``).
         num_heads: number of heads ``H``; each head has width ``d / H``.
-        dropout: attention-weight dropout.
+        dropout: attention-weight dropout (not supported with a :class:`BlockMask`).
 
     Shapes:
-        ``query: [B, L_q, d]``, ``key_value: [B, L_k, d]``, ``mask: bool [B, L_q, L_k]`` or
-        None -> ``[B, L_q, d]``.
+        ``query: [B, L_q, d]``, ``key_value: [B, L_k, d]`` -> ``[B, L_q, d]``, with ``mask``
+        (:data:`AttentionMask`) one of: ``None``; ``bool [B, L_q, L_k]`` or ``bool [B, 1, L_k]``
+        (:func:`masked_attention`); ``int64 [2, P]`` pairs in flattened ``B·L`` token indexing
+        (:func:`sparse_attention`); a :class:`BlockMask` (:func:`flex_masked_attention`).
     """
 
     def __init__(self, dim: int, num_heads: int, dropout: float = 0.0) -> None:
@@ -73,12 +280,19 @@ class MultiHeadAttention(nn.Module):
         return x.view(b, length, self.num_heads, d // self.num_heads).transpose(1, 2)
 
     def forward(
-        self, query: torch.Tensor, key_value: torch.Tensor, mask: torch.Tensor | None = None
+        self, query: torch.Tensor, key_value: torch.Tensor, mask: AttentionMask = None
     ) -> torch.Tensor:
-        q = self._split(self.query(query))
-        k = self._split(self.key(key_value))
-        v = self._split(self.value(key_value))
+        b, length, d = query.shape
+        q, k, v = self.query(query), self.key(key_value), self.value(key_value)
         dropout = self.dropout if self.training else 0.0
-        heads = masked_attention(q, k, v, mask, dropout)
-        b, _, length, _ = heads.shape
-        return self.out(heads.transpose(1, 2).reshape(b, length, -1))
+        if torch.is_tensor(mask) and mask.dtype == torch.int64:
+            q, k, v = (t.reshape(-1, self.num_heads, d // self.num_heads) for t in (q, k, v))
+            return self.out(sparse_attention(q, k, v, mask, dropout).view(b, length, d))
+        q, k, v = self._split(q), self._split(k), self._split(v)
+        if isinstance(mask, BlockMask):
+            if dropout:
+                raise ValueError("FlexAttention has no attention dropout; set it to 0")
+            heads = flex_masked_attention(q, k, v, mask)
+        else:
+            heads = masked_attention(q, k, v, mask, dropout)
+        return self.out(heads.transpose(1, 2).reshape(b, length, d))

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from chemgraph.nn.attention import MultiHeadAttention
+from chemgraph.nn.attention import AttentionMask, MultiHeadAttention
 
 __all__ = ["MLP", "AttentionBlock", "PMA"]
 
@@ -54,7 +54,9 @@ class AttentionBlock(nn.Module):
     ``out = H + MLP(LN(H))``.
     Post-LN: ``H = LN(X + MHA(X, X, M))``, ``out = LN(H + MLP(H))``.
 
-    Shapes: ``x: [B, L, d]``, ``mask: bool [B, L, L]`` or None -> ``[B, L, d]``.
+    Shapes: ``x: [B, L, d]``, ``mask`` (:data:`~chemgraph.nn.attention.AttentionMask`): a
+    ``bool [B, L, L]`` adjacency, an ``int64 [2, P]`` pair list or a ``BlockMask`` (MAB), a
+    ``bool [B, 1, L]`` key-padding mask or None (SAB) -> ``[B, L, d]``.
     """
 
     def __init__(
@@ -77,7 +79,7 @@ class AttentionBlock(nn.Module):
         self.norm_mlp = nn.LayerNorm(dim)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: AttentionMask = None) -> torch.Tensor:
         if self.norm == "pre":
             x_bar = self.norm_attention(x)
             h = x_bar + self.dropout(self.attention(x_bar, x_bar, mask))
@@ -114,6 +116,5 @@ class PMA(nn.Module):
 
     def forward(self, z: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
         seeds = self.seeds.expand(z.shape[0], -1, -1)
-        mask = key_mask.unsqueeze(1).expand(-1, seeds.shape[1], -1)
-        s_bar = self.norm(self.attention(seeds, z, mask))
+        s_bar = self.norm(self.attention(seeds, z, key_mask.unsqueeze(1)))
         return s_bar + self.mlp(s_bar)

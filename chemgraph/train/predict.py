@@ -79,7 +79,8 @@ def predict_table(
         require_labels=False,
         progress=progress,
     )
-    builder = batch_builder(module.model.config.set_type)
+    config = module.model.config
+    builder = batch_builder(config.set_type, config.attention)
     loader = MoleculeDataModule(dataset, None, None, builder, batch_size=batch_size).loader(dataset)
     outputs = []
     with torch.inference_mode():

@@ -311,7 +311,7 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
         parts["train"],
         parts["val"],
         parts["test"],
-        batch_builder(SET_TYPES[config.model]),
+        batch_builder(SET_TYPES[config.model], module.model.config.attention),
         batch_size=config.batch_size,
         num_workers=config.num_workers,
         seed=config.seed,

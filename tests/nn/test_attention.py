@@ -1,8 +1,9 @@
 import math
 
+import pytest
 import torch
 
-from chemgraph.nn import MultiHeadAttention, masked_attention
+from chemgraph.nn import MultiHeadAttention, masked_attention, segment_softmax, sparse_attention
 
 
 def naive_attention(q, k, v, mask):
@@ -49,3 +50,143 @@ def test_multi_head_attention_matches_torch_reference():
     mask |= torch.eye(6, dtype=torch.bool)
     expected, _ = reference(x, x, x, attn_mask=~mask.repeat_interleave(heads, 0))
     torch.testing.assert_close(ours(x, x, mask), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_key_padding_mask_equals_the_full_mask():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 5, 4) for _ in range(3))
+    keys = torch.tensor([[True, True, True, False, False], [True] * 5])
+    full = keys.unsqueeze(1).expand(-1, 5, -1)
+    torch.testing.assert_close(
+        masked_attention(q, k, v, keys.unsqueeze(1)), naive_attention(q, k, v, full)
+    )
+
+
+def random_mask_and_pairs(batch, length, seed=0):
+    """A random mask with an empty row (query 1 of graph 0) and padding (graph 1), its pairs."""
+    generator = torch.Generator().manual_seed(seed)
+    mask = torch.rand(batch, length, length, generator=generator) > 0.5
+    mask[0, 1] = False
+    mask[1, -2:] = mask[1, :, -2:] = False
+    query, key = torch.nonzero(mask.flatten(0, 1)).t()
+    return mask, torch.stack([query, query - query % length + key])
+
+
+def as_tokens(x):
+    """[B, H, L, D] -> [B·L, H, D] (the layout of sparse_attention)."""
+    return x.transpose(1, 2).flatten(0, 1)
+
+
+def test_sparse_attention_equals_masked_attention_with_gradients():
+    torch.manual_seed(0)
+    mask, pairs = random_mask_and_pairs(2, 7)
+    inputs = [torch.randn(2, 3, 7, 4, dtype=torch.float64, requires_grad=True) for _ in range(3)]
+    dense = masked_attention(*inputs, mask)
+    dense_grads = torch.autograd.grad((dense * dense.detach()).sum(), inputs)
+    sparse = sparse_attention(*map(as_tokens, inputs), pairs)
+    torch.testing.assert_close(sparse, as_tokens(dense), atol=1e-12, rtol=1e-12)
+    sparse_grads = torch.autograd.grad((sparse * sparse.detach()).sum(), inputs)
+    for ours, expected in zip(sparse_grads, dense_grads):
+        torch.testing.assert_close(ours, expected, atol=1e-12, rtol=1e-12)
+    assert torch.equal(sparse[1], torch.zeros(3, 4, dtype=torch.float64))  # no keys: zero
+    assert torch.equal(sparse_grads[0][0, :, 1], torch.zeros(3, 4, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.4])
+def test_sparse_attention_gradcheck(dropout):
+    _, pairs = random_mask_and_pairs(2, 5, seed=1)
+    inputs = [torch.randn(10, 2, 3, dtype=torch.float64, requires_grad=True) for _ in range(3)]
+
+    def attend(q, k, v):
+        torch.manual_seed(0)  # the same dropout mask in every call
+        return sparse_attention(q, k, v, pairs, dropout)
+
+    assert torch.autograd.gradcheck(attend, inputs)
+
+
+def test_sparse_attention_dropout_is_inverted_dropout_of_the_weights():
+    torch.manual_seed(0)
+    pairs = torch.tensor([[0] * 50, list(range(50))])
+    q, k = torch.zeros(50, 1, 2), torch.zeros(50, 1, 2)  # uniform weights 1/50
+    v = torch.ones(50, 1, 1)
+    out = sparse_attention(q, k, v, pairs, dropout=0.5)
+    kept = out[0, 0, 0] * 50 * 0.5  # each kept weight is (1/50) / (1 - 0.5)
+    assert 0 < kept < 50
+    torch.testing.assert_close(kept, kept.round())
+
+
+def test_sparse_attention_promotes_bfloat16():
+    torch.manual_seed(0)
+    _, pairs = random_mask_and_pairs(2, 3)
+    q, k, v = (torch.randn(6, 2, 4) for _ in range(3))
+    low = sparse_attention(q.bfloat16(), k.bfloat16(), v.bfloat16(), pairs)
+    assert low.dtype == torch.bfloat16
+    expected = sparse_attention(
+        q.bfloat16().float(), k.bfloat16().float(), v.bfloat16().float(), pairs
+    )
+    torch.testing.assert_close(low, expected.bfloat16())
+
+
+def test_nan_outside_the_pairs_cannot_leak():
+    torch.manual_seed(0)
+    mask, pairs = random_mask_and_pairs(2, 7)
+    q, k, v = (torch.randn(14, 2, 3) for _ in range(3))
+    clean = sparse_attention(q, k, v, pairs)
+    for tensor in (q, k, v):
+        tensor[12:] = float("nan")  # the two padded tokens of graph 1
+    torch.testing.assert_close(sparse_attention(q, k, v, pairs)[:12], clean[:12])
+
+
+def test_segment_softmax_equals_torch_softmax_and_is_stable():
+    torch.manual_seed(0)
+    scores = torch.randn(9, 2, dtype=torch.float64)
+    segment = torch.tensor([2, 0, 2, 2, 0, 3, 2, 3, 0])  # segment 1 is empty
+    weights = segment_softmax(scores, segment, 4)
+    for s in (0, 2, 3):
+        rows = segment == s
+        torch.testing.assert_close(weights[rows], torch.softmax(scores[rows], dim=0))
+    huge = segment_softmax(scores * 1e4, segment, 4)  # exp(1e4) overflows without the max
+    assert torch.isfinite(huge).all()
+    for s in (0, 2, 3):
+        rows = segment == s
+        torch.testing.assert_close(huge[rows], torch.softmax(scores[rows] * 1e4, dim=0))
+    float32 = segment_softmax(torch.full((3, 1), 1e4), torch.zeros(3, dtype=torch.int64), 1)
+    torch.testing.assert_close(float32, torch.full((3, 1), 1 / 3))
+
+
+def test_segment_softmax_gradient_equals_torch_softmax():
+    scores = torch.randn(5, 1, dtype=torch.float64, requires_grad=True)
+    weights = segment_softmax(scores, torch.zeros(5, dtype=torch.int64), 1)
+    (grad,) = torch.autograd.grad((weights * torch.arange(5.0)[:, None]).sum(), scores)
+    reference = torch.softmax(scores, dim=0)
+    (expected,) = torch.autograd.grad((reference * torch.arange(5.0)[:, None]).sum(), scores)
+    torch.testing.assert_close(grad, expected)
+
+
+def test_multi_head_attention_with_pairs_equals_dense_mask():
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(8, 2)
+    mask, pairs = random_mask_and_pairs(2, 6)
+    x = torch.randn(2, 6, 8)
+    torch.testing.assert_close(attention(x, x, pairs), attention(x, x, mask), atol=1e-6, rtol=1e-6)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="FlexAttention path needs CUDA")
+def test_flex_attention_equals_masked_attention_on_cuda():
+    from chemgraph.nn import flex_block_mask, flex_masked_attention
+
+    torch.manual_seed(0)
+    mask, _ = random_mask_and_pairs(2, 200)
+    mask = mask.cuda()
+    q, k, v = (torch.randn(2, 2, 200, 16, device="cuda") for _ in range(3))
+
+    def mask_mod(b, h, query, key):
+        return mask[b, query, key]
+
+    block_mask = flex_block_mask(mask_mod, 2, 200, "cuda")
+    torch.testing.assert_close(
+        flex_masked_attention(q, k, v, block_mask),
+        masked_attention(q, k, v, mask),
+        atol=1e-4,
+        rtol=1e-4,
+    )

@@ -102,3 +102,20 @@ def test_time_budget_setting():
     assert config.max_time_minutes == 6.0
     with pytest.raises(ValueError, match="max_time_minutes must be at least 0.1"):
         TrainingConfig.from_dict({**REQUIRED, "max_time_minutes": 0})
+
+
+def test_train_with_sparse_attention_end_to_end(tmp_path):
+    smiles = ACYCLIC + RINGS
+    data = write(tmp_path, smiles, y=[0.1 * i for i in range(len(smiles))])
+    settings = tmp_path / "s.yaml"
+    settings.write_text(
+        "batch_size: 8\nmodel_options: {hidden_dim: 16, num_heads: 2, attention: sparse}\n"
+    )
+    out = tmp_path / "run"
+    status = main(["train", "--data", data, "--target-columns", "y", "--max-epochs", "1",
+                   "--config", str(settings), "--out", str(out), "--quiet"])  # fmt: skip
+    assert status == 0
+    output = tmp_path / "p.csv"
+    assert main(["predict", "--checkpoint", str(out / "best.ckpt"), "--input", data,
+                 "--output", str(output), "--quiet"]) == 0  # fmt: skip
+    assert pd.read_csv(output)["y_pred"].notna().all()
