@@ -115,8 +115,8 @@ def _build_parser() -> argparse.ArgumentParser:
         "--conformers",
         type=int,
         default=0,
-        help="3D conformers per molecule (RDKit ETKDGv3 + MMFF94, seeded); graphs then hold "
-        "explicit hydrogens and positions in Å",
+        help="3D conformers to embed per molecule (RDKit ETKDGv3 + MMFF94, seeded); graphs "
+        "then hold explicit hydrogens and the lowest-energy conformer's positions in Å",
     )
     featurize.add_argument(
         "--standardize",

@@ -58,8 +58,9 @@ class FeaturizeOptions:
         graphs: atom/bond featurizer preset of the graph shards, or None for no graphs.
         fingerprints: fingerprint specs, e.g. ``("morgan:radius=2,size=2048", "maccs")``.
         descriptors: descriptor set (``"rdkit2d"``) or None.
-        conformers: ETKDGv3 + MMFF94 conformers per molecule (0 = none); with conformers the
-            graphs include explicit hydrogens and ``ndata["pos"]`` (Å, first conformer).
+        conformers: ETKDGv3 + MMFF94 conformers embedded per molecule (0 = none); the graph
+            then holds explicit hydrogens and ``ndata["pos"]`` (Å) of the lowest-MMFF94-energy
+            conformer. The feature table is computed without them.
         standardize: ``"none"``, ``"basic"`` or ``"chembl"`` (see
             :func:`chemgraph.chem.standardize`).
         smiles_column, id_column: input columns (tables) or SD property (``id_column``, SDF).
@@ -144,24 +145,32 @@ def _parse(records: list[Record]) -> list[Chem.Mol | MoleculeParseError]:
     return parsed
 
 
-def _prepare(mol: Chem.Mol, options: FeaturizeOptions) -> Chem.Mol:
+def _prepare(mol: Chem.Mol, options: FeaturizeOptions) -> tuple[Chem.Mol, Chem.Mol]:
+    """``(molecule for the feature table, molecule for the graph)``.
+
+    Fingerprints, descriptors and the canonical SMILES use the (standardised) molecule as
+    read; only the graph gets the explicit hydrogens and the 3D conformer, so the feature table
+    does not depend on ``--conformers``.
+    """
     if options.standardize != "none":
         from chemgraph.chem import standardize
 
         mol = standardize(mol, options.standardize)
-    if options.conformers:
-        mol = embed_conformers(mol, options.conformers, seed=options.seed).mol
-    return mol
+    if not options.conformers:
+        return mol, mol
+    result = embed_conformers(mol, options.conformers, seed=options.seed)
+    energies = [e if e is not None else float("inf") for e in result.energies]
+    best = result.conformer_ids[energies.index(min(energies))] if energies else -1
+    return mol, Chem.Mol(result.mol, False, best)  # keeps only the lowest-energy conformer
 
 
 def _features_table(
     records: list[Record], mols: list[Chem.Mol], options: FeaturizeOptions
 ) -> pa.Table:
-    strip = Chem.RemoveHs if options.conformers else (lambda mol: mol)  # conformers add Hs
     columns: dict[str, pa.Array] = {
         "id": pa.array([r.id for r in records], pa.string()),
         "row": pa.array([r.row for r in records], pa.int64()),
-        "smiles": pa.array([Chem.MolToSmiles(strip(m)) for m in mols], pa.string()),
+        "smiles": pa.array([Chem.MolToSmiles(m) for m in mols], pa.string()),
     }
     for spec in options.fingerprints:
         fingerprint = parse_fingerprint(spec)
@@ -217,10 +226,11 @@ def featurize_shard(
     rejected: list[tuple] = []
     kept_records: list[Record] = []
     kept: list[Chem.Mol] = []
+    graph_mols: list[Chem.Mol] = []
     for record, result in zip(records, _parse(records)):
         if not isinstance(result, MoleculeParseError):
             try:
-                result = _prepare(result, options)
+                mol, graph_mol = _prepare(result, options)
             except MoleculeParseError as error:
                 result = error
         if isinstance(result, MoleculeParseError):
@@ -228,11 +238,12 @@ def featurize_shard(
             rejected.append((record.row, record.id, text, result.reason))
             continue
         kept_records.append(record)
-        kept.append(result)
+        kept.append(mol)
+        graph_mols.append(graph_mol)
 
     if options.graphs is not None:
         graph = mols_to_graphs(
-            kept, get_preset(options.graphs), with_positions=options.conformers > 0
+            graph_mols, get_preset(options.graphs), with_positions=options.conformers > 0
         )
         rows = torch.tensor([r.row for r in kept_records], dtype=torch.int64)
         save_shard(out / "graphs" / f"{name}.bin", graph, rows)
@@ -347,6 +358,11 @@ def featurize_library(
         "options": options.to_dict(),
         "shard_size": shard_size,
     }
+    first = next(
+        iter_record_chunks(input_path, 1, options.smiles_column, options.id_column), None
+    )  # checks the columns before anything is written
+    if first is None:
+        raise ValueError(f"{input_path} holds no records")
     _prepare_output(out, manifest, resume)
     summaries: list[ShardSummary] = []
     bar = tqdm(unit="mol", unit_scale=True, disable=not progress, desc="featurize")

@@ -196,6 +196,23 @@ def test_conformers_give_positions_with_hydrogens(tmp_path):
     assert [g.num_nodes() for g in graphs] == [9, 5]  # explicit hydrogens
     position = graphs[0].ndata["pos"]
     assert 1.45 < float((position[0] - position[1]).norm()) < 1.56  # C-C in Å
+    # the feature table is computed on the molecule as read, with or without conformers
+    plain = tmp_path / "plain"
+    featurize_library(path, plain, FeaturizeOptions(fingerprints=("maccs",)), progress=False)
+    with_3d = tmp_path / "with_3d"
+    options = FeaturizeOptions(fingerprints=("maccs",), conformers=3)
+    featurize_library(path, with_3d, options, progress=False)
+    assert read_features(plain).equals(read_features(with_3d))
+
+
+def test_a_bad_column_leaves_no_output_folder(tmp_path):
+    path = tmp_path / "lib.csv"
+    path.write_text("smiles\nCCO\n")
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match="no column 'SMILES'"):
+        featurize_library(path, out, FeaturizeOptions(smiles_column="SMILES"), progress=False)
+    assert not out.exists()
+    featurize_library(path, out, FeaturizeOptions(), progress=False)
 
 
 @pytest.mark.parametrize(
