@@ -22,6 +22,8 @@ parity.png (regression) and config.yaml (every setting used; reusable with --con
 
 
 def _build_parser() -> argparse.ArgumentParser:
+    from chemgraph.models import MODELS
+
     parser = argparse.ArgumentParser(
         prog="chemgraph",
         description="Deep learning on molecules: train graph models on SMILES tables and "
@@ -52,8 +54,9 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument(
         "--model",
-        choices=["esa", "nsa"],
-        help="esa: attention over bonds (edge sets); nsa: attention over atoms; default esa",
+        choices=list(MODELS),
+        help="; ".join(f"{name}: {spec.description}" for name, spec in MODELS.items())
+        + "; default esa",
     )
     train.add_argument(
         "--split",

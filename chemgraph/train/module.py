@@ -8,7 +8,7 @@ import lightning as L
 import torch
 import torch.nn.functional as F
 
-from chemgraph.models import ESA, ESAConfig
+from chemgraph.models import build_model
 from chemgraph.train.scaler import TargetScaler
 
 __all__ = ["PropertyPredictionModule", "masked_loss"]
@@ -42,7 +42,8 @@ class PropertyPredictionModule(L.LightningModule):
     """Graph-level property prediction (seed 000, SI 7 protocol as defaults).
 
     Args:
-        model_config: :class:`ESAConfig` as a dict.
+        model_config: the model family's configuration as a dict (e.g.
+            :class:`chemgraph.models.ESAConfig`).
         task: ``"regression"`` or ``"classification"``.
         target_columns: names of the T predicted targets.
         featurizer: the featurizer preset as a dict (``FeaturizerPreset.to_dict()``); stored so
@@ -54,6 +55,8 @@ class PropertyPredictionModule(L.LightningModule):
         warmup_steps: linear learning-rate warm-up over this many optimiser steps (0 = none).
         lr_patience: epochs without validation improvement before the learning rate is halved.
         lr_factor: multiplicative learning-rate decrease.
+        model: registered model family (:data:`chemgraph.models.MODELS`); checkpoints written
+            before the registry existed hold ESA/NSA models, hence the default.
 
     The checkpoint's ``hyper_parameters`` hold only plain Python values, so it loads with
     ``torch.load(..., weights_only=True)``.
@@ -72,12 +75,13 @@ class PropertyPredictionModule(L.LightningModule):
         warmup_steps: int = 0,
         lr_patience: int = 15,
         lr_factor: float = 0.5,
+        model: str = "esa",
     ) -> None:
         super().__init__()
         if task not in ("regression", "classification"):
             raise ValueError(f"task must be 'regression' or 'classification', got {task!r}")
         self.save_hyperparameters()
-        self.model = ESA(ESAConfig(**model_config))
+        self.model = build_model(model, model_config)
         self.scaler = TargetScaler(**scaler) if scaler is not None else None
         self.task = task
 

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from chemgraph.batches import batch_builder
 from chemgraph.data import MoleculeDataModule, featurize_table, read_table
 from chemgraph.featurize import FeaturizerPreset
+from chemgraph.models import get_model_spec
 from chemgraph.train.module import PropertyPredictionModule
 
 __all__ = ["load_checkpoint", "predict_table"]
@@ -79,8 +79,7 @@ def predict_table(
         require_labels=False,
         progress=progress,
     )
-    config = module.model.config
-    builder = batch_builder(config.set_type, config.attention)
+    builder = get_model_spec(hparams.model).batch_builder(module.model.config)
     loader = MoleculeDataModule(dataset, None, None, builder, batch_size=batch_size).loader(dataset)
     outputs = []
     with torch.inference_mode():

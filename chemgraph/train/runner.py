@@ -19,7 +19,6 @@ import pandas as pd
 import torch
 import yaml
 
-from chemgraph.batches import batch_builder
 from chemgraph.data import (
     MoleculeDataModule,
     featurize_table,
@@ -30,7 +29,7 @@ from chemgraph.data import (
     write_rejected,
 )
 from chemgraph.featurize import get_preset
-from chemgraph.models import ESAConfig
+from chemgraph.models import MODELS, get_model_spec
 from chemgraph.train.metrics import classification_metrics, regression_metrics
 from chemgraph.train.module import PropertyPredictionModule
 from chemgraph.train.plots import plot_learning_curve, plot_parity
@@ -53,7 +52,6 @@ warnings.filterwarnings("ignore", message=".*isinstance\\(treespec, LeafSpec\\)"
 warnings.filterwarnings("ignore", message="Checkpoint directory .* exists and is not empty")
 
 
-SET_TYPES = {"esa": "edge", "nsa": "node"}
 OUTPUT_FILES = (
     "best.ckpt", "metrics.json", "predictions.csv", "rejected.csv", "learning_curve.png",
     "parity.png", "config.yaml",
@@ -90,7 +88,8 @@ class TrainingConfig:
         smiles_column: column holding SMILES.
         task: ``"regression"`` (targets standardised, predictions in the targets' units) or
             ``"classification"`` (binary labels 0/1 per target column).
-        model: ``"esa"`` (edge-set attention) or ``"nsa"`` (node-set attention).
+        model: a registered model family (:data:`chemgraph.models.MODELS`), e.g. ``"esa"``
+            (edge-set attention) or ``"nsa"`` (node-set attention).
         split: ``"random"`` (seeded) or ``"scaffold"`` (Bemis–Murcko, deterministic).
         split_fractions: train/validation/test fractions.
         seed: seeds the split, the weight initialisation and the shuffling.
@@ -100,10 +99,12 @@ class TrainingConfig:
         max_rows: use only the first N rows of the table (None = all).
         batch_size, learning_rate, weight_decay, warmup_steps, gradient_clip,
         early_stopping_patience, lr_patience: optimisation settings.
-        featurizer: atom/bond featurizer preset (ESA/NSA take float one-hot features).
+        featurizer: atom/bond featurizer preset; None = the model's default (ESA/NSA take
+            float one-hot features, ``"canonical"``).
         fragments: multi-fragment (salt) policy, ``"keep"`` all fragments or ``"largest"``.
-        model_options: :class:`chemgraph.models.ESAConfig` fields (hidden_dim, num_heads,
-            layer_pattern, norm, mlp, num_seeds, dropout, attend_to_self, ...).
+        model_options: fields of the model's configuration, e.g.
+            :class:`chemgraph.models.ESAConfig` (hidden_dim, num_heads, layer_pattern, norm,
+            mlp, num_seeds, dropout, attend_to_self, ...).
         num_workers: DataLoader worker processes.
         accelerator: Lightning accelerator (``"auto"`` picks CUDA when available).
         progress: report progress: tqdm bars on a terminal, one line per epoch otherwise
@@ -115,7 +116,7 @@ class TrainingConfig:
     out: str
     smiles_column: str = "smiles"
     task: Literal["regression", "classification"] = "regression"
-    model: Literal["esa", "nsa"] = "esa"
+    model: str = "esa"
     split: Literal["random", "scaffold"] = "random"
     split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
     seed: int = 0
@@ -129,7 +130,7 @@ class TrainingConfig:
     gradient_clip: float = 0.5
     early_stopping_patience: int = 30
     lr_patience: int = 15
-    featurizer: str = "canonical"
+    featurizer: str | None = None
     fragments: Literal["keep", "largest"] = "keep"
     model_options: dict[str, Any] = field(default_factory=dict)
     num_workers: int = 0
@@ -144,7 +145,7 @@ class TrainingConfig:
         """
         choices = {
             "task": ("regression", "classification"),
-            "model": tuple(SET_TYPES),
+            "model": tuple(MODELS),
             "split": ("random", "scaffold"),
             "fragments": ("keep", "largest"),
         }
@@ -172,14 +173,17 @@ class TrainingConfig:
         self.target_columns = [str(c) for c in self.target_columns]
         if not self.target_columns or "" in self.target_columns:
             raise ValueError(f"target_columns must name columns, got {self.target_columns!r}")
+        spec = get_model_spec(self.model)
+        if self.featurizer is None:
+            self.featurizer = spec.default_featurizer
         preset = get_preset(self.featurizer)
-        if preset.atom.dtype != torch.float32:
+        if preset.atom.dtype != spec.feature_dtype:
+            kind = "one-hot (float)" if spec.feature_dtype == torch.float32 else "categorical"
             raise ValueError(
-                f"{self.model.upper()} takes one-hot (float) features; featurizer "
-                f"{self.featurizer!r} is integer-categorical (for embedding models): "
-                "use 'canonical'"
+                f"{self.model.upper()} takes {kind} features; featurizer {self.featurizer!r} "
+                f"gives {preset.atom.dtype}: use {spec.default_featurizer!r}"
             )
-        ESAConfig.check_options(self.model_options)
+        spec.config_class.check_options(self.model_options)
 
     @classmethod
     def field_names(cls) -> set[str]:
@@ -286,14 +290,11 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     parts = {name: dataset.subset(index) for name, index in splits.items()}
     scaler = TargetScaler.fit(parts["train"].labels) if config.task == "regression" else None
 
-    in_features = (
-        2 * len(preset.atom) + len(preset.bond) if config.model == "esa" else len(preset.atom)
-    )
+    spec = get_model_spec(config.model)
     model_config = {
         **config.model_options,
-        "in_features": in_features,
+        **spec.input_options(preset),
         "num_outputs": len(config.target_columns),
-        "set_type": SET_TYPES[config.model],
     }
     module = PropertyPredictionModule(
         model_config=model_config,
@@ -306,12 +307,13 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
         weight_decay=config.weight_decay,
         warmup_steps=config.warmup_steps,
         lr_patience=config.lr_patience,
+        model=config.model,
     )
     data = MoleculeDataModule(
         parts["train"],
         parts["val"],
         parts["test"],
-        batch_builder(SET_TYPES[config.model], module.model.config.attention),
+        spec.batch_builder(module.model.config),
         batch_size=config.batch_size,
         num_workers=config.num_workers,
         seed=config.seed,

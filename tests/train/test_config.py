@@ -28,7 +28,7 @@ def test_yaml_numbers_written_as_text_are_coerced(tmp_path):
         ({"task": "regresion"}, "task must be one of"),
         ({"split": "time"}, "split must be one of"),
         ({"split_fractions": [0.5, 0.1, 0.1]}, "summing to 1"),
-        ({"featurizer": "ogb"}, "integer-categorical"),
+        ({"featurizer": "ogb"}, "ESA takes one-hot \\(float\\) features"),
         ({"featurizer": "morgan"}, "morgan"),
         ({"model_options": {"bogus": 1}}, r"unknown model_options \['bogus'\]"),
         ({"model_options": {"layer_pattern": "SMM"}}, "layer_pattern"),

@@ -1,8 +1,4 @@
-"""Batched DGL graphs -> padded plain-tensor batches for the attention models.
-
-DGL 2.1 cannot hold CUDA tensors, so the models never see a DGLGraph: the DataLoader collate
-turns a batched DGLGraph into the dataclasses below (built once, on the CPU, in the loader
-workers) and the training loop moves them with ``.to(device)``.
+"""Edge-set (ESA) and node-set (NSA) batches.
 
 Adjacency conventions (seed 000, section 3.1, Algorithm 1 and 2):
 
@@ -34,11 +30,12 @@ Each adjacency comes in three forms, all equal as sets of (query, key) token pai
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import torch
 
 from chemgraph._dgl import dgl
+from chemgraph.batches.base import TensorBatch, positions_in_graph
 
 __all__ = [
     "EdgeSetBatch",
@@ -54,32 +51,8 @@ __all__ = [
 ]
 
 
-class _TensorBatch:
-    """``.to(device)`` and ``.pin_memory()`` over every tensor field of a dataclass."""
-
-    def to(self, device: torch.device | str, non_blocking: bool = False):
-        values = {f.name: _move(getattr(self, f.name), device, non_blocking) for f in fields(self)}
-        return type(self)(**values)
-
-    def pin_memory(self):
-        values = {f.name: _pin(getattr(self, f.name)) for f in fields(self)}
-        return type(self)(**values)
-
-    @property
-    def batch_size(self) -> int:
-        return self.pad_mask.shape[0]
-
-
-def _move(value, device, non_blocking):
-    return value.to(device, non_blocking=non_blocking) if torch.is_tensor(value) else value
-
-
-def _pin(value):
-    return value.pin_memory() if torch.is_tensor(value) else value
-
-
 @dataclass
-class EdgeSetBatch(_TensorBatch):
+class EdgeSetBatch(TensorBatch):
     """Padded edge sets of ``B`` graphs (ESA input).
 
     Attributes:
@@ -102,7 +75,7 @@ class EdgeSetBatch(_TensorBatch):
 
 
 @dataclass
-class NodeSetBatch(_TensorBatch):
+class NodeSetBatch(TensorBatch):
     """Padded node sets of ``B`` graphs (NSA input).
 
     Attributes:
@@ -177,7 +150,7 @@ def edge_pairs(
     entry_size = size.repeat_interleave(size)  # c_a of each incidence's atom
     entry_start = (torch.cumsum(size, 0) - size).repeat_interleave(size)
     query_entry = torch.repeat_interleave(entry_size)  # each incidence c_a times
-    key_entry = entry_start[query_entry] + _positions_in_graph(query_entry, entry_size)
+    key_entry = entry_start[query_entry] + positions_in_graph(query_entry, entry_size)
     return _unique_pairs(member[query_entry], member[key_entry], pad_mask.numel(), attend_to_self)
 
 
@@ -255,12 +228,6 @@ def _unique_pairs(
     return torch.stack([torch.div(pair, num_tokens, rounding_mode="floor"), pair % num_tokens])
 
 
-def _positions_in_graph(graph_of_item: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
-    """Index of each item within its graph, for items sorted by graph."""
-    offsets = torch.cumsum(counts, 0) - counts
-    return torch.arange(graph_of_item.numel(), device=counts.device) - offsets[graph_of_item]
-
-
 def edge_set_batch(graph: dgl.DGLGraph, dense_mask: bool = True) -> EdgeSetBatch:
     """Build the ESA batch of a batched DGLGraph (:func:`dgl.batch`).
 
@@ -291,7 +258,7 @@ def edge_set_batch(graph: dgl.DGLGraph, dense_mask: bool = True) -> EdgeSetBatch
     order = torch.sort(token_graph, stable=True).indices
     token_graph = token_graph[order]
     counts = torch.bincount(token_graph, minlength=num_graphs)
-    position = _positions_in_graph(token_graph, counts)
+    position = positions_in_graph(token_graph, counts)
     length = int(counts.max()) if num_graphs else 0
 
     x = node_x.new_zeros(num_graphs, length, token_x.shape[1])
@@ -319,7 +286,7 @@ def node_set_batch(graph: dgl.DGLGraph, dense_mask: bool = True) -> NodeSetBatch
     num_graphs = graph.batch_size
     counts = graph.batch_num_nodes()
     node_graph = torch.repeat_interleave(torch.arange(num_graphs), counts)
-    position = _positions_in_graph(node_graph, counts)
+    position = positions_in_graph(node_graph, counts)
     length = int(counts.max()) if num_graphs else 0
     node_x = graph.ndata["x"].float()
 
