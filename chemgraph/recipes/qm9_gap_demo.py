@@ -10,11 +10,12 @@ import argparse
 import time
 from pathlib import Path
 
+from chemgraph._resources import recipe_path
 from chemgraph.cli import format_metrics
 from chemgraph.data.qm9pack import load_qm9pack
 from chemgraph.train.runner import TrainingConfig, train
 
-RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "property_prediction" / "qm9_gap.yaml"
+RECIPE = recipe_path("property_prediction", "qm9_gap.yaml")
 
 
 def main(argv: list[str] | None = None) -> int:

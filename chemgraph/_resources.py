@@ -1,0 +1,60 @@
+"""Files that ship with chemgraph but live outside the package: dataset cards and recipes.
+
+The top-level ``datasets/`` (cards) and ``recipes/`` folders of the source tree are reached
+through the links ``chemgraph/_data/datasets -> ../../datasets`` and ``chemgraph/_data/recipes
+-> ../../recipes``; ``pyproject.toml`` lists their YAML/CSV/Markdown files as package data, so a
+non-editable ``pip install .`` copies them into the installed package as
+``chemgraph/_data/datasets`` and ``chemgraph/_data/recipes``. In a source checkout (editable
+install) the links resolve to the folders themselves; where links are not checked out as links
+(Git on Windows without symlink support), the folders beside the package are used.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["card_path", "cards_folder", "recipe_path"]
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def _folder(name: str) -> Path:
+    for candidate in (_PACKAGE / "_data" / name, _PACKAGE.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(
+        f"chemgraph's {name!r} folder was found neither in the installed package "
+        f"({_PACKAGE / '_data' / name}) nor in a source checkout ({_PACKAGE.parent / name}); "
+        "reinstall chemgraph (pip install .)"
+    )
+
+
+def cards_folder() -> Path:
+    """The folder of dataset cards (``datasets/*.yaml``)."""
+    return _folder("datasets")
+
+
+def card_path(name: str) -> Path:
+    """The card of dataset ``name``: ``datasets/<name>.yaml``.
+
+    Raises:
+        FileNotFoundError: no such card (the message lists the available cards).
+    """
+    folder = cards_folder()
+    path = folder / f"{name}.yaml"
+    if not path.is_file():
+        available = ", ".join(sorted(p.stem for p in folder.glob("*.yaml")))
+        raise FileNotFoundError(f"no dataset card {name!r} in {folder}; available: {available}")
+    return path
+
+
+def recipe_path(*parts: str) -> Path:
+    """A recipe file, e.g. ``recipe_path("property_prediction", "qm9_gap.yaml")``.
+
+    Raises:
+        FileNotFoundError: no such file under ``recipes/``.
+    """
+    path = _folder("recipes").joinpath(*parts)
+    if not path.is_file():
+        raise FileNotFoundError(f"no recipe file {'/'.join(parts)} in {_folder('recipes')}")
+    return path

@@ -1,0 +1,131 @@
+"""Dataset registry: cards in ``datasets/`` + one loader class per dataset family.
+
+>>> from chemgraph.data.datasets import list_datasets, load_dataset
+>>> esol = load_dataset("esol", root="path/to/moleculenet")   # parses (downloads if needed)
+>>> graphs, rejected = esol.featurize("canonical")              # cached shards
+>>> splits = esol.split(graphs)                                  # card's split protocol
+
+Families: ``qm9`` (:mod:`.qm9`), ``qm9_gw`` (:mod:`.qm9_gw`), ``dockstring``
+(:mod:`.dockstring`), ``moleculenet`` (:mod:`.moleculenet`), ``uspto`` (:mod:`.uspto`),
+``oc20`` (:mod:`.oc20`). Cache: ``$CHEMGRAPH_HOME`` (default ``~/.cache/chemgraph``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from chemgraph.data.datasets.base import CardDataset, ParseResult
+from chemgraph.data.datasets.card import DatasetCard, SourceFile, card_names, read_card
+from chemgraph.data.datasets.dockstring import DockstringDataset
+from chemgraph.data.datasets.download import ChecksumError, chemgraph_home
+from chemgraph.data.datasets.moleculenet import MoleculeNetDataset
+from chemgraph.data.datasets.oc20 import OC20Dataset
+from chemgraph.data.datasets.qm9 import QM9Dataset
+from chemgraph.data.datasets.qm9_gw import QM9GWDataset
+from chemgraph.data.datasets.uspto import USPTODataset
+
+__all__ = [
+    "FAMILIES",
+    "CardDataset",
+    "ChecksumError",
+    "DatasetCard",
+    "ParseResult",
+    "SourceFile",
+    "chemgraph_home",
+    "dataset_card",
+    "get_dataset",
+    "list_datasets",
+    "load_dataset",
+    "read_data",
+]
+
+#: Loader class of each family named by the cards.
+FAMILIES: dict[str, type[CardDataset]] = {
+    cls.family: cls
+    for cls in (
+        QM9Dataset,
+        QM9GWDataset,
+        DockstringDataset,
+        MoleculeNetDataset,
+        USPTODataset,
+        OC20Dataset,
+    )
+}
+
+
+def list_datasets() -> list[str]:
+    """Names of the registered datasets (cards with a loader family), sorted."""
+    return card_names()
+
+
+def dataset_card(name: str) -> DatasetCard:
+    """The card of dataset ``name``.
+
+    Raises:
+        FileNotFoundError: unknown name (the available names are listed).
+    """
+    return read_card(name)
+
+
+def get_dataset(
+    name: str, root: str | os.PathLike[str] | None = None, *, download: bool = True, **options: Any
+) -> CardDataset:
+    """The loader object of dataset ``name`` (nothing is read yet).
+
+    Raises:
+        FileNotFoundError: unknown dataset. ValueError: unknown family or option.
+    """
+    card = dataset_card(name)
+    if card.family not in FAMILIES:
+        raise ValueError(
+            f"card {name!r}: unknown family {card.family!r}; known: {sorted(FAMILIES)}"
+        )
+    return FAMILIES[card.family](card, root, download=download, **options)
+
+
+def load_dataset(
+    name: str, root: str | os.PathLike[str] | None = None, *, download: bool = True, **options: Any
+) -> CardDataset:
+    """Load (find or download, verify, parse) dataset ``name``.
+
+    Args:
+        name: a registered name (:func:`list_datasets`).
+        root: folder with a local copy of the source files; default
+            ``$CHEMGRAPH_HOME/raw/<name>`` (downloaded into when missing).
+        download: fetch missing files (needs internet).
+        **options: ``splits=[...]`` (read only those splits' files) and family options
+            (e.g. ``targets=[...]``, ``drop_uncharacterized`` for QM9).
+
+    Returns:
+        The parsed dataset: ``.parse().table`` (records), ``.parse().rejected`` (row, input,
+        reason), ``.featurize(preset)``, ``.split(...)``.
+
+    Raises:
+        FileNotFoundError: missing files with ``download=False``. ChecksumError: a download
+        does not match its card. ValueError: bad options or a malformed source file.
+    """
+    dataset = get_dataset(name, root, download=download, **options)
+    dataset.parse()
+    return dataset
+
+
+def read_data(data: str | os.PathLike[str]) -> pd.DataFrame:
+    """A table file (:func:`chemgraph.data.read_table`), or a registered dataset's records.
+
+    ``chemgraph train --data`` accepts both: an existing path is read as a table; otherwise a
+    registered name (:func:`list_datasets`) is loaded (from ``$CHEMGRAPH_HOME``, downloading
+    when needed) and its parsed table returned (SMILES in ``smiles``, the card's targets as
+    columns; invalid SMILES already rejected).
+
+    Raises:
+        FileNotFoundError: neither an existing file nor a registered name.
+    """
+    from chemgraph.data.table import read_table
+
+    if Path(data).exists() or str(data) not in list_datasets():
+        return read_table(data)
+    return load_dataset(str(data)).parse().table

@@ -1,0 +1,387 @@
+"""The dataset base class: ``download()``, ``parse()``, ``featurize()``, ``split()``.
+
+Each dataset family subclasses :class:`CardDataset` and implements :meth:`CardDataset._parse`
+(source files -> a table of records + a rejected-rows table) and, when it does not featurise
+SMILES, :meth:`CardDataset._build_graphs`. Featurised graphs are cached in
+``$CHEMGRAPH_HOME/featurized/<name>/<key>/`` as :func:`chemgraph.graphs.save_shard` shards; the
+key hashes (source files' SHA-256, featurizer configuration, parse options, chemgraph version).
+Loaders never print; they log and return counts.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import logging
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+import torch
+
+import chemgraph
+from chemgraph._dgl import dgl
+from chemgraph.data.datasets.card import DatasetCard, SourceFile
+from chemgraph.data.datasets.download import chemgraph_home, fetch, file_digest, verify
+from chemgraph.data.splits import random_split, scaffold_split
+from chemgraph.data.table import REJECTED_COLUMNS, MoleculeDataset, featurize_table
+from chemgraph.featurize import FeaturizerPreset, get_preset
+from chemgraph.graphs import load_shard, save_shard
+
+__all__ = ["CardDataset", "ParseResult", "rejected_frame", "SHARD_SIZE"]
+
+logger = logging.getLogger(__name__)
+
+SHARD_SIZE = 5_000
+"""Graphs per cache shard."""
+
+
+def rejected_frame(rows: Sequence[tuple[int, str, str]]) -> pd.DataFrame:
+    """A rejected-rows table (``row`` int64, ``input``, ``reason``) from tuples."""
+    return pd.DataFrame(
+        {
+            "row": pd.Series([r[0] for r in rows], dtype=np.int64),
+            "input": pd.Series([r[1] for r in rows], dtype=object),
+            "reason": pd.Series([r[2] for r in rows], dtype=object),
+        }
+    )
+
+
+@dataclass
+class ParseResult:
+    """What :meth:`CardDataset.parse` returns.
+
+    Attributes:
+        table: one row per parsed record (columns per family, see each class).
+        rejected: ``row, input, reason`` of every record that could not be parsed (``row``:
+            0-based record index in its file), plus ``file``.
+        files: the source files read, in order.
+    """
+
+    table: pd.DataFrame
+    rejected: pd.DataFrame
+    files: list[Path]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """``{"parsed": n, "rejected": m}``."""
+        return {"parsed": len(self.table), "rejected": len(self.rejected)}
+
+
+class CardDataset:
+    """A dataset described by a card (see :mod:`chemgraph.data.datasets.card`).
+
+    Args:
+        card: the dataset's card.
+        root: folder holding the source files (a local copy, or where :meth:`download`
+            writes); default ``$CHEMGRAPH_HOME/raw/<name>``. Files are looked up by their
+            card name, then by the card's ``aliases``.
+        download: fetch missing files when parsing (default ``True``; needs internet).
+        splits: read only the files of these splits (card ``split`` of a file), e.g.
+            ``["valid", "test"]`` for a local copy without the training file; files without a
+            split are always read. Default: every file.
+        **options: family options (see each class).
+
+    Attributes:
+        card: the card. root: the source folder. options: the family options.
+    """
+
+    family: ClassVar[str] = ""
+    smiles_column: ClassVar[str | None] = "smiles"
+
+    def __init__(
+        self,
+        card: DatasetCard,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        download: bool = True,
+        splits: Sequence[str] | None = None,
+        **options: Any,
+    ) -> None:
+        self.card = card
+        self.splits = None if splits is None else tuple(splits)
+        self.root = Path(root) if root is not None else chemgraph_home() / "raw" / card.name
+        self.auto_download = download
+        self.options = self._check_options(options)
+        self._parsed: ParseResult | None = None
+
+    # --- options ------------------------------------------------------------------------
+    default_options: ClassVar[dict[str, Any]] = {}
+
+    def _check_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(options) - set(self.default_options))
+        if unknown:
+            raise ValueError(
+                f"dataset {self.card.name!r}: unknown option(s) {unknown}; "
+                f"available: {sorted(self.default_options)}"
+            )
+        return {**self.default_options, **options}
+
+    # --- files --------------------------------------------------------------------------
+    @property
+    def files(self) -> tuple[SourceFile, ...]:
+        """The card's files, restricted to :attr:`splits` when given."""
+        if self.splits is None:
+            return self.card.files
+        unknown = set(self.splits) - {f.split for f in self.card.files}
+        if unknown:
+            raise ValueError(f"{self.card.name}: no file holds split(s) {sorted(unknown)}")
+        return tuple(f for f in self.card.files if f.split is None or f.split in self.splits)
+
+    def _find(self, spec: SourceFile) -> Path | None:
+        exact = self.root / spec.name
+        if exact.is_file():
+            return exact
+        if self.root.is_dir():
+            for pattern in spec.aliases:
+                found = sorted(p for p in self.root.iterdir() if fnmatch.fnmatch(p.name, pattern))
+                if found:
+                    return found[0]
+        return None
+
+    def download(self, *, allow_unverified: bool = False, opener=None) -> list[Path]:
+        """Make every source file available in :attr:`root`, downloading the missing ones.
+
+        A file already present (by name or alias) is kept; when it is the canonical file
+        (its card name) and its checksum differs from the card's, a warning is logged (a
+        local copy is the user's choice). Downloads are verified and renamed atomically
+        (:func:`chemgraph.data.datasets.download.fetch`).
+
+        Returns:
+            The local files, in card order (optional files only when present).
+
+        Raises:
+            ValueError, ChecksumError, OSError: see :func:`fetch`.
+        """
+        paths = []
+        for spec in self.files:
+            path = self._find(spec)
+            if path is None and spec.optional and not spec.url:
+                continue
+            if path is None:
+                path = fetch(spec, self.root, allow_unverified=allow_unverified, opener=opener)
+            elif path.name == spec.name and verify(path, spec) is False:
+                logger.warning("%s: checksum differs from the card (local copy used)", path)
+            paths.append(path)
+        return paths
+
+    def source_files(self) -> dict[str, Path]:
+        """Card file name -> local path of every available source file.
+
+        Downloads missing files when the dataset was created with ``download=True``.
+
+        Raises:
+            FileNotFoundError: a required file is missing and downloading is off (the message
+                names the file, the folder searched and how to get it).
+        """
+        found: dict[str, Path] = {}
+        missing = []
+        for spec in self.files:
+            path = self._find(spec)
+            if path is not None:
+                found[spec.name] = path
+            elif not spec.optional:
+                missing.append(spec)
+        if missing and self.auto_download:
+            self.download()
+            return self.source_files_present()
+        if missing:
+            names = ", ".join(f"{s.name} ({s.url or 'no URL'})" for s in missing)
+            raise FileNotFoundError(
+                f"dataset {self.card.name!r}: missing in {self.root}: {names}; run "
+                f"`chemgraph datasets download {self.card.name}`, pass --root with a copy, or "
+                "pass splits=[...] to read only the splits you have"
+            )
+        return found
+
+    def source_files_present(self) -> dict[str, Path]:
+        """Card file name -> local path, for the files present in :attr:`root` only."""
+        return {s.name: p for s in self.files if (p := self._find(s)) is not None}
+
+    # --- parse --------------------------------------------------------------------------
+    def parse(self) -> ParseResult:
+        """Read the source files (once; later calls return the same result).
+
+        Returns:
+            A :class:`ParseResult`; its counts are logged.
+        """
+        if self._parsed is None:
+            files = self.source_files()
+            table, rejected = self._parse(files)
+            self._parsed = ParseResult(table.reset_index(drop=True), rejected, list(files.values()))
+            logger.info(
+                "%s: parsed %d records, rejected %d", self.card.name, len(table), len(rejected)
+            )
+        return self._parsed
+
+    def _parse(self, files: dict[str, Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
+        raise NotImplementedError
+
+    @property
+    def target_columns(self) -> list[str]:
+        """The label columns, in label order (the card's ``targets``)."""
+        return list(self.card.targets)
+
+    # --- featurize ----------------------------------------------------------------------
+    def cache_key(self, featurizer: dict[str, Any]) -> str:
+        """16 hex digits of SHA-256 over (source files' SHA-256, featurizer, options, version)."""
+        sources = {name: file_digest(path) for name, path in self.parse_sources().items()}
+        blob = json.dumps(
+            {
+                "sources": sources,
+                "featurizer": featurizer,
+                "options": self.options,
+                "splits": self.splits,
+                "targets": self.target_columns,
+                "chemgraph": chemgraph.__version__,
+            },
+            sort_keys=True,
+            default=str,
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def parse_sources(self) -> dict[str, Path]:
+        """The files :meth:`parse` reads (downloading if allowed)."""
+        return self.source_files()
+
+    def featurize(
+        self,
+        preset: str | FeaturizerPreset = "canonical",
+        *,
+        cache: bool = True,
+        **graph_options: Any,
+    ) -> tuple[MoleculeDataset, pd.DataFrame]:
+        """Graphs and labels of every parsed record, cached on disk.
+
+        Args:
+            preset: atom/bond featurizer preset (name or object).
+            cache: read/write ``$CHEMGRAPH_HOME/featurized/<name>/<key>/``.
+            **graph_options: family options of the graph builder (e.g. ``cutoff``).
+
+        Returns:
+            ``(dataset, rejected)``: ``dataset.rows`` index :attr:`ParseResult.table`;
+            ``rejected`` lists the parse and featurisation rejects (``row, input, reason``).
+        """
+        preset = get_preset(preset) if isinstance(preset, str) else preset
+        featurizer = {"preset": preset.to_dict(), **graph_options}
+        folder = chemgraph_home() / "featurized" / self.card.name / self.cache_key(featurizer)
+        if cache and (folder / "index.parquet").is_file():
+            dataset, rejected = _read_cache(folder)
+            logger.info("%s: %d graphs from cache %s", self.card.name, len(dataset), folder)
+            return dataset, rejected
+        parsed = self.parse()
+        dataset, rejected = self._build_graphs(parsed.table, preset, **graph_options)
+        rejected = pd.concat(
+            [parsed.rejected.reindex(columns=[*REJECTED_COLUMNS, "file"]), rejected],
+            ignore_index=True,
+        )
+        if cache:
+            _write_cache(folder, dataset, rejected, featurizer)
+        logger.info("%s: featurised %d graphs, %d rejected", self.card.name, len(dataset),
+                    len(rejected))  # fmt: skip
+        return dataset, rejected
+
+    def _build_graphs(
+        self, table: pd.DataFrame, preset: FeaturizerPreset, **graph_options: Any
+    ) -> tuple[MoleculeDataset, pd.DataFrame]:
+        """Default: bond graphs from ``table[smiles_column]`` (:func:`featurize_table`)."""
+        if graph_options:
+            raise ValueError(f"{self.card.name}: unknown graph option(s) {sorted(graph_options)}")
+        return featurize_table(
+            table, self.smiles_column, self.target_columns, preset, progress=False,
+            require_labels=False,
+        )  # fmt: skip
+
+    # --- split --------------------------------------------------------------------------
+    def split(
+        self,
+        dataset: MoleculeDataset | None = None,
+        method: str | None = None,
+        seed: int | None = None,
+    ) -> dict[str, np.ndarray]:
+        """The card's split protocol (or ``method``) over ``dataset`` (default: the table).
+
+        Methods: ``"random"`` (card ``fractions``, default 80/10/10, seeded), ``"scaffold"``
+        (Bemis-Murcko, DeepChem order), and family methods (``"official"`` ...).
+
+        Returns:
+            ``{"train": idx, "valid": idx, "test": idx}``: sorted ``int64`` positions into
+            ``dataset`` (or into the parsed table).
+        """
+        method = method or self.card.split.get("method", "random")
+        seed = self.card.split.get("seed", 0) if seed is None else seed
+        table = self.parse().table
+        rows = np.arange(len(table)) if dataset is None else np.asarray(dataset.rows)
+        if method == "random":
+            fractions = self.card.split.get("fractions", (0.8, 0.1, 0.1))
+            parts = random_split(len(rows), fractions, seed)
+        elif method == "scaffold":
+            fractions = self.card.split.get("fractions", (0.8, 0.1, 0.1))
+            smiles = table[self.smiles_column].to_numpy(dtype=object)[rows]
+            parts = scaffold_split([str(s).strip() for s in smiles], fractions)
+        else:
+            return self._family_split(rows, method, seed)
+        return dict(zip(("train", "valid", "test"), parts))
+
+    def _family_split(self, rows: np.ndarray, method: str, seed: int) -> dict[str, np.ndarray]:
+        if method == "official" and "split" in self.parse().table:
+            names = self.parse().table["split"].to_numpy(dtype=object)[rows]
+            return {s: np.flatnonzero(names == s) for s in ("train", "valid", "test")}
+        raise ValueError(f"{self.card.name}: unknown split method {method!r}")
+
+
+# --- cache ------------------------------------------------------------------------------
+def _write_cache(
+    folder: Path, dataset: MoleculeDataset, rejected: pd.DataFrame, featurizer: dict
+) -> None:
+    """Write shards + index atomically: a temporary folder renamed into place."""
+    temporary = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
+    shutil.rmtree(temporary, ignore_errors=True)
+    temporary.mkdir(parents=True)
+    try:
+        for number, start in enumerate(range(0, max(len(dataset), 1), SHARD_SIZE)):
+            graphs = dataset.graphs[start : start + SHARD_SIZE]
+            if not graphs:
+                break
+            save_shard(
+                temporary / f"shard_{number:05d}.bin",
+                dgl.batch(graphs),
+                torch.arange(start, start + len(graphs)),
+            )
+        index = pd.DataFrame({"row": dataset.rows, "smiles": dataset.smiles})
+        for j, column in enumerate(dataset.target_columns):
+            index[f"label:{column}"] = dataset.labels[:, j].numpy()
+        index.to_parquet(temporary / "index.parquet")
+        rejected.to_csv(temporary / "rejected.csv", index=False)
+        (temporary / "featurizer.json").write_text(json.dumps(featurizer, default=str))
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(temporary, folder)
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+
+
+def _read_cache(folder: Path) -> tuple[MoleculeDataset, pd.DataFrame]:
+    index = pd.read_parquet(folder / "index.parquet")
+    graphs: list = []
+    for shard in sorted(folder.glob("shard_*.bin")):
+        graphs.extend(load_shard(shard)[0])
+    targets = [c.removeprefix("label:") for c in index.columns if c.startswith("label:")]
+    labels = torch.from_numpy(
+        index[[f"label:{t}" for t in targets]].to_numpy(dtype=np.float32, copy=True)
+    ).reshape(len(index), len(targets))
+    dataset = MoleculeDataset(
+        graphs=graphs,
+        labels=labels,
+        rows=index["row"].to_numpy(),
+        smiles=index["smiles"].astype(str).tolist(),
+        target_columns=targets,
+    )
+    rejected = pd.read_csv(folder / "rejected.csv", keep_default_na=False, dtype={"input": str})
+    return dataset, rejected
