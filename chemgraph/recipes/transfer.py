@@ -1,0 +1,547 @@
+"""Transfer learning across levels of theory: pretrain on low-fidelity labels, fine-tune on
+high-fidelity labels (seed 000 section 4.1 and SI 4; Buterez et al., Nat. Commun. 15, 1517
+(2024) for the inductive/transductive terms).
+
+Fidelity-agnostic: any pair of label sets on the same molecules (DFT -> GW, xTB -> DFT,
+assay -> assay). Three strategies, the rows of seed 000 Table 5:
+
+* ``high_fidelity_only`` ("GW only"): train on the high-fidelity training set alone.
+* ``inductive``: pretrain on the low-fidelity labels of every molecule *except* the
+  high-fidelity test molecules, then fine-tune.
+* ``transductive``: pretrain on the low-fidelity labels of every molecule, the high-fidelity
+  test molecules included (their low-fidelity labels only), then fine-tune.
+
+Pretraining runs a fixed number of epochs (seed 000: 150) and keeps the last weights; 5% of the
+pretraining pool is held out to draw its learning curve. Fine-tuning builds the same model with
+a fresh output head, copies every other weight (full fine-tuning; ``freeze_encoder`` trains only
+the head), standardises the high-fidelity labels anew and trains with early stopping on the
+high-fidelity validation set; the best checkpoint is evaluated on the high-fidelity test set.
+Each seed repeats every strategy (weights, shuffling, pretraining hold-out); the
+high-fidelity split stays fixed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import logging
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import numpy as np
+import pandas as pd
+import torch
+import yaml
+
+from chemgraph._dgl import dgl
+from chemgraph.batches import batch_builder
+from chemgraph.data import MoleculeDataModule
+from chemgraph.data.table import MoleculeDataset
+from chemgraph.featurize import RadiusGraphFeaturizer
+from chemgraph.graphs import add_distance_features
+from chemgraph.models import ESAConfig
+from chemgraph.train.metrics import regression_metrics
+from chemgraph.train.module import PropertyPredictionModule
+from chemgraph.train.plots import plot_learning_curve
+from chemgraph.train.runner import LossHistory
+from chemgraph.train.scaler import TargetScaler
+
+__all__ = [
+    "STRATEGIES",
+    "MultiFidelityData",
+    "TransferConfig",
+    "high_fidelity_split",
+    "pretraining_pool",
+    "format_table",
+    "results_table",
+    "run_transfer",
+    "transfer_weights",
+]
+
+log = logging.getLogger(__name__)
+
+STRATEGIES = ("high_fidelity_only", "inductive", "transductive")
+SPLITS = ("train", "val", "test")
+
+
+@dataclass
+class MultiFidelityData:
+    """Molecules with labels at two levels of theory.
+
+    Attributes:
+        graphs: one :class:`dgl.DGLGraph` per molecule (``ndata["x"]``, ``edata["e"]``).
+        ids: ``int64 [N]`` molecule identifiers (e.g. QM9 index), written into predictions.
+        low: ``float32 [N, T]`` low-fidelity labels (e.g. DFT HOMO/LUMO, eV); NaN = missing.
+        high: ``float32 [N, T]`` high-fidelity labels (e.g. GW HOMO/LUMO, eV); NaN = missing
+            (most molecules).
+        targets: the ``T`` target names (``["homo", "lumo"]``).
+        low_name, high_name: short names of the two levels (``"DFT"``, ``"GW"``).
+        low_theory, high_theory: the exact levels of theory, for reports.
+
+    Raises:
+        ValueError: lengths or shapes disagree.
+    """
+
+    graphs: list[dgl.DGLGraph]
+    ids: np.ndarray
+    low: torch.Tensor
+    high: torch.Tensor
+    targets: list[str]
+    low_name: str = "low fidelity"
+    high_name: str = "high fidelity"
+    low_theory: str = ""
+    high_theory: str = ""
+
+    def __post_init__(self) -> None:
+        n, t = len(self.graphs), len(self.targets)
+        self.ids = np.asarray(self.ids, dtype=np.int64)
+        self.low = torch.tensor(np.array(self.low, dtype=np.float32))  # a writable copy
+        self.high = torch.tensor(np.array(self.high, dtype=np.float32))
+        for name in ("low", "high"):
+            if tuple(getattr(self, name).shape) != (n, t):
+                raise ValueError(
+                    f"{name} labels must be [{n}, {t}], got {tuple(getattr(self, name).shape)}"
+                )
+        if len(self.ids) != n:
+            raise ValueError(f"{len(self.ids)} ids for {n} graphs")
+
+    def __len__(self) -> int:
+        return len(self.graphs)
+
+    def dataset(self, index: np.ndarray, fidelity: str) -> MoleculeDataset:
+        """Molecules ``index`` with their ``"low"`` or ``"high"`` labels only."""
+        labels = (self.low if fidelity == "low" else self.high)[torch.as_tensor(index)]
+        return MoleculeDataset(
+            [self.graphs[i] for i in index],
+            labels,
+            np.asarray(index),
+            [str(self.ids[i]) for i in index],
+            [
+                f"{self.high_name if fidelity == 'high' else self.low_name} {t}"
+                for t in self.targets
+            ],
+        )
+
+
+def high_fidelity_split(
+    data: MultiFidelityData,
+    seed: int,
+    counts: dict[str, int] | None = None,
+    fractions: tuple[float, float, float] | None = None,
+) -> dict[str, np.ndarray]:
+    """Seeded random train/val/test split of the molecules with every high-fidelity label.
+
+    Give ``counts`` (seed 000 SI 4: 25,000 / 5,000 / 10,000) or ``fractions``.
+
+    Returns:
+        ``{"train", "val", "test"}`` -> sorted ``int64`` positions in ``data``.
+
+    Raises:
+        ValueError: neither or both given; more molecules asked for than labelled; an empty
+            split.
+    """
+    if (counts is None) == (fractions is None):
+        raise ValueError("give exactly one of counts and fractions")
+    labelled = np.flatnonzero(~torch.isnan(data.high).any(dim=1).numpy())
+    if fractions is not None:
+        if len(fractions) != 3 or abs(sum(fractions) - 1) > 1e-6:
+            raise ValueError(f"fractions must be 3 numbers summing to 1, got {fractions}")
+        n_train = int(round(fractions[0] * len(labelled)))
+        n_val = int(round(fractions[1] * len(labelled)))
+        sizes = [n_train, n_val, len(labelled) - n_train - n_val]
+    else:
+        sizes = [int(counts[name]) for name in SPLITS]
+    if sum(sizes) > len(labelled):
+        raise ValueError(
+            f"split sizes {sizes} need {sum(sizes)} molecules with {data.high_name} labels; "
+            f"only {len(labelled)} have them"
+        )
+    if min(sizes) < 1:
+        raise ValueError(f"every split needs at least one molecule, got sizes {sizes}")
+    order = labelled[np.random.default_rng(seed).permutation(len(labelled))]
+    bounds = np.cumsum([0, *sizes])
+    return {name: np.sort(order[bounds[i] : bounds[i + 1]]) for i, name in enumerate(SPLITS)}
+
+
+def pretraining_pool(
+    data: MultiFidelityData, split: dict[str, np.ndarray], strategy: str
+) -> np.ndarray:
+    """Positions of the molecules whose low-fidelity labels pretrain the model.
+
+    Every molecule with all low-fidelity labels, minus the high-fidelity test molecules for
+    ``"inductive"``; empty for ``"high_fidelity_only"``. Only ``data.low`` is ever read for
+    these molecules (:meth:`MultiFidelityData.dataset` with ``"low"``).
+
+    Raises:
+        ValueError: unknown strategy.
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; choose from {STRATEGIES}")
+    if strategy == "high_fidelity_only":
+        return np.zeros(0, dtype=np.int64)
+    pool = np.flatnonzero(~torch.isnan(data.low).any(dim=1).numpy())
+    if strategy == "inductive":
+        pool = np.setdiff1d(pool, split["test"])
+    return pool
+
+
+@dataclass
+class TransferConfig:
+    """Settings of a transfer-learning run (round-trips through YAML).
+
+    Attributes:
+        strategies: subset of :data:`STRATEGIES`, in table order.
+        seeds: number of seeds (0 .. seeds-1); the table reports mean ± std over them.
+        pretrain_epochs: fixed pretraining epochs (seed 000 SI 4: 150).
+        pretrain_max_minutes: wall-clock cap of one pretraining (None = none; the run then
+            stops early and says so in the log and in ``runs.csv``).
+        finetune_max_epochs: upper bound of fine-tuning epochs (early stopping decides).
+        finetune_max_minutes: wall-clock cap of one fine-tuning (None = none).
+        early_stopping_patience, lr_patience: in epochs, on the validation loss.
+        freeze_encoder: fine-tune only the fresh head (default False: full fine-tuning).
+        batch_size, learning_rate, finetune_learning_rate (None = learning_rate),
+        weight_decay, warmup_steps, gradient_clip: optimisation (AdamW).
+        pretrain_val_fraction: share of the pretraining pool held out for its learning curve.
+        featurizer: :class:`chemgraph.featurize.RadiusGraphFeaturizer` fields.
+        model_options: :class:`chemgraph.models.ESAConfig` fields (ESA over radius edges).
+        accelerator: Lightning accelerator; ``precision`` ``"auto"`` = bf16-mixed on CUDA,
+            32-true on CPU.
+        num_workers: DataLoader workers.
+        progress: print one line per epoch.
+    """
+
+    strategies: list[str] = field(default_factory=lambda: list(STRATEGIES))
+    seeds: int = 5
+    pretrain_epochs: int = 150
+    pretrain_max_minutes: float | None = None
+    finetune_max_epochs: int = 300
+    finetune_max_minutes: float | None = None
+    early_stopping_patience: int = 30
+    lr_patience: int = 15
+    freeze_encoder: bool = False
+    batch_size: int = 128
+    learning_rate: float = 1e-4
+    finetune_learning_rate: float | None = None
+    weight_decay: float = 1e-2
+    warmup_steps: int = 0
+    gradient_clip: float = 0.5
+    pretrain_val_fraction: float = 0.05
+    featurizer: dict[str, Any] = field(default_factory=dict)
+    model_options: dict[str, Any] = field(default_factory=dict)
+    accelerator: str = "auto"
+    precision: str = "auto"
+    num_workers: int = 0
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        unknown = [s for s in self.strategies if s not in STRATEGIES]
+        if unknown or not self.strategies:
+            raise ValueError(f"strategies must be a non-empty subset of {STRATEGIES}: {unknown}")
+        for name in ("seeds", "pretrain_epochs", "finetune_max_epochs", "batch_size"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+            setattr(self, name, int(getattr(self, name)))
+        for name in ("learning_rate", "weight_decay", "gradient_clip", "pretrain_val_fraction"):
+            setattr(self, name, float(getattr(self, name)))
+        if self.finetune_learning_rate is not None:
+            self.finetune_learning_rate = float(self.finetune_learning_rate)
+        if not 0 < self.pretrain_val_fraction < 1:
+            raise ValueError(
+                f"pretrain_val_fraction must be in (0, 1), got {self.pretrain_val_fraction}"
+            )
+        self.graph_featurizer  # noqa: B018  (validates the featurizer fields)
+        ESAConfig.check_options(self.model_options)
+
+    @property
+    def graph_featurizer(self) -> RadiusGraphFeaturizer:
+        values = dict(self.featurizer)
+        if "atomic_numbers" in values:
+            values["atomic_numbers"] = tuple(values["atomic_numbers"])
+        return RadiusGraphFeaturizer(**values)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> TransferConfig:
+        """Raises ValueError naming unknown keys."""
+        allowed = {f.name for f in fields(cls)}
+        unknown = set(values) - allowed
+        if unknown:
+            raise ValueError(f"unknown training keys {sorted(unknown)}; valid: {sorted(allowed)}")
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _model_config(config: TransferConfig, num_targets: int) -> dict[str, Any]:
+    return {
+        **config.model_options,
+        "in_features": config.graph_featurizer.edge_token_features,
+        "set_type": "edge",
+        "num_outputs": num_targets,
+    }
+
+
+def _batch_builder(featurizer: RadiusGraphFeaturizer, attention: str):
+    """Collate: Gaussian distance features added to the batched graph, then the ESA batch."""
+    return functools.partial(
+        _edge_set_batch_3d, featurizer=featurizer, build=batch_builder("edge", attention)
+    )
+
+
+def _edge_set_batch_3d(graph: dgl.DGLGraph, featurizer: RadiusGraphFeaturizer, build):
+    if "e" not in graph.edata:
+        add_distance_features(graph, featurizer)
+    return build(graph)
+
+
+def _fit(
+    module: PropertyPredictionModule,
+    train_set: MoleculeDataset,
+    val_set: MoleculeDataset,
+    config: TransferConfig,
+    *,
+    max_epochs: int,
+    max_minutes: float | None,
+    early_stopping: bool,
+    seed: int,
+    checkpoint_dir: Path,
+) -> tuple[list[dict[str, float]], int]:
+    """Train ``module``; load its best checkpoint (early stopping) or keep the last weights.
+
+    Returns:
+        The per-epoch losses and the number of epochs run.
+    """
+    builder = _batch_builder(config.graph_featurizer, module.model.config.attention)
+    data = MoleculeDataModule(
+        train_set, val_set, None, builder, config.batch_size, config.num_workers, seed
+    )
+    history = LossHistory(print_epochs=config.progress)
+    callbacks: list[L.Callback] = [history]
+    checkpoint = None
+    if early_stopping:
+        checkpoint = L.pytorch.callbacks.ModelCheckpoint(
+            dirpath=checkpoint_dir, filename="best", monitor="val_loss", mode="min",
+            save_top_k=1, enable_version_counter=False,
+        )  # fmt: skip
+        callbacks += [
+            checkpoint,
+            L.pytorch.callbacks.EarlyStopping(
+                monitor="val_loss", mode="min", patience=config.early_stopping_patience
+            ),
+        ]
+    cuda = torch.cuda.is_available() and config.accelerator in ("auto", "gpu", "cuda")
+    precision = config.precision if config.precision != "auto" else None
+    trainer = L.Trainer(
+        max_epochs=max_epochs,
+        max_time=None if max_minutes is None else datetime.timedelta(minutes=max_minutes),
+        accelerator=config.accelerator,
+        devices=1,
+        precision=precision or ("bf16-mixed" if cuda else "32-true"),
+        gradient_clip_val=config.gradient_clip,
+        callbacks=callbacks,
+        logger=False,
+        enable_checkpointing=early_stopping,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+    )
+    trainer.fit(module, datamodule=data)
+    if checkpoint is not None:
+        if not checkpoint.best_model_path:
+            raise ValueError("training stopped before its first validation; raise the limits")
+        state = torch.load(checkpoint.best_model_path, map_location="cpu", weights_only=True)
+        module.load_state_dict(state["state_dict"])
+        Path(checkpoint.best_model_path).unlink()
+    return history.epochs, trainer.current_epoch
+
+
+def _module(
+    config: TransferConfig, targets: list[str], labels: torch.Tensor, learning_rate: float
+) -> PropertyPredictionModule:
+    return PropertyPredictionModule(
+        model_config=_model_config(config, len(targets)),
+        task="regression",
+        target_columns=targets,
+        featurizer=config.graph_featurizer.to_dict(),
+        scaler=asdict(TargetScaler.fit(labels)),
+        learning_rate=learning_rate,
+        weight_decay=config.weight_decay,
+        warmup_steps=config.warmup_steps,
+        lr_patience=config.lr_patience,
+        model="esa",
+    )
+
+
+def transfer_weights(
+    pretrained: PropertyPredictionModule, module: PropertyPredictionModule, freeze_encoder: bool
+) -> None:
+    """Copy every weight but the output head (``model.head``) from ``pretrained``.
+
+    With ``freeze_encoder``, every copied parameter stops requiring gradients, so only the
+    fresh head trains.
+    """
+    state = {
+        name: value
+        for name, value in pretrained.state_dict().items()
+        if not name.startswith("model.head.")
+    }
+    missing, unexpected = module.load_state_dict(state, strict=False)
+    if unexpected or any(not name.startswith("model.head.") for name in missing):
+        raise RuntimeError(f"weights do not match: missing {missing}, unexpected {unexpected}")
+    if freeze_encoder:
+        for name, parameter in module.model.named_parameters():
+            parameter.requires_grad_(name.startswith("head."))
+
+
+def _predict(module: PropertyPredictionModule, dataset: MoleculeDataset, config) -> np.ndarray:
+    builder = _batch_builder(config.graph_featurizer, module.model.config.attention)
+    loader = MoleculeDataModule(dataset, None, None, builder, config.batch_size).loader(dataset)
+    module.eval()
+    device = next(module.parameters()).device
+    outputs = []
+    with torch.no_grad():
+        for batch in loader:
+            inputs, labels = batch
+            outputs.append(module.predict_step((inputs.to(device), labels), 0).float().cpu())
+    return torch.cat(outputs).numpy()
+
+
+def run_transfer(
+    data: MultiFidelityData,
+    split: dict[str, np.ndarray],
+    config: TransferConfig,
+    out: str | Path,
+) -> pd.DataFrame:
+    """Run every strategy for every seed; write results, table, learning curves.
+
+    Writes to ``out``: ``runs.csv`` (strategy, seed, target, test RMSE/MAE in the labels'
+    units, epochs), ``table.md`` / ``table.csv`` (:func:`results_table`),
+    ``learning_curves.csv`` (strategy, seed, phase, epoch, losses), ``curves/*.png``,
+    ``predictions.csv`` (test-set predictions of every run) and ``config.yaml``.
+
+    Returns:
+        The rows of ``runs.csv``.
+    """
+    out = Path(out)
+    (out / "curves").mkdir(parents=True, exist_ok=True)
+    # Lightning's per-Trainer banners ("GPU available ...") would drown the epoch lines
+    logging.getLogger("lightning.pytorch.utilities.rank_zero").setLevel(logging.WARNING)
+    (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
+    high_train = data.dataset(split["train"], "high")
+    high_val = data.dataset(split["val"], "high")
+    high_test = data.dataset(split["test"], "high")
+    targets = list(data.targets)
+    finetune_lr = config.finetune_learning_rate or config.learning_rate
+    rows, curves, predictions = [], [], []
+    for seed in range(config.seeds):
+        for strategy in config.strategies:
+            L.seed_everything(seed, workers=True, verbose=False)
+            pretrained = None
+            pretrain_epochs = 0
+            if strategy != "high_fidelity_only":
+                pool = pretraining_pool(data, split, strategy)
+                held_out = (
+                    np.random.default_rng(seed).random(len(pool)) < config.pretrain_val_fraction
+                )
+                held_out[0] |= not held_out.any()  # the learning curve needs one molecule
+                pre_train = data.dataset(pool[~held_out], "low")
+                pre_val = data.dataset(pool[held_out], "low")
+                log.info("%s seed %d: pretraining on %d molecules", strategy, seed, len(pre_train))
+                pretrained = _module(config, targets, pre_train.labels, config.learning_rate)
+                epochs, pretrain_epochs = _fit(
+                    pretrained, pre_train, pre_val, config, max_epochs=config.pretrain_epochs,
+                    max_minutes=config.pretrain_max_minutes, early_stopping=False, seed=seed,
+                    checkpoint_dir=out / "checkpoints",
+                )  # fmt: skip
+                curves += [
+                    dict(strategy=strategy, seed=seed, phase="pretrain", **e) for e in epochs
+                ]
+                plot_learning_curve(
+                    epochs, out / "curves" / f"{strategy}_seed{seed}_pretrain.png",
+                    f"MSE of standardised {data.low_name} labels",
+                )  # fmt: skip
+            module = _module(config, targets, high_train.labels, finetune_lr)
+            if pretrained is not None:
+                transfer_weights(pretrained, module, config.freeze_encoder)
+            epochs, finetune_epochs = _fit(
+                module, high_train, high_val, config, max_epochs=config.finetune_max_epochs,
+                max_minutes=config.finetune_max_minutes, early_stopping=True, seed=seed,
+                checkpoint_dir=out / "checkpoints" / f"{strategy}_seed{seed}",
+            )  # fmt: skip
+            curves += [dict(strategy=strategy, seed=seed, phase="finetune", **e) for e in epochs]
+            plot_learning_curve(
+                epochs, out / "curves" / f"{strategy}_seed{seed}_finetune.png",
+                f"MSE of standardised {data.high_name} labels",
+            )  # fmt: skip
+            predicted = _predict(module, high_test, config)
+            truth = high_test.labels.numpy()
+            for t, target in enumerate(targets):
+                metrics = regression_metrics(truth[:, t], predicted[:, t])
+                rows.append(
+                    dict(
+                        strategy=strategy, seed=seed, target=target, rmse=metrics["rmse"],
+                        mae=metrics["mae"], pretrain_epochs=pretrain_epochs,
+                        finetune_epochs=finetune_epochs,
+                    )
+                )  # fmt: skip
+                log.info("%s seed %d %s: test RMSE %.4f", strategy, seed, target, metrics["rmse"])
+            frame = pd.DataFrame(
+                {"strategy": strategy, "seed": seed, "id": data.ids[split["test"]]}
+            )
+            for t, target in enumerate(targets):
+                frame[target] = truth[:, t]
+                frame[f"{target}_pred"] = predicted[:, t]
+            predictions.append(frame)
+            pd.DataFrame(rows).to_csv(out / "runs.csv", index=False)  # partial results survive
+    runs = pd.DataFrame(rows)
+    pd.DataFrame(curves).to_csv(out / "learning_curves.csv", index=False)
+    pd.concat(predictions, ignore_index=True).to_csv(out / "predictions.csv", index=False)
+    table = results_table(runs, data.high_name)
+    table.to_csv(out / "table.csv", index=False)
+    (out / "table.md").write_text(format_table(table) + "\n")
+    return runs
+
+
+STRATEGY_LABELS = {"inductive": "Ind.", "transductive": "Trans."}
+
+
+def results_table(runs: pd.DataFrame, high_name: str = "GW", model: str = "ESA") -> pd.DataFrame:
+    """Seed 000 Table 5 layout: one row per (target, strategy), test RMSE mean ± std.
+
+    Args:
+        runs: rows with ``strategy``, ``seed``, ``target``, ``rmse`` (:func:`run_transfer`).
+        high_name: label of the no-transfer strategy (``"GW"`` -> "GW" row, as in Table 5).
+        model: column name.
+
+    Returns:
+        Columns ``target``, ``strategy``, ``{model}`` (``"0.152 ± 0.003"``), ``rmse_mean``,
+        ``rmse_std`` (sample standard deviation, ddof 1; 0 for one seed), ``seeds``.
+    """
+    labels = {"high_fidelity_only": high_name, **STRATEGY_LABELS}
+    records = []
+    for target in dict.fromkeys(runs["target"]):
+        for strategy in [s for s in STRATEGIES if s in set(runs["strategy"])]:
+            values = runs[(runs.target == target) & (runs.strategy == strategy)]["rmse"]
+            std = float(values.std(ddof=1)) if len(values) > 1 else 0.0
+            records.append(
+                {
+                    "target": target.upper(),
+                    "strategy": labels[strategy],
+                    model: f"{values.mean():.3f} ± {std:.3f}",
+                    "rmse_mean": float(values.mean()),
+                    "rmse_std": std,
+                    "seeds": len(values),
+                }
+            )
+    return pd.DataFrame(records)
+
+
+def format_table(table: pd.DataFrame) -> str:
+    """The markdown form of :func:`results_table` (what ``table.md`` holds)."""
+    shown = table.drop(columns=["rmse_mean", "rmse_std"])
+    header = "| " + " | ".join(shown.columns) + " |"
+    rule = "|" + "---|" * len(shown.columns)
+    body = ["| " + " | ".join(str(v) for v in row) + " |" for row in shown.itertuples(index=False)]
+    return "\n".join([header, rule, *body])

@@ -1,0 +1,33 @@
+"""Atom-type one-hot and the 3D featurizer configuration."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from chemgraph.featurize import ElementOneHot, RadiusGraphFeaturizer
+
+
+def test_element_one_hot_hand_computed():
+    one_hot = ElementOneHot((1, 6, 8))
+    assert len(one_hot) == 4
+    assert one_hot.field_names == ("element=H", "element=C", "element=O", "element=other")
+    expected = torch.tensor(
+        [[0, 0, 1, 0], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 1], [0, 0, 0, 1]], dtype=torch.float32
+    )
+    torch.testing.assert_close(one_hot([8, 1, 6, 17, 7]), expected)
+    assert one_hot([]).shape == (0, 4)
+
+
+def test_element_one_hot_rejects_duplicates():
+    with pytest.raises(ValueError, match="distinct"):
+        ElementOneHot((1, 1))
+
+
+def test_radius_featurizer_widths_and_round_trip():
+    featurizer = RadiusGraphFeaturizer(cutoff=4.0, num_basis=16, atomic_numbers=(1, 6, 7, 8, 9))
+    assert featurizer.node_features == 6
+    assert featurizer.edge_token_features == 2 * 6 + 16
+    assert RadiusGraphFeaturizer.from_dict(featurizer.to_dict()) == featurizer
+    with pytest.raises(ValueError, match="cutoff"):
+        RadiusGraphFeaturizer(cutoff=0.0)

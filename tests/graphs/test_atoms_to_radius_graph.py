@@ -1,0 +1,76 @@
+"""3D ESA input graphs: radius edges against brute force, features, ESA tokens."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import torch
+
+from chemgraph._dgl import dgl
+from chemgraph.batches import edge_set_batch
+from chemgraph.featurize import GaussianBasis, RadiusGraphFeaturizer
+from chemgraph.graphs import add_distance_features, atoms_to_radius_graph
+
+
+def test_edges_and_features_match_brute_force():
+    rng = np.random.default_rng(3)
+    z = rng.choice([1, 6, 7, 8, 9], size=12)
+    positions = rng.uniform(0, 6, size=(12, 3))
+    featurizer = RadiusGraphFeaturizer(cutoff=3.0, num_basis=10)
+    graph = atoms_to_radius_graph(z, positions, featurizer)
+    expected = [
+        (i, j)
+        for i, j in itertools.product(range(12), repeat=2)
+        if i != j and np.linalg.norm(positions[i] - positions[j]) < 3.0
+    ]
+    src, dst = graph.edges()
+    assert list(zip(src.tolist(), dst.tolist())) == expected  # same pairs, (src, dst) order
+    distance = np.array([np.linalg.norm(positions[j] - positions[i]) for i, j in expected])
+    np.testing.assert_allclose(graph.edata["distance"].numpy(), distance, rtol=1e-6)
+    torch.testing.assert_close(
+        graph.edata["e"], GaussianBasis(10, 3.0)(torch.tensor(distance, dtype=torch.float32))
+    )
+    columns = {1: 0, 6: 1, 7: 2, 8: 3, 9: 4}
+    assert graph.ndata["x"].argmax(1).tolist() == [columns[int(v)] for v in z]
+    assert graph.ndata["z"].tolist() == z.tolist()
+
+
+def test_esa_tokens_are_type_type_distance():
+    featurizer = RadiusGraphFeaturizer(cutoff=2.0, num_basis=4)
+    water = atoms_to_radius_graph(
+        [8, 1, 1], [[0, 0, 0], [0.96, 0, 0], [-0.24, 0.93, 0]], featurizer
+    )
+    argon = atoms_to_radius_graph([18], [[0, 0, 0]], featurizer)  # no neighbour: self-loop token
+    batch = edge_set_batch(dgl.batch([water, argon]))
+    assert batch.x.shape == (2, 6, 2 * 6 + 4)
+    # first token of water is O -> H: one-hot(O) ‖ one-hot(H) ‖ basis(0.96 Å)
+    torch.testing.assert_close(batch.x[0, 0, :6], torch.tensor([0, 0, 0, 1, 0, 0.0]))
+    torch.testing.assert_close(batch.x[0, 0, 6:12], torch.tensor([1, 0, 0, 0, 0, 0.0]))
+    torch.testing.assert_close(batch.x[0, 0, 12:], GaussianBasis(4, 2.0)(torch.tensor([0.96]))[0])
+    assert batch.num_edges.tolist() == [6, 1]
+    torch.testing.assert_close(batch.x[1, 0, :6], torch.tensor([0, 0, 0, 0, 0, 1.0]))
+    assert not batch.x[1, 0, 12:].any()
+
+
+def test_rotation_and_translation_leave_features_unchanged():
+    rng = np.random.default_rng(0)
+    positions = rng.uniform(0, 3, size=(6, 3))
+    z = [6, 1, 1, 8, 1, 7]
+    q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    featurizer = RadiusGraphFeaturizer(cutoff=2.5, num_basis=8)
+    first = atoms_to_radius_graph(z, positions, featurizer)
+    second = atoms_to_radius_graph(z, positions @ q.T + 5.0, featurizer)
+    assert torch.equal(torch.stack(first.edges()), torch.stack(second.edges()))
+    torch.testing.assert_close(first.edata["e"], second.edata["e"], atol=1e-5, rtol=0)
+
+
+def test_distance_features_at_batching_time_equal_eager_ones():
+    rng = np.random.default_rng(1)
+    featurizer = RadiusGraphFeaturizer(cutoff=2.5, num_basis=6)
+    molecules = [(rng.choice([1, 6, 8], size=n), rng.uniform(0, 3, size=(n, 3))) for n in (3, 5)]
+    eager = dgl.batch([atoms_to_radius_graph(z, p, featurizer) for z, p in molecules])
+    lazy = dgl.batch([atoms_to_radius_graph(z, p, featurizer, False) for z, p in molecules])
+    assert "e" not in lazy.edata
+    add_distance_features(lazy, featurizer)
+    torch.testing.assert_close(lazy.edata["e"], eager.edata["e"])

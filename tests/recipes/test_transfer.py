@@ -1,0 +1,166 @@
+"""Transfer-learning API: split logic, weight transfer, results table, a tiny end-to-end run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from chemgraph.featurize import RadiusGraphFeaturizer
+from chemgraph.graphs import atoms_to_radius_graph
+from chemgraph.recipes.transfer import (
+    MultiFidelityData,
+    TransferConfig,
+    high_fidelity_split,
+    pretraining_pool,
+    results_table,
+    run_transfer,
+    transfer_weights,
+)
+
+FEATURIZER = RadiusGraphFeaturizer(cutoff=3.0, num_basis=8)
+TINY_MODEL = {"hidden_dim": 16, "num_heads": 2, "layer_pattern": "MSP", "num_seeds": 2}
+
+
+def _data(num_molecules: int = 60, num_high: int = 30) -> MultiFidelityData:
+    """Random 3-6 atom point clouds of H/C/O; low = a geometric function, high = a shifted,
+    scaled copy for the first ``num_high`` molecules (NaN elsewhere)."""
+    rng = np.random.default_rng(0)
+    graphs, low = [], []
+    for _ in range(num_molecules):
+        n = int(rng.integers(3, 7))
+        z = rng.choice([1, 6, 8], size=n)
+        positions = rng.uniform(0, 2.5, size=(n, 3))
+        graphs.append(atoms_to_radius_graph(z, positions, FEATURIZER))
+        distance = np.linalg.norm(positions[:, None] - positions[None], axis=-1).sum() / n
+        low.append([-6.0 - 0.3 * distance - 0.1 * (z == 8).sum(), 1.0 + 0.2 * distance])
+    low = np.asarray(low, dtype=np.float32)
+    high = np.full_like(low, np.nan)
+    high[:num_high] = 1.2 * low[:num_high] - 0.5
+    ids = np.arange(1000, 1000 + num_molecules)
+    return MultiFidelityData(graphs, ids, low, high, ["homo", "lumo"], "DFT", "GW")
+
+
+@pytest.fixture(scope="module")
+def data() -> MultiFidelityData:
+    return _data()
+
+
+@pytest.fixture(scope="module")
+def split(data) -> dict[str, np.ndarray]:
+    return high_fidelity_split(data, seed=0, fractions=(0.6, 0.2, 0.2))
+
+
+def test_high_fidelity_split(data, split):
+    sizes = {name: len(index) for name, index in split.items()}
+    assert sizes == {"train": 18, "val": 6, "test": 6}
+    everything = np.concatenate(list(split.values()))
+    assert len(set(everything)) == 30  # disjoint and complete
+    assert set(everything) == set(range(30))  # only molecules with high-fidelity labels
+    again = high_fidelity_split(data, seed=0, fractions=(0.6, 0.2, 0.2))
+    assert all(np.array_equal(split[k], again[k]) for k in split)
+    counts = high_fidelity_split(data, seed=1, counts={"train": 10, "val": 5, "test": 5})
+    assert [len(counts[k]) for k in ("train", "val", "test")] == [10, 5, 5]
+    with pytest.raises(ValueError, match="only 30 have them"):
+        high_fidelity_split(data, seed=0, counts={"train": 25, "val": 5, "test": 5})
+
+
+def test_inductive_pool_excludes_every_test_molecule(data, split):
+    pool = pretraining_pool(data, split, "inductive")
+    assert not set(pool) & set(split["test"])
+    assert set(pool) == set(range(len(data))) - set(split["test"])
+    assert set(split["train"]) <= set(pool)  # GW training molecules keep their DFT labels
+
+
+def test_transductive_pool_has_test_dft_labels_never_gw(data, split):
+    pool = pretraining_pool(data, split, "transductive")
+    assert set(split["test"]) <= set(pool)
+    assert len(pool) == len(data)
+    pretraining = data.dataset(pool, "low")
+    torch.testing.assert_close(pretraining.labels, data.low[torch.as_tensor(pool)])
+    test_rows = np.isin(pool, split["test"])
+    gw_of_test = data.high[torch.as_tensor(pool[test_rows])]
+    assert not torch.isclose(pretraining.labels[torch.as_tensor(test_rows)], gw_of_test).any()
+    assert pretraining.target_columns == ["DFT homo", "DFT lumo"]
+
+
+def test_gw_only_has_no_pool(data, split):
+    assert len(pretraining_pool(data, split, "high_fidelity_only")) == 0
+    with pytest.raises(ValueError, match="unknown strategy"):
+        pretraining_pool(data, split, "semi")
+
+
+def test_low_fidelity_pool_skips_missing_low_labels(split):
+    data = _data()
+    data.low[5, 1] = float("nan")
+    assert 5 not in pretraining_pool(data, split, "transductive")
+
+
+def test_transfer_weights_fresh_head_and_freeze():
+    from chemgraph.recipes.transfer import _module
+
+    config = TransferConfig(featurizer=FEATURIZER.to_dict(), model_options=TINY_MODEL)
+    torch.manual_seed(0)
+    pretrained = _module(config, ["homo", "lumo"], torch.zeros(4, 2), 1e-3)
+    torch.manual_seed(1)
+    fresh = _module(config, ["homo", "lumo"], torch.zeros(4, 2), 1e-3)
+    head_before = {k: v.clone() for k, v in fresh.state_dict().items() if ".head." in k}
+    transfer_weights(pretrained, fresh, freeze_encoder=True)
+    for name, value in fresh.state_dict().items():
+        if name.startswith("model.head."):
+            torch.testing.assert_close(value, head_before[name])
+            assert not torch.equal(value, pretrained.state_dict()[name])
+        elif name.startswith("model."):
+            torch.testing.assert_close(value, pretrained.state_dict()[name])
+    trainable = {n for n, p in fresh.model.named_parameters() if p.requires_grad}
+    assert trainable and all(n.startswith("head.") for n in trainable)
+
+
+def test_results_table_mean_and_sample_std():
+    runs = pd.DataFrame(
+        {
+            "strategy": ["high_fidelity_only"] * 2 + ["inductive"] * 2,
+            "seed": [0, 1, 0, 1],
+            "target": ["homo"] * 4,
+            "rmse": [0.20, 0.30, 0.10, 0.14],
+        }
+    )
+    table = results_table(runs, "GW")
+    assert list(table["strategy"]) == ["GW", "Ind."]
+    assert table["rmse_mean"].tolist() == pytest.approx([0.25, 0.12])
+    assert table["rmse_std"].tolist() == pytest.approx([np.sqrt(0.005), np.sqrt(0.0008)])
+    assert table["ESA"].tolist() == ["0.250 ± 0.071", "0.120 ± 0.028"]
+
+
+def test_tiny_end_to_end_run(data, split, tmp_path):
+    config = TransferConfig(
+        seeds=2, pretrain_epochs=2, finetune_max_epochs=2, batch_size=16, learning_rate=1e-3,
+        pretrain_val_fraction=0.2, featurizer=FEATURIZER.to_dict(), model_options=TINY_MODEL,
+        progress=False,
+    )  # fmt: skip
+    runs = run_transfer(data, split, config, tmp_path)
+    assert len(runs) == 2 * 3 * 2  # seeds x strategies x targets
+    assert np.isfinite(runs["rmse"]).all() and (runs["rmse"] > 0).all()
+    assert set(runs.loc[runs.strategy != "high_fidelity_only", "pretrain_epochs"]) == {2}
+    table = pd.read_csv(tmp_path / "table.csv")
+    assert list(table["target"]) == ["HOMO"] * 3 + ["LUMO"] * 3
+    assert (table["seeds"] == 2).all()
+    assert "| HOMO | GW |" in (tmp_path / "table.md").read_text()
+    predictions = pd.read_csv(tmp_path / "predictions.csv")
+    assert set(predictions["id"]) == set(data.ids[split["test"]])
+    curves = pd.read_csv(tmp_path / "learning_curves.csv")
+    assert set(curves["phase"]) == {"pretrain", "finetune"}
+    assert (tmp_path / "curves" / "transductive_seed1_pretrain.png").exists()
+    # the RMSE in runs.csv is the RMSE of the written predictions
+    mine = predictions[(predictions.strategy == "inductive") & (predictions.seed == 0)]
+    rmse = np.sqrt(np.mean((mine["homo"] - mine["homo_pred"]) ** 2))
+    row = runs[(runs.strategy == "inductive") & (runs.seed == 0) & (runs.target == "homo")]
+    assert float(row["rmse"].iloc[0]) == pytest.approx(rmse, rel=1e-5)
+
+
+def test_config_rejects_unknown_keys_and_strategies():
+    with pytest.raises(ValueError, match="unknown training keys"):
+        TransferConfig.from_dict({"epochs": 3})
+    with pytest.raises(ValueError, match="strategies"):
+        TransferConfig(strategies=["semi"])
