@@ -1,0 +1,129 @@
+"""Noisy top-k expert gating and its load-balancing losses.
+
+Shazeer et al. 2017, "Outrageously Large Neural Networks: The Sparsely-Gated Mixture-of-Experts
+Layer", as used per node by GMoE (Wang et al. 2023, seed 002, section 3.1):
+
+* gate (eq. 3-4): ``G(h) = Softmax(TopK(Q(h), k))`` over the ``k`` largest scores, 0 for the
+  other experts, with ``Q(h) = h W_g + ε · (Softplus(h W_n) + 0.01)``, ``ε ~ N(0, 1)`` in
+  training only (evaluation uses the clean scores ``h W_g``; the 0.01 floor on the noise scale
+  is the reference implementation's);
+* importance loss (eq. 5): ``CV(Σ_nodes G(h))²``;
+* load loss (eq. 6-8): ``CV(Σ_nodes P(h, o))²`` with ``P(h, o) = Φ((h W_g − kth_ex(Q(h), k, o)) /
+  noise scale)`` the probability that expert ``o`` stays in the top ``k`` under a new draw of
+  its noise (``kth_ex``: the ``k``-th largest noisy score among the other experts). Without
+  noise (evaluation) or with ``k = n`` the load is the number of nodes routed to each expert.
+
+``CV(x)² = Var(x) / mean(x)²`` with the population variance; it is 0 for perfectly balanced
+experts and ``n − 1`` when every node picks the same expert (``k = 1``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["GateOutput", "NoisyTopKGate", "cv_squared", "load_balancing_losses"]
+
+_NOISE_FLOOR = 1e-2
+
+
+def cv_squared(x: torch.Tensor) -> torch.Tensor:
+    """Squared coefficient of variation ``Var(x) / (mean(x)² + 1e-10)`` of a 1-D tensor.
+
+    Population variance (``unbiased=False``); 0 for fewer than two entries.
+
+    Shapes: ``x: float [n]`` -> scalar.
+    """
+    if x.numel() < 2:
+        return x.new_zeros(())
+    x = x.float()
+    return x.var(unbiased=False) / (x.mean() ** 2 + 1e-10)
+
+
+@dataclass
+class GateOutput:
+    """What :class:`NoisyTopKGate` returns for ``N`` nodes, ``n`` experts, top ``k``.
+
+    Attributes:
+        experts: ``int64 [N, k]`` chosen experts of each node, highest score first.
+        gates: ``float32 [N, k]`` their gate values (softmax over the ``k`` scores; rows sum
+            to 1).
+        importance: ``float32 [n]`` ``Σ_nodes G(h)_o`` (eq. 5).
+        load: ``float32 [n]`` ``Σ_nodes P(h, o)`` (eq. 8), differentiable in training with
+            noise and ``k < n``; else the number of nodes routed to each expert.
+    """
+
+    experts: torch.Tensor
+    gates: torch.Tensor
+    importance: torch.Tensor
+    load: torch.Tensor
+
+    def auxiliary_loss(self) -> torch.Tensor:
+        """``L_importance + L_load`` (the bracket of eq. 9), a scalar."""
+        return load_balancing_losses(self.importance, self.load)
+
+
+def load_balancing_losses(importance: torch.Tensor, load: torch.Tensor) -> torch.Tensor:
+    """``CV(importance)² + CV(load)²`` (seed 002, eq. 5 and 8)."""
+    return cv_squared(importance) + cv_squared(load)
+
+
+class NoisyTopKGate(nn.Module):
+    """Noisy top-k gating network (seed 002, eq. 3-4).
+
+    Both weight matrices start at zero, as in the reference implementation: at initialisation
+    every expert has the same score and only the training noise breaks the tie.
+
+    Args:
+        dim: input width ``s``.
+        num_experts: ``n``.
+        k: experts per node, ``1 ≤ k ≤ n``.
+        noisy: add the learnable Gaussian noise in training (eq. 4); False = plain top-k.
+
+    Shapes: ``x: float [N, s]`` -> :class:`GateOutput`.
+    """
+
+    def __init__(self, dim: int, num_experts: int, k: int, noisy: bool = True) -> None:
+        super().__init__()
+        if not 1 <= k <= num_experts:
+            raise ValueError(f"k must be in [1, num_experts={num_experts}], got {k}")
+        self.num_experts, self.k, self.noisy = num_experts, k, noisy
+        self.w_gate = nn.Parameter(torch.zeros(dim, num_experts))
+        self.w_noise = nn.Parameter(torch.zeros(dim, num_experts))
+
+    def forward(self, x: torch.Tensor) -> GateOutput:
+        clean = (x @ self.w_gate).float()
+        noisy = self.noisy and self.training
+        if noisy:
+            noise_scale = F.softplus((x @ self.w_noise).float()) + _NOISE_FLOOR
+            scores = clean + torch.randn_like(clean) * noise_scale
+        else:
+            scores = clean
+        top_count = min(self.k + 1, self.num_experts)
+        top_scores, top_experts = scores.topk(top_count, dim=1)
+        experts = top_experts[:, : self.k]
+        gates = torch.softmax(top_scores[:, : self.k], dim=1)
+        dense = torch.zeros_like(scores).scatter(1, experts, gates)
+        importance = dense.sum(0)
+        if noisy and self.k < self.num_experts:
+            load = self._probability_in_top_k(clean, scores, noise_scale, top_scores).sum(0)
+        else:
+            load = (dense > 0).float().sum(0)
+        return GateOutput(experts, gates, importance, load)
+
+    def _probability_in_top_k(self, clean, noisy, noise_scale, top_scores) -> torch.Tensor:
+        """``P(h, o)`` of eq. 7, ``[N, n]``.
+
+        An expert in the top ``k`` stays there while its score beats the ``(k+1)``-th largest
+        (the ``k``-th of the others); one outside must beat the ``k``-th largest.
+        """
+        threshold_in = top_scores[:, self.k : self.k + 1]
+        threshold_out = top_scores[:, self.k - 1 : self.k]
+        is_in = noisy > threshold_in
+        normal = torch.distributions.Normal(0.0, 1.0)
+        probability_in = normal.cdf((clean - threshold_in) / noise_scale)
+        probability_out = normal.cdf((clean - threshold_out) / noise_scale)
+        return torch.where(is_in, probability_in, probability_out)
