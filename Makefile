@@ -4,12 +4,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 
-.PHONY: install test demo lint benchmark clean
+.PHONY: install test demo demo-gap lint benchmark clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -c constraints.txt torch==2.13.0
-	$(PIP) install -c constraints.txt -e ".[offline-data,chembl,deepchem,dask,dev]"
+	$(PIP) install -c constraints.txt -e ".[offline-data,qc,chembl,deepchem,dask,dev]"
 	touch $@
 
 install: $(VENV)/.installed
@@ -17,8 +17,12 @@ install: $(VENV)/.installed
 test: install
 	$(PY) -m pytest -q
 
+# DFT -> GW transfer learning (GW only / inductive / transductive) on the embedded GW labels.
 demo: install
-	$(PY) -m chemgraph.recipes.qm9_gap_demo --out runs/demo
+	$(PY) -m chemgraph recipe run dft_to_gw --out runs/demo
+
+demo-gap: install
+	$(PY) -m chemgraph.recipes.qm9_gap_demo --out runs/demo_gap
 
 lint: install
 	$(VENV)/bin/ruff check chemgraph tests benchmarks

@@ -19,16 +19,21 @@ import time
 import torch
 
 from chemgraph._dgl import dgl
-from chemgraph.batches import batch_builder
 from chemgraph.chem import mol_from_smiles
 from chemgraph.data.qm9pack import load_qm9pack
 from chemgraph.featurize import get_preset
 from chemgraph.graphs import mol_to_graph
-from chemgraph.models import ESA, ESAConfig
+from chemgraph.models import build_model, get_model_spec
 
+# label: (registered model, model options); every model is fed as `chemgraph train` feeds it
 MODELS = {
-    "ESA (SSMMMMPS, d=256)": dict(set_type="edge", layer_pattern="SSMMMMPS", hidden_dim=256),
-    "NSA (SSMMMMPS, d=256)": dict(set_type="node", layer_pattern="SSMMMMPS", hidden_dim=256),
+    "ESA (SSMMMMPS, d=256)": ("esa", dict(layer_pattern="SSMMMMPS", hidden_dim=256, num_heads=16)),
+    "NSA (SSMMMMPS, d=256)": ("nsa", dict(layer_pattern="SSMMMMPS", hidden_dim=256, num_heads=16)),
+    "Graphormer (6 x 256)": ("graphormer", dict(hidden_dim=256, num_layers=6, num_heads=16)),
+    "GCN (5 x 300)": ("gcn", dict(hidden_dim=300)),
+    "GIN (5 x 300)": ("gin", dict(hidden_dim=300)),
+    "GMoE-GCN (n4 m2 k1)": ("gmoe-gcn", dict(hidden_dim=300, num_experts=4, k=1)),
+    "GMoE-GIN (n4 m2 k2)": ("gmoe-gin", dict(hidden_dim=300, num_experts=4, k=2)),
 }
 
 
@@ -50,19 +55,19 @@ def main() -> int:
         smiles = pd.read_csv(args.smiles_file)["smiles"].tolist()[: args.batch_size]
     else:
         smiles = load_qm9pack(args.batch_size, seed=0)["smiles"].tolist()
-    preset = get_preset("canonical")
-    graph = dgl.batch([mol_to_graph(mol_from_smiles(s), preset) for s in smiles])
+    mols = [mol_from_smiles(s) for s in smiles]
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     print(
         f"device {device} ({torch.cuda.get_device_name() if device.type == 'cuda' else 'cpu'})"
         f", {len(smiles)} molecules per batch, autocast {dtype}, torch {torch.__version__}"
     )
     print(f"{'model':<24}{'tokens':>8}{'step ms':>10}{'peak MiB':>10}")
-    for name, options in MODELS.items():
-        batch = batch_builder(options["set_type"])(graph).to(device)
-        width = len(preset.atom)
-        in_features = 2 * width + len(preset.bond) if options["set_type"] == "edge" else width
-        model = ESA(ESAConfig(in_features=in_features, num_heads=16, **options)).to(device)
+    for name, (registered, options) in MODELS.items():
+        spec = get_model_spec(registered)
+        preset = get_preset(spec.default_featurizer)
+        model = build_model(registered, {**options, **spec.input_options(preset)}).to(device)
+        graphs = spec.transform_graphs(model.config, [mol_to_graph(m, preset) for m in mols])
+        batch = spec.batch_builder(model.config)(dgl.batch(graphs)).to(device)
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats()
@@ -71,6 +76,9 @@ def main() -> int:
             start = time.perf_counter()
             with torch.autocast(device.type, dtype=dtype, enabled=device.type == "cuda"):
                 loss = model(batch).float().square().mean()
+                auxiliary = getattr(model, "auxiliary_loss", None)  # GMoE load balancing
+                if auxiliary is not None:
+                    loss = loss + auxiliary
             loss.backward()
             optimizer.step()
             optimizer.zero_grad()
@@ -82,9 +90,8 @@ def main() -> int:
                 print(f"{name}: non-finite loss at step {step}")
                 return 1
         peak = torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda" else float("nan")
-        print(
-            f"{name:<24}{batch.x.shape[1]:>8}{1000 * sum(times) / len(times):>10.1f}{peak:>10.0f}"
-        )
+        tokens = batch.x.shape[0 if batch.x.dim() == 2 else 1]  # sparse: atoms of the batch
+        print(f"{name:<24}{tokens:>8}{1000 * sum(times) / len(times):>10.1f}{peak:>10.0f}")
     print("gpu_check: all models ran forward and backward")
     return 0
 

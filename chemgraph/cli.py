@@ -33,15 +33,20 @@ def _build_parser() -> argparse.ArgumentParser:
 
     train = commands.add_parser(
         "train",
-        help="train ESA/NSA on a table of SMILES and measured properties",
-        description="Featurize the molecules of a table with RDKit, split them, train an "
-        "edge-set (ESA) or node-set (NSA) attention model with PyTorch Lightning and report "
+        help="train a graph model (ESA, NSA, Graphormer, GRAT, GMoE, GCN, GIN) on a table of "
+        "SMILES and measured properties",
+        description="Featurize the molecules of a table with RDKit, split them, train a graph "
+        "model (--model) with PyTorch Lightning and report "
         "test metrics (RMSE/MAE/R² for regression, MCC/ROC-AUC/accuracy for classification). "
         "Rows whose SMILES RDKit cannot read are skipped and listed in rejected.csv.",
         epilog=TRAIN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    train.add_argument("--data", help="CSV, TSV or parquet file (optionally .gz)")
+    train.add_argument(
+        "--data",
+        help="CSV, TSV or parquet file (optionally .gz), or a registered dataset name "
+        "(chemgraph datasets list)",
+    )
     train.add_argument("--smiles-column", help="column holding SMILES (default: smiles)")
     train.add_argument(
         "--target-columns",
@@ -140,7 +145,138 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     featurize.add_argument("--seed", type=int, default=0, help="conformer seed")
     featurize.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    datasets = commands.add_parser(
+        "datasets",
+        help="list, describe, download and featurize the registered benchmark datasets",
+        description="Datasets are described by cards (datasets/*.yaml). Downloads are checked "
+        "against the card's checksum; featurized graphs are cached in $CHEMGRAPH_HOME "
+        "(default ~/.cache/chemgraph). --root points at a local copy of the source files.",
+    )
+    action = datasets.add_subparsers(dest="action", required=True)
+    action.add_parser("list", help="registered datasets")
+    info = action.add_parser("info", help="a dataset's card")
+    info.add_argument("name")
+    for verb, text in (("download", "download and verify the source files"),
+                       ("featurize", "parse and featurize into cached graph shards")):  # fmt: skip
+        sub = action.add_parser(verb, help=text)
+        sub.add_argument("name")
+        sub.add_argument("--root", help="folder with (or for) the source files")
+        sub.add_argument(
+            "--allow-unverified",
+            action="store_true",
+            help="accept downloads whose card has no checksum (the hash is logged)",
+        )
+        if verb == "featurize":
+            sub.add_argument("--preset", default="canonical", help="canonical or ogb")
+
+    react = commands.add_parser(
+        "react",
+        help="predict reaction products with a trained GRAT checkpoint (beam search)",
+        description="Predict the products of reactions given as reaction SMILES "
+        "'reactants>reagents>' with a checkpoint of the reaction_outcome recipe: GRAT decodes "
+        "product graphs by beam search; they are written as canonical SMILES, deduplicated. "
+        "With --input, lines that already hold products are scored (top-1/2/3/5 accuracy).",
+        epilog='examples:\n  chemgraph react "CC(=O)Cl.OCC>c1ccncc1>" --checkpoint best.ckpt '
+        "--top-k 5\n  chemgraph react --input reactions.txt --checkpoint best.ckpt --output "
+        "predictions.csv",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    react.add_argument("reaction", nargs="?", help="one reaction SMILES 'reactants>reagents>'")
+    react.add_argument("--input", help="file with one reaction SMILES a line (plain or .gz)")
+    react.add_argument("--checkpoint", required=True, help="best.ckpt of reaction_outcome")
+    react.add_argument("--output", help="CSV to write (with --input)")
+    react.add_argument("--top-k", type=int, default=5, help="predictions per reaction")
+    react.add_argument("--beam-width", type=int, default=8, help="beam width (default 8)")
+    react.add_argument("--batch-size", type=int, default=32, help="reactions per beam search")
+
+    recipe = commands.add_parser(
+        "recipe",
+        help="list and run packaged recipes (e.g. dft_to_gw transfer learning)",
+        description="Recipes are complete experiments defined by a YAML file in recipes/NAME/.",
+    )
+    recipe_action = recipe.add_subparsers(dest="action", required=True)
+    recipe_action.add_parser("list", help="registered recipes")
+    run = recipe_action.add_parser("run", help="run a recipe and print its results")
+    run.add_argument("name")
+    run.add_argument("--config", help="YAML overriding the recipe's config.yaml")
+    run.add_argument("--seeds", type=int, help="number of seeds (overrides the config)")
+    run.add_argument("--out", default=None, help="output folder (default runs/NAME)")
     return parser
+
+
+def _react(args: argparse.Namespace) -> int:
+    from chemgraph.recipes import reaction_outcome as recipe
+
+    if (args.reaction is None) == (args.input is None):
+        raise ValueError("give either one reaction SMILES or --input FILE (with --output)")
+    if args.top_k > args.beam_width:
+        raise ValueError(f"--top-k {args.top_k} exceeds --beam-width {args.beam_width}")
+    if args.input is not None:
+        if args.output is None:
+            raise ValueError("--input needs --output FILE.csv")
+        table, metrics = recipe.predict_file(
+            args.checkpoint, args.input, args.output, args.top_k, args.beam_width,
+            args.batch_size,
+        )  # fmt: skip
+        failed = int((table["error"] != "").sum())
+        print(f"predicted {len(table) - failed} of {len(table)} reactions; {failed} could not "
+              f"be read (see the error column of {args.output})")  # fmt: skip
+        if metrics is not None:
+            print(recipe.format_metrics(metrics))
+        return 0
+    module = recipe.load_reaction_model(args.checkpoint)
+    reaction = recipe.parse_input_reaction(args.reaction)
+    items, _, bad = recipe.encode_reactions([reaction], [0], with_product=False)
+    if bad:
+        raise ValueError(bad[0][2])
+    (prediction,) = recipe.predict_reactions(module, items, args.beam_width, args.top_k, 1)
+    if not prediction.smiles:
+        print("no valid product graph was decoded")
+    for rank, (smiles, score) in enumerate(zip(prediction.smiles, prediction.scores), 1):
+        print(f"{rank}\t{smiles}\t{score:.4f}")
+    return 0
+
+
+def _recipe(args: argparse.Namespace) -> int:
+    from chemgraph.recipes.registry import RECIPES, get_recipe
+
+    if args.action == "list":
+        for name in RECIPES:
+            print(f"{name:<20} {get_recipe(name).DESCRIPTION}")
+        return 0
+    module = get_recipe(args.name)
+    module.run(config=args.config, seeds=args.seeds, out=args.out or f"runs/{args.name}")
+    return 0
+
+
+def _datasets(args: argparse.Namespace) -> int:
+    from chemgraph.data.datasets import dataset_card, get_dataset, list_datasets
+
+    if args.action == "list":
+        print(f"{'name':<14} {'family':<12} {'rows':>8}  description")
+        for name in list_datasets():
+            card = dataset_card(name)
+            rows = f"{card.rows:,}" if card.rows else "-"
+            print(f"{name:<14} {card.family:<12} {rows:>8}  {card.description[:60]}")
+        return 0
+    if args.action == "info":
+        print(dataset_card(args.name).path.read_text(encoding="utf-8"), end="")
+        return 0
+    from chemgraph.data.datasets import chemgraph_home
+
+    dataset = get_dataset(args.name, args.root)
+    paths = dataset.download(allow_unverified=args.allow_unverified)
+    if args.action == "download":
+        for path in paths:
+            print(path)
+        return 0
+    graphs, rejected = dataset.featurize(args.preset)
+    print(f"{args.name}: {len(graphs)} graphs, {len(rejected)} rejected records; "
+          f"cached under {chemgraph_home() / 'featurized' / args.name}")  # fmt: skip
+    for reason, count in rejected["reason"].astype(str).str[:80].value_counts().head(5).items():
+        print(f"  {count} x {reason}")
+    return 0
 
 
 def _featurize(args: argparse.Namespace) -> int:
@@ -233,7 +369,14 @@ def _predict(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point. Returns the exit status; user errors print one line and return 2."""
     args = _build_parser().parse_args(argv)
-    handlers = {"train": _train, "predict": _predict, "featurize": _featurize}
+    handlers = {
+        "train": _train,
+        "predict": _predict,
+        "featurize": _featurize,
+        "datasets": _datasets,
+        "recipe": _recipe,
+        "react": _react,
+    }
     try:
         return handlers[args.command](args)
     except (ValueError, OSError, KeyError, ImportError) as error:

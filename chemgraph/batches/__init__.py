@@ -5,9 +5,27 @@ turns a batched DGLGraph into a dataclass of plain tensors (built once, on the C
 loader workers) and the training loop moves it with ``.to(device)``. One module per batch kind:
 
 * :mod:`chemgraph.batches.sets`: :class:`EdgeSetBatch` (ESA) and :class:`NodeSetBatch` (NSA).
+* :mod:`chemgraph.batches.dense`: :class:`DenseGraphBatch` (Graphormer, GRAT).
+* :mod:`chemgraph.batches.sparse`: :class:`SparseGraphBatch` (GCN, GIN, GMoE).
+* :mod:`chemgraph.batches.reaction`: :class:`ReactionBatch` (GRAT reaction outcome prediction).
 """
 
 from chemgraph.batches.base import TensorBatch
+from chemgraph.batches.dense import (
+    DenseGraphBatch,
+    bond_type_index,
+    dense_batch_builder,
+    dense_graph_batch,
+    num_edge_types,
+)
+from chemgraph.batches.reaction import (
+    ReactionBatch,
+    ReactionGraphs,
+    TokenVocabulary,
+    generation_mask,
+    reaction_batch,
+    reaction_graphs,
+)
 from chemgraph.batches.sets import (
     EdgeSetBatch,
     NodeSetBatch,
@@ -20,17 +38,40 @@ from chemgraph.batches.sets import (
     node_pairs,
     node_set_batch,
 )
+from chemgraph.batches.sparse import (
+    SparseGraphBatch,
+    gcn_normalisation,
+    sparse_batch_builder,
+    sparse_graph_batch,
+    two_hop_walks,
+)
 
 __all__ = [
+    "ReactionBatch",
+    "ReactionGraphs",
+    "TokenVocabulary",
+    "generation_mask",
+    "reaction_batch",
+    "reaction_graphs",
+    "DenseGraphBatch",
     "EdgeSetBatch",
     "NodeSetBatch",
+    "SparseGraphBatch",
     "TensorBatch",
     "batch_builder",
+    "bond_type_index",
+    "dense_batch_builder",
+    "dense_graph_batch",
     "edge_adjacency",
     "edge_mask_mod",
     "edge_pairs",
     "edge_set_batch",
+    "gcn_normalisation",
     "node_adjacency",
     "node_pairs",
     "node_set_batch",
+    "num_edge_types",
+    "sparse_batch_builder",
+    "sparse_graph_batch",
+    "two_hop_walks",
 ]

@@ -1,4 +1,4 @@
-"""Chemistry layer: RDKit parsing (SMILES, SDF), standardisation and conformers.
+"""Chemistry layer: RDKit parsing (SMILES, SDF, reaction SMILES), standardisation, conformers.
 
 Every failure to turn a record into a molecule is a :class:`MoleculeParseError` whose
 ``reason`` is RDKit's own message.
@@ -13,6 +13,13 @@ from chemgraph.chem.parse import (
     mols_from_smiles,
     positions,
 )
+from chemgraph.chem.reactions import (
+    Reaction,
+    ReactionParseError,
+    canonical_smiles,
+    parse_reaction_smiles,
+    strip_atom_maps,
+)
 from chemgraph.chem.standardize import STANDARDIZE_METHODS, StandardizeMethod, standardize
 
 __all__ = [
@@ -20,12 +27,17 @@ __all__ = [
     "ConformerResult",
     "FragmentPolicy",
     "MoleculeParseError",
+    "Reaction",
+    "ReactionParseError",
     "STANDARDIZE_METHODS",
     "StandardizeMethod",
+    "canonical_smiles",
     "embed_conformers",
     "iter_sdf",
     "mol_from_smiles",
     "mols_from_smiles",
+    "parse_reaction_smiles",
     "positions",
     "standardize",
+    "strip_atom_maps",
 ]

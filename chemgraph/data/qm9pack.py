@@ -14,7 +14,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["HARTREE_TO_EV", "QM9PACK_MOLECULES", "qm9pack_data_folder", "load_qm9pack"]
+__all__ = [
+    "HARTREE_TO_EV",
+    "QM9PACK_MOLECULES",
+    "load_qm9pack",
+    "load_qm9pack_geometries",
+    "parse_qm9pack_geometry",
+    "qm9pack_data_folder",
+]
 
 HARTREE_TO_EV = 27.211386245988  # CODATA 2018
 QM9PACK_MOLECULES = 130_831
@@ -69,5 +76,68 @@ def load_qm9pack(num_molecules: int | None = None, seed: int = 0) -> pd.DataFram
             "homo_ev": table["HOMO_au"] * HARTREE_TO_EV,
             "lumo_ev": table["LUMO_au"] * HARTREE_TO_EV,
             "gap_ev": table["HOMO_LUMO_gap_au"] * HARTREE_TO_EV,
+        }
+    )
+
+
+def parse_qm9pack_geometry(elements: str, xyz: str) -> tuple[tuple[str, ...], np.ndarray]:
+    """One qm9pack geometry from its ``Elements`` and ``XYZ_Ang`` cells.
+
+    Args:
+        elements: e.g. ``"['C','H','H','H','H']"``.
+        xyz: e.g. ``"[[-0.0127,1.0858,0.0080],[0.,-0.006,0.002],...]"``; numbers such as ``0.``
+            are not JSON, so the text is split rather than parsed as JSON.
+
+    Returns:
+        Element symbols (hydrogens included) and positions ``float64 [num_atoms, 3]`` in Å.
+
+    Raises:
+        ValueError: an unreadable number, or a number of coordinates that is not three per
+            element.
+    """
+    symbols = tuple(symbol.strip().strip("'\"") for symbol in elements.strip("[]").split(","))
+    numbers = np.array(xyz.replace("[", "").replace("]", "").split(","), dtype=np.float64)
+    if numbers.size != 3 * len(symbols):
+        raise ValueError(f"{len(symbols)} elements but {numbers.size} coordinate values")
+    return symbols, numbers.reshape(-1, 3)
+
+
+def load_qm9pack_geometries(qm9_indices: list[int] | None = None) -> pd.DataFrame:
+    """QM9 B3LYP/6-31G(2df,p) equilibrium geometries from qm9pack.
+
+    Args:
+        qm9_indices: keep only these QM9 indices (in QM9 index order); None = all 130,831.
+
+    Returns:
+        Columns ``qm9_index`` (int), ``num_atoms`` (int), ``elements`` (tuple of element
+        symbols, hydrogens included) and ``positions`` (float64 [num_atoms, 3] array, Å), in
+        QM9 index order.
+
+    Raises:
+        ImportError: qm9pack missing. KeyError: an index of ``qm9_indices`` is not in qm9pack
+        (one of QM9's 3,054 uncharacterized molecules, or out of range).
+    """
+    folder = qm9pack_data_folder()
+    columns = ["Index", "N_atoms", "Elements", "XYZ_Ang"]
+    table = pd.concat(
+        [pd.read_csv(folder / f"qm9_part{part}.csv", usecols=columns) for part in (1, 2, 3)],
+        ignore_index=True,
+    ).set_index("Index", drop=False)
+    if qm9_indices is not None:
+        missing = sorted(set(qm9_indices) - set(table.index))
+        if missing:
+            raise KeyError(f"QM9 indices not in qm9pack: {missing[:10]} ({len(missing)} in all)")
+        table = table.loc[sorted(set(qm9_indices))]
+    geometries = [
+        parse_qm9pack_geometry(e, xyz) for e, xyz in zip(table["Elements"], table["XYZ_Ang"])
+    ]
+    elements = [symbols for symbols, _ in geometries]
+    positions = [xyz for _, xyz in geometries]
+    return pd.DataFrame(
+        {
+            "qm9_index": table["Index"].to_numpy(dtype=int),
+            "num_atoms": table["N_atoms"].to_numpy(dtype=int),
+            "elements": elements,
+            "positions": positions,
         }
     )

@@ -23,6 +23,7 @@ from chemgraph.featurize.fingerprints import (
     fingerprint_from_dict,
     parse_fingerprint,
 )
+from chemgraph.featurize.geometry import ElementOneHot, RadiusGraphFeaturizer
 from chemgraph.featurize.presets import PRESETS, FeaturizerPreset, available_presets, get_preset
 
 __all__ = [
@@ -39,10 +40,12 @@ __all__ = [
     "BondFeaturizer",
     "CanonicalAtomFeaturizer",
     "CanonicalBondFeaturizer",
+    "ElementOneHot",
     "FeaturizerPreset",
     "GaussianBasis",
     "OGBAtomFeaturizer",
     "OGBBondFeaturizer",
+    "RadiusGraphFeaturizer",
     "available_presets",
     "cosine_cutoff",
     "get_preset",

@@ -3,10 +3,10 @@
 ========== ======= ================ ================ =====================================
 preset     dtype   atom columns     bond columns     for
 ========== ======= ================ ================ =====================================
-canonical  float32 76 (one-hot)     15 (one-hot)     linear input layers (ESA/NSA, GCN/GIN,
-                                                     GMoE)
+canonical  float32 76 (one-hot)     15 (one-hot)     linear input layers (ESA/NSA)
 ogb        int64   9 (categorical)  3 (categorical)  embedding tables (Graphormer, GRAT,
-                                                     OGB ``AtomEncoder``/``BondEncoder``)
+                                                     GMoE, GCN/GIN as OGB's
+                                                     ``AtomEncoder``/``BondEncoder``)
 ========== ======= ================ ================ =====================================
 
 Field order: :class:`~chemgraph.featurize.atom.CanonicalAtomFeaturizer`,

@@ -1,10 +1,21 @@
 """Graph layer: molecules (and point clouds) -> :class:`dgl.DGLGraph`; graph shards on disk."""
 
 from chemgraph.graphs.molecule import mol_to_graph, mols_to_graphs
-from chemgraph.graphs.radius import mol_to_radius_graph, periodic_radius_graph, radius_graph
+from chemgraph.graphs.radius import (
+    add_distance_features,
+    atoms_to_radius_graph,
+    mol_to_radius_graph,
+    periodic_radius_graph,
+    radius_graph,
+)
 from chemgraph.graphs.shards import load_shard, save_shard
+from chemgraph.graphs.shortest_paths import add_shortest_paths, has_shortest_paths
 
 __all__ = [
+    "add_distance_features",
+    "add_shortest_paths",
+    "atoms_to_radius_graph",
+    "has_shortest_paths",
     "load_shard",
     "save_shard",
     "mol_to_graph",

@@ -1,6 +1,24 @@
 """Graph models and their registry (``chemgraph train --model NAME``)."""
 
 from chemgraph.models.esa import ESA, ESAConfig
+from chemgraph.models.gmoe import GMoE, GMoEConfig
+from chemgraph.models.graphormer import Graphormer, GraphormerConfig
+from chemgraph.models.grat import GRAT, GRATConfig, GRATTranslator, GRATTranslatorConfig
 from chemgraph.models.registry import MODELS, ModelSpec, build_model, get_model_spec
 
-__all__ = ["ESA", "ESAConfig", "MODELS", "ModelSpec", "build_model", "get_model_spec"]
+__all__ = [
+    "ESA",
+    "ESAConfig",
+    "GMoE",
+    "GMoEConfig",
+    "GRAT",
+    "GRATConfig",
+    "GRATTranslator",
+    "GRATTranslatorConfig",
+    "Graphormer",
+    "GraphormerConfig",
+    "MODELS",
+    "ModelSpec",
+    "build_model",
+    "get_model_spec",
+]

@@ -8,16 +8,27 @@ featurizer, and the collate-time builder of the model's plain-tensor batch.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
 
-from chemgraph.batches import batch_builder
+from chemgraph._dgl import dgl
+from chemgraph.batches import (
+    batch_builder,
+    dense_batch_builder,
+    num_edge_types,
+    sparse_batch_builder,
+)
 from chemgraph.featurize import FeaturizerPreset
+from chemgraph.graphs import add_shortest_paths
 from chemgraph.models.esa import ESA, ESAConfig
+from chemgraph.models.gmoe import GMoE, GMoEConfig, MessagePassingConfig
+from chemgraph.models.graphormer import Graphormer, GraphormerConfig
+from chemgraph.models.grat import GRAT, GRATConfig
 
 __all__ = ["MODELS", "ModelSpec", "build_model", "get_model_spec"]
 
@@ -40,6 +51,9 @@ class ModelSpec:
             vocabulary sizes, set type), merged into the user's options.
         batch_builder: ``batch_builder(config)`` returns the collate function
             ``DGLGraph (batched) -> batch`` for a built model's configuration.
+        graph_transform: ``graph_transform(config)`` returns a per-molecule function
+            ``DGLGraph -> DGLGraph`` applied once to every featurised graph before batching
+            (e.g. caching shortest paths for Graphormer); None = graphs are used as built.
     """
 
     name: str
@@ -50,6 +64,37 @@ class ModelSpec:
     default_featurizer: str
     input_options: Callable[[FeaturizerPreset], dict[str, Any]]
     batch_builder: Callable[[Any], Callable]
+    graph_transform: Callable[[Any], Callable[[dgl.DGLGraph], dgl.DGLGraph]] | None = None
+
+    def transform_graphs(self, config: Any, graphs: Sequence[dgl.DGLGraph]) -> list:
+        """``graphs`` after :attr:`graph_transform` (the same list when there is none)."""
+        if self.graph_transform is None:
+            return list(graphs)
+        transform = self.graph_transform(config)
+        return [transform(graph) for graph in graphs]
+
+
+def _categorical_inputs(preset: FeaturizerPreset, **fixed: Any) -> dict[str, Any]:
+    """Vocabulary sizes of a categorical preset (embedding tables), plus fixed options."""
+    return {
+        "atom_vocabulary_sizes": list(preset.atom.vocabulary_sizes),
+        "bond_vocabulary_sizes": list(preset.bond.vocabulary_sizes),
+        **fixed,
+    }
+
+
+def _message_passing_spec(name: str, description: str, kind: str, plain: bool) -> ModelSpec:
+    """GMoE-GCN/GIN (``plain=False``) or the one-expert GCN/GIN baseline (``plain=True``)."""
+    return ModelSpec(
+        name=name,
+        description=description,
+        config_class=MessagePassingConfig if plain else GMoEConfig,
+        model_class=GMoE,
+        feature_dtype=torch.int64,
+        default_featurizer="ogb",
+        input_options=lambda preset: _categorical_inputs(preset, kind=kind),
+        batch_builder=lambda config: sparse_batch_builder(two_hop=config.two_hop),
+    )
 
 
 MODELS: dict[str, ModelSpec] = {
@@ -75,6 +120,61 @@ MODELS: dict[str, ModelSpec] = {
         default_featurizer="canonical",
         input_options=lambda preset: {"in_features": len(preset.atom), "set_type": "node"},
         batch_builder=lambda config: batch_builder(config.set_type, config.attention),
+    ),
+    "graphormer": ModelSpec(
+        name="graphormer",
+        description="Transformer over atoms with degree, distance and path biases (Ying et "
+        "al., seed 001)",
+        config_class=GraphormerConfig,
+        model_class=Graphormer,
+        feature_dtype=torch.int64,
+        default_featurizer="ogb",
+        input_options=_categorical_inputs,
+        batch_builder=lambda config: dense_batch_builder(
+            config.max_distance, config.multi_hop_max_distance
+        ),
+        graph_transform=lambda config: functools.partial(
+            add_shortest_paths, max_path_edges=config.multi_hop_max_distance
+        ),
+    ),
+    "grat": ModelSpec(
+        name="grat",
+        description="graph-aware transformer: attention scaled and shifted per bond type and "
+        "distance, <CLS> readout (Yoo et al., seed 003)",
+        config_class=GRATConfig,
+        model_class=GRAT,
+        feature_dtype=torch.int64,
+        default_featurizer="ogb",
+        input_options=lambda preset: {
+            "atom_vocabulary_sizes": list(preset.atom.vocabulary_sizes),
+            "num_bond_types": num_edge_types(preset),
+        },
+        batch_builder=lambda config: dense_batch_builder(config.max_distance, 0),
+        graph_transform=lambda config: functools.partial(add_shortest_paths, max_path_edges=0),
+    ),
+    "gmoe-gcn": _message_passing_spec(
+        "gmoe-gcn",
+        "graph mixture of GCN experts, hop-1 and hop-2 (Wang et al., seed 002)",
+        "gcn",
+        plain=False,
+    ),
+    "gmoe-gin": _message_passing_spec(
+        "gmoe-gin",
+        "graph mixture of GIN experts, hop-1 and hop-2 (Wang et al., seed 002)",
+        "gin",
+        plain=False,
+    ),
+    "gcn": _message_passing_spec(
+        "gcn",
+        "graph convolutional network, OGB baseline (GMoE with one expert)",
+        "gcn",
+        plain=True,
+    ),
+    "gin": _message_passing_spec(
+        "gin",
+        "graph isomorphism network, OGB baseline (GMoE with one expert)",
+        "gin",
+        plain=True,
     ),
 }
 

@@ -10,16 +10,37 @@ from chemgraph.nn.attention import (
     sparse_attention,
 )
 from chemgraph.nn.blocks import MLP, PMA, AttentionBlock
+from chemgraph.nn.encoders import CategoricalEmbedding
+from chemgraph.nn.gating import GateOutput, NoisyTopKGate, cv_squared, load_balancing_losses
+from chemgraph.nn.message_passing import (
+    MessagePassingLayer,
+    NeighbourhoodAggregation,
+    SubsetBatchNorm,
+    gcn_aggregate,
+    gin_aggregate,
+    node_transform,
+)
 
 __all__ = [
     "MLP",
+    "CategoricalEmbedding",
+    "GateOutput",
+    "MessagePassingLayer",
+    "NeighbourhoodAggregation",
+    "NoisyTopKGate",
+    "SubsetBatchNorm",
     "PMA",
     "AttentionBlock",
     "AttentionMask",
     "MultiHeadAttention",
+    "cv_squared",
     "flex_block_mask",
     "flex_masked_attention",
+    "gcn_aggregate",
+    "gin_aggregate",
+    "load_balancing_losses",
     "masked_attention",
+    "node_transform",
     "segment_softmax",
     "sparse_attention",
 ]

@@ -51,8 +51,13 @@ def masked_attention(
     value: torch.Tensor,
     mask: torch.Tensor | None = None,
     dropout: float = 0.0,
+    bias: torch.Tensor | None = None,
+    score_scale: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Scaled dot-product attention where ``mask`` says which keys each query may attend to.
+
+    ``softmax(Q Kᵀ / √D + bias) V`` over the allowed keys: ``bias`` is an additive float term
+    on the attention scores (Graphormer's spatial and edge encodings, seed 001, eq. 6-7).
 
     Args:
         query: ``[B, H, L_q, D]``.
@@ -64,6 +69,14 @@ def masked_attention(
             mask ``expand``-ed over heads but not a broadcast one). ``None`` = attend
             everywhere.
         dropout: dropout probability on the attention weights (training only; pass 0 in eval).
+        bias: float ``[B, H, L_q, L_k]`` (or broadcastable, e.g. ``[B, 1, L_q, L_k]``) added to
+            the scaled scores, cast to the dtype of ``query``; ignored where ``mask`` is False.
+            ``None`` = no bias.
+        score_scale: float ``[B, H, L_q, L_k]`` (or broadcastable) factors multiplying the
+            scores before the bias, ``softmax(Γ ⊙ Q Kᵀ / √D + bias) V``: GRAT's feature-wise
+            transformation of the attention (seed 003, eq. 3, with ``bias = B / √D``).
+            SDPA cannot scale scores per pair, so this path computes the scores explicitly
+            (memory ``B·H·L_q·L_k``); the masking rules are the same. ``None`` = no scale.
 
     Returns:
         ``[B, H, L_q, D_v]``. A query row whose keys are all masked (a padding token, or an
@@ -71,12 +84,46 @@ def masked_attention(
         (zero) gradient, on every backend: such rows are given a harmless all-True mask for
         the softmax and their output is multiplied by zero afterwards.
     """
+    if bias is not None:
+        bias = bias.to(query.dtype)
+        if mask is not None:  # zero where masked: a NaN or Inf bias there cannot leak
+            bias = torch.where(mask.unsqueeze(1), bias, 0.0)
+    if score_scale is not None:
+        return _scaled_score_attention(query, key, value, mask, dropout, bias, score_scale)
     if mask is None:
-        return F.scaled_dot_product_attention(query, key, value, dropout_p=dropout)
+        return F.scaled_dot_product_attention(query, key, value, attn_mask=bias, dropout_p=dropout)
     has_key = mask.any(dim=-1, keepdim=True)  # [B, L_q or 1, 1]
     safe_mask = (mask | ~has_key).unsqueeze(1)
+    if bias is not None:  # masked keys get -inf
+        safe_mask = torch.where(safe_mask, bias, float("-inf"))
     out = F.scaled_dot_product_attention(query, key, value, attn_mask=safe_mask, dropout_p=dropout)
     return out * has_key.unsqueeze(1).to(out.dtype)
+
+
+def _scaled_score_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor | None,
+    dropout: float,
+    bias: torch.Tensor | None,
+    score_scale: torch.Tensor,
+) -> torch.Tensor:
+    """:func:`masked_attention` with per-pair score factors, computed without SDPA."""
+    scores = (query @ key.transpose(-1, -2)) * score_scale.to(query.dtype)
+    scores = scores * query.shape[-1] ** -0.5
+    if bias is not None:
+        scores = scores + bias
+    has_key = None
+    if mask is not None:
+        has_key = mask.any(dim=-1, keepdim=True)
+        allowed = (mask | ~has_key).unsqueeze(1)
+        scores = scores.masked_fill(~allowed, float("-inf"))  # also replaces NaN there
+    weights = torch.softmax(scores, dim=-1)
+    if dropout:
+        weights = F.dropout(weights, dropout)
+    out = weights @ value
+    return out if has_key is None else out * has_key.unsqueeze(1).to(out.dtype)
 
 
 def segment_softmax(scores: torch.Tensor, segment: torch.Tensor, num_segments: int) -> torch.Tensor:
@@ -280,9 +327,18 @@ class MultiHeadAttention(nn.Module):
         return x.view(b, length, self.num_heads, d // self.num_heads).transpose(1, 2)
 
     def forward(
-        self, query: torch.Tensor, key_value: torch.Tensor, mask: AttentionMask = None
+        self,
+        query: torch.Tensor,
+        key_value: torch.Tensor,
+        mask: AttentionMask = None,
+        bias: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        """``bias``: optional float ``[B, H, L_q, L_k]`` score bias (dense masks only)."""
         b, length, d = query.shape
+        if bias is not None and not (
+            mask is None or (torch.is_tensor(mask) and mask.dtype == torch.bool)
+        ):
+            raise ValueError("an attention bias needs a dense boolean mask (or none)")
         q, k, v = self.query(query), self.key(key_value), self.value(key_value)
         dropout = self.dropout if self.training else 0.0
         if torch.is_tensor(mask) and mask.dtype == torch.int64:
@@ -294,5 +350,5 @@ class MultiHeadAttention(nn.Module):
                 raise ValueError("FlexAttention has no attention dropout; set it to 0")
             heads = flex_masked_attention(q, k, v, mask)
         else:
-            heads = masked_attention(q, k, v, mask, dropout)
+            heads = masked_attention(q, k, v, mask, dropout, bias)
         return self.out(heads.transpose(1, 2).reshape(b, length, d))

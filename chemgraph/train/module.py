@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from chemgraph.models import build_model
+from chemgraph.models.gmoe import expert_usage_table
 from chemgraph.train.scaler import TargetScaler
 
 __all__ = ["PropertyPredictionModule", "masked_loss"]
@@ -95,7 +96,21 @@ class PropertyPredictionModule(L.LightningModule):
         inputs, labels = batch
         loss = masked_loss(self(inputs), self._scaled(labels), self.task)
         self.log("train_loss", loss, on_step=False, on_epoch=True, batch_size=len(labels))
+        # mixture-of-experts models expose the weighted load-balancing loss of their forward
+        auxiliary = getattr(self.model, "auxiliary_loss", None)
+        if auxiliary is not None:
+            self.log("train_auxiliary_loss", auxiliary, on_epoch=True, batch_size=len(labels))
+            loss = loss + auxiliary
         return loss
+
+    def on_train_epoch_end(self) -> None:
+        """Print and log the expert usage of a mixture-of-experts model, so collapse shows."""
+        pop_usage = getattr(self.model, "pop_expert_usage", None)
+        usage = pop_usage() if pop_usage is not None else None
+        if usage is None:
+            return
+        self.log("expert_usage_max", usage.max(dim=1).values.mean())
+        self.print(f"epoch {self.current_epoch} {expert_usage_table(usage)}")
 
     def validation_step(self, batch, batch_idx: int) -> None:
         inputs, labels = batch

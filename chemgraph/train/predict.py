@@ -79,7 +79,9 @@ def predict_table(
         require_labels=False,
         progress=progress,
     )
-    builder = get_model_spec(hparams.model).batch_builder(module.model.config)
+    spec = get_model_spec(hparams.model)
+    dataset.graphs = spec.transform_graphs(module.model.config, dataset.graphs)
+    builder = spec.batch_builder(module.model.config)
     loader = MoleculeDataModule(dataset, None, None, builder, batch_size=batch_size).loader(dataset)
     outputs = []
     with torch.inference_mode():

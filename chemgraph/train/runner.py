@@ -23,11 +23,11 @@ from chemgraph.data import (
     MoleculeDataModule,
     featurize_table,
     random_split,
-    read_table,
     scaffold_split,
     warn_single_class,
     write_rejected,
 )
+from chemgraph.data.datasets import read_data
 from chemgraph.featurize import get_preset
 from chemgraph.models import MODELS, get_model_spec
 from chemgraph.train.metrics import classification_metrics, regression_metrics
@@ -253,7 +253,7 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
     L.seed_everything(config.seed, workers=True, verbose=False)
 
-    table = read_table(config.data)
+    table = read_data(config.data)  # a file or a registered dataset name
     if config.max_rows is not None:
         table = table.iloc[: config.max_rows]
     preset = get_preset(config.featurizer)
@@ -309,6 +309,8 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
         lr_patience=config.lr_patience,
         model=config.model,
     )
+    for part in parts.values():  # e.g. Graphormer's shortest paths, once per molecule
+        part.graphs = spec.transform_graphs(module.model.config, part.graphs)
     data = MoleculeDataModule(
         parts["train"],
         parts["val"],

@@ -21,6 +21,7 @@ def test_every_model_builds_from_its_featurizer_and_predicts_one_value_per_graph
     config = {**spec.input_options(preset), "num_outputs": 2}
     model = build_model(name, config).eval()
     graphs = [mol_to_graph(mol_from_smiles(s), preset) for s in ("CCO", "[Na+]", "c1ccccc1")]
+    graphs = spec.transform_graphs(model.config, graphs)
     batch = spec.batch_builder(model.config)(dgl.batch(graphs))
     with torch.no_grad():
         out = model(batch)
