@@ -1,4 +1,4 @@
-"""``make demo``: ESA on the HOMO-LUMO gap (eV) of real QM9 molecules, offline.
+"""``make demo-gap``: ESA on the HOMO-LUMO gap (eV) of real QM9 molecules, offline.
 
 Draws ``--molecules`` molecules (seed 0) from the ``qm9pack`` package, writes them as a CSV,
 trains with ``recipes/property_prediction/qm9_gap.yaml`` and prints the test metrics.
