@@ -13,7 +13,7 @@ The layer pattern string spells the blocks in order, e.g. ``"SSMMMMPS"``: the le
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from typing import Literal
 
 import torch
@@ -28,6 +28,7 @@ from chemgraph.batches import (
     node_adjacency,
     node_pairs,
 )
+from chemgraph.models.config import ModelConfig
 from chemgraph.nn import PMA, AttentionBlock, AttentionMask, flex_block_mask
 
 __all__ = ["AUTO_SPARSE_MIN_TOKENS", "ESAConfig", "ESA"]
@@ -43,7 +44,7 @@ as ``P``, not ``L²`` (dense ESA needs 16 GB at 30,000 edges)."""
 
 
 @dataclass
-class ESAConfig:
+class ESAConfig(ModelConfig):
     """Configuration of an ESA/NSA model (round-trips through YAML and checkpoints).
 
     Attributes:
@@ -91,6 +92,8 @@ class ESAConfig:
     attend_to_self: bool = True
     attention: Literal["dense", "sparse", "flex", "auto"] = "auto"
 
+    FIXED = {"in_features": 1, "num_outputs": 1, "set_type": "edge"}
+
     def __post_init__(self) -> None:
         if not isinstance(self.layer_pattern, str):
             raise ValueError(
@@ -109,42 +112,18 @@ class ESAConfig:
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        for name in ("in_features", "num_outputs", "hidden_dim", "num_heads", "num_seeds",
-                     "mlp_hidden_multiplier"):  # fmt: skip
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if self.hidden_dim % self.num_heads:
-            raise ValueError(
-                f"hidden_dim {self.hidden_dim} is not divisible by num_heads {self.num_heads}"
-            )
-        for name in ("dropout", "attention_dropout"):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or not 0 <= value < 1:
-                raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+        self.check_positive_integers(
+            ("in_features", "num_outputs", "hidden_dim", "num_heads", "num_seeds",
+             "mlp_hidden_multiplier")
+        )  # fmt: skip
+        self.check_heads()
+        self.check_fractions(("dropout", "attention_dropout"))
         if self.attention == "flex" and (self.set_type != "edge" or self.attention_dropout):
             raise ValueError(
                 "attention='flex' is for set_type='edge' without attention_dropout; "
                 "use 'sparse' for NSA or with attention dropout"
             )
         self.layer_pattern = pattern
-
-    @classmethod
-    def check_options(cls, options: dict) -> None:
-        """Validate user options (every field but ``in_features``, ``num_outputs``, ``set_type``).
-
-        Raises:
-            ValueError: an unknown option (the valid ones are listed) or a bad value.
-        """
-        fixed = {"in_features", "num_outputs", "set_type"}
-        allowed = {f.name for f in fields(cls)} - fixed
-        unknown = set(options) - allowed
-        if unknown:
-            raise ValueError(f"unknown model_options {sorted(unknown)}; valid: {sorted(allowed)}")
-        cls(in_features=1, **options)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 class ESA(nn.Module):

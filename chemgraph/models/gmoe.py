@@ -22,7 +22,7 @@ baseline's width ``s₀`` (``hidden_dim``); the paper's ``s = √(s₀/k)`` is r
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from typing import Literal
 
 import torch
@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from chemgraph.batches import SparseGraphBatch
+from chemgraph.models.config import ModelConfig
 from chemgraph.nn import (
     CategoricalEmbedding,
     GateOutput,
@@ -43,7 +44,7 @@ __all__ = ["GMoE", "GMoEConfig", "GMoELayer", "MessagePassingConfig", "expert_us
 
 
 @dataclass
-class GMoEConfig:
+class GMoEConfig(ModelConfig):
     """Configuration of a GMoE-GCN/GIN or plain GCN/GIN model (YAML and checkpoint round trip).
 
     Attributes:
@@ -75,13 +76,17 @@ class GMoEConfig:
     noisy_gating: bool = True
     dropout: float = 0.5
 
+    FIXED = {
+        "atom_vocabulary_sizes": [1], "bond_vocabulary_sizes": [1], "num_outputs": 1,
+        "kind": "gcn",
+    }  # fmt: skip
+
     def __post_init__(self) -> None:
         if self.kind not in ("gcn", "gin"):
             raise ValueError(f"kind must be 'gcn' or 'gin', got {self.kind!r}")
-        for name in ("num_outputs", "num_layers", "hidden_dim", "num_experts", "k"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        self.check_positive_integers(
+            ("num_outputs", "num_layers", "hidden_dim", "num_experts", "k")
+        )
         if not 0 <= self.num_hop1_experts <= self.num_experts:
             raise ValueError(
                 f"num_hop1_experts must be in [0, num_experts={self.num_experts}], got "
@@ -91,8 +96,7 @@ class GMoEConfig:
             raise ValueError(f"k={self.k} exceeds num_experts={self.num_experts}")
         if self.num_experts == 1 and self.num_hop1_experts != 1:
             raise ValueError("a single expert is the plain GCN/GIN: num_hop1_experts must be 1")
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
+        self.check_fractions(("dropout",))
         if not self.balance_weight >= 0:
             raise ValueError(f"balance_weight must be at least 0, got {self.balance_weight!r}")
         self.atom_vocabulary_sizes = [int(v) for v in self.atom_vocabulary_sizes]
@@ -107,23 +111,6 @@ class GMoEConfig:
     def two_hop(self) -> bool:
         """Whether some experts aggregate over 2-walks (the batch must hold hop-2 edges)."""
         return self.num_hop1_experts < self.num_experts
-
-    @classmethod
-    def check_options(cls, options: dict) -> None:
-        """Validate user options (all fields but the vocabularies, ``num_outputs``, ``kind``).
-
-        Raises:
-            ValueError: an unknown option (the valid ones are listed) or a bad value.
-        """
-        fixed = {"atom_vocabulary_sizes", "bond_vocabulary_sizes", "num_outputs", "kind"}
-        allowed = {f.name for f in fields(cls)} - fixed
-        unknown = set(options) - allowed
-        if unknown:
-            raise ValueError(f"unknown model_options {sorted(unknown)}; valid: {sorted(allowed)}")
-        cls(atom_vocabulary_sizes=[1], bond_vocabulary_sizes=[1], **options)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass

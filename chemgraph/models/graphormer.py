@@ -27,12 +27,13 @@ graphs of one batch never see each other (dense per-graph layout).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from chemgraph.batches import DenseGraphBatch
+from chemgraph.models.config import ModelConfig
 from chemgraph.nn import MLP, CategoricalEmbedding, MultiHeadAttention
 
 __all__ = ["Graphormer", "GraphormerConfig", "degree_bucket"]
@@ -47,7 +48,7 @@ def degree_bucket(degree: torch.Tensor, max_degree: int) -> torch.Tensor:
 
 
 @dataclass
-class GraphormerConfig:
+class GraphormerConfig(ModelConfig):
     """Configuration of a Graphormer (YAML and checkpoint round trip).
 
     Attributes:
@@ -80,40 +81,17 @@ class GraphormerConfig:
     dropout: float = 0.1
     attention_dropout: float = 0.1
 
+    FIXED = {"atom_vocabulary_sizes": [1], "bond_vocabulary_sizes": [1], "num_outputs": 1}
+
     def __post_init__(self) -> None:
-        for name in ("num_outputs", "hidden_dim", "num_layers", "num_heads",
-                     "mlp_hidden_multiplier", "max_degree", "max_distance",
-                     "multi_hop_max_distance"):  # fmt: skip
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if self.hidden_dim % self.num_heads:
-            raise ValueError(
-                f"hidden_dim {self.hidden_dim} is not divisible by num_heads {self.num_heads}"
-            )
-        for name in ("dropout", "attention_dropout"):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or not 0 <= value < 1:
-                raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+        self.check_positive_integers(
+            ("num_outputs", "hidden_dim", "num_layers", "num_heads", "mlp_hidden_multiplier",
+             "max_degree", "max_distance", "multi_hop_max_distance")
+        )  # fmt: skip
+        self.check_heads()
+        self.check_fractions(("dropout", "attention_dropout"))
         self.atom_vocabulary_sizes = [int(v) for v in self.atom_vocabulary_sizes]
         self.bond_vocabulary_sizes = [int(v) for v in self.bond_vocabulary_sizes]
-
-    @classmethod
-    def check_options(cls, options: dict) -> None:
-        """Validate user options (every field but the vocabularies and ``num_outputs``).
-
-        Raises:
-            ValueError: an unknown option (the valid ones are listed) or a bad value.
-        """
-        fixed = {"atom_vocabulary_sizes", "bond_vocabulary_sizes", "num_outputs"}
-        allowed = {f.name for f in fields(cls)} - fixed
-        unknown = set(options) - allowed
-        if unknown:
-            raise ValueError(f"unknown model_options {sorted(unknown)}; valid: {sorted(allowed)}")
-        cls(atom_vocabulary_sizes=[1], bond_vocabulary_sizes=[1], **options)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 class GraphormerLayer(nn.Module):

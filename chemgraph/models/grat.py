@@ -26,7 +26,7 @@ Yoo et al., "Graph-Aware Transformer: Is Attention All Graphs Need?" (seed 003).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -43,6 +43,7 @@ from chemgraph.batches.reaction import (
     ReactionBatch,
 )
 from chemgraph.chem.graph_codec import NO_BOND
+from chemgraph.models.config import ModelConfig
 from chemgraph.nn import MLP, MultiHeadAttention, masked_attention
 from chemgraph.nn.encoders import CategoricalEmbedding
 
@@ -242,22 +243,18 @@ class GRATStack(nn.Module):
         return self.norm(x)
 
 
-def _positive_int(config, names) -> None:
-    for name in names:
-        value = getattr(config, name)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+def _check_grat(config: ModelConfig, names: tuple[str, ...]) -> None:
+    config.check_positive_integers(names)
     if config.hidden_dim % config.num_heads or config.hidden_dim % 2:
         raise ValueError(
             f"hidden_dim {config.hidden_dim} must be even and divisible by num_heads "
             f"{config.num_heads}"
         )
-    if not 0 <= config.dropout < 1:
-        raise ValueError(f"dropout must be in [0, 1), got {config.dropout!r}")
+    config.check_fractions(("dropout",))
 
 
 @dataclass
-class GRATConfig:
+class GRATConfig(ModelConfig):
     """GRAT encoder for graph-level property prediction (seed 003, section 4.1).
 
     Attributes:
@@ -287,30 +284,15 @@ class GRATConfig:
     neighbour_only: bool = False
     dropout: float = 0.0
 
+    FIXED = {"atom_vocabulary_sizes": [1], "num_bond_types": 1, "num_outputs": 1}
+
     def __post_init__(self) -> None:
-        _positive_int(
+        _check_grat(
             self,
             ("num_bond_types", "num_outputs", "max_distance", "hidden_dim", "num_heads",
              "num_layers", "mlp_hidden_multiplier", "edge_hidden", "head_hidden"),
         )  # fmt: skip
         self.atom_vocabulary_sizes = [int(v) for v in self.atom_vocabulary_sizes]
-
-    @classmethod
-    def check_options(cls, options: dict) -> None:
-        """Validate user options (all fields but those fixed by the featurizer).
-
-        Raises:
-            ValueError: an unknown option (the valid ones are listed) or a bad value.
-        """
-        fixed = {"atom_vocabulary_sizes", "num_bond_types", "num_outputs"}
-        allowed = {f.name for f in fields(cls)} - fixed
-        unknown = set(options) - allowed
-        if unknown:
-            raise ValueError(f"unknown model_options {sorted(unknown)}; valid: {sorted(allowed)}")
-        cls(atom_vocabulary_sizes=[1], num_bond_types=1, **options)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 class GRAT(nn.Module):
@@ -366,7 +348,7 @@ class GRAT(nn.Module):
 
 
 @dataclass
-class GRATTranslatorConfig:
+class GRATTranslatorConfig(ModelConfig):
     """GRAT encoder-decoder for reaction outcome prediction (seed 003, section 4.2).
 
     Paper (Appendix B): 24 + 24 layers, 8 heads, width 128, MLP 256, ``f_a`` hidden 32, beam 8.
@@ -398,14 +380,11 @@ class GRATTranslatorConfig:
     dropout: float = 0.1
 
     def __post_init__(self) -> None:
-        _positive_int(
+        _check_grat(
             self,
             ("vocab_size", "max_distance", "hidden_dim", "num_heads", "encoder_layers",
              "decoder_layers", "mlp_hidden_multiplier", "edge_hidden", "projection_dim"),
         )  # fmt: skip
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass

@@ -29,3 +29,18 @@ def test_every_model_builds_from_its_featurizer_and_predicts_one_value_per_graph
     assert torch.isfinite(out).all()
     # the configuration round-trips: same class, same fields
     assert build_model(name, model.config.to_dict()).config == model.config
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_every_model_config_checks_user_options_the_same_way(name):
+    config_class = get_model_spec(name).config_class
+    with pytest.raises(ValueError, match=r"unknown model_options \['bogus'\]; valid: \["):
+        config_class.check_options({"bogus": 1})
+    with pytest.raises(ValueError, match="hidden_dim must be a positive integer, got 0"):
+        config_class.check_options({"hidden_dim": 0})
+    with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\), got 1.5"):
+        config_class.check_options({"dropout": 1.5})
+    for fixed in config_class.FIXED:  # set by the featurizer, never by the user
+        with pytest.raises(ValueError, match="unknown model_options"):
+            config_class.check_options({fixed: config_class.FIXED[fixed]})
+    config_class.check_options({})
