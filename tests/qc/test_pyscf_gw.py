@@ -15,16 +15,6 @@ from chemgraph.qc import (
 pytest.importorskip("pyscf")
 
 
-@pytest.fixture(scope="module")
-def water() -> QCMolecule:
-    """H2O at the experimental geometry: r(OH) = 0.9572 Å, angle HOH = 104.52°."""
-    half = np.deg2rad(104.52) / 2
-    r = 0.9572
-    positions = [[0, 0, 0], [r * np.sin(half), 0, r * np.cos(half)],
-                 [-r * np.sin(half), 0, r * np.cos(half)]]  # fmt: skip
-    return QCMolecule("water", ("O", "H", "H"), positions)
-
-
 def test_gw_water_matches_measured_values(water):
     result = gw_frontier_orbitals(water)
     # measured once with pyscf 2.14.0 (G0W0@PBE/def2-SVP, 100 frequency points, grid level 3)

@@ -10,15 +10,6 @@ from chemgraph.qc import QCMolecule, SCFNotConvergedError, xtb_frontier_orbitals
 pytest.importorskip("tblite")
 
 
-@pytest.fixture(scope="module")
-def water() -> QCMolecule:
-    half = np.deg2rad(104.52) / 2
-    r = 0.9572
-    positions = [[0, 0, 0], [r * np.sin(half), 0, r * np.cos(half)],
-                 [-r * np.sin(half), 0, r * np.cos(half)]]  # fmt: skip
-    return QCMolecule("water", ("O", "H", "H"), positions)
-
-
 def test_xtb_water(water):
     result = xtb_frontier_orbitals(water)
     assert result.homo_ev == pytest.approx(-12.177, abs=0.01)
