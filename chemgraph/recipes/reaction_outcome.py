@@ -332,19 +332,31 @@ def train_reaction_model(config: ReactionOutcomeConfig) -> Path:
 
 
 class _ValidationPrinter(L.Callback):
-    """Prints one line per validation (step, losses, teacher-forced accuracies)."""
+    """Prints one line per validation (step, losses, teacher-forced accuracies).
+
+    Validation runs every ``val_check_interval`` steps, inside an epoch, where Lightning has no
+    epoch-mean training loss yet: the line shows the mean training loss since the last one.
+    """
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self.start = time.perf_counter()
+        self.train_losses: list[float] = []
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
+        loss = outputs["loss"] if isinstance(outputs, dict) else outputs
+        self.train_losses.append(float(loss))
 
     def on_validation_end(self, trainer: L.Trainer, module: L.LightningModule) -> None:
         if not self.enabled or trainer.sanity_checking:
             return
         m = trainer.callback_metrics
+        losses = self.train_losses
+        train_loss = sum(losses) / len(losses) if losses else float("nan")
+        self.train_losses.clear()
         print(
             f"step {trainer.global_step:>6}: train_loss "
-            f"{float(m.get('train_loss', float('nan'))):.4f}  val_loss {float(m['val_loss']):.4f}"
+            f"{train_loss:.4f}  val_loss {float(m['val_loss']):.4f}"
             f"  val label acc {float(m['val_label_accuracy']):.3f}  bond acc "
             f"{float(m['val_bond_accuracy']):.4f}  graph acc "
             f"{float(m['val_graph_accuracy']):.3f}  ({time.perf_counter() - self.start:.0f} s)",

@@ -77,9 +77,14 @@ def test_recipe_run_and_react_cli(tmp_path, capsys):
                           "decoder_layers": 1, "projection_dim": 8, "dropout": 0.0},
         "batch_size": 4, "max_steps": 4, "val_check_interval": 2, "warmup_steps": 2,
         "beam_width": 3, "top_k": 2, "eval_batch_size": 2, "accelerator": "cpu",
-        "num_workers": 0, "progress": False,
+        "num_workers": 0, "progress": True,
     }  # fmt: skip
     metrics = run(config, out=tmp_path / "run")
+    # validation inside an epoch prints the mean training loss since the last validation
+    steps = [line for line in capsys.readouterr().out.splitlines() if line.startswith("step ")]
+    assert len(steps) == 2
+    for line in steps:
+        assert float(line.split("train_loss ")[1].split()[0]) > 0
     written = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert written["reactions"] == 2 and set(written) >= {"top_1", "top_5", "invalid_top1"}
     assert written == metrics
