@@ -47,15 +47,22 @@ def _build_parser() -> argparse.ArgumentParser:
         help="CSV, TSV or parquet file (optionally .gz), or a registered dataset name "
         "(chemgraph datasets list)",
     )
+    train.add_argument(
+        "--root",
+        dest="data_root",
+        help="with --data NAME: folder holding a local copy of the dataset's files (offline)",
+    )
     train.add_argument("--smiles-column", help="column holding SMILES (default: smiles)")
     train.add_argument(
         "--target-columns",
-        help="comma-separated property columns to predict; empty cells count as missing",
+        help="comma-separated property columns to predict; empty cells count as missing "
+        "(default with a dataset name: the card's targets)",
     )
     train.add_argument(
         "--task",
         choices=["regression", "classification"],
-        help="regression (continuous values) or classification (0/1 labels); default regression",
+        help="regression (continuous values) or classification (0/1 labels); default "
+        "regression (with a dataset name: the card's task)",
     )
     train.add_argument(
         "--model",
@@ -210,6 +217,10 @@ def _react(args: argparse.Namespace) -> int:
 
     if (args.reaction is None) == (args.input is None):
         raise ValueError("give either one reaction SMILES or --input FILE (with --output)")
+    for option in ("top_k", "beam_width", "batch_size"):
+        if getattr(args, option) < 1:
+            name = "--" + option.replace("_", "-")
+            raise ValueError(f"{name} must be at least 1, got {getattr(args, option)}")
     if args.top_k > args.beam_width:
         raise ValueError(f"--top-k {args.top_k} exceeds --beam-width {args.beam_width}")
     if args.input is not None:
@@ -316,6 +327,7 @@ def _train(args: argparse.Namespace) -> int:
 
     overrides = {
         "data": args.data,
+        "data_root": args.data_root,
         "smiles_column": args.smiles_column,
         "target_columns": args.target_columns,
         "task": args.task,

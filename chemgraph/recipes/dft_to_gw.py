@@ -211,9 +211,11 @@ def run(
     """
     start = time.perf_counter()
     values = default_config()
+    override: dict[str, Any] = {}
     if config is not None:
         override = config if isinstance(config, dict) else yaml.safe_load(Path(config).read_text())
-        values = _merge(values, override or {})
+        override = override or {}
+        values = _merge(values, override)
     data_config = values["data"]
     source = source or data_config.get("source", "auto")
     if source == "auto":
@@ -221,6 +223,8 @@ def run(
     if source not in ("embedded", "full"):
         raise ValueError(f"data.source must be auto, embedded or full, got {source!r}")
     training = _merge(values["training"], values.get("profiles", {}).get(source) or {})
+    # the profile adapts the file's `training` block; a user's own `training` keys win over it
+    training = _merge(training, override.get("training") or {})
     if seeds is not None:
         training["seeds"] = seeds
     transfer = TransferConfig.from_dict(training)

@@ -376,8 +376,13 @@ def load_reaction_model(checkpoint: str | Path, device: str | torch.device = "cp
     Raises:
         ValueError: the file is not a reaction-outcome checkpoint.
     """
-    state = torch.load(checkpoint, map_location="cpu", weights_only=True)
-    parameters = state.get("hyper_parameters", {})
+    if not Path(checkpoint).is_file():
+        raise FileNotFoundError(f"checkpoint {checkpoint} does not exist")
+    try:
+        state = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    except Exception as error:  # torch raises many types for a file that is not a checkpoint
+        raise ValueError(f"{checkpoint} is not a readable PyTorch checkpoint: {error}") from error
+    parameters = state.get("hyper_parameters", {}) if isinstance(state, dict) else {}
     if "vocabulary" not in parameters or "model_config" not in parameters:
         raise ValueError(f"{checkpoint} is not a reaction-outcome (GRAT) checkpoint")
     module = ReactionModule(**parameters)

@@ -37,7 +37,15 @@ def load_checkpoint(path: str | Path) -> PropertyPredictionModule:
         checkpoint
     ):
         raise ValueError(f"{path} is not a chemgraph checkpoint (no hyper_parameters/state_dict)")
-    module = PropertyPredictionModule(**checkpoint["hyper_parameters"])
+    parameters = checkpoint["hyper_parameters"]
+    if "vocabulary" in parameters:
+        raise ValueError(
+            f"{path} is a reaction-outcome (GRAT) checkpoint: use it with `chemgraph react`"
+        )
+    try:
+        module = PropertyPredictionModule(**parameters)
+    except TypeError as error:  # another Lightning module's checkpoint
+        raise ValueError(f"{path} is not a chemgraph train checkpoint: {error}") from error
     module.load_state_dict(checkpoint["state_dict"])
     return module.eval()
 

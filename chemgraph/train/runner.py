@@ -27,7 +27,7 @@ from chemgraph.data import (
     warn_single_class,
     write_rejected,
 )
-from chemgraph.data.datasets import read_data
+from chemgraph.data.datasets import dataset_card, list_datasets, read_data
 from chemgraph.featurize import get_preset
 from chemgraph.models import MODELS, get_model_spec
 from chemgraph.train.metrics import classification_metrics, regression_metrics
@@ -82,7 +82,10 @@ class TrainingConfig:
     learning rate halved after 15; random 80/10/10 split.
 
     Attributes:
-        data: CSV/TSV/parquet file (optionally gzipped) with a SMILES column and targets.
+        data: CSV/TSV/parquet file (optionally gzipped) with a SMILES column and targets, or a
+            registered dataset name (``chemgraph datasets list``).
+        data_root: folder with a local copy of a registered dataset's source files (offline
+            use); None = ``$CHEMGRAPH_HOME/raw/<name>``, downloaded when missing.
         target_columns: columns to predict (several = multi-task; empty cells = missing).
         out: output folder.
         smiles_column: column holding SMILES.
@@ -115,6 +118,7 @@ class TrainingConfig:
     target_columns: list[str]
     out: str
     smiles_column: str = "smiles"
+    data_root: str | None = None
     task: Literal["regression", "classification"] = "regression"
     model: str = "esa"
     split: Literal["random", "scaffold"] = "random"
@@ -207,6 +211,9 @@ class TrainingConfig:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> TrainingConfig:
+        """Build from a mapping; with ``data`` a registered dataset name, ``target_columns``
+        and ``task`` default to its card's."""
+        values = {**dataset_defaults(values.get("data")), **values}
         missing = [
             f.name
             for f in fields(cls)
@@ -220,6 +227,20 @@ class TrainingConfig:
         values = asdict(self)
         values["split_fractions"] = list(self.split_fractions)
         return values
+
+
+def dataset_defaults(data: Any) -> dict[str, Any]:
+    """``target_columns`` and ``task`` from the card when ``data`` names a registered dataset
+    (and is not a file), so ``chemgraph train --data esol`` needs no more; else ``{}``."""
+    if data is None or Path(str(data)).is_file() or str(data) not in list_datasets():
+        return {}
+    card = dataset_card(str(data))
+    defaults: dict[str, Any] = {}
+    if card.targets:
+        defaults["target_columns"] = list(card.targets)
+    if card.raw.get("task") in ("regression", "classification"):
+        defaults["task"] = card.raw["task"]
+    return defaults
 
 
 def _split(config: TrainingConfig, smiles: list[str]) -> dict[str, np.ndarray]:
@@ -253,7 +274,7 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
     L.seed_everything(config.seed, workers=True, verbose=False)
 
-    table = read_data(config.data)  # a file or a registered dataset name
+    table = read_data(config.data, config.data_root)  # a file or a registered dataset name
     if config.max_rows is not None:
         table = table.iloc[: config.max_rows]
     preset = get_preset(config.featurizer)

@@ -50,3 +50,20 @@ def test_tiny_embedded_run(tmp_path, capsys):
     runs = pd.read_csv(tmp_path / "runs.csv")
     assert len(runs) == 2 * 3 * 2
     assert runs["rmse"].between(0, 20).all()
+
+
+def test_user_training_keys_win_over_the_profile(monkeypatch):
+    from chemgraph.recipes import dft_to_gw
+
+    seen = {}
+
+    def capture(values):
+        seen.update(values)
+        raise RuntimeError("stop before loading data")
+
+    monkeypatch.setattr(dft_to_gw.TransferConfig, "from_dict", staticmethod(capture))
+    override = {"data": {"source": "embedded"}, "training": {"pretrain_epochs": 1, "seeds": 1}}
+    with pytest.raises(RuntimeError, match="stop before"):
+        dft_to_gw.run(override)
+    assert seen["pretrain_epochs"] == 1 and seen["seeds"] == 1  # not the profile's 6 and 3
+    assert seen["finetune_max_epochs"] == 60  # the embedded profile still applies elsewhere

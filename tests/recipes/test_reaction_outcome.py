@@ -109,3 +109,16 @@ def test_recipe_run_and_react_cli(tmp_path, capsys):
     assert table["error"].tolist()[0] == "" and "separators" in table["error"].tolist()[1]
     assert "predicted 2 of 3 reactions" in capsys.readouterr().out
     assert main(["react", "--checkpoint", checkpoint]) == 2  # neither a reaction nor --input
+
+
+def test_react_user_errors_are_one_line(tmp_path, capsys):
+    not_a_checkpoint = tmp_path / "table.csv"
+    not_a_checkpoint.write_text("smiles\nCCO\n")
+    reaction = "CC(=O)Cl.OCC>c1ccncc1>"
+    assert main(["react", reaction, "--checkpoint", str(not_a_checkpoint)]) == 2
+    assert "not a readable PyTorch checkpoint" in capsys.readouterr().err
+    assert main(["react", reaction, "--checkpoint", str(tmp_path / "missing.ckpt")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    for option in ("--top-k", "--beam-width", "--batch-size"):
+        assert main(["react", reaction, "--checkpoint", "x.ckpt", option, "0"]) == 2
+        assert f"{option} must be at least 1, got 0" in capsys.readouterr().err

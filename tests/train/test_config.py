@@ -1,5 +1,6 @@
 import pandas as pd
 import pytest
+import torch
 
 from chemgraph.cli import main
 from chemgraph.models import ESAConfig
@@ -84,6 +85,17 @@ def test_predict_with_a_file_that_is_not_a_checkpoint(tmp_path, capsys):
     assert "not a readable PyTorch checkpoint" in capsys.readouterr().err
 
 
+def test_predict_with_a_reaction_checkpoint_points_to_react(tmp_path, capsys):
+    data = write(tmp_path, ["CCO"], y=[1.0])
+    checkpoint = tmp_path / "reaction.ckpt"
+    torch.save({"hyper_parameters": {"model_config": {}, "vocabulary": []}, "state_dict": {}},
+               checkpoint)  # fmt: skip
+    status = main(["predict", "--checkpoint", str(checkpoint), "--input", data,
+                   "--output", str(tmp_path / "p.csv")])  # fmt: skip
+    assert status == 2
+    assert "use it with `chemgraph react`" in capsys.readouterr().err
+
+
 def test_multi_task_with_a_target_absent_from_test(tmp_path):
     smiles = ACYCLIC + RINGS + ["CCCCC", "CCCCCC", "CCCCCCC", "c1ccccc1C"]
     sparse = [1.0, 2.0] + [None] * (len(smiles) - 2)
@@ -119,3 +131,44 @@ def test_train_with_sparse_attention_end_to_end(tmp_path):
     assert main(["predict", "--checkpoint", str(out / "best.ckpt"), "--input", data,
                  "--output", str(output), "--quiet"]) == 0  # fmt: skip
     assert pd.read_csv(output)["y_pred"].notna().all()
+
+
+def test_dataset_name_takes_targets_and_task_from_its_card(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no file called "bbbp" here
+    config = TrainingConfig.from_dict({"data": "bbbp", "out": "run"})
+    assert config.target_columns == ["p_np"] and config.task == "classification"
+    config = TrainingConfig.from_dict({"data": "esol", "out": "run", "target_columns": "x"})
+    assert config.target_columns == ["x"] and config.task == "regression"
+    with pytest.raises(ValueError, match="missing required settings: target_columns"):
+        TrainingConfig.from_dict({"data": "x.csv", "out": "run"})
+
+
+def test_unknown_data_name_lists_the_datasets(tmp_path, capsys):
+    argv = ["train", "--data", "esoll", "--target-columns", "y", "--out", str(tmp_path / "r")]
+    assert main(argv) == 2
+    assert "neither a file nor a registered dataset" in capsys.readouterr().err
+
+
+def test_train_on_a_dataset_name_from_a_local_copy(tmp_path, monkeypatch, capsys):
+    """``--data esol --root DIR`` reads DIR's delaney-processed.csv (offline), even when the
+    working folder holds a folder called ``esol``."""
+    monkeypatch.setenv("CHEMGRAPH_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "esol").mkdir()
+    root = tmp_path / "copy"
+    root.mkdir()
+    smiles = ["CCO", "CCCO", "CCCCO", "c1ccccc1", "Cc1ccccc1", "CC(=O)O", "CCN", "CCCN",
+              "CCOCC", "ClCCl", "CC(C)O", "OCCO"]  # fmt: skip
+    header = (
+        "Compound ID,ESOL predicted log solubility in mols per litre,Minimum Degree,"
+        "Molecular Weight,Number of H-Bond Donors,Number of Rings,Number of Rotatable Bonds,"
+        "Polar Surface Area,measured log solubility in mols per litre,smiles"
+    )
+    rows = [f"m{i},0.1,1,50.0,1,0,0,20.0,{-0.5 * i:.2f},{s} " for i, s in enumerate(smiles)]
+    (root / "delaney-processed.csv").write_text("\n".join([header, *rows]) + "\n")
+    argv = ["train", "--data", "esol", "--root", str(root), "--max-epochs", "1",
+            "--out", "run", "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    assert "featurized 12 of 12 rows" in capsys.readouterr().out
+    predictions = pd.read_csv(tmp_path / "run" / "predictions.csv")
+    assert "measured log solubility in mols per litre_pred" in predictions.columns

@@ -113,19 +113,27 @@ def load_dataset(
     return dataset
 
 
-def read_data(data: str | os.PathLike[str]) -> pd.DataFrame:
+def read_data(
+    data: str | os.PathLike[str], root: str | os.PathLike[str] | None = None
+) -> pd.DataFrame:
     """A table file (:func:`chemgraph.data.read_table`), or a registered dataset's records.
 
     ``chemgraph train --data`` accepts both: an existing path is read as a table; otherwise a
     registered name (:func:`list_datasets`) is loaded (from ``$CHEMGRAPH_HOME``, downloading
     when needed) and its parsed table returned (SMILES in ``smiles``, the card's targets as
-    columns; invalid SMILES already rejected).
+    columns; invalid SMILES already rejected). ``root``: a folder with a local copy of a
+    registered dataset's source files (as :func:`load_dataset`); ignored for table files.
 
     Raises:
         FileNotFoundError: neither an existing file nor a registered name.
     """
     from chemgraph.data.table import read_table
 
-    if Path(data).exists() or str(data) not in list_datasets():
+    if Path(data).is_file() or str(data) not in list_datasets():
+        if not Path(data).exists() and not Path(data).suffix:
+            raise FileNotFoundError(
+                f"{data!r} is neither a file nor a registered dataset; datasets: "
+                f"{', '.join(list_datasets())}"
+            )
         return read_table(data)
-    return load_dataset(str(data)).parse().table
+    return load_dataset(str(data), root).parse().table

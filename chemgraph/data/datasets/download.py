@@ -104,12 +104,24 @@ def fetch(
             f"{spec.name}: the card has no checksum, so the download cannot be verified; "
             "pass allow_unverified=True (CLI: --allow-unverified) or bring a local copy (--root)"
         )
+    if folder.exists() and not folder.is_dir():
+        raise NotADirectoryError(
+            f"{folder} is not a folder: give the folder that holds {spec.name} (--root)"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / spec.name
     temporary = folder / f".{spec.name}.part-{os.getpid()}"
     try:
         with open(temporary, "wb") as fh:
-            (opener or _urlopen_to)(spec.url, fh)
+            try:
+                (opener or _urlopen_to)(spec.url, fh)
+            except OSError as error:  # urllib.error.URLError is an OSError
+                reason = getattr(error, "reason", None) or error
+                raise OSError(
+                    f"{spec.name} is not in {folder} and downloading it from {spec.url} failed "
+                    f"({reason}); copy the file into that folder, or give the folder that "
+                    "holds it (--root, root=...)"
+                ) from error
         result = verify(temporary, spec)
         if result is False:
             expected = spec.sha256 or spec.md5

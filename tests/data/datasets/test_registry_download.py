@@ -7,6 +7,7 @@ import hashlib
 import shutil
 import subprocess
 import sys
+import urllib.error
 
 import pytest
 import torch
@@ -93,6 +94,19 @@ def test_failed_download_leaves_nothing_and_unverified_is_refused(tmp_path):
     assert list(folder.iterdir()) == []
     with pytest.raises(ValueError, match="no checksum"):
         fetch(SourceFile(name="x.csv", url="https://example.org/x"), folder)
+
+
+def test_failed_download_names_the_file_the_folder_and_the_fix(tmp_path):
+    def offline(url, fh):
+        raise urllib.error.URLError("Name or service not known")
+
+    spec = SourceFile(name="x.csv", url="https://example.org/x", sha256="0" * 64)
+    with pytest.raises(OSError, match=r"x\.csv is not in .*wrong_root.* failed .*--root"):
+        fetch(spec, tmp_path / "wrong_root", opener=offline)
+    a_file = tmp_path / "x.csv"
+    a_file.write_text("smiles\n")
+    with pytest.raises(NotADirectoryError, match="is not a folder"):
+        fetch(spec, a_file, opener=offline)
 
 
 def test_dataset_download_uses_card_and_chemgraph_home(chemgraph_home):
