@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 
 __all__ = ["main"]
@@ -269,7 +270,8 @@ def _datasets(args: argparse.Namespace) -> int:
         for name in list_datasets():
             card = dataset_card(name)
             rows = f"{card.rows:,}" if card.rows else "-"
-            print(f"{name:<14} {card.family:<12} {rows:>8}  {card.description[:60]}")
+            summary = textwrap.shorten(card.description, 60, placeholder=" …")
+            print(f"{name:<14} {card.family:<12} {rows:>8}  {summary}")
         return 0
     if args.action == "info":
         print(dataset_card(args.name).path.read_text(encoding="utf-8"), end="")
