@@ -83,6 +83,22 @@ def _categorical_inputs(preset: FeaturizerPreset, **fixed: Any) -> dict[str, Any
     }
 
 
+def _set_attention_spec(
+    name: str, description: str, input_options: Callable[[FeaturizerPreset], dict[str, Any]]
+) -> ModelSpec:
+    """ESA or NSA: the same model class on edge or node sets of one-hot features."""
+    return ModelSpec(
+        name=name,
+        description=description,
+        config_class=ESAConfig,
+        model_class=ESA,
+        feature_dtype=torch.float32,
+        default_featurizer="canonical",
+        input_options=input_options,
+        batch_builder=lambda config: batch_builder(config.set_type, config.attention),
+    )
+
+
 def _message_passing_spec(name: str, description: str, kind: str, plain: bool) -> ModelSpec:
     """GMoE-GCN/GIN (``plain=False``) or the one-expert GCN/GIN baseline (``plain=True``)."""
     return ModelSpec(
@@ -98,28 +114,15 @@ def _message_passing_spec(name: str, description: str, kind: str, plain: bool) -
 
 
 MODELS: dict[str, ModelSpec] = {
-    "esa": ModelSpec(
-        name="esa",
-        description="edge-set attention over bonds (Buterez et al., seed 000)",
-        config_class=ESAConfig,
-        model_class=ESA,
-        feature_dtype=torch.float32,
-        default_featurizer="canonical",
-        input_options=lambda preset: {
-            "in_features": 2 * len(preset.atom) + len(preset.bond),
-            "set_type": "edge",
-        },
-        batch_builder=lambda config: batch_builder(config.set_type, config.attention),
+    "esa": _set_attention_spec(
+        "esa",
+        "edge-set attention over bonds (Buterez et al., seed 000)",
+        lambda preset: {"in_features": 2 * len(preset.atom) + len(preset.bond), "set_type": "edge"},
     ),
-    "nsa": ModelSpec(
-        name="nsa",
-        description="node-set attention over atoms (Buterez et al., seed 000)",
-        config_class=ESAConfig,
-        model_class=ESA,
-        feature_dtype=torch.float32,
-        default_featurizer="canonical",
-        input_options=lambda preset: {"in_features": len(preset.atom), "set_type": "node"},
-        batch_builder=lambda config: batch_builder(config.set_type, config.attention),
+    "nsa": _set_attention_spec(
+        "nsa",
+        "node-set attention over atoms (Buterez et al., seed 000)",
+        lambda preset: {"in_features": len(preset.atom), "set_type": "node"},
     ),
     "graphormer": ModelSpec(
         name="graphormer",
