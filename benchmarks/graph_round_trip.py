@@ -25,6 +25,7 @@ import pandas as pd
 
 from chemgraph.chem import MoleculeParseError, mols_from_smiles
 from chemgraph.chem.graph_codec import round_trip_problem
+from chemgraph.chem.reactions import split_reaction_smiles
 
 USPTO_TEST = Path(__file__).resolve().parents[2] / "shared/data/uspto/uspto_mit_test.txt.gz"
 
@@ -33,7 +34,7 @@ def uspto_products(path: Path) -> Iterator[str]:
     """The product field of each reaction line (atom-mapped SMILES, fragments joined by '.')."""
     with gzip.open(path, "rt") as lines:
         for line in lines:
-            yield line.split()[0].split(">")[2]
+            yield split_reaction_smiles(line)[2]
 
 
 def check(smiles: list[str]) -> tuple[Counter, list[tuple[int, str, str]]]:

@@ -1,12 +1,15 @@
 """Reaction SMILES: split into reactants, reagents and products; atom maps; canonical SMILES.
 
 A reaction SMILES is ``reactants>reagents>products`` with the molecules of each field joined by
-``'.'`` (Daylight's reaction SMILES; the reagent field may be empty, as in ``A.B>>C``). Datasets
-such as USPTO-MIT (Jin et al., NeurIPS 2017) and USPTO-50K (Schneider et al., J. Chem. Inf.
-Model. 2016) write every molecule on the left of ``>>`` and carry atom maps (``[CH3:1]``); the
-role of a molecule follows from the maps: a *reactant* contributes at least one mapped atom to a
-product, a *reagent* (solvent, catalyst, base ...) contributes none. This is the split of the
-Molecular Transformer's "separated" USPTO-MIT task (Schwaller et al., ACS Cent. Sci. 2019).
+``'.'`` (Daylight's reaction SMILES; the reagent field may be empty, as in ``A.B>>C``). The two
+arrows are the ``'>'`` characters that do not end a dative bond ``'->'`` (RDKit writes potassium
+benzoate as ``O=C([O-]->[K+])c1ccccc1``; the other direction, ``'<-'``, and bracket atoms hold no
+``'>'``). Datasets such as USPTO-MIT (Jin et al., NeurIPS 2017) and USPTO-50K (Schneider et al., J.
+Chem. Inf. Model. 2016) write every molecule on the left of ``>>`` and carry atom maps
+(``[CH3:1]``); the role of a molecule follows from the maps: a *reactant* contributes at least one
+mapped atom to a product, a *reagent* (solvent, catalyst, base ...) contributes none. This is the
+split of the Molecular Transformer's "separated" USPTO-MIT task (Schwaller et al., ACS Cent. Sci.
+2019).
 
 Model inputs are canonical SMILES without atom maps (RDKit ``MolToSmiles``, isomeric); the
 mapped input is kept on :class:`Reaction` for analysis (reaction centres, edit labels).
@@ -17,12 +20,14 @@ Public API
 - :class:`Reaction` — frozen record: ``reactants``, ``reagents``, ``products`` (canonical SMILES
   tuples) and ``mapped`` (the input).
 - :func:`parse_reaction_smiles` — one reaction SMILES to a :class:`Reaction`, or raise.
+- :func:`split_reaction_smiles` — the three field texts of a reaction SMILES, or raise.
 - :func:`strip_atom_maps`, :func:`atom_map_numbers`, :func:`canonical_smiles` — helpers on RDKit
   molecules.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from rdkit import Chem
@@ -35,6 +40,7 @@ __all__ = [
     "atom_map_numbers",
     "canonical_smiles",
     "parse_reaction_smiles",
+    "split_reaction_smiles",
     "strip_atom_maps",
 ]
 
@@ -106,9 +112,14 @@ def canonical_smiles(mol: Chem.Mol) -> str:
     """RDKit canonical isomeric SMILES of ``mol`` with atom maps removed.
 
     Two inputs that differ only in atom order or atom-map numbers give the same string
-    (``"[CH3:2][OH:1]"`` and ``"OC"`` both give ``"CO"``).
+    (``"[CH3:2][OH:1]"`` and ``"OC"`` both give ``"CO"``). Stereochemistry is perceived again
+    without the maps: a centre that only the map numbers made distinct loses its flag, and the
+    ring centres of a 1,4-disubstituted cyclohexane, which the maps make chiral, are written as
+    for the unmapped molecule, so the result reads back to itself.
     """
-    return Chem.MolToSmiles(strip_atom_maps(mol))
+    out = strip_atom_maps(mol)
+    Chem.AssignStereochemistry(out, cleanIt=True, force=True)
+    return Chem.MolToSmiles(out)
 
 
 _FIELDS = ("reactants", "reagents", "products")
@@ -130,6 +141,46 @@ def _parse_field(text: str, field: str, record: str) -> list[Chem.Mol]:
     return mols
 
 
+# A reaction arrow: a '>' that does not end a dative bond '->' (bracket atoms hold no '>').
+_ARROW = re.compile(r"(?<!-)>")
+
+
+def split_reaction_smiles(text: str) -> tuple[str, str, str]:
+    """The reactant, reagent and product fields of a reaction SMILES, as written.
+
+    Only reaction arrows split: a ``'>'`` that ends a dative bond ``'->'`` belongs to its molecule
+    (``"O->[Mg+2]<-O.CCBr>>CCO"`` gives ``("O->[Mg+2]<-O.CCBr", "", "CCO")``). Surrounding
+    whitespace is ignored, and so is text after the first inner whitespace (a name, CXSMILES
+    extensions ``|...|``, USPTO-MIT edit labels), as RDKit does for SMILES.
+
+    Args:
+        text: ``"reactants>reagents>products"``; any field may be empty here.
+
+    Returns:
+        ``(reactants, reagents, products)``, each the ``'.'``-joined SMILES of its field
+        (``""`` when empty); ``">".join(...)`` of them is the reaction SMILES without the
+        surrounding whitespace and trailing text.
+
+    Raises:
+        ReactionParseError: ``text`` is not a str or is blank, or it does not have exactly two
+            reaction arrows.
+    """
+    if not isinstance(text, str):
+        raise ReactionParseError(f"reaction SMILES must be a str, got {type(text).__name__}")
+    words = text.split(maxsplit=1)
+    if not words:
+        raise ReactionParseError("empty reaction SMILES", text)
+    smiles = words[0]
+    fields = _ARROW.split(smiles)
+    if len(fields) != 3:
+        raise ReactionParseError(
+            f"expected 'reactants>reagents>products' (2 '>' separators), found {len(fields) - 1}",
+            smiles,
+        )
+    reactants, reagents, products = fields
+    return reactants, reagents, products
+
+
 def parse_reaction_smiles(
     text: str, *, split_reagents: bool = True, allow_empty_products: bool = False
 ) -> Reaction:
@@ -148,9 +199,9 @@ def parse_reaction_smiles(
 
     Args:
         text: ``"reactants>reagents>products"``, e.g. ``"CC(=O)O.OCC>[H+]>CCOC(C)=O"`` or
-            ``"[CH3:1][OH:2].[Na+]>>[CH3:1][O-:2]"``. Surrounding whitespace is ignored; text
-            after the first inner whitespace (a name, CXSMILES extensions, USPTO-MIT edit
-            labels) is ignored, as RDKit does for SMILES.
+            ``"[CH3:1][OH:2].[Na+]>>[CH3:1][O-:2]"``, split by :func:`split_reaction_smiles`
+            (dative bonds ``'->'`` are not arrows; surrounding whitespace and text after the
+            first inner whitespace are ignored).
         split_reagents: derive the reactant/reagent roles from the atom maps (see above).
         allow_empty_products: accept an empty product field (``"A.B>C>"``, a reaction whose
             products are to be predicted); ``products`` is then ``()``.
@@ -160,23 +211,13 @@ def parse_reaction_smiles(
 
     Raises:
         ReactionParseError: the text is not a str or is empty, it does not have exactly two
-            ``'>'`` separators, the reactant or product field is empty, a field has an empty
+            reaction arrows, the reactant or product field is empty, a field has an empty
             component (``"A..B"``), or RDKit rejects a molecule (the reason names the field,
             the molecule's position and RDKit's message), or, when roles come from the atom
             maps, no left-hand molecule shares an atom-map number with the products.
     """
-    if not isinstance(text, str):
-        raise ReactionParseError(f"reaction SMILES must be a str, got {type(text).__name__}")
-    stripped = text.strip()
-    mapped = stripped.split(maxsplit=1)[0] if stripped else ""
-    if not mapped:
-        raise ReactionParseError("empty reaction SMILES", text)
-    fields = mapped.split(">")
-    if len(fields) != 3:
-        raise ReactionParseError(
-            f"expected 'reactants>reagents>products' (2 '>' separators), found {len(fields) - 1}",
-            mapped,
-        )
+    fields = split_reaction_smiles(text)
+    mapped = ">".join(fields)
     for field, part in ((_FIELDS[0], fields[0]), (_FIELDS[2], fields[2])):
         if not part and not (field == "products" and allow_empty_products):
             raise ReactionParseError(f"the {field} field is empty", mapped)

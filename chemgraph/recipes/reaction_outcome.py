@@ -582,10 +582,17 @@ def run(
     return metrics
 
 
-def prediction_frame(rows, items, predictions) -> pd.DataFrame:
+def prediction_frame(rows, items, predictions, top_k: int | None = None) -> pd.DataFrame:
     """One row per reaction: row, target (when known), rank of the target (1-based, empty
-    when missed), prediction_1 … and score_1 …"""
-    top_k = max((len(p.smiles) for p in predictions), default=0)
+    when missed), top1_invalid, prediction_1 … and score_1 … (``top_k`` of each; None = as
+    many as the reaction with the most valid predictions has). The columns are there even when
+    ``rows`` is empty."""
+    if top_k is None:
+        top_k = max((len(p.smiles) for p in predictions), default=0)
+    columns = ["row", "target", "target_rank", "top1_invalid"]
+    columns += [
+        f"{name}_{rank}" for rank in range(1, top_k + 1) for name in ("prediction", "score")
+    ]
     records = []
     for row, item, prediction in zip(rows, items, predictions):
         record = {"row": row, "target": item.product_smiles}
@@ -597,7 +604,7 @@ def prediction_frame(rows, items, predictions) -> pd.DataFrame:
             record[f"prediction_{rank + 1}"] = prediction.smiles[rank] if found else ""
             record[f"score_{rank + 1}"] = prediction.scores[rank] if found else None
         records.append(record)
-    return pd.DataFrame(records)
+    return pd.DataFrame(records, columns=columns)
 
 
 def parse_input_reaction(text: str) -> Reaction:
@@ -620,13 +627,24 @@ def predict_file(
     """``chemgraph react --input``: predict the products of every reaction of a file.
 
     Each line holds a reaction SMILES ``reactants>reagents>[products]`` (text after the first
-    whitespace, such as USPTO-MIT edit labels, is ignored). Lines that cannot be parsed or
-    turned into graphs keep their row with the reason in ``error``.
+    whitespace, such as USPTO-MIT edit labels, is ignored); blank lines are skipped. Every
+    other line gives one row, in input order; a line that cannot be parsed or turned into
+    graphs keeps its row with the reason in ``error`` and no prediction.
 
     Returns:
-        The table written to ``output`` (row, reaction, target, target_rank, top1_invalid,
-        prediction_1 …, score_1 …, error) and, when every usable line has products, the
-        :func:`top_k_metrics` of the predictions (else None).
+        The table written to ``output``, one row per non-blank line: ``row`` (0-based line
+        number, int64), ``reaction`` (the reaction SMILES as read), ``target`` (canonical
+        SMILES of the products given, ``""`` when none), ``target_rank`` (Int64, 1-based rank
+        of the target among the predictions, missing when it is not among them),
+        ``top1_invalid`` (nullable boolean: the best-scoring decoded graph is not a valid
+        molecule; missing for a line with an error), ``prediction_1, score_1`` …
+        ``prediction_{top_k}, score_{top_k}`` (valid canonical product SMILES, best first,
+        ``""`` past the last valid one; their length-normalised log-probabilities, NaN past
+        the last) and ``error`` (``""`` for a decoded reaction). Also, when every usable line
+        has products, the :func:`top_k_metrics` of the predictions (else None).
+
+    Raises:
+        FileNotFoundError, ValueError: see :func:`load_reaction_model`.
     """
     module = load_reaction_model(checkpoint, "cuda" if torch.cuda.is_available() else "cpu")
     reactions, rows, errors, texts = [], [], {}, {}
@@ -644,11 +662,16 @@ def predict_file(
     items, kept, bad = encode_reactions(reactions, rows, with_product=scored)
     errors.update({row: reason for row, _, reason in bad})
     predictions = predict_reactions(module, items, beam_width, top_k, batch_size)
-    table = prediction_frame(kept, items, predictions)
-    failed = pd.DataFrame({"row": list(errors), "error": list(errors.values())})
-    table = pd.concat([table, failed], ignore_index=True).sort_values("row", ignore_index=True)
-    table.insert(1, "reaction", table["row"].map(texts))
-    table["error"] = table["error"].fillna("") if "error" in table else ""
+    table = pd.DataFrame(
+        {"row": pd.Series(list(texts), dtype="int64"), "reaction": list(texts.values())}
+    )
+    table = table.merge(prediction_frame(kept, items, predictions, top_k), on="row", how="left")
+    ranks = range(1, top_k + 1)
+    text_columns = ["target"] + [f"prediction_{rank}" for rank in ranks]
+    table[text_columns] = table[text_columns].fillna("")
+    dtypes = {"target_rank": "Int64", "top1_invalid": "boolean"}
+    table = table.astype(dtypes | {f"score_{rank}": "float64" for rank in ranks})
+    table["error"] = [errors.get(row, "") for row in table["row"]]
     table.to_csv(output, index=False)
     metrics = top_k_metrics(predictions, [i.product_smiles for i in items]) if scored else None
     return table, metrics
