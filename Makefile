@@ -18,11 +18,12 @@ test: install
 	$(PY) -m pytest -q
 
 # DFT -> GW transfer learning (GW only / inductive / transductive) on the embedded GW labels.
+# --overwrite: a second `make demo` replaces the first run's results in runs/demo.
 demo: install
-	$(PY) -m chemgraph recipe run dft_to_gw --out runs/demo
+	$(PY) -m chemgraph recipe run dft_to_gw --out runs/demo --overwrite
 
 demo-gap: install
-	$(PY) -m chemgraph.recipes.qm9_gap_demo --out runs/demo_gap
+	$(PY) -m chemgraph.recipes.qm9_gap_demo --out runs/demo_gap --overwrite
 
 lint: install
 	$(VENV)/bin/ruff check chemgraph tests benchmarks

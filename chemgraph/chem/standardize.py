@@ -6,14 +6,23 @@
   1. ``rdMolStandardize.Cleanup`` (RDKit defaults): remove explicit H, disconnect metals,
      normalise functional groups (e.g. a pentavalent nitro ``N(=O)=O`` becomes
      ``[N+](=O)[O-]``; sulfoxides, azides, …), reionise;
-  2. ``rdMolStandardize.LargestFragmentChooser``: keep the fragment with the most heavy atoms
-     (as ``chemgraph.chem.mol_from_smiles(..., fragments="largest")``; ties go to the larger
-     molecular weight, then the alphabetically first SMILES);
+  2. keep the organic parent: the largest fragment that contains carbon (most heavy atoms,
+     ties to the larger molecular weight, then the alphabetically first SMILES;
+     ``rdMolStandardize.LargestFragmentChooser`` with ``preferOrganic``). Counter-ions, metals,
+     inorganic acids and water are removed, whatever their size: the hydrochloride
+     ``CN(C)CCCN1c2ccccc2CCc2ccccc21.Cl`` gives the amine, ``O=C([O-])c1ccccc1.[Na+]`` the
+     benzoate. Carbon-containing ions count as organic (carbonate, cyanide,
+     trifluoroacetate): of ``OC(=O)C(F)(F)F.CCN`` the trifluoroacetic acid (7 heavy atoms) is
+     kept, not the ethylamine (3);
   3. ``rdMolStandardize.Uncharger``: neutralise acids and bases by adding/removing H where
-     possible (``CC(=O)[O-]`` -> ``CC(=O)O``); charges that cannot be neutralised (quaternary
-     ammonium ``C[N+](C)(C)C``, a nitro group's ``[N+]``/``[O-]`` pair) stay.
+     possible (``CC(=O)[O-]`` -> ``CC(=O)O``, zwitterions ``[NH3+]CC(=O)[O-]`` ->
+     ``NCC(=O)O``); charges that cannot be neutralised (quaternary ammonium
+     ``C[N+](C)(C)C``, a nitro group's ``[N+]``/``[O-]`` pair) stay.
 
-  Example: ``CC(=O)[O-].[Na+]`` -> ``CC(=O)O``.
+  A record without any carbon (an inorganic salt) has no organic parent: steps 2 and 3 are
+  skipped, so ammonium chloride stays ``[Cl-].[NH4+]`` and copper sulfate
+  ``O=S(=O)([O-])[O-].[Cu+2]`` (not HCl and sulfuric acid). Isotopes and stereochemistry are
+  kept. Example: ``CC(=O)[O-].[Na+]`` -> ``CC(=O)O``.
 - ``"chembl"``: the ChEMBL Structure Pipeline (Bento et al., J. Cheminform. 2020, 12, 51),
   package ``chembl_structure_pipeline`` (optional extra: ``pip install "chemgraph[chembl]"``):
   ``standardize_mol`` then ``get_parent_mol`` — the ChEMBL "parent": standardised, isotopes
@@ -41,9 +50,9 @@ from chemgraph.chem.parse import MoleculeParseError, _rdkit_log_capture
 __all__ = ["STANDARDIZE_METHODS", "StandardizeMethod", "standardize"]
 
 StandardizeMethod = Literal["none", "basic", "chembl"]
-"""``"none"`` (unchanged), ``"basic"`` (RDKit MolStandardize cleanup, largest fragment,
-uncharge) or ``"chembl"`` (ChEMBL Structure Pipeline standardise + parent); see the module
-docstring."""
+"""``"none"`` (unchanged), ``"basic"`` (RDKit MolStandardize cleanup, largest organic
+fragment, uncharge; inorganic records only cleaned up) or ``"chembl"`` (ChEMBL Structure
+Pipeline standardise + parent); see the module docstring."""
 
 #: The valid values of :data:`StandardizeMethod`.
 STANDARDIZE_METHODS: tuple[str, ...] = ("none", "basic", "chembl")
@@ -66,16 +75,19 @@ def _failure(
     return MoleculeParseError(f"standardize ({method}) failed: {message}", _smiles_or_none(mol))
 
 
-def _largest_fragment_chooser() -> rdMolStandardize.LargestFragmentChooser:
+def _organic_parent_chooser() -> rdMolStandardize.LargestFragmentChooser:
+    """Largest carbon-containing fragment by heavy atoms, then molecular weight."""
     params = rdMolStandardize.CleanupParameters()
     params.largestFragmentChooserCountHeavyAtomsOnly = True
+    params.preferOrganic = True
     return rdMolStandardize.LargestFragmentChooser(params)
 
 
 def _basic(mol: Chem.Mol) -> Chem.Mol:
     out = rdMolStandardize.Cleanup(mol)
-    out = _largest_fragment_chooser().choose(out)
-    out = rdMolStandardize.Uncharger().uncharge(out)
+    if any(atom.GetAtomicNum() == 6 for atom in out.GetAtoms()):  # else inorganic: keep all
+        out = _organic_parent_chooser().choose(out)
+        out = rdMolStandardize.Uncharger().uncharge(out)
     Chem.SanitizeMol(out)
     return out
 

@@ -83,20 +83,41 @@ def masked_attention(
         isolated token that may not attend to itself) outputs exactly zero and has a finite
         (zero) gradient, on every backend: such rows are given a harmless all-True mask for
         the softmax and their output is multiplied by zero afterwards.
+
+    Masked entries never reach the output or the gradients, even if NaN or Inf: before any
+    arithmetic, the keys and values that no query may attend to (padding) and the queries
+    that may attend to nothing are replaced by zeros (``torch.where``, so their gradient is
+    zero), as are ``bias`` and ``score_scale`` where ``mask`` is False. With a mask whose
+    excluded tokens are those of padding (every mask built by :mod:`chemgraph.batches`) the
+    result therefore equals :func:`sparse_attention` over the mask's pairs. A key or value
+    that some query may attend to is used as it is: if it is not finite, the matrix products
+    carry it (times a zero weight) into the other queries of its batch element too, which
+    :func:`sparse_attention`, gathering only the allowed pairs, does not.
     """
     if bias is not None:
         bias = bias.to(query.dtype)
-        if mask is not None:  # zero where masked: a NaN or Inf bias there cannot leak
-            bias = torch.where(mask.unsqueeze(1), bias, 0.0)
     if score_scale is not None:
-        return _scaled_score_attention(query, key, value, mask, dropout, bias, score_scale)
+        score_scale = score_scale.to(query.dtype)
     if mask is None:
+        if score_scale is not None:
+            return _scaled_score_attention(query, key, value, None, dropout, bias, score_scale)
         return F.scaled_dot_product_attention(query, key, value, attn_mask=bias, dropout_p=dropout)
     has_key = mask.any(dim=-1, keepdim=True)  # [B, L_q or 1, 1]
-    safe_mask = (mask | ~has_key).unsqueeze(1)
-    if bias is not None:  # masked keys get -inf
-        safe_mask = torch.where(safe_mask, bias, float("-inf"))
-    out = F.scaled_dot_product_attention(query, key, value, attn_mask=safe_mask, dropout_p=dropout)
+    attended = mask.any(dim=-2)[:, None, :, None]  # [B, 1, L_k, 1]: keys some query may use
+    query = torch.where(has_key.unsqueeze(1), query, 0.0)
+    key = torch.where(attended, key, 0.0)
+    value = torch.where(attended, value, 0.0)
+    allowed = (mask | ~has_key).unsqueeze(1)
+    if bias is not None:
+        bias = torch.where(mask.unsqueeze(1), bias, 0.0)
+    if score_scale is not None:
+        score_scale = torch.where(mask.unsqueeze(1), score_scale, 0.0)
+        out = _scaled_score_attention(query, key, value, allowed, dropout, bias, score_scale)
+    else:  # with a bias, masked keys get -inf
+        attn_mask = allowed if bias is None else torch.where(allowed, bias, float("-inf"))
+        out = F.scaled_dot_product_attention(
+            query, key, value, attn_mask=attn_mask, dropout_p=dropout
+        )
     return out * has_key.unsqueeze(1).to(out.dtype)
 
 
@@ -104,26 +125,22 @@ def _scaled_score_attention(
     query: torch.Tensor,
     key: torch.Tensor,
     value: torch.Tensor,
-    mask: torch.Tensor | None,
+    allowed: torch.Tensor | None,
     dropout: float,
     bias: torch.Tensor | None,
     score_scale: torch.Tensor,
 ) -> torch.Tensor:
-    """:func:`masked_attention` with per-pair score factors, computed without SDPA."""
-    scores = (query @ key.transpose(-1, -2)) * score_scale.to(query.dtype)
-    scores = scores * query.shape[-1] ** -0.5
+    """``softmax(Γ ⊙ Q Kᵀ / √D + bias) V`` over the ``allowed`` (``bool [B, 1, L_q, L_k]``)
+    keys, computed without SDPA; :func:`masked_attention` prepares the masked inputs."""
+    scores = (query @ key.transpose(-1, -2)) * score_scale * query.shape[-1] ** -0.5
     if bias is not None:
         scores = scores + bias
-    has_key = None
-    if mask is not None:
-        has_key = mask.any(dim=-1, keepdim=True)
-        allowed = (mask | ~has_key).unsqueeze(1)
-        scores = scores.masked_fill(~allowed, float("-inf"))  # also replaces NaN there
+    if allowed is not None:
+        scores = scores.masked_fill(~allowed, float("-inf"))
     weights = torch.softmax(scores, dim=-1)
     if dropout:
         weights = F.dropout(weights, dropout)
-    out = weights @ value
-    return out if has_key is None else out * has_key.unsqueeze(1).to(out.dtype)
+    return weights @ value
 
 
 def segment_softmax(scores: torch.Tensor, segment: torch.Tensor, num_segments: int) -> torch.Tensor:
@@ -292,6 +309,12 @@ def flex_masked_attention(
     Returns:
         ``[B, H, L, D_v]``; a query row with no allowed key outputs zero (FlexAttention's rule
         for fully masked rows).
+
+    Unlike :func:`masked_attention`, masked entries are not zeroed first (the block mask
+    gives no per-token view without evaluating ``mask_mod`` everywhere): masked scores are
+    set to -inf, so a NaN key there is harmless, but inside a partly masked 128×128 block
+    the zero weights still multiply the masked values, so a NaN or Inf *value* at a masked
+    position reaches the block's queries. Zero the padding tokens first (the models do).
     """
     return _compiled(flex_attention)(query, key, value, block_mask=block_mask)
 

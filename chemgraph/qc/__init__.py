@@ -4,7 +4,8 @@
   (G0W0@PBE/def2-SVP by default), HOMO/LUMO quasiparticle energies in eV.
 * :func:`xtb_frontier_orbitals` — tblite GFN2-xTB HOMO/LUMO orbital energies in eV.
 * :func:`compute_frontier_orbitals` — either of them over many molecules: parallel worker
-  processes, an append-only results file (resumable), failures written as rows, never dropped.
+  processes, an append-only results file (resumable), failures written as rows, never dropped
+  (a G0W0 quasiparticle solve that fails is one: :class:`QPNotConvergedError`).
 
 pyscf and tblite are imported only when a calculation runs, so this package imports without them.
 """
@@ -16,7 +17,12 @@ from chemgraph.qc.labels import (
     read_results,
 )
 from chemgraph.qc.molecule import QCMolecule
-from chemgraph.qc.pyscf_gw import SCFNotConvergedError, dft_frontier_orbitals, gw_frontier_orbitals
+from chemgraph.qc.pyscf_gw import (
+    QPNotConvergedError,
+    SCFNotConvergedError,
+    dft_frontier_orbitals,
+    gw_frontier_orbitals,
+)
 from chemgraph.qc.result import FrontierOrbitals
 from chemgraph.qc.xtb import xtb_frontier_orbitals
 
@@ -25,6 +31,7 @@ __all__ = [
     "RESULT_COLUMNS",
     "FrontierOrbitals",
     "QCMolecule",
+    "QPNotConvergedError",
     "SCFNotConvergedError",
     "compute_frontier_orbitals",
     "dft_frontier_orbitals",

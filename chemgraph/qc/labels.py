@@ -3,8 +3,9 @@
 The results file is a CSV that is only ever appended to, one row per molecule as soon as its
 calculation ends (:data:`RESULT_COLUMNS`). A rerun with the same file skips every molecule that
 already has a row, so an interrupted job resumes where it stopped. A molecule whose SCF does not
-converge, or whose calculation raises, gets a row with ``status`` ``scf_not_converged`` or
-``error`` and the message; it is never silently dropped.
+converge, whose G0W0 quasiparticle equation is not solved (pyscf would leave 0 eV), or whose
+calculation raises, gets a row with ``status`` ``scf_not_converged``, ``qp_not_converged`` or
+``error``, the message, and no energies; it is never silently dropped or given a label.
 """
 
 from __future__ import annotations
@@ -21,7 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from chemgraph.qc.molecule import QCMolecule
-from chemgraph.qc.pyscf_gw import SCFNotConvergedError, dft_frontier_orbitals, gw_frontier_orbitals
+from chemgraph.qc.pyscf_gw import (
+    QPNotConvergedError,
+    SCFNotConvergedError,
+    dft_frontier_orbitals,
+    gw_frontier_orbitals,
+)
 from chemgraph.qc.result import FrontierOrbitals
 from chemgraph.qc.xtb import xtb_frontier_orbitals
 
@@ -47,18 +53,21 @@ RESULT_COLUMNS = (
     "seconds",
     "message",
 )
-STATUSES = ("ok", "scf_not_converged", "error")
+STATUSES = ("ok", "scf_not_converged", "qp_not_converged", "error")
 _THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def _compute_row(method: str, molecule: QCMolecule, options: dict[str, Any]) -> dict[str, Any]:
-    """One result row; exceptions become ``scf_not_converged`` / ``error`` rows."""
+    """One result row; exceptions become ``scf_not_converged`` / ``qp_not_converged`` /
+    ``error`` rows without energies."""
     row: dict[str, Any] = dict.fromkeys(RESULT_COLUMNS, "")
     row["molecule_id"] = molecule.molecule_id
     try:
         result = METHODS[method](molecule, **options)
     except SCFNotConvergedError as error:
         row.update(status="scf_not_converged", message=str(error))
+    except QPNotConvergedError as error:
+        row.update(status="qp_not_converged", message=str(error))
     except Exception as error:  # a long job records the failure and goes on
         row.update(status="error", message=f"{type(error).__name__}: {error}")
     else:
@@ -139,7 +148,7 @@ def compute_frontier_orbitals(
 
     Returns:
         Counts: ``requested``, ``skipped`` (already in the file), ``ok``, ``scf_not_converged``,
-        ``error`` (of this call).
+        ``qp_not_converged``, ``error`` (of this call).
 
     Raises:
         KeyError: unknown method. ValueError: duplicate molecule ids.

@@ -25,7 +25,18 @@ from chemgraph.data.qm9pack import HARTREE_TO_EV
 from chemgraph.qc.molecule import QCMolecule
 from chemgraph.qc.result import FrontierOrbitals
 
-__all__ = ["SCFNotConvergedError", "dft_frontier_orbitals", "gw_frontier_orbitals"]
+__all__ = [
+    "QP_RESIDUAL_TOLERANCE",
+    "QPNotConvergedError",
+    "SCFNotConvergedError",
+    "dft_frontier_orbitals",
+    "gw_frontier_orbitals",
+]
+
+#: Largest accepted residual of the quasiparticle equation, Hartree (1e-4 Ha = 2.7 meV). A
+#: solved orbital's residual is about 1e-12 Ha (H2O); the energy pyscf leaves when its solve
+#: fails (0) has a residual of the order of the orbital energy (0.17 and 0.46 Ha for H2O).
+QP_RESIDUAL_TOLERANCE = 1e-4
 
 
 class SCFNotConvergedError(RuntimeError):
@@ -42,6 +53,45 @@ class SCFNotConvergedError(RuntimeError):
         )
         self.molecule_id = molecule_id
         self.max_cycle = max_cycle
+
+
+class QPNotConvergedError(ArithmeticError):
+    """The G0W0 quasiparticle equation of a frontier orbital was not solved.
+
+    pyscf 2.14 (``pyscf.gw.gw_ac.kernel``) solves ``ω = ε + Re Σ(ω) + Σx − v_xc`` for each
+    orbital with ``scipy.optimize.newton``; when that raises (no convergence in
+    ``qpe_max_iter`` steps) it only logs "QPE for orbital=N not converged!" (not shown at
+    ``verbose=0``) and leaves the orbital's energy at 0 Hartree; there is no convergence flag.
+    :func:`gw_frontier_orbitals` therefore checks the equation itself at the returned energies.
+
+    Attributes:
+        molecule_id: the molecule. orbitals: the unsolved orbitals, ``"HOMO"``/``"LUMO"``.
+        residuals: their residuals ``|ω − ε − Re Σ(ω) − Σx + v_xc|`` in Hartree (NaN for a
+        non-finite energy).
+    """
+
+    def __init__(self, molecule_id: str, orbitals: list[str], residuals: list[float]) -> None:
+        detail = ", ".join(f"{o} (residual {r:.3g} Ha)" for o, r in zip(orbitals, residuals))
+        super().__init__(
+            f"molecule {molecule_id}: G0W0 quasiparticle equation not solved for {detail}; "
+            "pyscf leaves such an orbital at 0 eV, so no label is stored"
+        )
+        self.molecule_id = molecule_id
+        self.orbitals = orbitals
+        self.residuals = residuals
+
+
+def _quasiparticle_residuals(solver) -> list[float]:
+    """``|ω − ε − (Re Σ(ω) + Σx − v_xc)|`` (Hartree) at each orbital of ``solver.orbs``, from
+    the solver's own analytically continued self-energy (pyscf 2.14 ``GWAC`` after
+    ``kernel()``, Newton solve, diagonal self-energy)."""
+    residuals = []
+    for index, (frozen_index, orbital) in enumerate(zip(solver.orbs_frz, solver.orbs)):
+        energy = solver.mo_energy[orbital]
+        sigma = solver.acobj[index].ac_eval(energy).real
+        static = solver.vk[frozen_index, frozen_index] - solver.vxc[frozen_index, frozen_index]
+        residuals.append(abs(energy - solver._scf.mo_energy[orbital] - (sigma + static)))
+    return residuals
 
 
 def _pyscf_version() -> str:
@@ -166,7 +216,9 @@ def gw_frontier_orbitals(
 
     Raises:
         SCFNotConvergedError: the Kohn-Sham SCF did not converge.
-        ArithmeticError: the quasiparticle energies are not finite.
+        QPNotConvergedError: a quasiparticle energy is not finite or does not solve the
+            quasiparticle equation to :data:`QP_RESIDUAL_TOLERANCE` (pyscf's Newton solve
+            failed and left 0 eV).
         ValueError: open-shell molecule.
     """
     start = time.perf_counter()
@@ -182,11 +234,14 @@ def gw_frontier_orbitals(
     solver.orbs = [nocc - 1, nocc]
     solver.nw = frequency_points
     solver.kernel()
+    residuals = _quasiparticle_residuals(solver)
+    unsolved = [i for i, r in enumerate(residuals) if not r <= QP_RESIDUAL_TOLERANCE]  # NaN too
+    if unsolved:
+        raise QPNotConvergedError(
+            molecule.molecule_id, [("HOMO", "LUMO")[i] for i in unsolved],
+            [residuals[i] for i in unsolved],
+        )  # fmt: skip
     homo, lumo = (float(e) * HARTREE_TO_EV for e in solver.mo_energy[[nocc - 1, nocc]])
-    if not (np.isfinite(homo) and np.isfinite(lumo)):
-        raise ArithmeticError(
-            f"molecule {molecule.molecule_id}: G0W0 quasiparticle energies not finite"
-        )
     reference_homo, reference_lumo = (
         float(e) * HARTREE_TO_EV for e in mf.mo_energy[[nocc - 1, nocc]]
     )

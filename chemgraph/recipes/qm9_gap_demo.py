@@ -10,6 +10,7 @@ import argparse
 import time
 from pathlib import Path
 
+from chemgraph._output import check_output_folder
 from chemgraph._resources import recipe_path
 from chemgraph.cli import format_metrics
 from chemgraph.data.qm9pack import load_qm9pack
@@ -20,7 +21,10 @@ RECIPE = recipe_path("property_prediction", "qm9_gap.yaml")
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--out", default="runs/demo", help="output folder")
+    parser.add_argument("--out", default="runs/demo", help="output folder, new or empty")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="allow a non-empty --out (an earlier run's)"
+    )
     parser.add_argument("--molecules", type=int, default=10_000, help="QM9 molecules to use")
     parser.add_argument("--max-epochs", type=int, default=None, help="override the recipe")
     parser.add_argument("--config", default=str(RECIPE), help="recipe YAML")
@@ -28,6 +32,10 @@ def main(argv: list[str] | None = None) -> int:
 
     start = time.perf_counter()
     out = Path(args.out)
+    try:
+        check_output_folder(out, "--out", args.overwrite, "--overwrite")
+    except ValueError as error:
+        parser.error(str(error))
     out.mkdir(parents=True, exist_ok=True)
     table = load_qm9pack(args.molecules, seed=0)
     data = out / "qm9_gap.csv"

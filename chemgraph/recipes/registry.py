@@ -1,7 +1,9 @@
 """Recipe registry: name -> module with ``DESCRIPTION``, ``default_config()`` and ``run()``.
 
 ``chemgraph recipe list`` shows the names and descriptions; ``chemgraph recipe run NAME``
-calls ``run(config=..., seeds=..., out=...)``. Add a recipe by adding its module path here.
+calls ``run(config=..., seeds=..., out=...)``, after refusing an ``--out`` folder that is not
+empty unless ``--overwrite`` is given (``run`` itself writes over files of the same name). Add a
+recipe by adding its module path here.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import math
 import sys
 import time
 import warnings
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -89,8 +89,11 @@ class TrainingConfig:
         target_columns: columns to predict (several = multi-task; empty cells = missing).
         out: output folder.
         smiles_column: column holding SMILES.
-        task: ``"regression"`` (targets standardised, predictions in the targets' units) or
-            ``"classification"`` (binary labels 0/1 per target column).
+        task: ``"regression"`` (targets standardised, predictions in the targets' units),
+            ``"classification"`` (binary labels 0/1 per target column), or None: decided by
+            :func:`train` from the labels: classification when every target column holds only
+            0 and 1, regression otherwise; a note is printed whenever a column holds only 0
+            and 1, and the decided task is written to ``config.yaml``.
         model: a registered model family (:data:`chemgraph.models.MODELS`), e.g. ``"esa"``
             (edge-set attention) or ``"nsa"`` (node-set attention).
         split: ``"random"`` (seeded) or ``"scaffold"`` (Bemis–Murcko, deterministic).
@@ -119,7 +122,7 @@ class TrainingConfig:
     out: str
     smiles_column: str = "smiles"
     data_root: str | None = None
-    task: Literal["regression", "classification"] = "regression"
+    task: Literal["regression", "classification"] | None = None
     model: str = "esa"
     split: Literal["random", "scaffold"] = "random"
     split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
@@ -148,7 +151,7 @@ class TrainingConfig:
             ValueError: naming the setting, the bad value and what is allowed.
         """
         choices = {
-            "task": ("regression", "classification"),
+            "task": ("regression", "classification", None),
             "model": tuple(MODELS),
             "split": ("random", "scaffold"),
             "fragments": ("keep", "largest"),
@@ -259,7 +262,10 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     Writes to ``config.out``: ``rejected.csv`` (row, input, reason), ``best.ckpt``,
     ``metrics.json`` (``{"val": {...}, "test": {...}}``: RMSE/MAE/R² or MCC/ROC-AUC/accuracy),
     ``predictions.csv`` (split, row, smiles, each target and its ``_pred`` column),
-    ``learning_curve.png``, ``parity.png`` (regression) and ``config.yaml``.
+    ``learning_curve.png``, ``parity.png`` (regression) and ``config.yaml`` (the settings, with
+    ``task`` decided when it was None). These files of an earlier run in ``config.out`` are
+    replaced, other files are left; ``chemgraph train`` refuses a non-empty folder unless
+    given ``--overwrite`` (:func:`chemgraph._output.check_output_folder`).
 
     Returns:
         The metrics written to ``metrics.json``.
@@ -271,7 +277,6 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     out.mkdir(parents=True, exist_ok=True)
     for name in OUTPUT_FILES:  # a rerun into the same folder must not leave stale results
         (out / name).unlink(missing_ok=True)
-    (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
     L.seed_everything(config.seed, workers=True, verbose=False)
 
     table = read_data(config.data, config.data_root)  # a file or a registered dataset name
@@ -293,6 +298,9 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     )
     if len(dataset) < 10:
         raise ValueError(f"only {len(dataset)} valid molecules in {config.data}; need at least 10")
+    if config.task is None:
+        config = replace(config, task=_infer_task(dataset.labels, config.target_columns))
+    (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
 
     splits = _split(config, dataset.smiles)
     sizes = ", ".join(f"{name} {len(index)}" for name, index in splits.items())
@@ -406,12 +414,43 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     return metrics
 
 
+def _values_other_than_0_and_1(column: torch.Tensor) -> torch.Tensor:
+    """The distinct labels of one target column that are neither 0 nor 1 (NaN = missing)."""
+    values = column[~torch.isnan(column)]
+    return torch.unique(values[(values != 0) & (values != 1)])
+
+
+def _infer_task(labels: torch.Tensor, targets: list[str]) -> str:
+    """The task when none was given: ``"classification"`` if every target column holds only 0
+    and 1 (and at least one label), else ``"regression"``; prints a note whenever a column is
+    0/1, saying what was chosen and how to choose otherwise."""
+    binary = [
+        target
+        for index, target in enumerate(targets)
+        if not torch.isnan(labels[:, index]).all()
+        and _values_other_than_0_and_1(labels[:, index]).numel() == 0
+    ]
+    if not binary:
+        return "regression"
+    names = ", ".join(map(repr, binary))
+    if len(binary) == len(targets):
+        print(
+            f"note: target {names} holds only 0 and 1, so this is a classification task "
+            "(pass --task regression to fit the values as numbers)"
+        )
+        return "classification"
+    others = ", ".join(repr(t) for t in targets if t not in binary)
+    print(
+        f"note: target {names} holds only 0 and 1 but {others} does not: training regression "
+        "on all targets (train the 0/1 targets in their own run to classify them)"
+    )
+    return "regression"
+
+
 def _check_binary(labels: torch.Tensor, targets: list[str]) -> None:
     """Classification labels must be 0 or 1 (missing = NaN)."""
     for index, target in enumerate(targets):
-        column = labels[:, index]
-        values = column[~torch.isnan(column)]
-        bad = torch.unique(values[(values != 0) & (values != 1)])
+        bad = _values_other_than_0_and_1(labels[:, index])
         if bad.numel():
             shown = ", ".join(f"{v:g}" for v in bad[:5].tolist())
             raise ValueError(

@@ -34,9 +34,30 @@ def test_none_returns_the_molecule_unchanged():
         ("OC(=O)c1ccccc1.O.O", "O=C(O)c1ccccc1"),  # hydrate
         ("C[N+](=O)[O-]", "C[N+](=O)[O-]"),  # a nitro group's charges stay
         ("C1=CC=CC=C1", "c1ccccc1"),
+        ("O=C([O-])c1ccccc1.[Na+]", "O=C(O)c1ccccc1"),  # sodium benzoate -> benzoic acid
+        # imipramine hydrochloride, written with HCl or as the ammonium chloride: the amine
+        ("CN(C)CCCN1c2ccccc2CCc2ccccc21.Cl", "CN(C)CCCN1c2ccccc2CCc2ccccc21"),
+        ("C[NH+](C)CCCN1c2ccccc2CCc2ccccc21.[Cl-]", "CN(C)CCCN1c2ccccc2CCc2ccccc21"),
+        ("[NH3+]CC(=O)[O-]", "NCC(=O)O"),  # glycine zwitterion -> neutral form
+        # the organic parent wins over a larger inorganic fragment (4 vs 5 heavy atoms)
+        ("C[NH3+].C[NH3+].[O-]S(=O)(=O)[O-]", "CN"),
+        ("[2H]C([2H])([2H])O", "[2H]C([2H])([2H])O"),  # isotopes are kept
     ],
 )
 def test_basic(smiles, expected):
+    assert smiles_after(smiles, "basic") == expected
+
+
+@pytest.mark.parametrize(
+    ("smiles", "expected"),
+    [
+        ("[NH4+].[Cl-]", "[Cl-].[NH4+]"),  # not HCl (the heavier fragment, uncharged)
+        ("[Cu+2].[O-]S(=O)(=O)[O-]", "O=S(=O)([O-])[O-].[Cu+2]"),  # not H2SO4
+        ("[Na+].[Cl-]", "[Cl-].[Na+]"),
+        ("O", "O"),
+    ],
+)
+def test_basic_keeps_inorganic_records_whole(smiles, expected):
     assert smiles_after(smiles, "basic") == expected
 
 
@@ -80,6 +101,8 @@ def test_chembl_missing_gives_install_hint(monkeypatch):
     [
         ("[O-]c1ccccc1.[Na+]", True, "Oc1ccccc1"),  # sodium stripped, phenol neutralised
         ("[2H]C([2H])([2H])O", True, "CO"),  # ChEMBL parent: isotopes removed
+        ("[2H]C([2H])([2H])N1CCC[C@H]1c1cccnc1", True, "CN1CCC[C@H]1c1cccnc1"),  # nicotine-d3
+        ("[13CH3]OC(=O)c1ccccc1", True, "COC(=O)c1ccccc1"),
         ("CN(=O)=O", False, "C[N+](=O)[O-]"),  # nitro normalised
         ("C[N+](C)(C)C.[Cl-]", True, "C[N+](C)(C)C"),
         # ChEMBL keeps every fragment when all are on its salt list (acetate and sodium).

@@ -137,6 +137,48 @@ def test_nan_outside_the_pairs_cannot_leak():
     torch.testing.assert_close(sparse_attention(q, k, v, pairs)[:12], clean[:12])
 
 
+@pytest.mark.parametrize("poison", [float("nan"), float("inf")])
+def test_masked_entries_cannot_leak_into_masked_attention(poison):
+    """NaN/Inf in the padded tokens (no pair, so masked-out keys, values and queries) of a
+    [B, L, L] mask, and in the bias and score factors where the mask is False: the output
+    and the gradients equal those with zeros there, and equal sparse_attention's."""
+    torch.manual_seed(0)
+    mask, pairs = random_mask_and_pairs(2, 7)
+    clean = [torch.randn(2, 3, 7, 4, dtype=torch.float64) for _ in range(3)]
+    padding = torch.zeros(2, 7, dtype=torch.bool)
+    padding[1, -2:] = True  # the two padded tokens of graph 1: in no pair
+    poisoned = [torch.where(padding[:, None, :, None], poison, x) for x in clean]
+    zeroed = [torch.where(padding[:, None, :, None], 0.0, x) for x in clean]
+    scale = torch.rand(2, 3, 7, 7, dtype=torch.float64) + 0.5
+    bias = torch.randn(2, 3, 7, 7, dtype=torch.float64)
+    outside = ~mask.unsqueeze(1)
+    bad_scale, bad_bias = scale.masked_fill(outside, poison), bias.masked_fill(outside, poison)
+    for extra, bad_extra in (({}, {}), ({"bias": bias}, {"bias": bad_bias}),
+                             ({"bias": bias, "score_scale": scale},
+                              {"bias": bad_bias, "score_scale": bad_scale})):  # fmt: skip
+        inputs = [x.clone().requires_grad_() for x in poisoned]
+        out = masked_attention(*inputs, mask, **bad_extra)
+        grads = torch.autograd.grad((out * torch.randn_like(out)).sum(), inputs)
+        assert torch.isfinite(out).all()
+        for grad, is_padding in zip(grads, (padding,) * 3):
+            assert torch.isfinite(grad).all()
+            assert torch.equal(grad.transpose(1, 2)[is_padding], torch.zeros(2, 3, 4).double())
+        torch.testing.assert_close(out, masked_attention(*zeroed, mask, **extra), rtol=0, atol=0)
+    sparse = sparse_attention(*map(as_tokens, poisoned), pairs)
+    dense = masked_attention(*poisoned, mask)
+    torch.testing.assert_close(as_tokens(dense), sparse, atol=1e-12, rtol=1e-12)
+    assert torch.equal(dense[1, :, -2:], torch.zeros(3, 2, 4, dtype=torch.float64))
+
+
+def test_masked_padding_keys_cannot_leak_with_a_key_padding_mask():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 5, 4) for _ in range(3))
+    keys = torch.tensor([[True, True, True, False, False], [True] * 5])
+    expected = masked_attention(q, k, v, keys.unsqueeze(1))
+    k[0, :, 3:], v[0, :, 3:] = float("nan"), float("inf")
+    torch.testing.assert_close(masked_attention(q, k, v, keys.unsqueeze(1)), expected)
+
+
 def test_segment_softmax_equals_torch_softmax_and_is_stable():
     torch.manual_seed(0)
     scores = torch.randn(9, 2, dtype=torch.float64)

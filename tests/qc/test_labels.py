@@ -23,7 +23,10 @@ def test_results_written_and_resumed(tmp_path):
     path = tmp_path / "results.csv"
     molecules = [_water("a"), _water("b", 1.05)]
     counts = compute_frontier_orbitals(molecules, path, method="xtb")
-    assert counts == {"requested": 2, "skipped": 0, "ok": 2, "scf_not_converged": 0, "error": 0}
+    assert counts == {
+        "requested": 2, "skipped": 0, "ok": 2, "scf_not_converged": 0, "qp_not_converged": 0,
+        "error": 0,
+    }  # fmt: skip
     rows = read_results(path)
     assert [r["molecule_id"] for r in rows] == ["a", "b"]
     assert float(rows[0]["homo_ev"]) == pytest.approx(-12.177, abs=0.01)
@@ -59,6 +62,17 @@ def test_non_converging_scf_is_reported_not_dropped(tmp_path):
     assert compute_frontier_orbitals([_water("a")], path, method="dft")["skipped"] == 1
     counts = compute_frontier_orbitals([_water("a")], path, method="dft", retry_failed=True)
     assert counts["ok"] == 1
+
+
+def test_failed_quasiparticle_solve_is_a_rejected_row(tmp_path, water, failing_quasiparticle_solve):
+    failing_quasiparticle_solve(("LUMO",))
+    path = tmp_path / "results.csv"
+    counts = compute_frontier_orbitals([water], path, method="gw", frozen_core=True)
+    assert counts["qp_not_converged"] == 1 and counts["ok"] == 0
+    (row,) = read_results(path)
+    assert row["status"] == "qp_not_converged"
+    assert "not solved for LUMO (residual 0.17" in row["message"]
+    assert row["homo_ev"] == row["lumo_ev"] == ""  # no label, not 0 eV
 
 
 def test_bad_input_becomes_an_error_row(tmp_path):

@@ -7,6 +7,7 @@ import pytest
 
 from chemgraph.qc import (
     QCMolecule,
+    QPNotConvergedError,
     SCFNotConvergedError,
     dft_frontier_orbitals,
     gw_frontier_orbitals,
@@ -68,6 +69,36 @@ def test_scf_not_converged_raises(water):
     with pytest.raises(SCFNotConvergedError, match="did not converge in 1 cycles") as caught:
         gw_frontier_orbitals(water, max_cycle=1)
     assert caught.value.molecule_id == "water"
+
+
+@pytest.mark.parametrize(
+    "unsolved,residuals", [(("LUMO",), [0.171]), (("HOMO", "LUMO"), [0.457, 0.171])]
+)
+def test_failed_quasiparticle_solve_raises(water, failing_quasiparticle_solve, unsolved, residuals):
+    """pyscf leaves 0 eV where scipy's Newton solve fails and only logs a warning; the residual
+    of the quasiparticle equation at 0 (the Kohn-Sham-to-QP shift, Hartree) gives it away."""
+    failing_quasiparticle_solve(unsolved)
+    with pytest.raises(QPNotConvergedError, match="quasiparticle equation not solved") as caught:
+        gw_frontier_orbitals(water)
+    assert caught.value.molecule_id == "water"
+    assert caught.value.orbitals == list(unsolved)
+    assert caught.value.residuals == pytest.approx(residuals, abs=0.002)
+    assert "no label is stored" in str(caught.value)
+
+
+def test_solved_quasiparticle_equation_has_a_tiny_residual(water):
+    from chemgraph.qc.pyscf_gw import (
+        QP_RESIDUAL_TOLERANCE,
+        _quasiparticle_residuals,
+        _run_kohn_sham,
+        _shared_integral_gw_class,
+    )
+
+    mf = _run_kohn_sham(water, "PBE", "def2-SVP", 100, 1e-9, 3)
+    solver = _shared_integral_gw_class()(mf, frozen=1)  # frozen core: orbs_frz != orbs
+    solver.orbs = [4, 5]
+    solver.kernel()
+    assert max(_quasiparticle_residuals(solver)) < 1e-9 < QP_RESIDUAL_TOLERANCE
 
 
 def test_open_shell_rejected():
