@@ -18,7 +18,8 @@ examples:
       --split scaffold --out runs/tox21 --config my_settings.yaml
 
 outputs in --out: best.ckpt, metrics.json, predictions.csv, rejected.csv, learning_curve.png,
-parity.png (regression) and config.yaml (every setting used; reusable with --config).
+parity.png (regression) and config.yaml (every setting used; reusable with --config). --out must
+be a new or empty folder; --overwrite writes over an earlier run (replacing these files).
 """
 
 
@@ -62,8 +63,9 @@ def _build_parser() -> argparse.ArgumentParser:
     train.add_argument(
         "--task",
         choices=["regression", "classification"],
-        help="regression (continuous values) or classification (0/1 labels); default "
-        "regression (with a dataset name: the card's task)",
+        help="regression (continuous values) or classification (0/1 labels); default: "
+        "classification when every target column holds only 0 and 1, otherwise regression "
+        "(a note is printed when a target is 0/1); with a dataset name: the card's task",
     )
     train.add_argument(
         "--model",
@@ -78,7 +80,13 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--seed", type=int, help="random seed for split, weights, shuffling")
     train.add_argument("--max-epochs", type=int, help="maximum training epochs (default 100)")
-    train.add_argument("--out", help="output folder")
+    train.add_argument("--out", help="output folder, new or empty (see --overwrite)")
+    train.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="allow a non-empty --out (an earlier run's): files of the same name are replaced, "
+        "others are left",
+    )
     train.add_argument(
         "--config",
         help="YAML file with any training setting (keys as in the config.yaml a run writes); "
@@ -138,7 +146,13 @@ def _build_parser() -> argparse.ArgumentParser:
         "--standardize",
         choices=["none", "basic", "chembl"],
         default="none",
-        help="basic: RDKit cleanup, largest fragment, uncharge; chembl: ChEMBL pipeline",
+        help="none (default): as read. basic: RDKit MolStandardize cleanup (explicit H removed, "
+        "metals disconnected, functional groups normalised, reionised), then the "
+        "carbon-containing fragment with the most heavy atoms is kept (counter-ions, metals, "
+        "inorganic acids and water removed) and uncharged where possible; records without "
+        "carbon (inorganic salts such as [NH4+].[Cl-]) are only cleaned up; isotopes are kept. "
+        "chembl: ChEMBL Structure Pipeline standardise + parent: also removes isotopes and "
+        "the salts and solvents of ChEMBL's lists, and neutralises",
     )
     featurize.add_argument("--workers", type=int, default=1, help="worker processes")
     featurize.add_argument(
@@ -152,6 +166,16 @@ def _build_parser() -> argparse.ArgumentParser:
         "--dask-scheduler", help="dask.distributed scheduler address (runs shards on a cluster)"
     )
     featurize.add_argument("--seed", type=int, default=0, help="conformer seed")
+    featurize.add_argument(
+        "--record-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="most seconds one record may spend in one step (parse, standardize, conformers, "
+        "canonical SMILES, fingerprints, descriptors); a record over it is listed in "
+        "rejected.csv as 'timeout: <step>' and the run goes on; 0: no limit (default 60; "
+        "not enforced with --dask-scheduler)",
+    )
     featurize.add_argument("--quiet", action="store_true", help="no progress bar")
 
     datasets = commands.add_parser(
@@ -193,7 +217,12 @@ def _build_parser() -> argparse.ArgumentParser:
     react.add_argument("reaction", nargs="?", help="one reaction SMILES 'reactants>reagents>'")
     react.add_argument("--input", help="file with one reaction SMILES a line (plain or .gz)")
     react.add_argument("--checkpoint", required=True, help="best.ckpt of reaction_outcome")
-    react.add_argument("--output", help="CSV to write (with --input)")
+    react.add_argument(
+        "--output",
+        help="CSV to write (with --input): one row per non-blank input line, in input order "
+        "(row = 0-based line number), predictions, and an error column saying why a reaction "
+        "was not decoded",
+    )
     react.add_argument("--top-k", type=int, default=5, help="predictions per reaction")
     react.add_argument("--beam-width", type=int, default=8, help="beam width (default 8)")
     react.add_argument("--batch-size", type=int, default=32, help="reactions per beam search")
@@ -209,7 +238,13 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("name")
     run.add_argument("--config", help="YAML overriding the recipe's config.yaml")
     run.add_argument("--seeds", type=int, help="number of seeds (overrides the config)")
-    run.add_argument("--out", default=None, help="output folder (default runs/NAME)")
+    run.add_argument("--out", default=None, help="output folder, new or empty (default runs/NAME)")
+    run.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="allow a non-empty --out (an earlier run's): files of the same name are replaced, "
+        "others are left",
+    )
     return parser
 
 
@@ -231,9 +266,11 @@ def _react(args: argparse.Namespace) -> int:
             args.checkpoint, args.input, args.output, args.top_k, args.beam_width,
             args.batch_size,
         )  # fmt: skip
-        failed = int((table["error"] != "").sum())
-        print(f"predicted {len(table) - failed} of {len(table)} reactions; {failed} could not "
-              f"be read (see the error column of {args.output})")  # fmt: skip
+        decoded = int((table["error"] == "").sum())
+        valid = int((table["prediction_1"] != "").sum())
+        print(f"{len(table)} reactions read, {decoded} decoded, {valid} with a valid product "
+              f"(written to {args.output}; its error column says why a reaction was not "
+              "decoded)")  # fmt: skip
         if metrics is not None:
             print(recipe.format_metrics(metrics))
         return 0
@@ -251,6 +288,7 @@ def _react(args: argparse.Namespace) -> int:
 
 
 def _recipe(args: argparse.Namespace) -> int:
+    from chemgraph._output import check_output_folder
     from chemgraph.recipes.registry import RECIPES, get_recipe
 
     if args.action == "list":
@@ -258,7 +296,9 @@ def _recipe(args: argparse.Namespace) -> int:
             print(f"{name:<20} {get_recipe(name).DESCRIPTION}")
         return 0
     module = get_recipe(args.name)
-    module.run(config=args.config, seeds=args.seeds, out=args.out or f"runs/{args.name}")
+    out = args.out or f"runs/{args.name}"
+    check_output_folder(out, "--out", args.overwrite, "--overwrite")
+    module.run(config=args.config, seeds=args.seeds, out=out)
     return 0
 
 
@@ -293,7 +333,10 @@ def _datasets(args: argparse.Namespace) -> int:
 
 
 def _featurize(args: argparse.Namespace) -> int:
+    """Run ``featurize``; SIGINT/SIGTERM print one line saying how to resume and return
+    128 + the signal number."""
     from chemgraph.recipes.featurize_library import (
+        FeaturizeInterrupted,
         FeaturizeOptions,
         featurize_library,
         summary_table,
@@ -309,22 +352,28 @@ def _featurize(args: argparse.Namespace) -> int:
         id_column=args.id_column,
         seed=args.seed,
     )
-    manifest = featurize_library(
-        args.input,
-        args.output,
-        options,
-        workers=args.workers,
-        shard_size=args.shard_size,
-        resume=args.resume,
-        dask_scheduler=args.dask_scheduler,
-        progress=not args.quiet,
-    )
+    try:
+        manifest = featurize_library(
+            args.input,
+            args.output,
+            options,
+            workers=args.workers,
+            shard_size=args.shard_size,
+            resume=args.resume,
+            dask_scheduler=args.dask_scheduler,
+            progress=not args.quiet,
+            record_timeout=args.record_timeout or None,
+        )
+    except FeaturizeInterrupted as stop:
+        print(f"chemgraph featurize: {stop}", file=sys.stderr)
+        return 128 + stop.signum
     print(summary_table(manifest))
     print(f"outputs written to {Path(args.output).resolve()}")
     return 0
 
 
 def _train(args: argparse.Namespace) -> int:
+    from chemgraph._output import check_output_folder
     from chemgraph.train.runner import TrainingConfig, train
 
     overrides = {
@@ -345,6 +394,7 @@ def _train(args: argparse.Namespace) -> int:
         config = TrainingConfig.from_yaml(args.config, **overrides)
     else:
         config = TrainingConfig.from_dict({k: v for k, v in overrides.items() if v is not None})
+    check_output_folder(config.out, "--out", args.overwrite, "--overwrite")
     metrics = train(config)
     print(format_metrics(metrics))
     print(f"outputs written to {Path(config.out).resolve()}")

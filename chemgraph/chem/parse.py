@@ -13,6 +13,9 @@ Public API
 - :data:`FragmentPolicy` — ``"keep"`` (all fragments) or ``"largest"`` (largest fragment).
 - :func:`mol_from_smiles` — one SMILES string to a sanitised molecule, or raise.
 - :func:`iter_sdf` — every record of an SDF file (plain or gzip), bad ones included.
+- :func:`iter_sdf_blocks` — the raw text of every record of an SDF file: the one SDF record
+  splitter of chemgraph (``iter_sdf`` and ``chemgraph featurize`` both use it).
+- :func:`mol_from_sdf_block` — one SDF record to a sanitised molecule, or raise.
 - :func:`positions` — float32 [num_atoms, 3] coordinates (Å) of the first conformer.
 """
 
@@ -35,6 +38,8 @@ __all__ = [
     "FragmentPolicy",
     "MoleculeParseError",
     "iter_sdf",
+    "iter_sdf_blocks",
+    "mol_from_sdf_block",
     "mol_from_smiles",
     "mols_from_smiles",
     "positions",
@@ -240,6 +245,85 @@ def _open_maybe_gzip(path: str | os.PathLike[str]) -> IO[bytes]:
     return open(path, "rb")
 
 
+def iter_sdf_blocks(path: str | os.PathLike[str]) -> Iterator[bytes]:
+    """The raw bytes of every record of an SDF file, in file order, streaming.
+
+    A record ends at a line that starts with ``$$$$`` — RDKit's own rule (``SDMolSupplier``), so
+    ``"$$$$ "``, ``"$$$$\\t"`` and ``"$$$$\\r"`` end a record as ``"$$$$"`` does. Lines are cut
+    at ``\\n`` only (``\\r\\n`` files work; the ``\\r`` stays in the record, as RDKit expects). A
+    last record without its ``$$$$`` line is still a record; whitespace after the last ``$$$$``
+    is not. Nothing is parsed: a record may be blank or broken (see :func:`mol_from_sdf_block`).
+
+    Args:
+        path: an ``.sdf`` file, plain or gzip-compressed (detected from the first two bytes,
+            whatever the suffix).
+
+    Yields:
+        One ``bytes`` block per record, its ``$$$$`` line included (absent for a last record
+        that has none); block ``i`` is record ``i`` (0-based).
+
+    Raises:
+        FileNotFoundError / OSError: the file cannot be opened or decompressed.
+    """
+    with _open_maybe_gzip(path) as fh:
+        lines: list[bytes] = []
+        for line in fh:
+            lines.append(line)
+            if line.startswith(b"$$$$"):
+                yield b"".join(lines)
+                lines = []
+        if any(line.strip() for line in lines):
+            yield b"".join(lines)
+
+
+def mol_from_sdf_block(
+    block: str | bytes, fragments: FragmentPolicy = "keep", remove_hs: bool = True
+) -> Chem.Mol:
+    """Read one SDF record (molblock plus SD data fields) into a sanitised RDKit molecule.
+
+    The record is read with ``Chem.ForwardSDMolSupplier(sanitize=True, removeHs=remove_hs)``, so
+    the molecule is exactly what RDKit's supplier gives (sanitised, stereochemistry from the
+    coordinates and wedges, coordinates as the first conformer, the title as
+    ``mol.GetProp("_Name")``, the SD data fields as properties), then the fragment policy is
+    applied. A record RDKit rejects is read again with ``sanitize=False`` to find out why (as in
+    :func:`mol_from_smiles`); RDKit's log output is captured, never printed.
+
+    Args:
+        block: the text of one record, e.g. a block from :func:`iter_sdf_blocks` (``str`` is
+            encoded as UTF-8); a trailing ``$$$$`` line is optional.
+        fragments: fragment policy, see :data:`FragmentPolicy`.
+        remove_hs: drop explicit hydrogens (and their coordinates), RDKit's default; ``False``
+            keeps every atom of the record.
+
+    Returns:
+        A sanitised ``Chem.Mol`` with at least one atom.
+
+    Raises:
+        MoleculeParseError: ``reason`` is ``"SDF parse error: <RDKit's message>"`` for a record
+            RDKit cannot read (e.g. ``"SDF parse error: Atom line too short: ..."``,
+            ``"SDF parse error: Counts line too short: '$$$$' on line4"`` for three blank
+            lines), RDKit's chemistry message for one that fails sanitisation (e.g.
+            ``"Explicit valence for atom # 0 N, 5, is greater than permitted"``), or ``"empty
+            record (no atoms)"``.
+            ``record`` is ``None``.
+        ValueError: ``fragments`` is not ``"keep"`` or ``"largest"``.
+    """
+    _check_policy(fragments)
+    data = block.encode("utf-8") if isinstance(block, str) else block
+    mol, errors = _supply_one(data, sanitize=True, remove_hs=remove_hs)
+    if mol is None:
+        raw, raw_errors = _supply_one(data, sanitize=False, remove_hs=False)
+        if raw is None:
+            raise MoleculeParseError(
+                f"SDF parse error: {raw_errors or errors or 'no molblock in the record'}"
+            )
+        reason = _chemistry_reason(raw) or errors or "RDKit could not sanitize the record"
+        raise MoleculeParseError(reason)
+    if mol.GetNumAtoms() == 0:
+        raise MoleculeParseError("empty record (no atoms)")
+    return _apply_fragment_policy(mol, fragments)
+
+
 def iter_sdf(
     path: str | os.PathLike[str],
     fragments: FragmentPolicy = "keep",
@@ -247,13 +331,9 @@ def iter_sdf(
 ) -> Iterator[tuple[int, Chem.Mol | None, str | None]]:
     """Read every record of an SDF file, good or bad, in file order.
 
-    The file is streamed (never loaded whole) and cut into records at the ``$$$$`` lines; each
-    record is read with ``Chem.ForwardSDMolSupplier(sanitize=True, removeHs=remove_hs)``, so a
-    good record is exactly what RDKit's supplier gives (sanitised, stereochemistry from the
-    coordinates and wedges), then the fragment policy is applied. A record RDKit rejects is read
-    again with ``sanitize=False`` to find out why (as in :func:`mol_from_smiles`). Cutting first
-    keeps ``index`` exact whatever RDKit does with a broken record, and blank lines after the
-    last ``$$$$`` are not taken for a record. Coordinates, the molecule name
+    The file is streamed (never loaded whole) and cut into records by :func:`iter_sdf_blocks`;
+    each record is read by :func:`mol_from_sdf_block`. Cutting first keeps ``index`` exact
+    whatever RDKit does with a broken record. Coordinates, the molecule name
     (``mol.GetProp("_Name")``) and the SD data fields (``mol.GetPropsAsDict()``) are kept, so
     :func:`positions` works on the result.
 
@@ -267,38 +347,20 @@ def iter_sdf(
     Yields:
         ``(index, mol, reason)`` for every record, ``index`` counting records from 0 (it stays
         aligned with the file even when records fail). ``(index, mol, None)`` for a good
-        record; ``(index, None, reason)`` for a record RDKit cannot read (broken counts or atom
-        block: RDKit's error-log text, e.g. ``"Atom line too short: ..."``) or that fails
-        sanitisation (e.g. ``"Explicit valence for atom # 0 N, 5, is greater than
-        permitted"``).
+        record; ``(index, None, reason)`` for a record that :func:`mol_from_sdf_block` rejects,
+        with its ``reason`` (e.g. ``"SDF parse error: Atom line too short: ..."``, ``"Explicit
+        valence for atom # 0 N, 5, is greater than permitted"``).
 
     Raises:
         FileNotFoundError / OSError: the file cannot be opened.
         ValueError: ``fragments`` is not ``"keep"`` or ``"largest"``.
     """
     _check_policy(fragments)
-    with _open_maybe_gzip(path) as fh:
-        for index, block in enumerate(_sdf_records(fh)):
-            mol, reason = _read_record(block, remove_hs)
-            if mol is not None:
-                mol = _apply_fragment_policy(mol, fragments)
-            yield index, mol, reason
-
-
-def _sdf_records(fh: IO[bytes]) -> Iterator[bytes]:
-    """Split an SDF byte stream into records: the lines up to and including each ``$$$$``.
-
-    A last record without its ``$$$$`` line is still a record; trailing whitespace after the
-    last ``$$$$`` is not.
-    """
-    lines: list[bytes] = []
-    for line in fh:
-        lines.append(line)
-        if line.rstrip() == b"$$$$":
-            yield b"".join(lines)
-            lines = []
-    if any(line.strip() for line in lines):
-        yield b"".join(lines)
+    for index, block in enumerate(iter_sdf_blocks(path)):
+        try:
+            yield index, mol_from_sdf_block(block, fragments, remove_hs), None
+        except MoleculeParseError as error:
+            yield index, None, error.reason
 
 
 def _supply_one(block: bytes, sanitize: bool, remove_hs: bool) -> tuple[Chem.Mol | None, str]:
@@ -312,17 +374,6 @@ def _supply_one(block: bytes, sanitize: bool, remove_hs: bool) -> tuple[Chem.Mol
     lines = [line.removeprefix("ERROR: ") for line in log.lines]
     lines = [line for line in lines if not line.startswith("moving to the beginning")]
     return mol, "; ".join(lines)
-
-
-def _read_record(block: bytes, remove_hs: bool) -> tuple[Chem.Mol | None, str | None]:
-    """Parse and sanitise one SDF record: ``(mol, None)`` or ``(None, reason)``."""
-    mol, errors = _supply_one(block, sanitize=True, remove_hs=remove_hs)
-    if mol is not None:
-        return mol, None
-    raw, raw_errors = _supply_one(block, sanitize=False, remove_hs=False)
-    if raw is None:
-        return None, raw_errors or errors or "RDKit could not read the record"
-    return None, _chemistry_reason(raw) or errors or "RDKit could not sanitize the record"
 
 
 def positions(mol: Chem.Mol) -> np.ndarray | None:

@@ -1,18 +1,38 @@
 """Streaming readers of compound libraries: chunks of records, never the whole file in memory.
 
-Formats (each optionally gzipped, detected from the name): ``.smi``/``.smiles`` (SMILES, then
-an optional name, per line), ``.csv``, ``.tsv``, ``.parquet``, ``.sdf``/``.mol``-blocks.
+Every record of the file is yielded — blank and malformed ones too, flagged — so a caller can
+account for each one. ``Record.row`` is always the 0-based index of the record in the file,
+blank records included; what a record is depends on the format (each optionally gzipped):
+
+- ``.smi``/``.smiles``: one line (``\\n``, ``\\r\\n`` or ``\\r`` ends it): a SMILES, then optional
+  whitespace and a name. ``row`` is the 0-based line number (line ``row + 1`` in an editor).
+- ``.csv``/``.tsv``: one data row after the header line, read with Python's :mod:`csv`
+  (RFC 4180 quoting, so a quoted field may span lines). ``row`` is the 0-based data row; when
+  no quoted field spans lines, it is on line ``row + 2`` of the file (the header is line 1).
+  It is also the row's index in ``pandas.read_csv(path, skip_blank_lines=False)``.
+- ``.parquet``: one table row; ``row`` is its 0-based index.
+- ``.sdf``: one record, ended by a line that starts with ``$$$$`` (cut by
+  :func:`chemgraph.chem.parse.iter_sdf_blocks`, as RDKit does); ``row`` is the 0-based record
+  number. Whitespace after the last ``$$$$`` is not a record.
+
+A *blank* record (``kind == "blank"``) holds nothing but whitespace: a blank ``.smi`` line, a
+table row whose every field is empty or whitespace (``""`` or ``",,"``), an SDF record with
+nothing before its ``$$$$``. Parquet rows are never blank: a null SMILES is an empty SMILES. A
+table row with more fields than the header is *malformed* (``error`` says so): its columns cannot
+be told apart.
 """
 
 from __future__ import annotations
 
+import csv
 import gzip
 import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
-import pandas as pd
+from chemgraph.chem.parse import iter_sdf_blocks
 
 __all__ = ["Record", "library_format", "iter_record_chunks", "SMILES_COLUMN_NAMES"]
 
@@ -25,18 +45,23 @@ class Record:
     """One input record.
 
     Attributes:
-        row: 0-based record index in the input (data rows for tables, lines for ``.smi``,
-            records for SDF; blank table rows are skipped by the table reader and not counted).
+        row: 0-based index of the record in the file, blank records included (see the module
+            docstring for what it means per format).
         id: the record's identifier: the id column, the ``.smi`` name, the SDF title or the
-            ``id_column`` SD property, else ``str(row)``.
-        text: the SMILES string, or the whole SDF record (molblock and properties).
-        kind: ``"smiles"`` or ``"molblock"``.
+            ``id_column`` SD property; ``str(row)`` where that is missing or empty.
+        text: the SMILES string, or the whole SDF record (molblock, properties, ``$$$$``);
+            ``""`` for a blank record; the row's fields joined by the separator for a malformed
+            table row.
+        kind: ``"smiles"``, ``"molblock"`` or ``"blank"`` (nothing but whitespace).
+        error: why the reader could not make sense of the record (a malformed table row), else
+            ``None``.
     """
 
     row: int
     id: str
     text: str
-    kind: str = "smiles"
+    kind: Literal["smiles", "molblock", "blank"] = "smiles"
+    error: str | None = None
 
 
 def library_format(path: str | Path) -> str:
@@ -57,9 +82,10 @@ def library_format(path: str | Path) -> str:
     )
 
 
-def _open_text(path: Path) -> io.TextIOBase:
+def _open_text(path: Path, newline: str | None) -> io.TextIOBase:
+    """UTF-8 text (a leading byte-order mark dropped, bad bytes replaced by U+FFFD)."""
     raw = gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")
-    return io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=None)
+    return io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace", newline=newline)
 
 
 def _chunks(records: Iterator[Record], size: int) -> Iterator[list[Record]]:
@@ -74,38 +100,36 @@ def _chunks(records: Iterator[Record], size: int) -> Iterator[list[Record]]:
 
 
 def _smi_records(path: Path) -> Iterator[Record]:
-    with _open_text(path) as lines:
+    with _open_text(path, newline=None) as lines:
         for row, line in enumerate(lines):
             fields = line.split(maxsplit=1)
-            smiles = fields[0] if fields else ""
-            name = fields[1].strip() if len(fields) > 1 else str(row)
-            yield Record(row, name, smiles)
+            if not fields:
+                yield Record(row, str(row), "", "blank")
+                continue
+            name = fields[1].strip() if len(fields) > 1 else ""
+            yield Record(row, name or str(row), fields[0])
 
 
 def _sdf_records(path: Path, id_property: str | None) -> Iterator[Record]:
-    with _open_text(path) as lines:
-        block: list[str] = []
-        row = 0
-        for line in lines:
-            if line.rstrip("\r\n") == "$$$$":
-                yield _sdf_record(row, "".join(block), id_property)
-                block, row = [], row + 1
-            else:
-                block.append(line)
-        if "".join(block).strip():
-            yield _sdf_record(row, "".join(block), id_property)
+    for row, block in enumerate(iter_sdf_blocks(path)):
+        text = block.decode("utf-8", errors="replace")
+        lines = text.splitlines()
+        if lines and lines[-1].startswith("$$$$"):
+            lines.pop()
+        if any(line.strip() for line in lines):
+            yield Record(row, _sdf_id(lines, id_property) or str(row), text, "molblock")
+        else:
+            yield Record(row, str(row), "", "blank")
 
 
-def _sdf_record(row: int, text: str, id_property: str | None) -> Record:
-    identifier = text.split("\n", 1)[0].strip()
+def _sdf_id(lines: list[str], id_property: str | None) -> str:
+    """The ``id_property`` SD field of a record (its lines), else its title line."""
     if id_property is not None:
         marker = f"<{id_property}>"
-        lines = text.split("\n")
         for index, line in enumerate(lines[:-1]):
             if line.startswith(">") and marker in line:
-                identifier = lines[index + 1].strip()
-                break
-    return Record(row, identifier or str(row), text, "molblock")
+                return lines[index + 1].strip()
+    return lines[0].strip()
 
 
 def _pick_smiles_column(columns: list[str], wanted: str | None, path: Path) -> str:
@@ -127,17 +151,56 @@ def _check_id_column(columns: list[str], id_column: str | None, path: Path) -> N
         raise ValueError(f"{path}: no id column {id_column!r}; available columns: {columns}")
 
 
-def _table_records(
-    frames: Iterator[pd.DataFrame], smiles_column: str, id_column: str | None
+def _text_table_records(
+    path: Path, separator: str, smiles_column: str | None, id_column: str | None
 ) -> Iterator[Record]:
+    with _open_text(path, newline="") as handle:
+        reader = csv.reader(handle, delimiter=separator)
+        try:
+            header = next(reader, None)
+            if header is None:
+                raise ValueError(f"{path} is empty (no header, no records)")
+            smiles_at = header.index(_pick_smiles_column(header, smiles_column, path))
+            _check_id_column(header, id_column, path)
+            id_at = header.index(id_column) if id_column is not None else None
+            for row, fields in enumerate(reader):
+                if not any(field.strip() for field in fields):
+                    yield Record(row, str(row), "", "blank")
+                    continue
+                identifier = (
+                    fields[id_at].strip() if id_at is not None and id_at < len(fields) else ""
+                )
+                if len(fields) > len(header):
+                    error = (
+                        f"malformed row: {len(fields)} fields where the header has "
+                        f"{len(header)} (an unquoted {separator!r} in a field?)"
+                    )
+                    text = separator.join(fields)
+                    yield Record(row, identifier or str(row), text, error=error)
+                    continue
+                smiles = fields[smiles_at] if smiles_at < len(fields) else ""
+                yield Record(row, identifier or str(row), smiles)
+        except csv.Error as error:
+            raise ValueError(f"{path}, line {reader.line_num}: unreadable table: {error}") from None
+
+
+def _parquet_records(
+    path: Path, batch_size: int, smiles_column: str | None, id_column: str | None
+) -> Iterator[Record]:
+    import pyarrow.parquet as pq
+
+    parquet = pq.ParquetFile(path)
+    columns = parquet.schema_arrow.names
+    smiles = _pick_smiles_column(columns, smiles_column, path)
+    _check_id_column(columns, id_column, path)
+    wanted = [smiles] + ([id_column] if id_column and id_column != smiles else [])
     row = 0
-    for frame in frames:
-        smiles = frame[smiles_column].tolist()
-        ids = frame[id_column].tolist() if id_column else None
-        for index, text in enumerate(smiles):
-            text = "" if text is None or (isinstance(text, float) and text != text) else str(text)
-            identifier = str(ids[index]) if ids is not None else str(row)
-            yield Record(row, identifier, text)
+    for batch in parquet.iter_batches(batch_size, columns=wanted):
+        texts = batch.column(smiles).to_pylist()
+        ids = batch.column(id_column).to_pylist() if id_column else [None] * len(texts)
+        for text, identifier in zip(texts, ids):
+            identifier = "" if identifier is None else str(identifier).strip()
+            yield Record(row, identifier or str(row), "" if text is None else str(text))
             row += 1
 
 
@@ -150,7 +213,7 @@ def iter_record_chunks(
     """Read a library in chunks of ``chunk_size`` records, streaming.
 
     Args:
-        path: input file (see the module docstring for formats).
+        path: input file (see the module docstring for formats and what ``row`` means).
         chunk_size: records per chunk (the last chunk may be shorter).
         smiles_column: SMILES column of a table; default: the first of
             :data:`SMILES_COLUMN_NAMES` present.
@@ -158,46 +221,27 @@ def iter_record_chunks(
             ``.smi`` name, the SDF title line, else the row number.
 
     Yields:
-        Lists of :class:`Record`, in input order. Bytes that are not UTF-8 are replaced by
-        U+FFFD (the record is then rejected by the parser, with the row named).
+        Lists of :class:`Record`, every record of the file once, in file order (blank and
+        malformed ones included, flagged by ``kind`` and ``error``). Bytes that are not UTF-8
+        are replaced by U+FFFD (the record is then rejected by the parser, with the row named).
 
     Raises:
-        FileNotFoundError: no such file. ValueError: unsupported format, a missing column.
+        FileNotFoundError: no such file. ValueError: unsupported format, a missing column, an
+        empty table file (no header), a table the :mod:`csv` module cannot parse (the line is
+        named).
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"input {path} does not exist")
     kind = library_format(path)
     if kind == "smi":
-        yield from _chunks(_smi_records(path), chunk_size)
+        records = _smi_records(path)
     elif kind == "sdf":
-        yield from _chunks(_sdf_records(path, id_column), chunk_size)
+        records = _sdf_records(path, id_column)
     elif kind == "parquet":
-        import pyarrow.parquet as pq
-
-        parquet = pq.ParquetFile(path)
-        columns = parquet.schema_arrow.names
-        smiles = _pick_smiles_column(columns, smiles_column, path)
-        _check_id_column(columns, id_column, path)
-        wanted = [smiles] + ([id_column] if id_column and id_column != smiles else [])
-        frames = (b.to_pandas() for b in parquet.iter_batches(chunk_size, columns=wanted))
-        yield from _chunks(_table_records(frames, smiles, id_column), chunk_size)
+        records = _parquet_records(path, chunk_size, smiles_column, id_column)
     else:
-        separator = "\t" if kind == "tsv" else ","
-        try:
-            header = pd.read_csv(path, sep=separator, nrows=0, encoding_errors="replace")
-        except pd.errors.EmptyDataError:
-            raise ValueError(f"{path} is empty (no header, no records)") from None
-        columns = list(header.columns)
-        smiles = _pick_smiles_column(columns, smiles_column, path)
-        _check_id_column(columns, id_column, path)
-        frames = pd.read_csv(
-            path,
-            sep=separator,
-            usecols=[smiles] + ([id_column] if id_column and id_column != smiles else []),
-            dtype=str,
-            keep_default_na=False,
-            chunksize=chunk_size,
-            encoding_errors="replace",
+        records = _text_table_records(
+            path, "\t" if kind == "tsv" else ",", smiles_column, id_column
         )
-        yield from _chunks(_table_records(iter(frames), smiles, id_column), chunk_size)
+    yield from _chunks(records, chunk_size)

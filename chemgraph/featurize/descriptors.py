@@ -2,18 +2,31 @@
 
 The ``rdkit2d`` preset is RDKit's descriptor list ``rdkit.Chem.Descriptors._descList``: every
 ``(name, function)`` pair, computed in list order — the same functions and order as
-``Descriptors.CalcMolDescriptors``, without building a dict per molecule. Column names are
-RDKit's descriptor names unchanged (``"MaxAbsEStateIndex"``, …, ``"MolWt"``, …,
+``Descriptors.CalcMolDescriptors``, without building a dict per molecule — with one change:
+``Ipc`` is replaced, at its place in the list, by ``Ipc_log1p`` = ``ln(1 + Ipc)``. Column names
+are otherwise RDKit's descriptor names unchanged (``"MaxAbsEStateIndex"``, …, ``"MolWt"``, …,
 ``"TPSA"``, …, ``"fr_urea"``). The list depends on the RDKit version (217 descriptors in RDKit
 2026.09; releases add some), so :meth:`RDKitDescriptors.to_dict` records the RDKit version and
 the column names, and :meth:`RDKitDescriptors.from_dict` refuses a saved list that differs from
 the running RDKit's.
 
+Why ``Ipc`` is log-transformed: Bonchev's information content of the characteristic polynomial
+grows exponentially with size (aspirin 730, penicillin G 1.3e5, a 200-carbon chain 3.4e56), so
+raw values swamp any scaling and overflow float32 (max 3.4e38) when a model casts them;
+``ln(1 + Ipc)`` is 6.6, 11.8 and 130.2 for those, 0 for a molecule with ``Ipc == 0`` (methane),
+and ``expm1`` gives RDKit's value back. ``AvgIpc`` (an entropy, at most log2 of the number of
+coefficients) stays as it is.
+Both are slow on large molecules (RDKit builds the characteristic polynomial in O(n⁴): about
+30 s each at 500 heavy atoms, hours at 3,000); ``chemgraph featurize`` bounds that with its
+per-record time limit (``--record-timeout``).
+
 Missing values: a descriptor that raises for a molecule (e.g. ``SPS`` of ``[H][H]``: division by
-zero), returns ``None``, NaN or ±inf (e.g. the ``BCUT2D_*`` of single atoms such as ``[Na+]``;
-the Gasteiger-charge descriptors of elements without Gasteiger parameters) is stored as NaN;
-featurizing never raises for a valid ``Chem.Mol``. Large finite values (``Ipc`` of big
-molecules) are kept as they are: scale or log-transform them before learning.
+zero), returns ``None``, NaN or ±inf is stored as NaN; featurizing never raises for a valid
+``Chem.Mol``. Known NaNs: the eight ``BCUT2D_*`` of single atoms (``[Na+]``) and of molecules
+with atoms that have no Gasteiger or Crippen parameters — metal complexes and organometallics
+such as cisplatin ``[NH3][Pt]([NH3])(Cl)Cl``, ferrocene or ``C[Hg]C``; the four
+``*PartialCharge`` descriptors of such metals (cisplatin, ``C[Hg]C``). Other large finite values
+are kept as they are: scale them before learning.
 
 Descriptors are computed on a copy of each molecule (some RDKit descriptors cache properties
 such as Gasteiger charges on the atoms) with RDKit's logging blocked.
@@ -38,7 +51,16 @@ __all__ = [
     "parse_descriptors",
 ]
 
-_DESC_LIST: tuple[tuple[str, Any], ...] = tuple(Descriptors._descList)
+
+def _ipc_log1p(mol: Chem.Mol) -> float:
+    """``ln(1 + Ipc)``: RDKit's ``Ipc`` on a scale a model can use (see the module docstring)."""
+    return math.log1p(Descriptors.Ipc(mol))
+
+
+_DESC_LIST: tuple[tuple[str, Any], ...] = tuple(
+    ("Ipc_log1p", _ipc_log1p) if name == "Ipc" else (name, function)
+    for name, function in Descriptors._descList
+)
 
 
 @dataclass(frozen=True)
@@ -46,8 +68,8 @@ class RDKitDescriptors:
     """The RDKit 2D descriptor list (preset ``"rdkit2d"``): ``float64 [D]`` per molecule.
 
     ``D = len(rdkit.Chem.Descriptors._descList)`` (217 on RDKit 2026.09); column ``j`` is
-    ``_descList[j]``, named ``column_names[j]`` (RDKit's name). See the module docstring for
-    the NaN policy.
+    ``_descList[j]``, named ``column_names[j]`` (RDKit's name), except that ``Ipc`` is
+    ``Ipc_log1p`` = ``ln(1 + Ipc)``. See the module docstring for why, and for the NaN policy.
     """
 
     name: ClassVar[str] = "rdkit2d"
@@ -57,7 +79,8 @@ class RDKitDescriptors:
 
     @property
     def column_names(self) -> tuple[str, ...]:
-        """RDKit's descriptor names in list order, e.g. ``("MaxAbsEStateIndex", ...)``."""
+        """RDKit's descriptor names in list order (``Ipc`` as ``Ipc_log1p``), e.g.
+        ``("MaxAbsEStateIndex", ...)``."""
         return tuple(name for name, _ in _DESC_LIST)
 
     @property

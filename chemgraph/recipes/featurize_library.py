@@ -9,45 +9,104 @@ Output folder::
     parts/shard-NNNNN.json        per-shard counts; written last, it marks the shard complete
     parts/shard-NNNNN.csv         per-shard rejected records (concatenated into rejected.csv)
 
+Every record of the input is accounted for: the manifest's counts satisfy
+``read + blank == featurized + rejected`` (``read``: records with content; ``blank``: blank
+records, each listed in ``rejected.csv`` as ``"blank record"``), and ids used by more than one
+record are counted with examples (``counts["duplicate_ids"]``). ``row`` is the record's 0-based
+index in the file as :mod:`chemgraph.data.readers` defines it per format.
+
 Each shard is a pure function of its records and the options, so the output does not depend on
 the number of workers or on whether the run was resumed. Every file is written to a temporary
 name and renamed. Features, rejected records and the manifest are byte-identical between runs;
 graph shards hold identical tensors but not identical bytes, because ``dgl.save_graphs`` embeds
 process memory addresses in its files.
+
+Slow records. Local runs featurize shards in worker processes (``forkserver``, else ``spawn``)
+that publish, in shared memory, which record and which step (parse, standardize, conformers,
+canonical SMILES, fingerprints, descriptors) they are working on. The parent names a record
+that has spent 10 s (or half the limit) in one step, and when it exceeds ``record_timeout`` it
+kills the worker — the only way to stop C++ code such as RDKit's ``Ipc`` that holds the GIL —
+starts a new one and computes the shard again with that record rejected as ``"timeout: <step>
+(over N s)"``. A worker that dies on a record (segfault, out-of-memory kill) is handled the same
+way (``"crash: <step> (...)"``). Whether a record hits the limit depends on the machine, so the
+default limit (60 s per step) is far above what any normal molecule needs. Dask runs do not
+enforce the limit.
+
+Interrupts. SIGINT (Ctrl-C) and SIGTERM make :func:`featurize_library` kill its workers at once
+(they ignore SIGINT themselves, and die with their parent on Linux), mark the manifest
+``"interrupted"`` and raise :class:`FeaturizeInterrupted`; complete shards are kept, stale
+temporary files are removed on ``resume``, and the resumed output equals an uninterrupted run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import hashlib
 import io
 import json
+import multiprocessing
 import os
-from collections import Counter
-from collections.abc import Iterator
+import pickle
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections import Counter, deque
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
+from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
-from rdkit import Chem, rdBase
+from rdkit import Chem
 from tqdm.auto import tqdm
 
 import chemgraph
+from chemgraph._output import check_output_folder
 from chemgraph.chem import MoleculeParseError, embed_conformers, mols_from_smiles
+from chemgraph.chem.parse import mol_from_sdf_block
 from chemgraph.data.readers import Record, iter_record_chunks, library_format
 from chemgraph.featurize import get_preset
-from chemgraph.featurize.descriptors import parse_descriptors
+from chemgraph.featurize.descriptors import RDKitDescriptors, parse_descriptors
 from chemgraph.featurize.fingerprints import parse_fingerprint
 from chemgraph.graphs import mols_to_graphs
 from chemgraph.graphs.shards import atomic_path, save_shard
 
-__all__ = ["FeaturizeOptions", "featurize_library", "featurize_shard", "reason_kind"]
+__all__ = [
+    "FeaturizeInterrupted",
+    "FeaturizeOptions",
+    "STEPS",
+    "featurize_library",
+    "featurize_shard",
+    "reason_kind",
+]
 
 REJECTED_HEADER = ("row", "id", "input", "reason")
+
+#: What a record goes through, in order (``"start"``, ``"graphs"`` and ``"write"`` are
+#: shard-level phases, never timed against the per-record limit).
+STEPS = (
+    "start",
+    "parse",
+    "standardize",
+    "conformers",
+    "canonical SMILES",
+    "fingerprints",
+    "descriptors",
+    "graphs",
+    "write",
+)
+_STEP_CODE = {name: code for code, name in enumerate(STEPS)}
+_POLL_SECONDS = 0.1
+_NOTICE_SECONDS = 10.0
+_DUPLICATE_EXAMPLES = 5
 
 
 @dataclass(frozen=True)
@@ -98,24 +157,58 @@ class FeaturizeOptions:
 
 @dataclass
 class ShardSummary:
-    """Counts of one shard (``parts/shard-NNNNN.json``)."""
+    """Counts of one shard (``parts/shard-NNNNN.json``): ``read`` records with content and
+    ``blank`` blank ones, of which ``featurized``; ``rejected`` counts by reason kind (blank
+    records included)."""
 
     shard: int
     read: int = 0
+    blank: int = 0
     featurized: int = 0
     rejected: dict[str, int] = field(default_factory=dict)
+
+
+class FeaturizeInterrupted(KeyboardInterrupt):
+    """SIGINT (Ctrl-C) or SIGTERM stopped :func:`featurize_library`.
+
+    By the time it is raised every worker process has been killed; the complete shards stay in
+    ``output`` and ``resume=True`` (``--resume``) continues the run. A ``KeyboardInterrupt``, so
+    ``except Exception`` does not swallow it.
+
+    Attributes:
+        signum: ``signal.SIGINT`` or ``signal.SIGTERM``.
+        output: the output folder, or None when the signal came before it was prepared.
+        shards_done: complete shards in ``output``.
+    """
+
+    def __init__(self, signum: int, output: Path | None = None, shards_done: int = 0) -> None:
+        self.signum, self.output, self.shards_done = signum, output, shards_done
+        name = signal.Signals(signum).name
+        if output is None:
+            message = f"stopped by {name} before any output was written"
+        else:
+            message = (
+                f"stopped by {name}; {shards_done} complete shard(s) kept in {output}; run the "
+                "same command with --resume to continue"
+            )
+        super().__init__(message)
 
 
 def reason_kind(reason: str) -> str:
     """A short category of a rejection reason, for the summary table."""
     lowered = reason.lower()
+    for prefix, kind in (("timeout:", "timeout"), ("crash:", "worker crash")):
+        if lowered.startswith(prefix):
+            return kind
     for needle, kind in (
+        ("blank record", "blank record"),
+        ("malformed row", "malformed table row"),
         ("not valid utf-8", "not UTF-8"),
         ("empty", "empty record"),
         ("smiles parse error", "SMILES syntax"),
+        ("sdf parse error", "unreadable SDF record"),
         ("valence", "valence"),
         ("kekulize", "aromaticity (kekulize)"),
-        ("molblock", "unreadable SDF record"),
         ("standardi", "standardisation failed"),
         ("etkdg", "conformer embedding failed"),
     ):
@@ -124,62 +217,102 @@ def reason_kind(reason: str) -> str:
     return "other RDKit error"
 
 
-def _parse_molblock(record: Record) -> Chem.Mol | MoleculeParseError:
-    with rdBase.BlockLogs():
-        mol = Chem.MolFromMolBlock(record.text, removeHs=True)
-    if mol is None or mol.GetNumAtoms() == 0:
-        return MoleculeParseError("RDKit could not read the molblock of this SDF record")
-    return mol
+def _parse(record: Record) -> Chem.Mol:
+    """The record's molecule, or :class:`MoleculeParseError` with the reason."""
+    if record.kind == "blank":
+        raise MoleculeParseError("blank record")
+    if record.error is not None:
+        raise MoleculeParseError(record.error)
+    if record.kind == "molblock":
+        return mol_from_sdf_block(record.text)
+    if "\ufffd" in record.text:
+        raise MoleculeParseError("input is not valid UTF-8", record.text)
+    (result,) = mols_from_smiles([record.text])
+    if isinstance(result, MoleculeParseError):
+        raise result
+    return result
 
 
-def _parse(records: list[Record]) -> list[Chem.Mol | MoleculeParseError]:
-    smiles_index = [i for i, r in enumerate(records) if r.kind == "smiles"]
-    parsed: list[Chem.Mol | MoleculeParseError] = [None] * len(records)  # type: ignore[list-item]
-    for i, result in zip(smiles_index, mols_from_smiles([records[i].text for i in smiles_index])):
-        if "\ufffd" in records[i].text:
-            result = MoleculeParseError("input is not valid UTF-8", records[i].text)
-        parsed[i] = result
-    for i, record in enumerate(records):
-        if record.kind == "molblock":
-            parsed[i] = _parse_molblock(record)
-    return parsed
-
-
-def _prepare(mol: Chem.Mol, options: FeaturizeOptions) -> tuple[Chem.Mol, Chem.Mol]:
-    """``(molecule for the feature table, molecule for the graph)``.
-
-    Fingerprints, descriptors and the canonical SMILES use the (standardised) molecule as
-    read; only the graph gets the explicit hydrogens and the 3D conformer, so the feature table
-    does not depend on ``--conformers``.
-    """
-    if options.standardize != "none":
-        from chemgraph.chem import standardize
-
-        mol = standardize(mol, options.standardize)
-    if not options.conformers:
-        return mol, mol
+def _lowest_energy_conformer(mol: Chem.Mol, options: FeaturizeOptions) -> Chem.Mol:
+    """The molecule with explicit hydrogens and only its lowest-MMFF94-energy conformer."""
     result = embed_conformers(mol, options.conformers, seed=options.seed)
     energies = [e if e is not None else float("inf") for e in result.energies]
     best = result.conformer_ids[energies.index(min(energies))] if energies else -1
-    return mol, Chem.Mol(result.mol, False, best)  # keeps only the lowest-energy conformer
+    return Chem.Mol(result.mol, False, best)
+
+
+@dataclass
+class _Featurized:
+    """One record's results: the molecule for the graph and the feature-table values."""
+
+    graph_mol: Chem.Mol
+    smiles: str
+    fingerprints: list[np.ndarray]
+    descriptors: np.ndarray | None
+
+
+class _Steps:
+    """Reports ``(position, step)`` to ``on_step`` and remembers the current step."""
+
+    def __init__(self, on_step: Callable[[int, str], None] | None) -> None:
+        self.on_step = on_step
+        self.position, self.step = -1, "start"
+
+    def __call__(self, step: str) -> None:
+        self.step = step
+        if self.on_step is not None:
+            self.on_step(self.position, step)
+
+
+def _featurize_record(
+    record: Record,
+    options: FeaturizeOptions,
+    fingerprints: list[Any],
+    descriptors: RDKitDescriptors | None,
+    steps: _Steps,
+) -> _Featurized:
+    """Every step for one record. Fingerprints, descriptors and the canonical SMILES use the
+    (standardised) molecule as read; only the graph gets the explicit hydrogens and the 3D
+    conformer, so the feature table does not depend on ``--conformers``."""
+    steps("parse")
+    mol = _parse(record)
+    if options.standardize != "none":
+        from chemgraph.chem import standardize
+
+        steps("standardize")
+        mol = standardize(mol, options.standardize)
+    graph_mol = mol
+    if options.conformers:
+        steps("conformers")
+        graph_mol = _lowest_energy_conformer(mol, options)
+    steps("canonical SMILES")
+    smiles = Chem.MolToSmiles(mol)
+    steps("fingerprints")
+    values = [fingerprint(mol) for fingerprint in fingerprints]
+    row = None
+    if descriptors is not None:
+        steps("descriptors")
+        row = descriptors(mol)
+    return _Featurized(graph_mol, smiles, values, row)
 
 
 def _features_table(
-    records: list[Record], mols: list[Chem.Mol], options: FeaturizeOptions
+    records: list[Record], results: list[_Featurized], options: FeaturizeOptions
 ) -> pa.Table:
     columns: dict[str, pa.Array] = {
         "id": pa.array([r.id for r in records], pa.string()),
         "row": pa.array([r.row for r in records], pa.int64()),
-        "smiles": pa.array([Chem.MolToSmiles(m) for m in mols], pa.string()),
+        "smiles": pa.array([r.smiles for r in results], pa.string()),
     }
-    for spec in options.fingerprints:
+    for k, spec in enumerate(options.fingerprints):
         fingerprint = parse_fingerprint(spec)
-        values = fingerprint.featurize(mols).reshape(len(mols), len(fingerprint))
-        flat = pa.array(values.reshape(-1), type=pa.from_numpy_dtype(values.dtype))
+        values = np.array([r.fingerprints[k] for r in results], dtype=fingerprint.dtype)
+        flat = pa.array(values.reshape(-1), type=pa.from_numpy_dtype(fingerprint.dtype))
         columns[fingerprint.name] = pa.FixedSizeListArray.from_arrays(flat, len(fingerprint))
     if options.descriptors is not None:
         descriptors = parse_descriptors(options.descriptors)
-        values = descriptors.featurize(mols).reshape(len(mols), len(descriptors))
+        values = np.array([r.descriptors for r in results], dtype=np.float64)
+        values = values.reshape(len(results), len(descriptors))
         for name, column in zip(descriptors.column_names, values.T):
             columns[name] = pa.array(column, pa.float64())
     return pa.table(columns)
@@ -209,52 +342,77 @@ def _shard_name(shard: int) -> str:
 
 
 def featurize_shard(
-    shard: int, records: list[Record], options: FeaturizeOptions, output: str
+    shard: int,
+    records: list[Record],
+    options: FeaturizeOptions,
+    output: str,
+    skip: Mapping[int, str] | None = None,
+    on_step: Callable[[int, str], None] | None = None,
 ) -> ShardSummary:
     """Featurize one shard of records and write its files (a pure function of its inputs).
 
     Writes ``graphs/``, ``features/`` and ``parts/`` files of shard ``shard`` under ``output``;
     the ``parts/<shard>.json`` summary is written last and marks the shard complete.
 
+    Args:
+        shard: shard number (names the files).
+        records: the shard's records, in input order.
+        options: what to compute.
+        output: the output folder (its ``graphs``, ``features``, ``parts`` folders exist).
+        skip: ``{row: reason}`` of records to reject without processing them (records that
+            timed out or crashed a worker in an earlier attempt).
+        on_step: called as ``on_step(position, step)`` when record ``records[position]`` enters
+            a step of :data:`STEPS`, and with ``position == -1`` for the shard-level phases.
+
     Returns:
         The shard's counts. Bad records never raise: they are listed in the shard's rejected
-        part with RDKit's reason.
+        part with RDKit's reason (or ``"<step> failed: <exception>"`` for an unexpected error
+        in a step).
     """
     torch.set_num_threads(1)
     out = Path(output)
     name = _shard_name(shard)
+    fingerprints = [parse_fingerprint(spec) for spec in options.fingerprints]
+    descriptors = parse_descriptors(options.descriptors) if options.descriptors else None
+    steps = _Steps(on_step)
     rejected: list[tuple] = []
     kept_records: list[Record] = []
-    kept: list[Chem.Mol] = []
-    graph_mols: list[Chem.Mol] = []
-    for record, result in zip(records, _parse(records)):
-        if not isinstance(result, MoleculeParseError):
+    results: list[_Featurized] = []
+    for position, record in enumerate(records):
+        steps.position = position
+        reason = (skip or {}).get(record.row)
+        if reason is None:
             try:
-                mol, graph_mol = _prepare(result, options)
+                results.append(_featurize_record(record, options, fingerprints, descriptors, steps))
+                kept_records.append(record)
+                continue
             except MoleculeParseError as error:
-                result = error
-        if isinstance(result, MoleculeParseError):
-            text = record.text if record.kind == "smiles" else record.text.split("\n", 1)[0]
-            rejected.append((record.row, record.id, text, result.reason))
-            continue
-        kept_records.append(record)
-        kept.append(mol)
-        graph_mols.append(graph_mol)
+                reason = error.reason
+            except Exception as error:  # noqa: BLE001 - one bad record never stops a library
+                reason = f"{steps.step} failed: {type(error).__name__}: {error}"
+        text = record.text if record.kind != "molblock" else record.text.split("\n", 1)[0].strip()
+        rejected.append((record.row, record.id, text, reason))
 
+    steps.position = -1
+    steps("graphs")
     if options.graphs is not None:
         graph = mols_to_graphs(
-            graph_mols, get_preset(options.graphs), with_positions=options.conformers > 0
+            [r.graph_mol for r in results],
+            get_preset(options.graphs),
+            with_positions=options.conformers > 0,
         )
         rows = torch.tensor([r.row for r in kept_records], dtype=torch.int64)
         save_shard(out / "graphs" / f"{name}.bin", graph, rows)
-    _write_parquet(
-        _features_table(kept_records, kept, options), out / "features" / f"{name}.parquet"
-    )
+    steps("write")
+    table = _features_table(kept_records, results, options)
+    _write_parquet(table, out / "features" / f"{name}.parquet")
     _write_text(_rejected_csv(rejected), out / "parts" / f"{name}.csv")
+    blank = sum(record.kind == "blank" for record in records)
     summary = ShardSummary(
         shard=shard,
-        read=len(records),
-        featurized=len(kept),
+        read=len(records) - blank,
+        blank=blank,
+        featurized=len(kept_records),
         rejected=dict(sorted(Counter(reason_kind(r[3]) for r in rejected).items())),
     )
     _write_text(json.dumps(asdict(summary), sort_keys=True), out / "parts" / f"{name}.json")
@@ -277,40 +435,312 @@ def _completed(out: Path, shard: int) -> ShardSummary | None:
     return ShardSummary(**json.loads(path.read_text()))
 
 
-def _run_shards(
+# -- worker processes ----------------------------------------------------------------------
+
+
+def _die_with_parent() -> None:
+    """Linux: have the kernel SIGKILL this process when its parent dies (even by SIGKILL)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    prctl = getattr(ctypes.CDLL(None), "prctl", None)
+    if prctl is None:
+        return
+    prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() == 1:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _worker_main(connection: Any, heartbeat: Any) -> None:
+    """A worker process: featurize the shards sent on ``connection`` until ``None`` or EOF.
+
+    ``heartbeat`` (shared ``int64[3]``) holds ``[tick, position, step code]``: the tick is
+    incremented after every step change, so the parent can time each record's steps.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which stops us
+    _die_with_parent()
+
+    def beat(position: int, step: str) -> None:
+        heartbeat[1] = position
+        heartbeat[2] = _STEP_CODE[step]
+        heartbeat[0] += 1
+
+    while True:
+        try:
+            task = connection.recv()
+        except EOFError:
+            return
+        if task is None:
+            return
+        try:
+            summary = featurize_shard(*task, on_step=beat)
+        except Exception as error:  # noqa: BLE001 - reported to the parent, which re-raises
+            detail = f"in the worker featurizing shard {task[0]}:\n{traceback.format_exc()}"
+            try:
+                pickle.dumps(error)
+            except Exception:  # noqa: BLE001 - an exception that cannot cross processes
+                error = RuntimeError(f"{type(error).__name__}: {error}")
+            connection.send(("error", (error, detail)))
+        else:
+            connection.send(("done", summary))
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """``forkserver`` (workers forked from a server that has imported this module: a restart
+    after a timeout is cheap) where available, else ``spawn``; never plain ``fork`` of a parent
+    that may run threads."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__])
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+class _RemoteTraceback(Exception):
+    """The traceback of an exception raised in a worker process (shown as its cause)."""
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+@dataclass
+class _Task:
+    shard: int
+    records: list[Record]
+    skip: dict[int, str] = field(default_factory=dict)
+
+
+class _Worker:
+    """One worker process, its pipe and heartbeat, and the task it is working on."""
+
+    def __init__(self, context: multiprocessing.context.BaseContext) -> None:
+        self.heartbeat = context.RawArray("q", 3)
+        self.heartbeat[1] = -1
+        self.connection, child = context.Pipe()
+        self.process = context.Process(
+            target=_worker_main, args=(child, self.heartbeat), daemon=True
+        )
+        self.process.start()
+        child.close()
+        self.task: _Task | None = None
+        self.tick, self.since, self.noticed = -1, time.monotonic(), False
+
+    def assign(self, task: _Task, options: FeaturizeOptions, output: Path) -> None:
+        self.task = task
+        self.connection.send((task.shard, task.records, options, str(output), task.skip))
+
+    def state(self) -> tuple[int, str, float]:
+        """``(position, step, seconds in that step)``, timed by the parent's clock."""
+        tick, position, code = self.heartbeat[:]
+        now = time.monotonic()
+        if tick != self.tick:
+            self.tick, self.since, self.noticed = tick, now, False
+        return position, STEPS[code], now - self.since
+
+    def receive(self) -> tuple[str, Any] | None:
+        """The worker's message (``("done", summary)`` or ``("error", exception)``), if any;
+        None also when the pipe is closed (the worker died)."""
+        try:
+            return self.connection.recv() if self.connection.poll() else None
+        except (EOFError, OSError):  # closed or reset by a dying worker
+            return None
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.join()
+        self.connection.close()
+
+    def close(self) -> None:
+        self.connection.send(None)
+        self.process.join()
+        self.connection.close()
+
+
+def _died(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        return f"the worker was killed by {signal.Signals(-exitcode).name}"
+    return f"the worker exited with code {exitcode}"
+
+
+def _run_local(
     chunks: Iterator[tuple[int, list[Record]]],
     options: FeaturizeOptions,
     out: Path,
     workers: int,
-    dask_scheduler: str | None,
+    record_timeout: float | None,
+    say: Callable[[str], None],
 ) -> Iterator[ShardSummary]:
-    """Featurize shards locally, in a process pool, or on a dask cluster, at most
-    ``2 × workers`` shards in flight so that memory stays flat."""
-    if dask_scheduler is None and workers <= 1:
-        for shard, records in chunks:
-            yield featurize_shard(shard, records, options, str(out))
-        return
-    if dask_scheduler is not None:
-        from distributed import Client
+    """Featurize shards in ``workers`` processes, one shard each at a time, watching every
+    record's steps (see the module docstring); yields summaries as shards complete."""
+    context = _context()
+    pool: list[_Worker] = []
+    retries: deque[_Task] = deque()
+    notice = _NOTICE_SECONDS if record_timeout is None else min(_NOTICE_SECONDS, record_timeout / 2)
+    more = True
 
-        client = Client(dask_scheduler)
-        submit = functools.partial(client.submit, pure=False)
-        window, close = 2 * max(1, sum(client.nthreads().values())), client.close
-    else:
-        from concurrent.futures import ProcessPoolExecutor
+    def next_task() -> _Task | None:
+        nonlocal more
+        if retries:
+            return retries.popleft()
+        chunk = next(chunks, None) if more else None
+        more = chunk is not None
+        return _Task(*chunk) if chunk is not None else None
 
-        executor = ProcessPoolExecutor(max_workers=workers)
-        submit, window, close = executor.submit, 2 * workers, executor.shutdown
+    try:
+        pool += [_Worker(context) for _ in range(workers)]
+        while True:
+            for worker in pool:
+                if worker.task is None and (task := next_task()) is not None:
+                    worker.assign(task, options, out)
+            busy = [w for w in pool if w.task is not None]
+            if not busy:
+                break
+            wait([w.connection for w in busy] + [w.process.sentinel for w in busy], _POLL_SECONDS)
+            for index, worker in enumerate(pool):
+                task = worker.task
+                if task is None:
+                    continue
+                message = worker.receive()
+                if message is not None:
+                    kind, payload = message
+                    if kind == "error":
+                        error, detail = payload
+                        raise error from _RemoteTraceback(detail)
+                    worker.task = None
+                    yield payload
+                    continue
+                position, step, seconds = worker.state()
+                alive = worker.process.is_alive()
+                if position < 0:
+                    if alive:
+                        continue
+                    raise RuntimeError(
+                        f"shard {task.shard}: {_died(worker.process.exitcode)} during {step}"
+                    )
+                record = task.records[position]
+                where = f"shard {task.shard}, row {record.row} (id {record.id!r})"
+                if not alive:
+                    reason = f"crash: {step} ({_died(worker.process.exitcode)})"
+                elif record_timeout is not None and seconds > record_timeout:
+                    reason = f"timeout: {step} (over {record_timeout:g} s)"
+                else:
+                    if seconds >= notice and not worker.noticed:
+                        worker.noticed = True
+                        limit = f" (limit {record_timeout:g} s)" if record_timeout else ""
+                        say(f"{where}: {step} still running after {seconds:.0f} s{limit}")
+                    continue
+                worker.kill()
+                say(f"{where}: rejected, {reason}; computing the shard again without it")
+                task.skip[record.row] = reason
+                retries.append(task)
+                pool[index] = _Worker(context)
+    except BaseException:  # an error, an interrupt or an abandoned generator: stop at once
+        for worker in pool:
+            worker.kill()
+        raise
+    for worker in pool:
+        worker.close()
+
+
+def _run_dask(
+    chunks: Iterator[tuple[int, list[Record]]],
+    options: FeaturizeOptions,
+    out: Path,
+    dask_scheduler: str,
+) -> Iterator[ShardSummary]:
+    """Featurize shards as dask tasks, at most ``2 × threads`` in flight (memory stays flat)."""
+    from distributed import Client
+
+    client = Client(dask_scheduler)
+    submit = functools.partial(client.submit, featurize_shard, pure=False)
+    window = 2 * max(1, sum(client.nthreads().values()))
     try:
         pending = []
         for shard, records in chunks:
-            pending.append(submit(featurize_shard, shard, records, options, str(out)))
+            pending.append(submit(shard, records, options, str(out)))
             if len(pending) >= window:
                 yield pending.pop(0).result()
         for future in pending:
             yield future.result()
     finally:
-        close()
+        client.close()
+
+
+# -- interrupts, duplicate ids ---------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _interrupts_raise() -> Iterator[None]:
+    """In the main thread, SIGINT and SIGTERM raise :class:`FeaturizeInterrupted` (the first
+    one; later ones are ignored while the run stops). Previous handlers are restored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        if not received:
+            received.append(signum)
+            raise FeaturizeInterrupted(signum)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+class _DuplicateIds:
+    """Finds ids used by more than one record, with 16 bytes of memory per record: the
+    BLAKE2b-128 digest of each id, indexed by row (rows are consecutive from 0)."""
+
+    def __init__(self) -> None:
+        self._digests = bytearray()
+
+    def add(self, records: list[Record]) -> None:
+        for record in records:
+            self._digests += hashlib.blake2b(
+                record.id.encode("utf-8", "surrogatepass"), digest_size=16
+            ).digest()
+
+    def report(self, out: Path, shard_size: int) -> dict[str, Any]:
+        """``{"records": n, "ids": k, "examples": [{"id": ..., "rows": [...]}, ...]}``: ``n``
+        records reuse an id of an earlier record, ``k`` ids are used more than once; the first
+        five such ids in file order, with their first five rows."""
+        digests = np.frombuffer(self._digests, dtype="V16")
+        _, first, inverse, counts = np.unique(
+            digests, return_index=True, return_inverse=True, return_counts=True
+        )
+        repeated = np.flatnonzero(counts > 1)
+        repeated = repeated[np.argsort(first[repeated])][:_DUPLICATE_EXAMPLES]
+        rows = [
+            np.flatnonzero(inverse == group)[:_DUPLICATE_EXAMPLES].tolist() for group in repeated
+        ]
+        ids = _ids_of_rows(out, shard_size, {r[0] for r in rows})
+        return {
+            "records": int(len(digests) - len(counts)),
+            "ids": int((counts > 1).sum()),
+            "examples": [{"id": ids[r[0]], "rows": r} for r in rows],
+        }
+
+
+def _ids_of_rows(out: Path, shard_size: int, rows: set[int]) -> dict[int, str]:
+    """The id written for each of ``rows``, read back from the shards' features and rejected
+    parts (every record is in one of them)."""
+    found: dict[int, str] = {}
+    for shard in sorted({row // shard_size for row in rows}):
+        name = _shard_name(shard)
+        table = pq.read_table(out / "features" / f"{name}.parquet", columns=["row", "id"])
+        pairs = list(zip(table["row"].to_pylist(), table["id"].to_pylist()))
+        with open(out / "parts" / f"{name}.csv", encoding="utf-8", newline="") as handle:
+            pairs += [(int(line[0]), line[1]) for line in csv.reader(handle)]
+        found.update((row, identifier) for row, identifier in pairs if row in rows)
+    return found
+
+
+# -- the library run -------------------------------------------------------------------------
 
 
 def featurize_library(
@@ -322,6 +752,7 @@ def featurize_library(
     resume: bool = False,
     dask_scheduler: str | None = None,
     progress: bool = True,
+    record_timeout: float | None = 60.0,
 ) -> dict[str, Any]:
     """Featurize a library file into ``output`` (see the module docstring for the layout).
 
@@ -330,76 +761,139 @@ def featurize_library(
             read streaming, ``shard_size`` records at a time.
         output: output folder; must be new or empty unless ``resume``.
         options: what to compute.
-        workers: local worker processes (1 = in this process).
+        workers: local worker processes (at least one: shards never run in this process).
+            They are started with ``forkserver`` (``spawn`` where there is none), so a script
+            that calls this function needs the usual ``if __name__ == "__main__":`` guard.
         shard_size: records per shard.
         resume: continue an interrupted run in ``output`` (same input and options): complete
             shards are kept, the others are computed again.
         dask_scheduler: address of a dask.distributed scheduler; shards then run as dask tasks
-            (``output`` must be on a file system the workers share).
+            (``output`` must be on a file system the workers share; no per-record limit).
         progress: show a progress bar (molecules/second).
+        record_timeout: the most seconds one record may spend in one step (parse, standardize,
+            conformers, canonical SMILES, fingerprints, descriptors); a record over it is
+            rejected as ``"timeout: <step> (over N s)"``. None: no limit. Records that take
+            long are named on stderr after 10 s (or half the limit) either way.
 
     Returns:
-        The manifest (also written to ``output/manifest.json``).
+        The manifest (also written to ``output/manifest.json``): ``counts`` holds ``read``,
+        ``blank``, ``featurized``, ``rejected`` (``read + blank == featurized + rejected``),
+        ``rejected_by_reason``, ``shards`` and ``duplicate_ids``.
 
     Raises:
         ValueError: bad options, an input with no records, or an ``output`` that holds a
             different run (or any run, without ``resume``).
+        FeaturizeInterrupted: SIGINT or SIGTERM (main thread only); the workers are stopped
+            and the manifest's status is ``"interrupted"``.
     """
     if shard_size < 1 or workers < 1:
         raise ValueError(f"shard_size and workers must be >= 1, got {shard_size}, {workers}")
+    if record_timeout is not None and not record_timeout > 0:
+        raise ValueError(f"record_timeout must be > 0 seconds or None, got {record_timeout}")
     input_path, out = Path(input_path), Path(output)
     library_format(input_path)
     if not input_path.is_file():
         raise FileNotFoundError(f"input {input_path} does not exist")
-    manifest: dict[str, Any] = {
-        "chemgraph_version": chemgraph.__version__,
-        "input": input_path.name,
-        "input_sha256": file_sha256(input_path),
-        "options": options.to_dict(),
-        "shard_size": shard_size,
-    }
-    first = next(
-        iter_record_chunks(input_path, 1, options.smiles_column, options.id_column), None
-    )  # checks the columns before anything is written
-    if first is None:
-        raise ValueError(f"{input_path} holds no records")
-    _prepare_output(out, manifest, resume)
+    with _interrupts_raise():
+        manifest: dict[str, Any] = {
+            "chemgraph_version": chemgraph.__version__,
+            "input": input_path.name,
+            "input_sha256": file_sha256(input_path),
+            "options": options.to_dict(),
+            "shard_size": shard_size,
+        }
+        first = next(
+            iter_record_chunks(input_path, 1, options.smiles_column, options.id_column), None
+        )  # checks the columns before anything is written
+        if first is None:
+            raise ValueError(f"{input_path} holds no records")
+        _prepare_output(out, manifest, resume)
+        try:
+            summaries, duplicate_ids = _featurize_shards(
+                input_path, out, options, workers, shard_size, resume, dask_scheduler,
+                progress, record_timeout,
+            )  # fmt: skip
+            return _finish(manifest, summaries, duplicate_ids, out)
+        except FeaturizeInterrupted as stop:
+            _write_manifest({**manifest, "status": "interrupted"}, out)
+            done = len(list((out / "parts").glob("shard-*.json")))
+            raise FeaturizeInterrupted(stop.signum, out, done) from None
+
+
+def _featurize_shards(
+    input_path: Path,
+    out: Path,
+    options: FeaturizeOptions,
+    workers: int,
+    shard_size: int,
+    resume: bool,
+    dask_scheduler: str | None,
+    progress: bool,
+    record_timeout: float | None,
+) -> tuple[list[ShardSummary], dict[str, Any]]:
+    """Run every shard not already complete; ``(summaries in shard order, duplicate ids)``."""
     summaries: list[ShardSummary] = []
+    duplicates = _DuplicateIds()
     bar = tqdm(unit="mol", unit_scale=True, disable=not progress, desc="featurize")
+
+    def say(message: str) -> None:
+        tqdm.write(f"featurize: {message}", file=sys.stderr)
 
     def todo() -> Iterator[tuple[int, list[Record]]]:
         chunks = iter_record_chunks(
             input_path, shard_size, options.smiles_column, options.id_column
         )
         for shard, records in enumerate(chunks):
+            duplicates.add(records)
             done = _completed(out, shard) if resume else None
             if done is not None:
                 summaries.append(done)
-                bar.update(done.read)
+                bar.update(done.read + done.blank)
             else:
                 yield shard, records
 
-    for summary in _run_shards(todo(), options, out, workers, dask_scheduler):
-        summaries.append(summary)
-        bar.update(summary.read)
-    bar.close()
+    if dask_scheduler is not None:
+        results = _run_dask(todo(), options, out, dask_scheduler)
+    else:
+        results = _run_local(todo(), options, out, workers, record_timeout, say)
+    try:
+        with contextlib.closing(results):
+            for summary in results:
+                summaries.append(summary)
+                bar.update(summary.read + summary.blank)
+    finally:
+        bar.close()
     summaries.sort(key=lambda s: s.shard)
-    if not summaries or sum(s.read for s in summaries) == 0:
-        raise ValueError(f"{input_path} holds no records")
-    _concatenate_rejected(out, [s.shard for s in summaries])
-    rejected = Counter()
-    for summary in summaries:
+    return summaries, duplicates.report(out, shard_size)
+
+
+def _finish(
+    manifest: dict[str, Any],
+    shards: list[ShardSummary],
+    duplicate_ids: dict[str, Any],
+    out: Path,
+) -> dict[str, Any]:
+    """Write ``rejected.csv`` and the complete manifest; return the manifest."""
+    _concatenate_rejected(out, [s.shard for s in shards])
+    rejected: Counter[str] = Counter()
+    for summary in shards:
         rejected.update(summary.rejected)
     manifest["counts"] = {
-        "read": sum(s.read for s in summaries),
-        "featurized": sum(s.featurized for s in summaries),
+        "read": sum(s.read for s in shards),
+        "blank": sum(s.blank for s in shards),
+        "featurized": sum(s.featurized for s in shards),
         "rejected": sum(rejected.values()),
         "rejected_by_reason": dict(sorted(rejected.items())),
-        "shards": len(summaries),
+        "shards": len(shards),
+        "duplicate_ids": duplicate_ids,
     }
     manifest["status"] = "complete"
-    _write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", out / "manifest.json")
+    _write_manifest(manifest, out)
     return manifest
+
+
+def _write_manifest(manifest: dict[str, Any], out: Path) -> None:
+    _write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", out / "manifest.json")
 
 
 def _prepare_output(out: Path, manifest: dict[str, Any], resume: bool) -> None:
@@ -418,14 +912,13 @@ def _prepare_output(out: Path, manifest: dict[str, Any], resume: bool) -> None:
                 f"cannot resume in {out}: {', '.join(changed)} differ from the run there; "
                 "use a new --output"
             )
-    elif out.exists() and any(out.iterdir()):
-        raise ValueError(f"{out} exists and is not empty; choose a new --output")
+        for temporary in out.rglob(".*.tmp-*"):  # left by a write that was killed
+            temporary.unlink()
+    else:
+        check_output_folder(out, "--output")
     for folder in ("graphs", "features", "parts"):
         (out / folder).mkdir(parents=True, exist_ok=True)
-    _write_text(
-        json.dumps({**manifest, "status": "running"}, indent=2, sort_keys=True) + "\n",
-        out / "manifest.json",
-    )
+    _write_manifest({**manifest, "status": "running"}, out)
 
 
 def _concatenate_rejected(out: Path, shards: list[int]) -> None:
@@ -438,12 +931,22 @@ def _concatenate_rejected(out: Path, shards: list[int]) -> None:
 
 
 def summary_table(manifest: dict[str, Any]) -> str:
-    """The end-of-run summary: read, featurized, rejected by reason."""
+    """The end-of-run summary: read, blank, featurized, rejected by reason, duplicate ids."""
     counts = manifest["counts"]
     lines = [
         f"read        {counts['read']:>10,}",
+        f"blank       {counts['blank']:>10,}",
         f"featurized  {counts['featurized']:>10,}",
         f"rejected    {counts['rejected']:>10,}",
     ]
     lines += [f"  {kind:<28}{n:>8,}" for kind, n in counts["rejected_by_reason"].items()]
+    duplicates = counts["duplicate_ids"]
+    if duplicates["ids"]:
+        examples = ", ".join(
+            f"{e['id']!r} (rows {', '.join(map(str, e['rows']))})" for e in duplicates["examples"]
+        )
+        lines.append(
+            f"duplicate ids {duplicates['ids']:,} ({duplicates['records']:,} records reuse an "
+            f"earlier record's id), e.g. {examples}"
+        )
     return "\n".join(lines)

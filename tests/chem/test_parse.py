@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import pickle
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from rdkit import Chem
 
 from chemgraph.chem import MoleculeParseError, iter_sdf, mol_from_smiles, positions
+from chemgraph.chem.parse import iter_sdf_blocks, mol_from_sdf_block
 
 # --- SMILES ---------------------------------------------------------------------------------
 
@@ -206,6 +208,39 @@ def test_iter_sdf_last_record_without_terminator(tmp_path):
     path = tmp_path / "no_terminator.sdf"
     path.write_text(WATER + METHYLAMINE.replace("$$$$\n", ""))
     assert [(i, reason) for i, _, reason in iter_sdf(path)] == [(0, None), (1, None)]
+
+
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_terminators_with_trailing_blank_tab_or_cr_end_records_as_in_rdkit(tmp_path, gzipped):
+    text = (
+        WATER.replace("$$$$\n", "$$$$ \n")
+        + METHYLAMINE.replace("$$$$\n", "$$$$\t\n")
+        + WATER.replace("$$$$\n", "$$$$\r\n")
+    ).encode()
+    path = tmp_path / ("records.sdf.gz" if gzipped else "records.sdf")
+    path.write_bytes(gzip.compress(text) if gzipped else text)
+    blocks = list(iter_sdf_blocks(path))
+    assert len(blocks) == 3 and b"".join(blocks) == text
+    assert [b[-7:] for b in blocks] == [b"\n$$$$ \n", b"\n$$$$\t\n", b"\n$$$$\r\n"]
+    read = [(i, Chem.MolToSmiles(mol), reason) for i, mol, reason in iter_sdf(path)]
+    assert read == [(0, "O", None), (1, "CN", None), (2, "O", None)]
+    rdkit = [Chem.MolToSmiles(m) for m in Chem.ForwardSDMolSupplier(io.BytesIO(text))]
+    assert rdkit == ["O", "CN", "O"]
+
+
+def test_mol_from_sdf_block_reasons_are_rdkits():
+    assert Chem.MolToSmiles(mol_from_sdf_block(METHYLAMINE)) == "CN"
+    assert mol_from_sdf_block(WATER.encode(), remove_hs=False).GetNumAtoms() == 3
+    with pytest.raises(MoleculeParseError) as info:
+        mol_from_sdf_block(CORRUPT)
+    assert info.value.reason == "SDF parse error: Atom line too short: 'M  END' on line 6"
+    with pytest.raises(MoleculeParseError, match="Explicit valence for atom # 0 N, 5"):
+        mol_from_sdf_block(PENTAVALENT)
+    no_atoms = "none\n\n\n  0  0  0  0  0  0  0  0  0  0999 V2000\nM  END\n$$$$\n"
+    with pytest.raises(MoleculeParseError, match=r"^empty record \(no atoms\)$"):
+        mol_from_sdf_block(no_atoms)
+    with pytest.raises(MoleculeParseError, match="SDF parse error: Counts line too short"):
+        mol_from_sdf_block("\n\n\n$$$$\n")
 
 
 def test_iter_sdf_assigns_stereo_from_3d_coordinates(tmp_path):

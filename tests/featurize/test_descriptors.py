@@ -19,12 +19,24 @@ def rdkit2d():
     return parse_descriptors("rdkit2d")
 
 
-def test_names_follow_rdkit_list(rdkit2d):
+def test_names_follow_rdkit_list_with_ipc_log_transformed(rdkit2d):
     names = [name for name, _ in Descriptors._descList]
     assert len(rdkit2d) == len(Descriptors._descList) == len(rdkit2d.column_names)
-    assert list(rdkit2d.column_names) == names
+    assert list(rdkit2d.column_names) == ["Ipc_log1p" if name == "Ipc" else name for name in names]
+    assert "Ipc" not in rdkit2d.column_names and "AvgIpc" in rdkit2d.column_names
     assert len(set(names)) == len(names)
     assert rdkit2d.name == "rdkit2d"
+
+
+def test_ipc_is_log1p_of_rdkit_ipc(rdkit2d):
+    j = rdkit2d.column_names.index("Ipc_log1p")
+    # methane: Ipc = 0 -> 0, not -inf; ethane: Ipc = 2 (RDKit) -> ln 3
+    assert rdkit2d(Chem.MolFromSmiles("C"))[j] == 0.0
+    assert rdkit2d(Chem.MolFromSmiles("CC"))[j] == pytest.approx(math.log(3.0))
+    # a 200-carbon chain: RDKit's Ipc is 3.4e56 (beyond float32), its log1p about 130
+    chain = Chem.MolFromSmiles("C" * 200)
+    assert Descriptors.Ipc(chain) == pytest.approx(3.3714e56, rel=1e-3)
+    assert rdkit2d(chain)[j] == pytest.approx(130.16, abs=0.01)
 
 
 def test_ethanol_by_hand(rdkit2d):
@@ -57,7 +69,24 @@ def test_batch_matches_rdkit_calcmoldescriptors(rdkit2d):
     assert batch.shape == (3, len(rdkit2d)) and batch.dtype == np.float64
     for i, mol in enumerate(mols):
         expected = Descriptors.CalcMolDescriptors(mol)
+        expected["Ipc_log1p"] = math.log1p(expected.pop("Ipc"))
         np.testing.assert_allclose(batch[i], [expected[n] for n in rdkit2d.column_names])
+
+
+def test_metal_complexes_have_nan_bcut_and_partial_charges(rdkit2d):
+    names = rdkit2d.column_names
+    bcut = [j for j, n in enumerate(names) if n.startswith("BCUT2D_")]
+    charges = [j for j, n in enumerate(names) if n.endswith("PartialCharge")]
+    assert len(bcut) == 8 and len(charges) == 4
+    cisplatin, ferrocene = rdkit2d.featurize(
+        [
+            Chem.MolFromSmiles("[NH3][Pt]([NH3])(Cl)Cl"),
+            Chem.MolFromSmiles("[Fe+2].c1cc[cH-]c1.c1cc[cH-]c1"),
+        ]
+    )
+    assert np.isnan(cisplatin[bcut]).all() and np.isnan(cisplatin[charges]).all()
+    assert np.isnan(ferrocene[bcut]).all() and np.isfinite(ferrocene[charges]).all()
+    assert cisplatin[names.index("MolWt")] == pytest.approx(300.05, abs=0.01)
 
 
 def test_failing_descriptors_give_nan_not_a_crash(rdkit2d):

@@ -2,6 +2,13 @@
 
 import gzip
 import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
 
 import numpy as np
 import pandas as pd
@@ -57,16 +64,18 @@ def test_bad_records_are_reported_and_the_rest_featurized(smi, tmp_path):
     rejected = pd.read_csv(out / "rejected.csv")
     assert rejected["row"].tolist() == [2, 3, 6, 7]
     reasons = dict(zip(rejected["row"], rejected["reason"]))
-    assert "empty" in reasons[2]
+    assert reasons[2] == "blank record"
     assert "SMILES parse error" in reasons[3]
     assert "valence" in reasons[6]
     assert "UTF-8" in reasons[7]
     assert manifest["counts"] == {
-        "read": 12,
+        "read": 11,
+        "blank": 1,
         "featurized": 8,
         "rejected": 4,
-        "rejected_by_reason": {"SMILES syntax": 1, "empty record": 1, "not UTF-8": 1, "valence": 1},
+        "rejected_by_reason": {"SMILES syntax": 1, "blank record": 1, "not UTF-8": 1, "valence": 1},
         "shards": 3,
+        "duplicate_ids": {"records": 1, "ids": 1, "examples": [{"id": "dup", "rows": [9, 10]}]},
     }
     features = read_features(out)
     assert features["row"].tolist() == [0, 1, 4, 5, 8, 9, 10, 11]
@@ -113,37 +122,52 @@ def assert_same_run(a, b):
         if name.startswith("graphs/"):  # dgl.save_graphs embeds memory addresses: compare tensors
             (ga, ra), (gb, rb) = load_shard(a / name), load_shard(b / name)
             assert torch.equal(ra, rb)
+            assert len(ga) == len(gb)
             for x, y in zip(ga, gb):
                 assert [t.tolist() for t in x.edges()] == [t.tolist() for t in y.edges()]
-                assert torch.equal(x.ndata["x"], y.ndata["x"])
-                assert torch.equal(x.edata["e"], y.edata["e"])
+                assert sorted(x.ndata) == sorted(y.ndata) and sorted(x.edata) == sorted(y.edata)
+                for key in x.ndata:
+                    assert torch.equal(x.ndata[key], y.ndata[key]), key
+                for key in x.edata:
+                    assert torch.equal(x.edata[key], y.edata[key]), key
         else:
             assert (a / name).read_bytes() == (b / name).read_bytes(), name
 
 
-def test_resume_after_a_crash_equals_an_uninterrupted_run(smi, tmp_path, monkeypatch):
-    reference, crashed = tmp_path / "reference", tmp_path / "crashed"
+def test_sigterm_stops_the_workers_and_resume_equals_an_uninterrupted_run(
+    smi, tmp_path, monkeypatch
+):
+    reference, stopped = tmp_path / "reference", tmp_path / "stopped"
     featurize_library(smi, reference, OPTIONS, shard_size=3, progress=False)
 
-    real = library.featurize_shard
+    real = library.iter_record_chunks
 
-    def crash_on_third(shard, records, options, output):
-        if shard == 2:
-            # half-written temporary file, as a kill -9 during a write would leave
-            (crashed / "features" / ".shard-00002.parquet.tmp-1").write_bytes(b"partial")
-            raise KeyboardInterrupt
-        return real(shard, records, options, output)
+    def sigterm_before_the_third_shard(path, chunk_size, *args):
+        for index, chunk in enumerate(real(path, chunk_size, *args)):
+            if chunk_size == 3 and index == 2:
+                os.kill(os.getpid(), signal.SIGTERM)  # as `kill PID` would
+            yield chunk
 
-    monkeypatch.setattr(library, "featurize_shard", crash_on_third)
-    with pytest.raises(KeyboardInterrupt):
-        featurize_library(smi, crashed, OPTIONS, shard_size=3, progress=False)
-    assert json.loads((crashed / "manifest.json").read_text())["status"] == "running"
-    monkeypatch.setattr(library, "featurize_shard", real)
+    monkeypatch.setattr(library, "iter_record_chunks", sigterm_before_the_third_shard)
+    with pytest.raises(library.FeaturizeInterrupted) as info:
+        featurize_library(smi, stopped, OPTIONS, shard_size=3, progress=False)
+    assert (info.value.signum, info.value.output, info.value.shards_done) == (
+        signal.SIGTERM,
+        stopped,
+        2,
+    )  # one worker: shards 0 and 1 were complete when shard 2 was read
+    assert "--resume" in str(info.value)
+    assert multiprocessing.active_children() == []  # the worker was killed and reaped
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # handlers restored
+    assert json.loads((stopped / "manifest.json").read_text())["status"] == "interrupted"
+    assert not (stopped / "rejected.csv").exists()
+    monkeypatch.setattr(library, "iter_record_chunks", real)
+    # half-written temporary file, as a kill during a write would leave
+    (stopped / "features" / ".shard-00002.parquet.tmp-1").write_bytes(b"partial")
     with pytest.raises(ValueError, match="--resume"):
-        featurize_library(smi, crashed, OPTIONS, shard_size=3, progress=False)
-    featurize_library(smi, crashed, OPTIONS, shard_size=3, resume=True, progress=False)
-    (crashed / "features" / ".shard-00002.parquet.tmp-1").unlink()
-    assert_same_run(reference, crashed)
+        featurize_library(smi, stopped, OPTIONS, shard_size=3, progress=False)
+    featurize_library(smi, stopped, OPTIONS, shard_size=3, resume=True, progress=False)
+    assert_same_run(reference, stopped)  # the temporary file was removed by the resume
 
 
 def test_resume_refuses_other_options(smi, tmp_path):
@@ -172,19 +196,38 @@ def test_tables_and_gzip(tmp_path):
         assert rejected["id"].tolist() == ["b"]
 
 
+# counts line announces 2 atoms and 1 bond; the atom block is one line of nonsense
+CORRUPT_MOLBLOCK = "broken\n  RDKit\n\n  2  1  0  0  0  0  0  0  0  0999 V2000\nnonsense\nM  END\n"
+
+
 def test_sdf_records(tmp_path):
     ethanol = Chem.MolFromSmiles("CCO")  # 2D record: no coordinates at all
     ethanol.SetProp("_Name", "ethanol")
     block = Chem.MolToMolBlock(ethanol)
-    corrupt = "broken\n  RDKit\n\n  2  1  0  0  0  0  0  0  0  0999 V2000\nnonsense\nM  END\n"
     path = tmp_path / "lib.sdf"
-    path.write_text(block + "$$$$\n" + corrupt + "$$$$\n" + block + "$$$$\n")
+    path.write_text(block + "$$$$\n" + CORRUPT_MOLBLOCK + "$$$$\n" + block + "$$$$\n")
     out = tmp_path / "out"
     manifest = featurize_library(path, out, FeaturizeOptions(), progress=False)
     assert manifest["counts"]["featurized"] == 2
     rejected = pd.read_csv(out / "rejected.csv")
     assert rejected["row"].tolist() == [1] and rejected["id"].tolist() == ["broken"]
+    assert rejected["input"].tolist() == ["broken"]  # the title line
+    assert rejected["reason"].tolist() == [
+        "SDF parse error: Atom line too short: 'nonsense' on line 5"
+    ]  # RDKit's own message
+    assert manifest["counts"]["rejected_by_reason"] == {"unreadable SDF record": 1}
     assert read_features(out)["smiles"].tolist() == ["CCO", "CCO"]
+
+
+def test_sdf_terminators_with_trailing_blank_tab_or_cr_lose_no_record(tmp_path):
+    blocks = [Chem.MolToMolBlock(Chem.MolFromSmiles(s)) for s in ("CCO", "CCN", "CCC")]
+    path = tmp_path / "lib.sdf"
+    path.write_bytes(
+        (blocks[0] + "$$$$ \n" + blocks[1] + "$$$$\t\n" + blocks[2] + "$$$$\r\n").encode()
+    )
+    manifest = featurize_library(path, tmp_path / "out", FeaturizeOptions(), progress=False)
+    assert manifest["counts"]["read"] == 3 and manifest["counts"]["featurized"] == 3
+    assert read_features(tmp_path / "out")["smiles"].tolist() == ["CCO", "CCN", "CCC"]
 
 
 def test_conformers_give_positions_with_hydrogens(tmp_path):
@@ -233,37 +276,39 @@ def test_cli_end_to_end(smi, tmp_path, capsys):
     assert status == 0
     printed = capsys.readouterr().out
     assert "featurized           8" in printed and "valence" in printed
+    assert "blank                1" in printed
+    assert "duplicate ids 1 (1 records reuse an earlier record's id), e.g. 'dup' (rows 9, 10)" in (
+        printed
+    )
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "complete" and manifest["options"]["fingerprints"] == ["maccs"]
 
 
 @pytest.mark.slow
 def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path):
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
+    import psutil
 
     smiles = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "C1CC", "CCN(CC)CC", "OC(=O)CCC(=O)O"]
     path = tmp_path / "lib.smi"
-    path.write_text("".join(f"{smiles[i % len(smiles)]} m{i}\n" for i in range(12_000)))
-    command = [sys.executable, "-m", "chemgraph", "featurize", str(path), "--shard-size", "300",
-               "--fingerprint", "morgan", "--quiet", "--output"]  # fmt: skip
+    path.write_text("".join(f"{smiles[i % len(smiles)]} m{i}\n" for i in range(6_000)))
     reference, killed = tmp_path / "reference", tmp_path / "killed"
-    subprocess.run([*command, str(reference)], check=True, capture_output=True)
+    options = FeaturizeOptions(fingerprints=("morgan",))
+    featurize_library(path, reference, options, shard_size=300, progress=False)
 
-    process = subprocess.Popen([*command, str(killed)], stdout=subprocess.DEVNULL)
+    command = [sys.executable, "-m", "chemgraph", "featurize", str(path), "--shard-size", "300",
+               "--fingerprint", "morgan", "--quiet", "--output", str(killed)]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
     deadline = time.time() + 120
     while not (killed / "parts" / "shard-00004.json").exists() and time.time() < deadline:
         time.sleep(0.05)
+    children = psutil.Process(process.pid).children(recursive=True)
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
+    _, alive = psutil.wait_procs(children, timeout=15)
+    assert alive == []  # the worker dies with its parent (PR_SET_PDEATHSIG)
     assert not (killed / "rejected.csv").exists()  # it really was interrupted
-    subprocess.run([*command, str(killed), "--resume"], check=True, capture_output=True)
-    for leftover in killed.rglob(".*.tmp-*"):
-        leftover.unlink()  # a temporary file of the killed write; never read
-    assert_same_run(reference, killed)
+    featurize_library(path, killed, options, shard_size=300, resume=True, progress=False)
+    assert_same_run(reference, killed)  # temporary files of killed writes were removed
 
 
 def test_dask_cluster_of_two_workers_equals_the_local_run(smi, tmp_path):
@@ -278,3 +323,205 @@ def test_dask_cluster_of_two_workers_equals_the_local_run(smi, tmp_path):
             progress=False,
         )  # fmt: skip
     assert_same_run(local, cluster_out)
+
+
+# --- every record accounted for, in every format ---------------------------------------------
+
+TABLE = [("a", "CCO"), ("b", "C1CC"), ("", ""), ("d", "c1ccccc1"), ("a", "CCN")]  # row 2 blank
+
+
+def write_library(path):
+    """TABLE in the format of ``path``'s name; returns the rows that are blank."""
+    name = path.name.removesuffix(".gz")
+    opener = gzip.open if path.name.endswith(".gz") else open
+    if name.endswith(".parquet"):
+        ids, smiles = zip(*TABLE)
+        pd.DataFrame({"id": ids, "smiles": smiles}).to_parquet(path)
+        return []  # a parquet row is never blank: an empty SMILES
+    if name.endswith(".smi"):
+        text = "".join(f"{s} {i}\n" if s else "\n" for i, s in TABLE)
+    elif name.endswith(".sdf"):
+
+        def block(identifier, smiles):
+            mol = Chem.MolFromSmiles(smiles)
+            if mol is None:  # the invalid SMILES becomes an unreadable record
+                return CORRUPT_MOLBLOCK.replace("broken", identifier)
+            return identifier + Chem.MolToMolBlock(mol) if smiles else ""
+
+        text = "".join(block(i, s) + "$$$$\n" for i, s in TABLE)
+    else:
+        separator = "\t" if name.endswith(".tsv") else ","
+        text = f"id{separator}smiles\n" + "".join(
+            f"{i}{separator}{s}\n" if s else "\n" for i, s in TABLE
+        )
+    with opener(path, "wt") as handle:
+        handle.write(text)
+    return [2]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["lib.smi", "lib.smi.gz", "lib.csv", "lib.csv.gz", "lib.tsv", "lib.tsv.gz", "lib.parquet",
+     "lib.sdf", "lib.sdf.gz"],
+)  # fmt: skip
+def test_every_format_accounts_for_every_record(tmp_path, name):
+    path = tmp_path / name
+    blank = write_library(path)
+    id_column = "id" if "csv" in name or "tsv" in name or "parquet" in name else None
+    options = FeaturizeOptions(fingerprints=("maccs",), id_column=id_column)
+    manifest = featurize_library(path, tmp_path / "out", options, shard_size=2, progress=False)
+    counts = manifest["counts"]
+    assert counts["read"] + counts["blank"] == counts["featurized"] + counts["rejected"] == 5
+    assert counts["blank"] == len(blank) and counts["featurized"] == 3
+    features = read_features(tmp_path / "out")
+    rejected = pd.read_csv(tmp_path / "out" / "rejected.csv", keep_default_na=False)
+    assert sorted(features["row"].tolist() + rejected["row"].tolist()) == [0, 1, 2, 3, 4]
+    assert features["row"].tolist() == [0, 3, 4]
+    assert features["smiles"].tolist() == ["CCO", "c1ccccc1", "CCN"]
+    reasons = dict(zip(rejected["row"], rejected["reason"]))
+    assert reasons[2] == ("blank record" if blank else "empty SMILES")
+    assert reasons[1].startswith("SDF parse error" if "sdf" in name else "SMILES parse error")
+    # id "a" is used by rows 0 and 4
+    assert counts["duplicate_ids"] == {
+        "records": 1, "ids": 1, "examples": [{"id": "a", "rows": [0, 4]}]
+    }  # fmt: skip
+
+
+def test_csv_blank_line_is_rejected_with_its_line_number(tmp_path):
+    text = "smiles,name\nCCO,ethanol\n\nCCN,ethylamine\n"
+    path = tmp_path / "lib.csv"
+    path.write_text(text)
+    featurize_library(path, tmp_path / "out", FeaturizeOptions(), progress=False)
+    rejected = pd.read_csv(tmp_path / "out" / "rejected.csv", dtype=str, keep_default_na=False)
+    assert rejected.to_dict("records") == [
+        {"row": "1", "id": "1", "input": "", "reason": "blank record"}
+    ]
+    line = text.split("\n")[1 + 2 - 1]  # row r is on line r + 2 (1-based; header = line 1)
+    assert line == ""
+    assert read_features(tmp_path / "out")["row"].tolist() == [0, 2]
+
+
+# --- one pathological record must not stall the run ----------------------------------------
+
+
+@pytest.fixture()
+def chain_library(tmp_path):
+    """26 rows; row 13 is a 3,000-carbon chain (RDKit's descriptors on it take hours)."""
+    smiles = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "CCN(CC)CC", "OC(=O)CCC(=O)O"]
+    lines = [f"{smiles[i % 5]} m{i}" for i in range(25)]
+    lines.insert(13, "C" * 3000 + " chain3000")
+    path = tmp_path / "lib26.smi"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_record_over_the_time_limit_is_rejected_and_the_run_goes_on(
+    chain_library, tmp_path, capsys
+):
+    options = FeaturizeOptions(descriptors="rdkit2d")
+    start = time.monotonic()
+    manifest = featurize_library(
+        chain_library, tmp_path / "out", options, record_timeout=2, progress=False
+    )
+    assert time.monotonic() - start < 30
+    rejected = pd.read_csv(tmp_path / "out" / "rejected.csv")
+    assert rejected[["row", "id", "reason"]].to_dict("records") == [
+        {"row": 13, "id": "chain3000", "reason": "timeout: descriptors (over 2 s)"}
+    ]
+    assert manifest["counts"]["featurized"] == 25
+    assert manifest["counts"]["rejected_by_reason"] == {"timeout": 1}
+    features = read_features(tmp_path / "out")
+    assert features["row"].tolist() == [r for r in range(26) if r != 13]
+    assert np.isfinite(features["MolWt"]).all()
+    err = capsys.readouterr().err
+    where = "shard 0, row 13 (id 'chain3000')"
+    assert f"{where}: descriptors still running after 1 s (limit 2 s)" in err
+    assert f"{where}: rejected, timeout: descriptors (over 2 s)" in err
+
+
+def test_a_worker_that_dies_on_a_record_rejects_only_that_record(chain_library, tmp_path):
+    import psutil
+
+    def kill_the_worker():  # as the kernel's out-of-memory killer would
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            workers = [p for p in psutil.Process().children(recursive=True)
+                       if p.ppid() != os.getpid()]  # fmt: skip  # forkserver children
+            if workers:
+                time.sleep(1.0)  # the chain is parsed in ms; its descriptors take hours
+                workers[0].kill()
+                return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_the_worker)
+    killer.start()
+    options = FeaturizeOptions(descriptors="rdkit2d")
+    manifest = featurize_library(
+        chain_library, tmp_path / "out", options, record_timeout=None, progress=False
+    )
+    killer.join()
+    rejected = pd.read_csv(tmp_path / "out" / "rejected.csv")
+    assert rejected[["row", "reason"]].to_dict("records") == [
+        {"row": 13, "reason": "crash: descriptors (the worker was killed by SIGKILL)"}
+    ]
+    assert manifest["counts"]["rejected_by_reason"] == {"worker crash": 1}
+    assert manifest["counts"]["featurized"] == 25
+
+
+# --- SIGTERM and Ctrl-C ----------------------------------------------------------------------
+
+INTERRUPT_SMILES = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "C1CC", "CCN(CC)CC", "OCC(=O)O"]
+INTERRUPT_OPTIONS = FeaturizeOptions(fingerprints=("maccs",), conformers=1)
+
+
+@pytest.fixture(scope="module")
+def interrupt_run(tmp_path_factory):
+    """A library that takes a few seconds (conformers), and its uninterrupted output."""
+    folder = tmp_path_factory.mktemp("interrupt")
+    path = folder / "lib.smi"
+    n = len(INTERRUPT_SMILES)
+    path.write_text("".join(f"{INTERRUPT_SMILES[i % n]} m{i}\n" for i in range(300)))
+    reference = folder / "reference"
+    featurize_library(path, reference, INTERRUPT_OPTIONS, workers=2, shard_size=25, progress=False)
+    return path, reference
+
+
+@pytest.mark.parametrize("how", ["SIGTERM to the parent", "Ctrl-C (SIGINT to the group)"])
+def test_interrupt_stops_every_process_and_resume_completes_the_run(interrupt_run, tmp_path, how):
+    import psutil
+
+    path, reference = interrupt_run
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "chemgraph", "featurize", str(path), "--output", str(out),
+               "--fingerprint", "maccs", "--conformers", "1", "--shard-size", "25",
+               "--workers", "2", "--quiet"]  # fmt: skip
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not (out / "parts" / "shard-00000.json").exists():
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    children = psutil.Process(process.pid).children(recursive=True)
+    assert len(children) >= 2  # the workers (and multiprocessing's helpers)
+    start = time.monotonic()
+    if how.startswith("SIGTERM"):
+        os.kill(process.pid, signal.SIGTERM)
+    else:
+        os.killpg(process.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+    stdout, stderr = process.communicate(timeout=10)
+    _, alive = psutil.wait_procs(children, timeout=10)
+    assert alive == [] and time.monotonic() - start < 10
+    signum = signal.SIGTERM if how.startswith("SIGTERM") else signal.SIGINT
+    assert process.returncode == 128 + signum
+    assert stdout == "" and "Traceback" not in stderr
+    (line,) = stderr.strip().splitlines()
+    assert line.startswith(f"chemgraph featurize: stopped by {signal.Signals(signum).name};")
+    assert line.endswith("run the same command with --resume to continue")
+    assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
+    assert not (out / "parts" / "shard-00011.json").exists()  # it really was interrupted
+    featurize_library(
+        path, out, INTERRUPT_OPTIONS, workers=2, shard_size=25, resume=True, progress=False
+    )
+    assert_same_run(reference, out)
