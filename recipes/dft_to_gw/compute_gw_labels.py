@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> None:
         **GW_OPTIONS,
     )
     elapsed = time.perf_counter() - start
-    computed = counts["ok"] + counts["scf_not_converged"] + counts["error"]
+    computed = counts["requested"] - counts["skipped"]
     logging.info(
         "computed %d molecules in %.0f s wall (%.2f s/molecule with %d workers): %s",
         computed,
