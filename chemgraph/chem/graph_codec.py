@@ -17,6 +17,13 @@ atoms (``_smilesAtomOutputOrder``: a depth-first walk from the lowest-ranked ato
 by rank). Seed 003 orders nodes as the SMILES does (Appendix B); the walk also puts bonded atoms
 close together, so each new node of a decoded graph usually bonds to a recent one.
 
+The labels are read from the molecule parsed back from its canonical SMILES, not from the input
+molecule: they are then a function of the canonical SMILES alone, so the same molecule gives the
+same graph whatever its atom order. Read from the input, they were not: symmetric atoms (the two
+ring neighbours of a 1,4-disubstituted cyclohexane carbon) may be ranked either way round, and
+for ring stereo both ways describe the molecule, with opposite chirality labels on both ring
+atoms (``CO[C@@H]1CC[C@@]2(CC1)...`` written from another atom gave the other pair).
+
 Stereo (kept; the seed's graphs drop it), in a form that needs no coordinates and survives any
 rebuilding order:
 
@@ -74,6 +81,8 @@ _CLASS_TO_TYPE.update({5: Chem.BondType.DOUBLE, 6: Chem.BondType.DOUBLE})
 _CIS, _TRANS = 5, 6
 _CHIRAL_TAGS = {Chem.ChiralType.CHI_TETRAHEDRAL_CCW: 1, Chem.ChiralType.CHI_TETRAHEDRAL_CW: 2}
 _TAG_OF_CODE = {1: Chem.ChiralType.CHI_TETRAHEDRAL_CCW, 2: Chem.ChiralType.CHI_TETRAHEDRAL_CW}
+_KEEP_HYDROGENS = Chem.SmilesParserParams()
+_KEEP_HYDROGENS.removeHs = False
 _TOKEN = re.compile(r"^\[(\d*)(\*|[A-Za-z][a-z]?)(@@|@)?(H\d*)?([+-]\d*)?\]$")
 _PERIODIC_TABLE = Chem.GetPeriodicTable()
 
@@ -195,15 +204,37 @@ def canonical_atom_order(mol: Chem.Mol) -> list[int]:
     Atom-map numbers are ignored (they would change the ranking). Hydrogens kept as atoms count
     as atoms. Fragments come in the canonical SMILES's fragment order.
     """
+    return _canonical_smiles(mol)[1]
+
+
+def _canonical_smiles(mol: Chem.Mol) -> tuple[str, list[int]]:
+    """RDKit's canonical SMILES of ``mol`` without atom maps, and its atom output order."""
     mol = _without_atom_maps(mol)
-    Chem.MolToSmiles(mol)
-    return [int(i) for i in mol.GetProp("_smilesAtomOutputOrder").strip("[]").split(",") if i]
+    smiles = Chem.MolToSmiles(mol)
+    order = mol.GetProp("_smilesAtomOutputOrder").strip("[]").split(",")
+    return smiles, [int(i) for i in order if i]
 
 
 def _permutation_is_odd(values: list[int]) -> bool:
     """Whether sorting ``values`` (distinct) takes an odd number of swaps (inversion parity)."""
     inversions = sum(a > b for k, a in enumerate(values) for b in values[k + 1 :])
     return inversions % 2 == 1
+
+
+def _canonical_form(mol: Chem.Mol) -> tuple[Chem.Mol, list[int]]:
+    """``mol`` parsed back from its canonical SMILES (atoms in canonical order, explicit H
+    atoms kept), and the index in ``mol`` of each of its atoms.
+
+    Raises:
+        GraphEncodingError: RDKit cannot read its canonical SMILES back (no USPTO-MIT test
+            product does this).
+    """
+    smiles, order = _canonical_smiles(mol)
+    with rdBase.BlockLogs():
+        canonical = Chem.MolFromSmiles(smiles, _KEEP_HYDROGENS)
+    if canonical is None or canonical.GetNumAtoms() != len(order):
+        raise GraphEncodingError(f"RDKit cannot read back its canonical SMILES {smiles}")
+    return canonical, order
 
 
 def mol_to_graph_labels(mol: Chem.Mol) -> LabelledGraph:
@@ -214,27 +245,26 @@ def mol_to_graph_labels(mol: Chem.Mol) -> LabelledGraph:
             maps are ignored; several fragments make one graph with several components.
 
     Returns:
-        A :class:`LabelledGraph` with ``mol.GetNumAtoms()`` nodes.
+        A :class:`LabelledGraph` with ``mol.GetNumAtoms()`` nodes; equal for every atom order
+        of one molecule (module docstring).
 
     Raises:
         GraphEncodingError: a bond type other than single/double/triple/aromatic, or a chiral
             tag other than tetrahedral (the reason names the atom or bond index in ``mol``).
     """
-    order = canonical_atom_order(mol)
-    new_index = {old: new for new, old in enumerate(order)}
+    canonical, order = _canonical_form(mol)
     atoms = []
-    for old in order:
-        atom = mol.GetAtomWithIdx(old)
+    for index, atom in enumerate(canonical.GetAtoms()):
         tag = atom.GetChiralTag()
         chirality = 0
         if tag in _CHIRAL_TAGS:
             chirality = _CHIRAL_TAGS[tag]
-            neighbours = [new_index[b.GetOtherAtomIdx(old)] for b in atom.GetBonds()]
-            if _permutation_is_odd(neighbours):
+            if _permutation_is_odd([b.GetOtherAtomIdx(index) for b in atom.GetBonds()]):
                 chirality = 3 - chirality
         elif tag != Chem.ChiralType.CHI_UNSPECIFIED:
             raise GraphEncodingError(
-                f"atom {old} has chiral tag {tag}; only tetrahedral chirality is representable"
+                f"atom {order[index]} has chiral tag {tag}; only tetrahedral chirality is "
+                "representable"
             )
         atoms.append(
             AtomLabel(
@@ -247,22 +277,23 @@ def mol_to_graph_labels(mol: Chem.Mol) -> LabelledGraph:
             )
         )
     bonds = []
-    for bond in mol.GetBonds():
+    for bond in canonical.GetBonds():
+        i, j = sorted((bond.GetBeginAtomIdx(), bond.GetEndAtomIdx()))
         if bond.GetBondType() not in _TYPE_TO_CLASS:
+            index = mol.GetBondBetweenAtoms(order[i], order[j]).GetIdx()
             raise GraphEncodingError(
-                f"bond {bond.GetIdx()} has type {bond.GetBondType()}; representable: single, "
-                "double, triple, aromatic"
+                f"bond {index} has type {bond.GetBondType()}; representable: single, double, "
+                "triple, aromatic"
             )
-        i, j = sorted((new_index[bond.GetBeginAtomIdx()], new_index[bond.GetEndAtomIdx()]))
         bond_class = _TYPE_TO_CLASS[bond.GetBondType()]
-        cis = _double_bond_cis(mol, bond, new_index)
+        cis = _double_bond_cis(canonical, bond)
         if cis is not None:
             bond_class = _CIS if cis else _TRANS
         bonds.append((i, j, bond_class))
     return LabelledGraph(atoms=tuple(atoms), bonds=tuple(sorted(bonds)))
 
 
-def _double_bond_cis(mol: Chem.Mol, bond: Chem.Bond, new_index: dict[int, int]) -> bool | None:
+def _double_bond_cis(mol: Chem.Mol, bond: Chem.Bond) -> bool | None:
     """Whether the lowest-indexed neighbours of a stereo double bond are cis; None if no stereo.
 
     RDKit's E/Z (legacy perception) and cis/trans labels both refer to the bond's two stereo
@@ -279,8 +310,7 @@ def _double_bond_cis(mol: Chem.Mol, bond: Chem.Bond, new_index: dict[int, int]) 
     ends = (bond.GetBeginAtomIdx(), bond.GetEndAtomIdx())
     for end, other, stereo_atom in zip(ends, reversed(ends), stereo_atoms):
         candidates = [n.GetIdx() for n in mol.GetAtomWithIdx(end).GetNeighbors()]
-        candidates = [n for n in candidates if n != other]
-        reference = min(candidates, key=new_index.__getitem__)
+        reference = min(n for n in candidates if n != other)
         if reference != stereo_atom:
             cis = not cis
     return cis

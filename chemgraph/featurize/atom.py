@@ -17,11 +17,21 @@ value outside the vocabulary never shares a column with a real category.
 
 Featurizers never sanitise: give them sanitised molecules (:func:`chemgraph.chem.mol_from_smiles`,
 :func:`chemgraph.chem.iter_sdf`); implicit-H counts and hybridisation come from sanitisation.
+
+Stereo is encoded by CIP descriptors, never by RDKit's chiral tag: ``CHI_TETRAHEDRAL_CW`` /
+``CCW`` say how the neighbours turn *in the order of their atom indices*, so the same molecule
+written from another atom (``C[C@H](N)C(=O)O`` and ``N[C@@H](C)C(=O)O``, both L-alanine) gets
+the other tag. :func:`atom_stereo_labels` gives every atom ``"none"``, ``"R"``, ``"S"`` or
+``"other"`` from RDKit's CIP labeller (:func:`rdkit.Chem.rdCIPLabeler.AssignCIPLabels`, the
+Hanson et al. 2018 implementation of the CIP rules), which depends on the molecule only, so
+every row is the same whatever the atom order. The labeller runs on a copy (the caller's
+molecule is left as it was), once per molecule that has a chiral tag; molecules without stereo,
+most of a typical library, cost nothing more.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -29,13 +39,18 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import numpy as np
 import torch
 from rdkit import Chem
-from rdkit.Chem.rdchem import ChiralType, HybridizationType
+from rdkit.Chem import rdCIPLabeler
+from rdkit.Chem.rdchem import HybridizationType
 
 __all__ = [
+    "ATOM_STEREO_LABELS",
     "CANONICAL_SYMBOLS",
+    "CIP_MAX_ITERATIONS",
     "AtomFeaturizer",
     "CanonicalAtomFeaturizer",
     "OGBAtomFeaturizer",
+    "atom_stereo_labels",
+    "cip_descriptors",
 ]
 
 
@@ -91,6 +106,126 @@ def _label(value: Any) -> str:
     return value.name if hasattr(value, "name") else str(value)
 
 
+#: Recursion budget of the CIP labeller per molecule: about one second (RDKit's documentation of
+#: ``maxRecursiveIterations``); drug-like molecules need fewer than 10,000 steps.
+CIP_MAX_ITERATIONS = 1_250_000
+
+#: The stereo value of an atom (:func:`atom_stereo_labels`), in the order of the default
+#: vocabularies of both presets.
+ATOM_STEREO_LABELS: tuple[str, ...] = ("none", "R", "S", "other")
+
+# CIP descriptors of a tetrahedral centre: R/S, and r/s for a pseudo-asymmetric one (C1 and C4
+# of cis- and trans-4-methylcyclohexanol), which share the R/S values.
+_ATOM_CIP = {"R": "R", "r": "R", "S": "S", "s": "S"}
+
+
+def cip_descriptors(
+    mol: Chem.Mol, atoms: Sequence[int] = (), bonds: Sequence[int] = ()
+) -> tuple[list[str | None], list[str | None]]:
+    """CIP descriptors of some atoms and bonds of ``mol``, which is left unchanged.
+
+    RDKit's CIP labeller, :func:`rdkit.Chem.rdCIPLabeler.AssignCIPLabels` (the CIP rules as
+    implemented by Hanson et al. 2018, J. Chem. Inf. Model. 58, 1755), labels every atom with a
+    tetrahedral chiral tag (``R``, ``S``; ``r``, ``s`` when pseudo-asymmetric), every double
+    bond with stereo (``E``, ``Z``; ``e``, ``z``) and every atropisomeric bond (``M``, ``P``;
+    ``m``, ``p``). It runs on a copy without conformers, because it rewrites bond stereo
+    (``STEREOE`` becomes ``STEREOTRANS`` of other stereo atoms), and the copy's ``_CIPCode``
+    of ``atoms`` and ``bonds`` is cleared first: RDKit's SMILES parser leaves its legacy
+    approximations there, which would otherwise stand for the centres the labeller cannot
+    rank.
+
+    Args:
+        mol: a sanitised molecule.
+        atoms: indices of the atoms whose descriptor is wanted.
+        bonds: indices of the bonds whose descriptor is wanted.
+
+    Returns:
+        ``(atom descriptors, bond descriptors)``, one per index asked, None where the labeller
+        gives none (a centre it cannot rank, a non-tetrahedral tag). All are None when RDKit
+        gives up: more than :data:`CIP_MAX_ITERATIONS` recursion steps (highly symmetric cages,
+        where whether the budget suffices may depend on the atom order) or inconsistent stereo
+        input (RDKit raises ``RuntimeError``).
+    """
+    labelled = Chem.Mol(mol, quickCopy=True)
+    items = [*map(labelled.GetAtomWithIdx, atoms), *map(labelled.GetBondWithIdx, bonds)]
+    for item in items:
+        item.ClearProp("_CIPCode")
+    try:
+        rdCIPLabeler.AssignCIPLabels(labelled, maxRecursiveIterations=CIP_MAX_ITERATIONS)
+    except RuntimeError:
+        return [None] * len(atoms), [None] * len(bonds)
+    codes = [item.GetProp("_CIPCode") if item.HasProp("_CIPCode") else None for item in items]
+    return codes[: len(atoms)], codes[len(atoms) :]
+
+
+def atom_stereo_labels(mol: Chem.Mol) -> list[str]:
+    """The stereo value of every atom, independent of the atom order.
+
+    ``"none"`` for an atom without chiral tag; for a tetrahedral centre its CIP descriptor,
+    ``"R"`` or ``"S"`` (pseudo-asymmetric ``r``/``s`` count as ``R``/``S``); ``"other"`` for a
+    chiral tag without descriptor (a non-tetrahedral tag such as ``CHI_SQUAREPLANAR``, a tag on
+    an atom that is no stereocentre in an unsanitised molecule, or a molecule RDKit cannot
+    label, see :func:`cip_descriptors`). Molecules without chiral tags cost one pass over the
+    atoms; the others are labelled once, on a copy (``mol`` is not modified).
+
+    Returns:
+        ``len == mol.GetNumAtoms()``, entry ``i`` for atom ``i``, values of
+        :data:`ATOM_STEREO_LABELS`.
+    """
+    labels = ["none"] * mol.GetNumAtoms()
+    tagged = [i for i, atom in enumerate(_atoms(mol)) if atom.GetChiralTag()]  # UNSPECIFIED: 0
+    if tagged:
+        for index, label in zip(tagged, _tagged_atom_labels(mol, tagged), strict=True):
+            labels[index] = label
+    return labels
+
+
+def _tagged_atom_labels(mol: Chem.Mol, tagged: Sequence[int]) -> list[str]:
+    """:func:`atom_stereo_labels` values of the atoms ``tagged`` (all with a chiral tag)."""
+    codes, _ = cip_descriptors(mol, atoms=tagged)
+    return [_ATOM_CIP.get(code, "other") for code in codes]
+
+
+def _atom_stereo_label(atom: Chem.Atom) -> str:
+    """:func:`atom_stereo_labels` of one atom (labels its whole molecule if it is tagged)."""
+    if not atom.GetChiralTag():
+        return "none"
+    return _tagged_atom_labels(atom.GetOwningMol(), [atom.GetIdx()])[0]
+
+
+# The stereo index of a tagged atom (or stereo bond) in a feature row until its molecule is
+# CIP-labelled: rows are read in one pass, and only molecules with stereo are labelled.
+_PENDING = -1
+
+
+def _fill_stereo(
+    column: np.ndarray,
+    mols: Sequence[Chem.Mol],
+    count: Callable[[Chem.Mol], int],
+    labels_of: Callable[[Chem.Mol, list[int]], list[str]],
+    index_of: Callable[[str], int],
+) -> None:
+    """Replace the ``_PENDING`` entries of a stereo column by their indices, in place.
+
+    Args:
+        column: ``[total items]`` the stereo column of the rows of the atoms (or bonds) of
+            ``mols``, molecule after molecule.
+        count: items of a molecule (``Chem.Mol.GetNumAtoms`` or ``GetNumBonds``).
+        labels_of: ``labels_of(mol, items)``, the stereo labels of those atoms (bonds) of
+            ``mol``; called once per molecule with pending items.
+        index_of: the featurizer's index of a label.
+    """
+    pending = np.flatnonzero(column == _PENDING)
+    if pending.size == 0:
+        return
+    ends = np.cumsum([count(mol) for mol in mols])
+    owners, first = np.unique(np.searchsorted(ends, pending, side="right"), return_index=True)
+    for owner, items in zip(owners.tolist(), np.split(pending, first[1:]), strict=True):
+        start = int(ends[owner]) - count(mols[owner])
+        labels = labels_of(mols[owner], (items - start).tolist())
+        column[items] = [index_of(label) for label in labels]
+
+
 #: Element symbols of the canonical preset, by atomic number: organic/drug-like elements,
 #: common counter-ions and salts (Li Na K Cs Mg Ca), and metals common in catalysts, reagents and
 #: metallodrugs. Anything else (e.g. Xe, U, the dummy atom ``*``) goes to ``symbol=unknown``.
@@ -100,12 +235,6 @@ CANONICAL_SYMBOLS: tuple[str, ...] = (
     "Br", "Zr", "Ru", "Rh", "Pd", "Ag", "Sn", "I", "Cs", "Ir", "Pt", "Au", "Hg",
 )  # fmt: skip
 
-_CANONICAL_CHIRAL_TAGS: tuple[ChiralType, ...] = (
-    ChiralType.CHI_UNSPECIFIED,
-    ChiralType.CHI_TETRAHEDRAL_CW,
-    ChiralType.CHI_TETRAHEDRAL_CCW,
-    ChiralType.CHI_OTHER,
-)
 _CANONICAL_HYBRIDIZATIONS: tuple[HybridizationType, ...] = (
     HybridizationType.S,
     HybridizationType.SP,
@@ -136,9 +265,11 @@ class CanonicalAtomFeaturizer:
     48        ``degree=unknown``
     49-53     ``formal_charge=-2`` … ``formal_charge=2``
     54        ``formal_charge=unknown``
-    55-58     ``chiral_tag=CHI_UNSPECIFIED``, ``=CHI_TETRAHEDRAL_CW``,
-              ``=CHI_TETRAHEDRAL_CCW``, ``=CHI_OTHER`` (``@@`` is CW, ``@`` is CCW)
-    59        ``chiral_tag=unknown`` (e.g. ``CHI_SQUAREPLANAR``, ``CHI_ALLENE``)
+    55-58     ``chirality=none``, ``=R``, ``=S``, ``=other``
+              (:func:`atom_stereo_labels`: CIP descriptor of a tetrahedral centre, pseudo-
+              asymmetric r/s as R/S; ``other``: a chiral tag without R/S, e.g.
+              ``CHI_SQUAREPLANAR`` or an unresolvable centre)
+    59        ``chirality=unknown`` (a value outside a custom ``chiralities``)
     60-64     ``num_hs=0`` … ``num_hs=4`` (``atom.GetTotalNumHs()``: implicit + explicit)
     65        ``num_hs=unknown``
     66-71     ``hybridization=S``, ``=SP``, ``=SP2``, ``=SP3``, ``=SP3D``, ``=SP3D2``
@@ -153,6 +284,10 @@ class CanonicalAtomFeaturizer:
     (``CanonicalAtomFeaturizer(name="mine", degrees=(0, 1, 2, 3, 4, 5, 6))``); give it a new
     ``name``. Column layout then follows the same order with the new block sizes.
 
+    The chirality block replaces the raw chiral tag (CW/CCW) that Chemprop v2 and OGB encode,
+    which depends on the atom order (module docstring): ``C[C@H](N)C(=O)O`` and ``N[C@@H](C)C(=O)O``
+    (L-alanine) both give their C2 ``chirality=S``, and D-alanine ``chirality=R``.
+
     Raises:
         ValueError: at construction, when a vocabulary repeats a value.
     """
@@ -161,7 +296,7 @@ class CanonicalAtomFeaturizer:
     symbols: tuple[str, ...] = CANONICAL_SYMBOLS
     degrees: tuple[int, ...] = (0, 1, 2, 3, 4, 5)
     formal_charges: tuple[int, ...] = (-2, -1, 0, 1, 2)
-    chiral_tags: tuple[ChiralType, ...] = _CANONICAL_CHIRAL_TAGS
+    chiralities: tuple[str, ...] = ATOM_STEREO_LABELS
     num_hs: tuple[int, ...] = (0, 1, 2, 3, 4)
     hybridizations: tuple[HybridizationType, ...] = _CANONICAL_HYBRIDIZATIONS
 
@@ -177,7 +312,7 @@ class CanonicalAtomFeaturizer:
             self.symbols,
             self.degrees,
             self.formal_charges,
-            self.chiral_tags,
+            self.chiralities,
             self.num_hs,
             self.hybridizations,
         )
@@ -199,21 +334,27 @@ class CanonicalAtomFeaturizer:
     @property
     def field_names(self) -> tuple[str, ...]:
         """``("symbol=H", …, "symbol=unknown", "degree=0", …, "atomic_mass*0.01")``."""
-        prefixes = ("symbol", "degree", "formal_charge", "chiral_tag", "num_hs", "hybridization")
+        prefixes = ("symbol", "degree", "formal_charge", "chirality", "num_hs", "hybridization")
         names: list[str] = []
         for prefix, vocabulary in zip(prefixes, self._blocks, strict=True):
             names += [f"{prefix}={_label(v)}" for v in vocabulary]
             names.append(f"{prefix}=unknown")
         return (*names, "is_aromatic", "is_in_ring", "atomic_mass*0.01")
 
+    def _chirality_column(self, label: str) -> int:
+        """The hot column of an :func:`atom_stereo_labels` value."""
+        columns, unknown = self._lookup[3]
+        return columns.get(label, unknown)
+
     def _row(self, atom: Chem.Atom) -> tuple[int, int, int, int, int, int, bool, bool, float]:
-        """Six hot column indices, then aromatic, in ring, mass (one RDKit call per field)."""
+        """Six hot column indices (chirality ``_PENDING`` for a tagged atom), then aromatic,
+        in ring, mass (one RDKit call per field)."""
         symbols, degrees, charges, chiral, hs, hybrid = self._lookup
         return (
             symbols[0].get(atom.GetSymbol(), symbols[1]),
             degrees[0].get(atom.GetTotalDegree(), degrees[1]),
             charges[0].get(atom.GetFormalCharge(), charges[1]),
-            chiral[0].get(atom.GetChiralTag(), chiral[1]),
+            _PENDING if atom.GetChiralTag() else chiral[0].get("none", chiral[1]),
             hs[0].get(atom.GetTotalNumHs(), hs[1]),
             hybrid[0].get(atom.GetHybridization(), hybrid[1]),
             atom.GetIsAromatic(),
@@ -221,18 +362,24 @@ class CanonicalAtomFeaturizer:
             atom.GetMass(),
         )
 
-    def _encode(self, rows: list[tuple]) -> np.ndarray:
+    def _encode(self, rows: list[tuple], mols: Sequence[Chem.Mol]) -> np.ndarray:
+        """One-hot rows of the atoms of ``mols`` from their :meth:`_row` tuples."""
         out = np.zeros((len(rows), len(self)), dtype=np.float32)
         if rows:
             table = np.array(rows, dtype=np.float64)
-            hot = table[:, :6].astype(np.int64)
-            np.put_along_axis(out, hot, 1.0, axis=1)
+            _fill_stereo(
+                table[:, 3], mols, Chem.Mol.GetNumAtoms, _tagged_atom_labels, self._chirality_column
+            )
+            np.put_along_axis(out, table[:, :6].astype(np.int64), 1.0, axis=1)
             out[:, -3:] = table[:, 6:] * (1.0, 1.0, 0.01)
         return out
 
     def __call__(self, atom: Chem.Atom) -> np.ndarray:
-        """Features of one atom: ``float32 [76]`` (``[len(self)]``)."""
-        return self._encode([self._row(atom)])[0]
+        """Features of one atom: ``float32 [76]`` (``[len(self)]``). A chiral atom's molecule
+        is CIP-labelled at each call: featurize whole molecules with :meth:`featurize_atoms`."""
+        row = list(self._row(atom))
+        row[3] = self._chirality_column(_atom_stereo_label(atom))
+        return self._encode([row], [])[0]
 
     def featurize_atoms(self, mol: Chem.Mol) -> np.ndarray:
         """``float32 [num_atoms, 76]``; row ``i`` is atom ``i`` of ``mol``."""
@@ -244,10 +391,9 @@ class CanonicalAtomFeaturizer:
         One pass over the atoms, then one vectorised one-hot encoding: the fast path for
         featurizing many molecules at once.
         """
-        return self._encode([self._row(atom) for mol in mols for atom in _atoms(mol)])
+        return self._encode([self._row(atom) for mol in mols for atom in _atoms(mol)], mols)
 
 
-_OGB_CHIRALITY: tuple[ChiralType, ...] = _CANONICAL_CHIRAL_TAGS
 _OGB_HYBRIDIZATIONS: tuple[HybridizationType, ...] = (
     HybridizationType.SP,
     HybridizationType.SP2,
@@ -255,6 +401,9 @@ _OGB_HYBRIDIZATIONS: tuple[HybridizationType, ...] = (
     HybridizationType.SP3D,
     HybridizationType.SP3D2,
 )
+
+
+_OGB_CHIRALITY = _index_of(ATOM_STEREO_LABELS)
 
 
 def _range_index(value: int, low: int, high: int) -> int:
@@ -266,17 +415,18 @@ def _range_index(value: int, low: int, high: int) -> int:
 class OGBAtomFeaturizer:
     """OGB categorical atom features (preset ``"ogb"``): int64, 9 columns.
 
-    Identical to ``ogb.utils.features.atom_to_feature_vector`` (OGB, Hu et al. 2020): column
-    ``j`` holds the position of the atom's value in OGB's list ``j``, and a value missing from a
-    list takes the list's last position (``misc``). ``vocabulary_sizes`` gives the embedding
-    table size of each column, OGB's ``get_atom_feature_dims()``.
+    ``ogb.utils.features.atom_to_feature_vector`` (OGB, Hu et al. 2020) except for the
+    chirality column: column ``j`` holds the position of the atom's value in OGB's list ``j``,
+    and a value missing from a list takes the list's last position (``misc``).
+    ``vocabulary_sizes`` gives the embedding table size of each column, OGB's
+    ``get_atom_feature_dims()``.
 
     ======  =========================  ===================================================  ====
     column  field (``field_names``)    categories, index = position                         size
     ======  =========================  ===================================================  ====
     0       ``atomic_num``             Z = 1 … 118 at index Z - 1; misc 118 (e.g. ``*``)    119
-    1       ``chirality``              CHI_UNSPECIFIED 0, CHI_TETRAHEDRAL_CW 1,              5
-                                       CHI_TETRAHEDRAL_CCW 2, CHI_OTHER 3; misc 4
+    1       ``chirality``              none 0, R 1, S 2, other 3; misc 4 (unused)           5
+                                       (:func:`atom_stereo_labels`)
     2       ``degree``                 ``GetTotalDegree()`` 0 … 10 at index = value;         12
                                        misc 11
     3       ``formal_charge``          -5 … 5 at index charge + 5; misc 11                  12
@@ -288,8 +438,14 @@ class OGBAtomFeaturizer:
     8       ``is_in_ring``             False 0, True 1                                      2
     ======  =========================  ===================================================  ====
 
-    One deliberate difference: OGB raises ``ValueError`` for chiral tags newer than its list
-    (``CHI_SQUAREPLANAR``, ``CHI_ALLENE``, …); here they are misc (4).
+    Where this departs from OGB: OGB's chirality list is RDKit's chiral tag (CHI_UNSPECIFIED
+    0, CHI_TETRAHEDRAL_CW 1, CHI_TETRAHEDRAL_CCW 2, CHI_OTHER 3, misc 4), which depends on the
+    atom order (``C[C@H](N)C(=O)O`` and ``N[C@@H](C)C(=O)O``, both L-alanine, get 2 and 1), so
+    models fed OGB's features give one molecule several predictions. Here the column keeps
+    OGB's size and no-stereo index 0 but holds the CIP descriptor: R 1, S 2, and 3 for any
+    other chiral tag (including the square-planar, allene and other tags OGB raises
+    ``ValueError`` for). Every atom has one of these four values: misc (4) only keeps OGB's
+    table size.
     """
 
     name: str = "ogb"
@@ -318,7 +474,7 @@ class OGBAtomFeaturizer:
         """Per column, the label of each category index (``categories[j][x[j]]`` decodes)."""
         return (
             (*(str(z) for z in range(1, 119)), "misc"),
-            (*(_label(t) for t in _OGB_CHIRALITY), "misc"),
+            (*ATOM_STEREO_LABELS, "misc"),
             (*(str(d) for d in range(0, 11)), "misc"),
             (*(str(c) for c in range(-5, 6)), "misc"),
             (*(str(h) for h in range(0, 9)), "misc"),
@@ -334,11 +490,11 @@ class OGBAtomFeaturizer:
         return tuple(len(c) for c in self.categories)
 
     def _values(self, atom: Chem.Atom) -> tuple[int, ...]:
-        chiral = atom.GetChiralTag()
+        """Category indices, chirality ``_PENDING`` for a tagged atom."""
         hybrid = atom.GetHybridization()
         return (
             _range_index(atom.GetAtomicNum(), 1, 118),
-            _OGB_CHIRALITY.index(chiral) if chiral in _OGB_CHIRALITY else 4,
+            _PENDING if atom.GetChiralTag() else 0,
             _range_index(atom.GetTotalDegree(), 0, 10),
             _range_index(atom.GetFormalCharge(), -5, 5),
             _range_index(atom.GetTotalNumHs(), 0, 8),
@@ -349,8 +505,11 @@ class OGBAtomFeaturizer:
         )
 
     def __call__(self, atom: Chem.Atom) -> np.ndarray:
-        """Category indices of one atom: ``int64 [9]``."""
-        return np.array(self._values(atom), dtype=np.int64)
+        """Category indices of one atom: ``int64 [9]``. A chiral atom's molecule is
+        CIP-labelled at each call: featurize whole molecules with :meth:`featurize_atoms`."""
+        values = list(self._values(atom))
+        values[1] = _OGB_CHIRALITY[_atom_stereo_label(atom)]
+        return np.array(values, dtype=np.int64)
 
     def featurize_atoms(self, mol: Chem.Mol) -> np.ndarray:
         """``int64 [num_atoms, 9]``; row ``i`` is atom ``i`` of ``mol``."""
@@ -359,4 +518,8 @@ class OGBAtomFeaturizer:
     def featurize_atoms_of(self, mols: Sequence[Chem.Mol]) -> np.ndarray:
         """``int64 [total atoms, 9]``: the atoms of every molecule, molecule after molecule."""
         rows = [self._values(atom) for mol in mols for atom in _atoms(mol)]
-        return np.array(rows, dtype=np.int64).reshape(len(rows), 9)
+        table = np.array(rows, dtype=np.int64).reshape(len(rows), 9)
+        _fill_stereo(
+            table[:, 1], mols, Chem.Mol.GetNumAtoms, _tagged_atom_labels, _OGB_CHIRALITY.__getitem__
+        )
+        return table

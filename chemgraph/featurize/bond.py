@@ -10,6 +10,12 @@ Both implement :class:`BondFeaturizer` (``name``, ``dtype``, ``len()``, ``field_
 ``__call__(bond)``, ``featurize_bonds(mol)``). Features are undirected: a bond's row does not
 depend on which atom begins it (a dative bond ``N->Cu`` gets the same row as it would written
 ``Cu<-N``); ``chemgraph.graphs`` adds both directions of every bond as edges with this row.
+
+Stereo is the bond's CIP descriptor (:func:`bond_stereo_labels`), never RDKit's
+``bond.GetStereo()`` as such: with RDKit's new stereo perception (and after
+:func:`rdkit.Chem.rdCIPLabeler.AssignCIPLabels`) that is ``STEREOCIS``/``STEREOTRANS``
+relative to two "stereo atoms" picked by atom order, so ``Cl/C(F)=C/C`` is TRANS and
+``F/C(Cl)=C\\C``, the same molecule, CIS; the descriptor of both is E.
 """
 
 from __future__ import annotations
@@ -24,14 +30,72 @@ import torch
 from rdkit import Chem
 from rdkit.Chem.rdchem import BondStereo, BondType
 
-from chemgraph.featurize.atom import _index_of
+from chemgraph.featurize.atom import _PENDING, _fill_stereo, _index_of, cip_descriptors
 
-__all__ = ["BondFeaturizer", "CanonicalBondFeaturizer", "OGBBondFeaturizer", "bonds_of"]
+__all__ = [
+    "BOND_STEREO_LABELS",
+    "BondFeaturizer",
+    "CanonicalBondFeaturizer",
+    "OGBBondFeaturizer",
+    "bond_stereo_labels",
+    "bonds_of",
+]
 
 
 def bonds_of(mol: Chem.Mol) -> Iterator[Chem.Bond]:
     """The bonds of ``mol`` in index order (twice as fast as ``mol.GetBonds()`` iteration)."""
     return map(mol.GetBondWithIdx, range(mol.GetNumBonds()))
+
+
+#: The stereo values of a bond (:func:`bond_stereo_labels`), in the order of the canonical
+#: preset's default vocabulary; ``"other"`` (stereo without a CIP descriptor) is not in it.
+BOND_STEREO_LABELS: tuple[str, ...] = ("none", "any", "Z", "E", "M", "P")
+
+# CIP descriptors of a bond: E/Z of a double bond (e/z: pseudo-asymmetric, seqTrans/seqCis),
+# M/P of an atropisomeric single bond (m/p: pseudo-asymmetric).
+_BOND_CIP = {"Z": "Z", "z": "Z", "E": "E", "e": "E", "M": "M", "m": "M", "P": "P", "p": "P"}
+_ANY = BondStereo.STEREOANY
+
+
+def bond_stereo_labels(mol: Chem.Mol) -> list[str]:
+    """The stereo value of every bond, independent of the atom order.
+
+    ``"none"`` (``STEREONONE``), ``"any"`` (``STEREOANY``: stereo of unknown configuration,
+    e.g. a wavy bond), else the bond's CIP descriptor: ``"Z"`` or ``"E"`` for a double bond
+    (whether RDKit perceived it as ``STEREOZ``/``STEREOE`` or as ``STEREOCIS``/``STEREOTRANS``),
+    ``"M"`` or ``"P"`` for an atropisomeric bond (``STEREOATROPCW``/``CCW``), pseudo-asymmetric
+    ``z``/``e``/``m``/``p`` as the upper-case ones; ``"other"`` when RDKit gives no descriptor
+    (:func:`chemgraph.featurize.atom.cip_descriptors`). Molecules without bond stereo cost one
+    pass over the bonds; the others are labelled once, on a copy (``mol`` is not modified).
+
+    Returns:
+        ``len == mol.GetNumBonds()``, entry ``i`` for bond ``i``, values of
+        :data:`BOND_STEREO_LABELS` or ``"other"``.
+    """
+    labels = ["none"] * mol.GetNumBonds()
+    stereo = [i for i, bond in enumerate(bonds_of(mol)) if bond.GetStereo()]  # STEREONONE: 0
+    if stereo:
+        for index, label in zip(stereo, _stereo_bond_labels(mol, stereo), strict=True):
+            labels[index] = label
+    return labels
+
+
+def _stereo_bond_labels(mol: Chem.Mol, bonds: Sequence[int]) -> list[str]:
+    """:func:`bond_stereo_labels` values of the bonds ``bonds`` (all with stereo)."""
+    labels = ["any" if mol.GetBondWithIdx(i).GetStereo() == _ANY else "" for i in bonds]
+    described = [position for position, label in enumerate(labels) if not label]
+    if described:
+        _, codes = cip_descriptors(mol, bonds=[bonds[position] for position in described])
+        for position, code in zip(described, codes, strict=True):
+            labels[position] = _BOND_CIP.get(code, "other")
+    return labels
+
+
+def _bond_stereo_label(bond: Chem.Bond) -> str:
+    """:func:`bond_stereo_labels` of one bond (labels its whole molecule if it has stereo)."""
+    if not bond.GetStereo():
+        return "none"
+    return _stereo_bond_labels(bond.GetOwningMol(), [bond.GetIdx()])[0]
 
 
 @runtime_checkable
@@ -75,14 +139,6 @@ _CANONICAL_BOND_TYPES: tuple[BondType, ...] = (
     BondType.AROMATIC,
     BondType.DATIVE,
 )
-_CANONICAL_STEREO: tuple[BondStereo, ...] = (
-    BondStereo.STEREONONE,
-    BondStereo.STEREOANY,
-    BondStereo.STEREOZ,
-    BondStereo.STEREOE,
-    BondStereo.STEREOCIS,
-    BondStereo.STEREOTRANS,
-)
 
 
 @dataclass(frozen=True)
@@ -98,10 +154,10 @@ class CanonicalBondFeaturizer:
     5         ``bond_type=unknown`` (e.g. ``QUADRUPLE``, ``ZERO``, ``HYDROGEN``, ``DATIVEL``)
     6         ``is_conjugated`` (0.0 / 1.0)
     7         ``is_in_ring`` (0.0 / 1.0)
-    8-13      ``stereo=STEREONONE``, ``=STEREOANY``, ``=STEREOZ``, ``=STEREOE``,
-              ``=STEREOCIS``, ``=STEREOTRANS`` (``bond.GetStereo()``; SMILES ``C/C=C/C`` is
-              STEREOE after RDKit's stereo perception)
-    14        ``stereo=unknown`` (e.g. ``STEREOATROPCW``)
+    8-13      ``stereo=none``, ``=any``, ``=Z``, ``=E``, ``=M``, ``=P``
+              (:func:`bond_stereo_labels`: ``any`` is ``STEREOANY``; Z/E the CIP descriptor
+              of a double bond, e.g. ``C/C=C/C`` is E; M/P that of an atropisomeric bond)
+    14        ``stereo=unknown`` (stereo without CIP descriptor, ``"other"``)
     ========  ===============================================================================
 
     The two vocabularies are fields, for custom featurizers (give them a new ``name``).
@@ -112,7 +168,7 @@ class CanonicalBondFeaturizer:
 
     name: str = "canonical"
     bond_types: tuple[BondType, ...] = _CANONICAL_BOND_TYPES
-    stereo: tuple[BondStereo, ...] = _CANONICAL_STEREO
+    stereo: tuple[str, ...] = BOND_STEREO_LABELS
 
     dtype: ClassVar[torch.dtype] = torch.float32
 
@@ -139,37 +195,50 @@ class CanonicalBondFeaturizer:
 
     @property
     def field_names(self) -> tuple[str, ...]:
-        """``("bond_type=SINGLE", …, "is_conjugated", "is_in_ring", "stereo=STEREONONE", …)``."""
+        """``("bond_type=SINGLE", …, "is_conjugated", "is_in_ring", "stereo=none", …)``."""
         return (
             *(f"bond_type={t.name}" for t in self.bond_types),
             "bond_type=unknown",
             "is_conjugated",
             "is_in_ring",
-            *(f"stereo={s.name}" for s in self.stereo),
+            *(f"stereo={s}" for s in self.stereo),
             "stereo=unknown",
         )
 
+    def _stereo_column(self, label: str) -> int:
+        """The hot column of a :func:`bond_stereo_labels` value."""
+        _, _, _, _, stereo, stereo_unknown = self._offsets
+        return stereo.get(label, stereo_unknown)
+
     def _row(self, bond: Chem.Bond) -> tuple[int, bool, bool, int]:
+        """Type column, conjugated, in ring, stereo column (``_PENDING`` for a stereo bond)."""
         types, type_unknown, _, _, stereo, stereo_unknown = self._offsets
         return (
             types.get(bond.GetBondType(), type_unknown),
             bond.GetIsConjugated(),
             bond.IsInRing(),
-            stereo.get(bond.GetStereo(), stereo_unknown),
+            _PENDING if bond.GetStereo() else stereo.get("none", stereo_unknown),
         )
 
-    def _encode(self, rows: list[tuple]) -> np.ndarray:
+    def _encode(self, rows: list[tuple], mols: Sequence[Chem.Mol]) -> np.ndarray:
+        """One-hot rows of the bonds of ``mols`` from their :meth:`_row` tuples."""
         out = np.zeros((len(rows), len(self)), dtype=np.float32)
         if rows:
             _, _, conjugated, in_ring, _, _ = self._offsets
             table = np.array(rows, dtype=np.int64)
+            _fill_stereo(
+                table[:, 3], mols, Chem.Mol.GetNumBonds, _stereo_bond_labels, self._stereo_column
+            )
             np.put_along_axis(out, table[:, [0, 3]], 1.0, axis=1)
             out[:, [conjugated, in_ring]] = table[:, [1, 2]]
         return out
 
     def __call__(self, bond: Chem.Bond) -> np.ndarray:
-        """Features of one bond: ``float32 [15]`` (``[len(self)]``)."""
-        return self._encode([self._row(bond)])[0]
+        """Features of one bond: ``float32 [15]`` (``[len(self)]``). A stereo bond's molecule
+        is CIP-labelled at each call: featurize whole molecules with :meth:`featurize_bonds`."""
+        row = list(self._row(bond))
+        row[3] = self._stereo_column(_bond_stereo_label(bond))
+        return self._encode([row], [])[0]
 
     def featurize_bonds(self, mol: Chem.Mol) -> np.ndarray:
         """``float32 [num_bonds, 15]``; row ``i`` is bond ``i``; ``(0, 15)`` without bonds."""
@@ -180,7 +249,7 @@ class CanonicalBondFeaturizer:
 
         One pass over the bonds, then one vectorised one-hot encoding.
         """
-        return self._encode([self._row(bond) for mol in mols for bond in bonds_of(mol)])
+        return self._encode([self._row(bond) for mol in mols for bond in bonds_of(mol)], mols)
 
 
 _OGB_BOND_TYPES: tuple[BondType, ...] = (
@@ -189,36 +258,34 @@ _OGB_BOND_TYPES: tuple[BondType, ...] = (
     BondType.TRIPLE,
     BondType.AROMATIC,
 )
-_OGB_STEREO: tuple[BondStereo, ...] = (
-    BondStereo.STEREONONE,
-    BondStereo.STEREOZ,
-    BondStereo.STEREOE,
-    BondStereo.STEREOCIS,
-    BondStereo.STEREOTRANS,
-    BondStereo.STEREOANY,
-)
+_OGB_STEREO = _index_of(("none", "Z", "E", "M", "P", "any"))
 
 
 @dataclass(frozen=True)
 class OGBBondFeaturizer:
     """OGB categorical bond features (preset ``"ogb"``): int64, 3 columns.
 
-    Identical to ``ogb.utils.features.bond_to_feature_vector`` (OGB, Hu et al. 2020);
-    ``vocabulary_sizes`` is OGB's ``get_bond_feature_dims()``.
+    ``ogb.utils.features.bond_to_feature_vector`` (OGB, Hu et al. 2020) except for the stereo
+    column; ``vocabulary_sizes`` is OGB's ``get_bond_feature_dims()``.
 
     ======  ====================  ======================================================  ====
     column  field                 categories, index = position                            size
     ======  ====================  ======================================================  ====
     0       ``bond_type``         SINGLE 0, DOUBLE 1, TRIPLE 2, AROMATIC 3; misc 4         5
                                   (DATIVE is misc, 4: distinct from SINGLE, as in OGB)
-    1       ``bond_stereo``       STEREONONE 0, STEREOZ 1, STEREOE 2, STEREOCIS 3,         6
-                                  STEREOTRANS 4, STEREOANY 5
+    1       ``bond_stereo``       none 0, Z 1, E 2, M 3, P 4, any 5                        6
+                                  (:func:`bond_stereo_labels`; ``"other"`` is 5)
     2       ``is_conjugated``     False 0, True 1                                          2
     ======  ====================  ======================================================  ====
 
-    One deliberate difference: OGB's stereo list has no misc slot and OGB raises
-    ``ValueError`` for stereo values newer than it (``STEREOATROPCW``, ``STEREOATROPCCW``);
-    here they take the last index, STEREOANY (5), as OGB's ``safe_index`` would.
+    Where this departs from OGB: OGB's stereo list is RDKit's ``bond.GetStereo()``
+    (STEREONONE 0, STEREOZ 1, STEREOE 2, STEREOCIS 3, STEREOTRANS 4, STEREOANY 5), and CIS/TRANS
+    refer to stereo atoms chosen by atom order (module docstring), so one molecule can get 3 or
+    4. Here the column keeps OGB's size and the indices of none, Z, E and any, but holds the
+    CIP descriptor: a CIS/TRANS bond is Z (1) or E (2), and the CIS/TRANS indices hold the
+    atropisomer descriptors M (3) and P (4) (``STEREOATROPCW``/``CCW``, which OGB raises
+    ``ValueError`` for). OGB's list has no misc slot: a stereo bond without descriptor
+    (``"other"``) takes the last index, 5, as OGB's ``safe_index`` would.
     """
 
     name: str = "ogb"
@@ -237,7 +304,7 @@ class OGBBondFeaturizer:
         """Per column, the label of each category index (``categories[j][x[j]]`` decodes)."""
         return (
             (*(t.name for t in _OGB_BOND_TYPES), "misc"),
-            tuple(s.name for s in _OGB_STEREO),
+            tuple(_OGB_STEREO),
             ("False", "True"),
         )
 
@@ -247,17 +314,25 @@ class OGBBondFeaturizer:
         return tuple(len(c) for c in self.categories)
 
     def _values(self, bond: Chem.Bond) -> tuple[int, int, int]:
+        """Category indices, stereo ``_PENDING`` for a stereo bond."""
         bond_type = bond.GetBondType()
-        stereo = bond.GetStereo()
         return (
             _OGB_BOND_TYPES.index(bond_type) if bond_type in _OGB_BOND_TYPES else 4,
-            _OGB_STEREO.index(stereo) if stereo in _OGB_STEREO else 5,
+            _PENDING if bond.GetStereo() else 0,
             int(bond.GetIsConjugated()),
         )
 
+    @staticmethod
+    def _stereo_index(label: str) -> int:
+        """The category of a :func:`bond_stereo_labels` value (``"other"``: the last, 5)."""
+        return _OGB_STEREO.get(label, 5)
+
     def __call__(self, bond: Chem.Bond) -> np.ndarray:
-        """Category indices of one bond: ``int64 [3]``."""
-        return np.array(self._values(bond), dtype=np.int64)
+        """Category indices of one bond: ``int64 [3]``. A stereo bond's molecule is
+        CIP-labelled at each call: featurize whole molecules with :meth:`featurize_bonds`."""
+        values = list(self._values(bond))
+        values[1] = self._stereo_index(_bond_stereo_label(bond))
+        return np.array(values, dtype=np.int64)
 
     def featurize_bonds(self, mol: Chem.Mol) -> np.ndarray:
         """``int64 [num_bonds, 3]``; row ``i`` is bond ``i``; ``(0, 3)`` without bonds."""
@@ -266,4 +341,8 @@ class OGBBondFeaturizer:
     def featurize_bonds_of(self, mols: Sequence[Chem.Mol]) -> np.ndarray:
         """``int64 [total bonds, 3]``: the bonds of every molecule, molecule after molecule."""
         rows = [self._values(bond) for mol in mols for bond in bonds_of(mol)]
-        return np.array(rows, dtype=np.int64).reshape(len(rows), 3)
+        table = np.array(rows, dtype=np.int64).reshape(len(rows), 3)
+        _fill_stereo(
+            table[:, 1], mols, Chem.Mol.GetNumBonds, _stereo_bond_labels, self._stereo_index
+        )
+        return table

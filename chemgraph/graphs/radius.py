@@ -138,7 +138,10 @@ def radius_graph(
         max_neighbors: keep at most this many incoming edges per node: for each ``dst``, its
             ``max_neighbors`` nearest sources (ties broken by lower ``src`` index), as PyTorch
             Geometric's ``max_num_neighbors`` limits the neighbours of each target. The graph
-            may then no longer be symmetric. ``None`` (default): no limit.
+            may then no longer be symmetric, and when several sources lie at exactly the
+            ``max_neighbors``-th distance, which are kept depends on the atom order (as in
+            PyTorch Geometric). ``None`` (default): no limit, and the graph does not depend on
+            the atom order.
         self_loops: also add ``i -> i`` for every node (distance 0, vector 0). Self-loops do
             not count toward ``max_neighbors``.
 
@@ -272,7 +275,8 @@ def periodic_radius_graph(
         atoms: an ``ase.Atoms`` (positions in Å; they need not be wrapped into the cell).
         cutoff: radius in Å, > 0 (strict, as in ASE: distance ``< cutoff``).
         max_neighbors: keep at most this many incoming edges per node, nearest first (ties by
-            ``src``, then shift); see :func:`radius_graph`. ``None``: no limit.
+            ``src``, then shift: atom-order dependent at an exact tie, see
+            :func:`radius_graph`). ``None``: no limit.
         self_loops: also add ``i -> i`` with shift 0 (ASE's ``self_interaction=True``); they do
             count toward ``max_neighbors`` here.
 

@@ -19,6 +19,14 @@ type and two edge types, both with ``int32`` ids:
   ``"path"``: ``int16 [P, H]``, the local ids (in :data:`BOND`) of the first ``H`` bonds of one
   shortest path ``i -> j`` in walking order, ``-1`` after the path's end.
 
+Which shortest path: when several join ``i`` and ``j`` (the two halves of a ring, e.g. the
+``C=C-C`` and ``C-C=C`` ways between opposite atoms of cyclohexa-1,4-diene), one whose first
+``H`` bonds' feature rows, read from ``i``, are the lexicographically smallest sequence. A path
+picked by atom index (the first one a breadth-first search meets, or Floyd–Warshall's in
+Graphormer's code) changes with the atom order, and Graphormer's edge encoding, which reads the
+features along the path, would give one molecule several predictions. Paths with the same
+feature sequence encode the same.
+
 Memory: ``8 + 2 + 2·H`` bytes per ordered pair (int32 pair ids, int16 data); about 13 kB for a
 25-atom molecule with ``H = 5``. Ids are ``int16``, so a graph may have at most 32,767 edges
 (molecules for all-pairs models are far smaller).
@@ -44,46 +52,113 @@ _INT16_MAX = int(np.iinfo(np.int16).max)
 
 
 def shortest_paths(
-    num_nodes: int, src: np.ndarray, dst: np.ndarray, max_path_edges: int
+    num_nodes: int, src: np.ndarray, dst: np.ndarray, edge_keys: np.ndarray, max_path_edges: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """All-pairs shortest paths of an unweighted graph (breadth-first search from every node).
+    """All-pairs shortest paths of an unweighted graph, the path of each pair chosen by keys.
+
+    Distances by breadth-first search from every node (scipy). Among the shortest paths
+    ``i -> j``, the one kept is one whose first ``H`` edge keys, read from ``i``, form the
+    lexicographically smallest sequence; with keys that depend on the edges' features only
+    (not on node ids), that sequence, and so anything computed from the features along the
+    kept path, does not depend on the node order. Time ``O(H·E·N)`` and memory ``O(E·N)`` on
+    top of the search.
 
     Args:
         num_nodes: ``N``.
         src: ``int [E]`` source node of each directed edge.
         dst: ``int [E]`` target node of each directed edge (molecules: both directions).
+        edge_keys: ``int [E]`` order of the edges for the choice (e.g. the rank of each edge's
+            feature row); among paths with equal key sequences the choice is arbitrary.
         max_path_edges: ``H``, how many edges of each path to keep.
 
     Returns:
         ``(pair_src, pair_dst, distance, path)`` over the ``P`` ordered pairs ``i ≠ j`` with a
         path ``i -> j``, sorted by ``(i, j)``: ``int64 [P]``, ``int64 [P]``, ``int64 [P]`` (the
         number of edges of a shortest path), ``int64 [P, H]`` (ids of the first ``H`` edges of
-        one shortest path in walking order, ``-1`` after its end).
+        the chosen shortest path in walking order, ``-1`` after its end).
     """
     src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
     adjacency = scipy.sparse.csr_matrix(
         (np.ones(src.size, dtype=np.float64), (src, dst)), shape=(num_nodes, num_nodes)
     )
-    distance, predecessor = csgraph.shortest_path(
-        adjacency, method="D", unweighted=True, return_predecessors=True
-    )
+    distance = csgraph.shortest_path(adjacency, method="D", unweighted=True)
     connected = np.isfinite(distance)
     np.fill_diagonal(connected, False)
     pair_src, pair_dst = np.nonzero(connected)
     pair_distance = distance[pair_src, pair_dst].astype(np.int64)
 
-    edge_id = np.full((num_nodes, num_nodes), -1, dtype=np.int64)
-    edge_id[src, dst] = np.arange(src.size)
-    # predecessor[j, u] is the node before u on a shortest path j -> u, i.e. the node after u
-    # on a shortest path u -> j: walking it from i reaches j along a shortest path.
     path = np.full((pair_src.size, max_path_edges), -1, dtype=np.int64)
-    current = pair_src.copy()
+    if max_path_edges == 0 or pair_src.size == 0:
+        return pair_src, pair_dst, pair_distance, path
+    hops = np.where(np.isfinite(distance), distance, -1).astype(np.int32)
+    pair_id = np.full((num_nodes, num_nodes), pair_src.size, dtype=np.int64)  # P: no pair
+    pair_id[pair_src, pair_dst] = np.arange(pair_src.size)
+    # every step u -> v towards a target j, as (edge, j): hops[v, j] = hops[u, j] - 1
+    from_src = hops[src]  # [E, N]
+    edge, goal = np.nonzero((from_src > 0) & (hops[dst] == from_src - 1))
+    step_pair, next_pair = pair_id[src[edge], goal], pair_id[dst[edge], goal]
+    step_keys = np.asarray(edge_keys)[edge]
+    chosen = _smallest_steps(step_pair, next_pair, step_keys, pair_src.size, max_path_edges)
+    current = np.arange(pair_src.size)
     for hop in range(max_path_edges):
         walking = pair_distance > hop
-        following = np.where(walking, predecessor[pair_dst, current], 0)
-        path[:, hop] = np.where(walking, edge_id[current, following], -1)
-        current = np.where(walking, following, current)
+        step = chosen[max_path_edges - 1 - hop][current[walking]]
+        path[walking, hop] = edge[step]
+        current[walking] = next_pair[step]
     return pair_src, pair_dst, pair_distance, path
+
+
+def _smallest_steps(
+    step_pair: np.ndarray,
+    next_pair: np.ndarray,
+    step_keys: np.ndarray,
+    num_pairs: int,
+    length: int,
+) -> list[np.ndarray]:
+    """For each prefix length ``h + 1 <= length``: per pair, the step that starts its smallest
+    key sequence.
+
+    Args:
+        step_pair: ``int [C]`` the pair ``(u, j)`` (id ``0 … P-1``, ``P >= 1``) of each of the
+            ``C`` possible first steps ``u -> v`` of a shortest path ``u -> j``; every pair has
+            at least one.
+        next_pair: ``int [C]`` the pair ``(v, j)`` the step leads to; ``P`` when ``v = j``.
+        step_keys: ``int [C]`` the key of each step's edge.
+        num_pairs: ``P``.
+        length: ``H``.
+
+    Returns:
+        ``H`` arrays ``int64 [P]``: entry ``h`` holds, per pair, the step whose key followed by
+        the smallest key sequence of length ``h`` from ``next_pair`` is the smallest. A dynamic
+        programme over ``h``: the sequences of one length are compared through their ranks
+        (equal sequences get distinct ranks, which only decides between equal sequences).
+    """
+    by_pair = np.argsort(step_pair, kind="stable")  # the steps of each pair together
+    group = step_pair[by_pair]
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])  # one start per pair, in order
+    position = np.arange(by_pair.size)
+    key = np.unique(step_keys, return_inverse=True)[1].reshape(-1)[by_pair] * (num_pairs + 1)
+    following = next_pair[by_pair]
+    rank = np.zeros(num_pairs + 1, dtype=np.int64)  # of each pair's smallest shorter sequence
+    chosen = []
+    for _ in range(length):
+        sequence = key + rank[following]  # key first, then the rest
+        smallest = np.minimum.reduceat(sequence, starts)
+        first = np.minimum.reduceat(
+            np.where(sequence == smallest[group], position, by_pair.size), starts
+        )
+        chosen.append(by_pair[first])
+        rank[np.argsort(smallest)] = np.arange(1, num_pairs + 1)
+    return chosen
+
+
+def _row_ranks(features: np.ndarray) -> np.ndarray:
+    """``int64 [E]``: the rank of each row of ``features [E, F]`` among the distinct rows, in
+    the order of their bytes (a function of the row's contents only; both directions of a bond
+    share their row, so their rank)."""
+    rows = np.ascontiguousarray(features)
+    as_bytes = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).reshape(-1)
+    return np.unique(as_bytes, return_inverse=True)[1].reshape(-1)
 
 
 def add_shortest_paths(graph: dgl.DGLGraph, max_path_edges: int = 5) -> dgl.DGLGraph:
@@ -96,7 +171,8 @@ def add_shortest_paths(graph: dgl.DGLGraph, max_path_edges: int = 5) -> dgl.DGLG
 
     Returns:
         A heterograph with edge types :data:`BOND` and :data:`PAIR`; node and bond data are
-        the input's tensors (not copies).
+        the input's tensors (not copies). The path of a pair is the shortest one with the
+        lexicographically smallest bond-feature rows (module docstring).
 
     Raises:
         ValueError: a batched graph (apply it per molecule), a graph that already holds the
@@ -119,7 +195,8 @@ def add_shortest_paths(graph: dgl.DGLGraph, max_path_edges: int = 5) -> dgl.DGLG
             "scale to it"
         )
     src, dst = (t.numpy() for t in graph.edges())
-    pair_src, pair_dst, distance, path = shortest_paths(num_nodes, src, dst, max_path_edges)
+    keys = _row_ranks(graph.edata["e"].numpy()) if max_path_edges else np.zeros(num_edges)
+    pair_src, pair_dst, distance, path = shortest_paths(num_nodes, src, dst, keys, max_path_edges)
     out = dgl.heterograph(
         {
             BOND: (torch.from_numpy(src), torch.from_numpy(dst)),

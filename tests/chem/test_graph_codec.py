@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+import numpy as np
 import pytest
 from rdkit import Chem
 
@@ -75,6 +76,32 @@ def test_atom_order_is_canonical_whatever_the_input_order():
     mapped = mol_from_smiles("[OH:3][CH2:1][C:9](=[O:2])c1ccccc1")
     assert a == b == mol_to_graph_labels(mapped)
     assert canonical_atom_order(mol_from_smiles("OC")) == [1, 0]  # "CO": carbon first
+
+
+@pytest.mark.parametrize(
+    "smiles",
+    [
+        # spiro ring stereo: read from the input atoms, its two ring labels flipped with the
+        # atom order (five of the six random SMILES below gave the other pair)
+        "CO[C@@H]1CC[C@@]2(CC1)Cc1ccc(OCC(C)C)cc1C21N=C(C)C(N)=N1",
+        "C[C@H]1CC[C@@H](C)CC1",
+        "N[C@@H](Cl)/C=C/F",
+        "C/C(F)=C(/Cl)Br",
+        "O=C(O)[C@H](O)[C@@H](O)[C@H](O)C(=O)O",
+    ],
+)
+def test_graph_labels_do_not_depend_on_the_atom_order(smiles):
+    mol = mol_from_smiles(smiles)
+    expected = mol_to_graph_labels(mol)
+    Chem.rdBase.SeedRandomNumberGenerator(0)
+    for _ in range(6):
+        written_elsewhere = mol_from_smiles(Chem.MolToSmiles(mol, doRandom=True))
+        assert mol_to_graph_labels(written_elsewhere) == expected
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        order = rng.permutation(mol.GetNumAtoms()).tolist()
+        assert mol_to_graph_labels(Chem.RenumberAtoms(mol, order)) == expected
+    assert graph_to_smiles(expected) == Chem.MolToSmiles(mol)
 
 
 @pytest.mark.parametrize(

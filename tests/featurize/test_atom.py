@@ -9,10 +9,13 @@ from rdkit import Chem
 
 from chemgraph.chem import mol_from_smiles
 from chemgraph.featurize.atom import (
+    ATOM_STEREO_LABELS,
     CANONICAL_SYMBOLS,
     AtomFeaturizer,
     CanonicalAtomFeaturizer,
     OGBAtomFeaturizer,
+    atom_stereo_labels,
+    cip_descriptors,
 )
 
 CANONICAL = CanonicalAtomFeaturizer()
@@ -26,8 +29,7 @@ CANONICAL_FIELDS = (
     "degree=0", "degree=1", "degree=2", "degree=3", "degree=4", "degree=5", "degree=unknown",
     "formal_charge=-2", "formal_charge=-1", "formal_charge=0", "formal_charge=1",
     "formal_charge=2", "formal_charge=unknown",
-    "chiral_tag=CHI_UNSPECIFIED", "chiral_tag=CHI_TETRAHEDRAL_CW",
-    "chiral_tag=CHI_TETRAHEDRAL_CCW", "chiral_tag=CHI_OTHER", "chiral_tag=unknown",
+    "chirality=none", "chirality=R", "chirality=S", "chirality=other", "chirality=unknown",
     "num_hs=0", "num_hs=1", "num_hs=2", "num_hs=3", "num_hs=4", "num_hs=unknown",
     "hybridization=S", "hybridization=SP", "hybridization=SP2", "hybridization=SP3",
     "hybridization=SP3D", "hybridization=SP3D2", "hybridization=unknown",
@@ -35,7 +37,7 @@ CANONICAL_FIELDS = (
 )  # fmt: skip
 
 # Fields every ordinary test atom shares unless overridden.
-NEUTRAL_ACHIRAL = {"formal_charge=0", "chiral_tag=CHI_UNSPECIFIED"}
+NEUTRAL_ACHIRAL = {"formal_charge=0", "chirality=none"}
 
 
 def expected(hot: set[str], mass: float) -> np.ndarray:
@@ -74,7 +76,7 @@ def test_canonical_layout():
     assert CANONICAL_FIELDS.index("symbol=unknown") == 41
     assert CANONICAL_FIELDS.index("degree=0") == 42
     assert CANONICAL_FIELDS.index("formal_charge=-2") == 49
-    assert CANONICAL_FIELDS.index("chiral_tag=CHI_UNSPECIFIED") == 55
+    assert CANONICAL_FIELDS.index("chirality=none") == 55
     assert CANONICAL_FIELDS.index("num_hs=0") == 60
     assert CANONICAL_FIELDS.index("hybridization=S") == 66
     assert CANONICAL_FIELDS.index("is_aromatic") == 73
@@ -104,7 +106,7 @@ def test_canonical_benzene_aromatic_carbon():
 
 def test_canonical_acetate_anion():
     x = atoms("CC(=O)[O-]")
-    achiral = {"chiral_tag=CHI_UNSPECIFIED"}
+    achiral = {"chirality=none"}
     np.testing.assert_array_equal(
         x[1],
         expected(
@@ -124,19 +126,62 @@ def test_canonical_acetate_anion():
 def test_canonical_ammonium():
     x = atoms("[NH4+]")
     hot = {"symbol=N", "degree=4", "formal_charge=1", "num_hs=4", "hybridization=SP3"}
-    np.testing.assert_array_equal(x, expected(hot | {"chiral_tag=CHI_UNSPECIFIED"}, 14.007)[None])
+    np.testing.assert_array_equal(x, expected(hot | {"chirality=none"}, 14.007)[None])
 
 
 @pytest.mark.parametrize(
-    ("smiles", "tag"),
-    [("N[C@@H](C)C(=O)O", "CHI_TETRAHEDRAL_CW"), ("N[C@H](C)C(=O)O", "CHI_TETRAHEDRAL_CCW")],
+    ("smiles", "label"),
+    [
+        ("N[C@@H](C)C(=O)O", "S"),  # L-alanine: RDKit tag CW
+        ("N[C@H](C)C(=O)O", "R"),  # D-alanine: CCW
+    ],
 )
-def test_canonical_chiral_centre(smiles, tag):
+def test_canonical_chiral_centre(smiles, label):
+    # CIP priorities at C2: N > COOH > CH3 > H; L-alanine is (S)-alanine
     x = atoms(smiles)
     hot = {"symbol=C", "degree=4", "formal_charge=0", "num_hs=1", "hybridization=SP3"}
-    np.testing.assert_array_equal(x[1], expected(hot | {f"chiral_tag={tag}"}, 12.011))
+    np.testing.assert_array_equal(x[1], expected(hot | {f"chirality={label}"}, 12.011))
     # the other atoms are not chiral
-    assert all(block(row, "chiral_tag") == ["chiral_tag=CHI_UNSPECIFIED"] for row in x[[0, 2, 3]])
+    assert all(block(row, "chirality") == ["chirality=none"] for row in x[[0, 2, 3, 4, 5]])
+
+
+def test_l_alanine_written_from_any_atom_is_s():
+    # four atom orders of L-alanine: RDKit's tag of the centre changes, its row does not
+    orders = ["C[C@H](N)C(=O)O", "N[C@@H](C)C(=O)O", "OC(=O)[C@@H](N)C", "[C@@H](C)(N)C(=O)O"]
+    tags = set()
+    for smiles in orders:
+        mol = mol_from_smiles(smiles)
+        assert Chem.MolToSmiles(mol) == "C[C@H](N)C(=O)O"
+        (centre,) = [a.GetIdx() for a in mol.GetAtoms() if a.GetChiralTag()]
+        tags.add(mol.GetAtomWithIdx(centre).GetChiralTag())
+        assert block(CANONICAL.featurize_atoms(mol)[centre], "chirality") == ["chirality=S"]
+        assert OGB.featurize_atoms(mol)[centre, 1] == 2
+        assert atom_stereo_labels(mol)[centre] == "S"
+    assert tags == {Chem.ChiralType.CHI_TETRAHEDRAL_CW, Chem.ChiralType.CHI_TETRAHEDRAL_CCW}
+
+
+def test_ring_stereo_and_pseudo_asymmetric_centres():
+    # cis/trans-1,4-dimethylcyclohexane: no R/S centre, CIP r/s (pseudo-asymmetric) -> R/S
+    cis = "C[C@H]1CC[C@@H](C)CC1"  # (1s,4s); also written C[C@@H]1CC[C@H](C)CC1
+    trans = "C[C@H]1CC[C@H](C)CC1"  # (1r,4r)
+    assert (
+        atom_stereo_labels(mol_from_smiles(cis))
+        == ["none", "S", "none", "none", "S"] + ["none"] * 3
+    )
+    assert atom_stereo_labels(mol_from_smiles("C[C@@H]1CC[C@H](C)CC1")) == atom_stereo_labels(
+        mol_from_smiles(cis)
+    )
+    assert atom_stereo_labels(mol_from_smiles(trans))[1] == "R"
+    assert cip_descriptors(mol_from_smiles(trans), atoms=[1, 4]) == (["r", "r"], [])
+
+
+def test_cip_descriptors_leave_the_molecule_unchanged():
+    mol = mol_from_smiles("C/C=C/[C@@H](F)Cl")
+    before = Chem.MolToMolBlock(mol), [b.GetStereo() for b in mol.GetBonds()]
+    props = [sorted(a.GetPropsAsDict(True, True)) for a in mol.GetAtoms()]
+    assert cip_descriptors(mol, atoms=[3], bonds=[1]) == (["S"], ["E"])
+    assert (Chem.MolToMolBlock(mol), [b.GetStereo() for b in mol.GetBonds()]) == before
+    assert [sorted(a.GetPropsAsDict(True, True)) for a in mol.GetAtoms()] == props
 
 
 def test_canonical_dative_complex():
@@ -146,7 +191,7 @@ def test_canonical_dative_complex():
     np.testing.assert_array_equal(x[0], expected(n, 14.007))
     # RDKit assigns SP3D to this copper.
     cu = {"symbol=Cu", "degree=1", "formal_charge=2", "num_hs=0", "hybridization=SP3D"}
-    np.testing.assert_array_equal(x[1], expected(cu | {"chiral_tag=CHI_UNSPECIFIED"}, 63.546))
+    np.testing.assert_array_equal(x[1], expected(cu | {"chirality=none"}, 63.546))
 
 
 # --- canonical: unknown slots ---------------------------------------------------------------
@@ -188,19 +233,25 @@ def test_out_of_range_degree_charge_chirality_hybridization_go_to_unknown():
     assert block(iron, "formal_charge") == ["formal_charge=unknown"]
     assert block(iron, "symbol") == ["symbol=Fe"]
     platinum = atoms("[Pt@SP1](Cl)(Cl)(N)N")[0]  # square planar tag, SP2D hybridization
-    assert block(platinum, "chiral_tag") == ["chiral_tag=unknown"]
+    assert block(platinum, "chirality") == ["chirality=other"]  # no CIP descriptor
     assert block(platinum, "hybridization") == ["hybridization=unknown"]
     # every one-hot block has exactly one hot column, whatever the atom
     for row in (sulfur, iron, platinum):
-        for prefix in ("symbol", "degree", "formal_charge", "chiral_tag", "num_hs"):
+        for prefix in ("symbol", "degree", "formal_charge", "chirality", "num_hs"):
             assert len(block(row, prefix)) == 1
+    # a vocabulary without "other" sends it to chirality=unknown
+    narrow = CanonicalAtomFeaturizer(name="narrow", chiralities=("none", "R", "S"))
+    row = narrow.featurize_atoms(mol_from_smiles("[Pt@SP1](Cl)(Cl)(N)N"))[0]
+    assert row[narrow.field_names.index("chirality=unknown")] == 1.0
 
 
 def test_call_matches_featurize_atoms_and_empty_molecule():
-    mol = mol_from_smiles("CC(=O)[O-]")
-    rows = CANONICAL.featurize_atoms(mol)
-    for atom in mol.GetAtoms():
-        np.testing.assert_array_equal(CANONICAL(atom), rows[atom.GetIdx()])
+    for smiles in ("CC(=O)[O-]", "N[C@@H](C)C(=O)O"):
+        mol = mol_from_smiles(smiles)
+        for featurizer in (CANONICAL, OGB):
+            rows = featurizer.featurize_atoms(mol)
+            for atom in mol.GetAtoms():
+                np.testing.assert_array_equal(featurizer(atom), rows[atom.GetIdx()])
     assert CANONICAL.featurize_atoms(Chem.Mol()).shape == (0, 76)
     assert OGB.featurize_atoms(Chem.Mol()).shape == (0, 9)
 
@@ -226,7 +277,9 @@ def test_ogb_layout():
     assert OGB.vocabulary_sizes == (119, 5, 12, 12, 10, 6, 6, 2, 2)
     assert OGB.dtype == torch.int64
     assert OGB.name == "ogb"
-    assert OGB.categories[1][4] == "misc" and OGB.categories[6] == (
+    assert OGB.categories[1] == (*ATOM_STEREO_LABELS, "misc")
+    assert OGB.categories[1] == ("none", "R", "S", "other", "misc")
+    assert OGB.categories[6] == (
         "SP", "SP2", "SP3", "SP3D", "SP3D2", "misc",
     )  # fmt: skip
     assert isinstance(OGB, AtomFeaturizer)
@@ -262,15 +315,16 @@ def test_ogb_hand_computed(smiles, rows):
 
 
 @pytest.mark.parametrize(
-    ("smiles", "column", "value"),
+    ("smiles", "value"),
     [
-        ("N[C@@H](C)C(=O)O", 1, 1),  # CW
-        ("N[C@H](C)C(=O)O", 1, 2),  # CCW
+        ("N[C@@H](C)C(=O)O", 2),  # L-alanine, S (OGB: CW, 1)
+        ("C[C@H](N)C(=O)O", 2),  # L-alanine again (OGB: CCW, 2)
+        ("N[C@H](C)C(=O)O", 1),  # D-alanine, R
     ],
 )
-def test_ogb_chirality(smiles, column, value):
-    assert atoms(smiles, OGB)[1, column] == value
-    assert atoms(smiles, OGB)[1].tolist() == [5, value, 4, 5, 1, 0, 2, 0, 0]
+def test_ogb_chirality(smiles, value):
+    centre = 1
+    assert atoms(smiles, OGB)[centre].tolist() == [5, value, 4, 5, 1, 0, 2, 0, 0]
 
 
 def test_ogb_out_of_range_values_go_to_misc():
@@ -278,8 +332,8 @@ def test_ogb_out_of_range_values_go_to_misc():
     assert uranium.tolist() == [91, 0, 11, 5, 0, 0, 5, 0, 0]
     iron = atoms("[Fe+6]", OGB)[0]  # charge +6 > 5
     assert iron[3] == 11
-    platinum = atoms("[Pt@SP1](Cl)(Cl)(N)N", OGB)[0]  # square planar: misc, SP2D: misc
-    assert platinum[1] == 4 and platinum[6] == 5
+    platinum = atoms("[Pt@SP1](Cl)(Cl)(N)N", OGB)[0]  # square planar: other, SP2D: misc
+    assert platinum[1] == 3 and platinum[6] == 5
     # every index stays inside its embedding table
     for row in (uranium, iron, platinum):
         assert all(0 <= v < size for v, size in zip(row, OGB.vocabulary_sizes, strict=True))

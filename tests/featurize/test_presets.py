@@ -61,7 +61,12 @@ def test_dict_round_trip(name):
     preset = get_preset(name)
     saved = preset.to_dict()
     expected_dims = {"canonical": (76, 15), "ogb": (9, 3)}[name]
-    assert saved == {"name": name, "atom_dim": expected_dims[0], "bond_dim": expected_dims[1]}
+    assert saved == {
+        "name": name,
+        "atom_dim": expected_dims[0],
+        "bond_dim": expected_dims[1],
+        "stereo": "cip",
+    }
     assert FeaturizerPreset.from_dict(saved) == preset
     assert FeaturizerPreset.from_dict({"name": name}) == preset
     assert pickle.loads(pickle.dumps(preset)) == preset
@@ -74,6 +79,13 @@ def test_from_dict_rejects_mismatched_widths_and_missing_name():
         FeaturizerPreset.from_dict({"atom_dim": 76})
     with pytest.raises(ValueError, match="available"):
         FeaturizerPreset.from_dict({"name": "nope"})
+
+
+def test_from_dict_rejects_another_stereo_encoding_and_accepts_dicts_without_one():
+    with pytest.raises(ValueError, match="stereo='rdkit_tag'.*featurised again"):
+        FeaturizerPreset.from_dict({"name": "ogb", "stereo": "rdkit_tag"})
+    saved_before = {"name": "canonical", "atom_dim": 76, "bond_dim": 15}
+    assert FeaturizerPreset.from_dict(saved_before) == get_preset("canonical")
 
 
 def test_presets_are_frozen():

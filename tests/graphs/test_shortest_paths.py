@@ -3,9 +3,12 @@ from collections import deque
 import numpy as np
 import pytest
 import torch
+from rdkit import Chem
 
 from chemgraph._dgl import dgl
-from chemgraph.graphs import add_shortest_paths, has_shortest_paths
+from chemgraph.chem import mol_from_smiles
+from chemgraph.featurize import get_preset
+from chemgraph.graphs import add_shortest_paths, has_shortest_paths, mol_to_graph
 from chemgraph.graphs.shortest_paths import BOND, PAIR, shortest_paths
 
 
@@ -100,10 +103,72 @@ def test_bad_inputs_are_refused_with_a_reason(graph_of):
 
 
 def test_function_form_on_a_disconnected_square():
-    # 0-1-2-3-0 square plus an isolated node 4
+    # 0-1-2-3-0 square plus an isolated node 4; edges 0-1 and 1-2 have key 1, the others 0
     src = np.array([0, 1, 1, 2, 2, 3, 3, 0])
     dst = np.array([1, 0, 2, 1, 3, 2, 0, 3])
-    pair_src, pair_dst, distance, path = shortest_paths(5, src, dst, 3)
+    keys = np.array([1, 1, 1, 1, 0, 0, 0, 0])
+    pair_src, pair_dst, distance, path = shortest_paths(5, src, dst, keys, 3)
     assert 4 not in pair_src and 4 not in pair_dst
-    assert dict(zip(zip(pair_src.tolist(), pair_dst.tolist()), distance.tolist()))[(0, 2)] == 2
+    pairs = list(zip(pair_src.tolist(), pair_dst.tolist()))
+    assert dict(zip(pairs, distance.tolist()))[(0, 2)] == 2
     assert path.shape == (12, 3)
+    # 0 -> 2: via 3 (keys 0, 0; edges 7 = 0->3, 5 = 3->2), not via 1 (keys 1, 1)
+    assert path[pairs.index((0, 2))].tolist() == [7, 5, -1]
+    # 1 -> 3: via 0 (keys 1, 0) or via 2 (keys 1, 0): equal sequences, either is right
+    assert path[pairs.index((1, 3))].tolist() in ([1, 7, -1], [2, 4, -1])
+    # with the keys swapped the other way round wins
+    _, _, _, swapped = shortest_paths(5, src, dst, 1 - keys, 3)
+    assert swapped[pairs.index((0, 2))].tolist() == [0, 2, -1]
+
+
+def _all_shortest_paths(src, dst, start, goal, length):
+    """Every shortest path start -> goal as a list of edge ids (brute force)."""
+    paths, frontier = [], [(start, [])]
+    while frontier:
+        node, taken = frontier.pop()
+        if node == goal:
+            paths.append(taken)
+        elif len(taken) < length:
+            frontier += [(int(dst[e]), [*taken, e]) for e in np.flatnonzero(src == node)]
+    return [p for p in paths if len(p) == length]
+
+
+@pytest.mark.parametrize(
+    "smiles",
+    [
+        "C1=CCC=CC1",  # cyclohexa-1,4-diene: C=C-C and C-C=C between opposite atoms
+        "O=C1C=CC(=O)N1CC1=CCC=C1",  # maleimide and cyclopentadiene rings
+        "c1ccc2c(c1)CC=CC2",  # fused rings with different bonds
+        "C1CC2CCC1CC2",  # bicyclo[2.2.2]octane: three equal ways
+    ],
+)
+def test_kept_path_has_the_smallest_bond_features_and_ignores_atom_order(graph_of, smiles):
+    graph = graph_of(smiles)
+    cached = add_shortest_paths(graph, max_path_edges=3)
+    src, dst = (t.numpy() for t in graph.edges())
+    rows = [tuple(row) for row in graph.edata["e"].tolist()]
+    pair_src, pair_dst = (t.numpy() for t in cached.edges(etype=PAIR))
+    distance = cached.edges[PAIR].data["distance"].numpy()
+    path = cached.edges[PAIR].data["path"].numpy()
+    for i, j, d, kept in zip(pair_src, pair_dst, distance, path):
+        candidates = _all_shortest_paths(src, dst, i, j, d)
+        smallest = min([rows[e] for e in p[:3]] for p in candidates)
+        assert [rows[e] for e in kept[: min(d, 3)]] == smallest
+    # the same molecule from another atom: the same feature sequence for every atom pair
+    mol = mol_from_smiles(smiles)
+    for seed in range(3):
+        order = np.random.default_rng(seed).permutation(mol.GetNumAtoms()).tolist()
+        other = mol_to_graph(Chem.RenumberAtoms(mol, order), get_preset("canonical"))
+        assert _feature_paths(other, order) == _feature_paths(graph, list(range(len(order))))
+
+
+def _feature_paths(graph, order):
+    """{(original i, original j): bond feature rows along the kept path}."""
+    cached = add_shortest_paths(graph, max_path_edges=3)
+    rows = [tuple(row) for row in graph.edata["e"].tolist()]
+    pair_src, pair_dst = (t.tolist() for t in cached.edges(etype=PAIR))
+    path = cached.edges[PAIR].data["path"].tolist()
+    return {
+        (order[i], order[j]): [rows[e] for e in kept if e >= 0]
+        for i, j, kept in zip(pair_src, pair_dst, path)
+    }
