@@ -1,6 +1,6 @@
 """GMoE-GCN vs GCN and GMoE-GIN vs GIN on four MoleculeNet sets, plus inference time.
 
-Benchmark (not a test) for seed 002 (Wang et al., "Graph Mixture of Experts", NeurIPS 2023):
+Benchmark (not a test) for Wang et al. 2023 ("Graph Mixture of Experts", NeurIPS 2023):
 
 1. Accuracy: GCN, GMoE-GCN, GIN, GMoE-GIN on BBBP and BACE (ROC-AUC) and ESOL and FreeSolv
    (RMSE), with the OGB protocol the paper follows (section 4.1): deterministic scaffold split
@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     header = [
-        "GMoE vs GCN/GIN (seed 002), OGB protocol: scaffold split 80/10/10, Adam lr "
+        "GMoE vs GCN/GIN (Wang et al. 2023), OGB protocol: scaffold split 80/10/10, Adam lr "
         f"{args.lr:g}, dropout 0.5, batch {args.batch_size}, {args.max_epochs} epochs",
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
         f"{'CUDA' if torch.cuda.is_available() else 'CPU'}",

@@ -1,9 +1,9 @@
 """Graphormer vs ESA on FreeSolv, ESOL and BBBP; preprocessing time; memory on HIV.
 
-Benchmark (not a test) for seed 001 (Ying et al., "Do Transformers Really Perform Badly for
+Benchmark (not a test) for Ying et al. 2021 ("Do Transformers Really Perform Badly for
 Graph Representation?", NeurIPS 2021), three parts:
 
-1. Accuracy with the ESA benchmark's protocol (``benchmarks/moleculenet_esa.py``, seed 000
+1. Accuracy with the ESA benchmark's protocol (``benchmarks/moleculenet_esa.py``, Buterez et al. 2024
    SI 7): random 80/10/10 split per seed, AdamW lr 1e-4, batch 128, gradient clipping 0.5,
    early stopping 30 (FreeSolv 100), LR halved after 15 stale epochs, the same per-dataset
    epoch caps; R² and RMSE (FreeSolv, ESOL), MCC and ROC-AUC (BBBP). ``--models graphormer
@@ -11,7 +11,7 @@ Graph Representation?", NeurIPS 2021), three parts:
 2. Graphormer preprocessing time per 1,000 molecules (BBBP): SMILES -> graph (``ogb`` preset),
    the shortest-path cache (:func:`chemgraph.graphs.add_shortest_paths`, once per molecule),
    and the collate (:func:`chemgraph.batches.dense_graph_batch`, every epoch).
-3. HIV: the reference Graphormer ran out of memory on HIV in seed 000. Here: the cache size of
+3. HIV: the reference Graphormer ran out of memory on HIV in Buterez et al. 2024. Here: the cache size of
    HIV's molecules (measured on a sample, scaled to 41,127), and the peak resident memory of a
    fresh process that featurizes the largest HIV molecules (up to 222 heavy atoms) and runs a
    few training steps of the default Graphormer (``GraphormerConfig()``) on batches of 128
@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     header = [
-        "Graphormer vs ESA, ESA benchmark protocol (seed 000, SI 7): random 80/10/10, AdamW lr "
+        "Graphormer vs ESA, ESA benchmark protocol (Buterez et al. 2024, SI 7): random 80/10/10, AdamW lr "
         "1e-4, batch 128, grad clip 0.5, early stopping 30 (FreeSolv 100), LR halved after 15",
         f"Graphormer hidden {args.hidden_dim}, {args.num_heads} heads, {args.num_layers} layers "
         "(paper's Graphormer-slim: 12 layers, hidden 80) - CPU budget; epoch caps "

@@ -1,7 +1,7 @@
 """ESA on four MoleculeNet datasets with the ESA paper's protocol; prints a table.
 
 Benchmark (not a test). Reproduces, as closely as a small CPU allows, the MoleculeNet rows of
-the ESA paper (seed 000: Buterez et al., "An end-to-end attention-based approach for learning
+the ESA paper (Buterez et al. 2024, "An end-to-end attention-based approach for learning
 on graphs"; Tables 1 and 3, SI 7):
 
 - protocol (SI 7): AdamW, learning rate 1e-4, batch 128, gradient clipping 0.5, early
@@ -46,7 +46,7 @@ DEFAULT_OUT = REPO / "runs" / "benchmarks" / "moleculenet_esa"
 
 @dataclass(frozen=True)
 class Dataset:
-    """One MoleculeNet benchmark and the ESA paper's value for it (seed 000, Tables 1, 3)."""
+    """One MoleculeNet benchmark and the ESA paper's value for it (Buterez et al. 2024, Tables 1, 3)."""
 
     name: str
     file: str
@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     header = [
-        "ESA on MoleculeNet, ESA paper protocol (seed 000, SI 7): AdamW, batch "
+        "ESA on MoleculeNet, ESA paper protocol (Buterez et al. 2024, SI 7): AdamW, batch "
         f"{args.batch_size}, lr {args.lr:g}, grad clip 0.5, early stopping 30 (FreeSolv 100), "
         "LR halved after 15 stale epochs, random 80/10/10 split, best-val checkpoint on test",
         f"model: ESA hidden {args.hidden_dim}, heads {args.num_heads}, pattern "

@@ -1,6 +1,6 @@
 """GRAT reaction outcome prediction on real USPTO-MIT data, reduced to fit a CPU.
 
-Seed 003 (section 4.2) trains on the 409,035 USPTO-MIT training reactions (24 + 24 layers,
+Yoo et al. 2020 (section 4.2) trains on the 409,035 USPTO-MIT training reactions (24 + 24 layers,
 width 128, 8 GPUs) and reports 88.25% top-1 on the 40,000 test reactions. The training split is
 not in ``../shared/data``, so this run trains on the 30,000 reactions of the *validation* split
 (1% of them held out to pick the checkpoint), for a fixed wall-clock budget, with a small model,
@@ -77,7 +77,7 @@ def main() -> None:
         + "".join(f"{metrics[f'top_{k}']:>8.2f}" for k in (1, 2, 3, 5))
         + f"{metrics['invalid_top1']:>9.2f}"
     )
-    print(f"{'GRAT, seed 003 (409k train, GPU)':<34}{PAPER_TOP1:>8.2f}")
+    print(f"{'GRAT, Yoo et al. 2020 (409k train, GPU)':<34}{PAPER_TOP1:>8.2f}")
     print(
         f"reaction outcome: top-1 {metrics['top_1']:.2f}% top-5 {metrics['top_5']:.2f}% on "
         f"{metrics['reactions']} USPTO-MIT test reactions after {metrics['train_seconds'] / 60:.1f}"

@@ -82,7 +82,7 @@ DOUBLE_BOND_ISOMERS = [
      "CC/C(=C(/c1ccccc1)c1ccc(OCCN(C)C)cc1)c1ccccc1"),
 ]  # fmt: skip
 # Models that do not read bond stereo, so cannot tell E from Z (they never did): NSA's tokens
-# are atoms only (seed 000); GRAT's attention is conditioned on the bond type (seed 003).
+# are atoms only (Buterez et al. 2024); GRAT's attention is conditioned on the bond type (Yoo et al. 2020).
 BLIND_TO_BOND_STEREO = {
     "nsa": "node-set attention reads atom features only",
     "grat": "GRAT's edge types are bond types, without stereo",

@@ -3,7 +3,7 @@
 A :class:`DenseGraphBatch` holds every molecule as ``N`` padded atom tokens plus ``[N, N]``
 pair tables: the shortest-path distance (SPD) bucket, the bond features and bond type of each
 directly bonded pair, and, for Graphormer's multi-hop edge encoding, the bonds along one
-shortest path of each pair (Ying et al. 2021, seed 001, section 3.1.2, eq. 6 and 7).
+shortest path of each pair (Ying et al. 2021, Ying et al. 2021, section 3.1.2, eq. 6 and 7).
 
 The shortest paths are not computed here: they are computed once per molecule at featurization
 time by :func:`chemgraph.graphs.add_shortest_paths` (scipy breadth-first search) and cached in

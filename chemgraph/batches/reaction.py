@@ -1,10 +1,10 @@
-"""Reaction batches for GRAT's graph-to-graph translation (seed 003, sections 3.2 and 4.2).
+"""Reaction batches for GRAT's graph-to-graph translation (Yoo et al. 2020, sections 3.2 and 4.2).
 
 A reaction becomes two token sequences:
 
 * encoder: for each reactant, then each reagent molecule, a delimiter token (``<REACTANT>`` or
   ``<REAGENT>``) followed by the molecule's atoms in canonical order; the delimiter is joined to
-  its atoms by the ``DELIMITER`` edge type (seed 003, Appendix B: "connected to all other atom
+  its atoms by the ``DELIMITER`` edge type (Yoo et al. 2020, Appendix B: "connected to all other atom
   nodes by an additional virtual edge type"); atoms of a molecule carry their bond classes and
   topological distances, every other pair is ``NO_BOND`` at the "far" distance bucket.
 * decoder (Figure 1), for a product graph of ``n`` atoms ``x_0 … x_{n-1}``, interleaved in
@@ -21,7 +21,7 @@ A reaction becomes two token sequences:
 
 The masking matrix (:func:`generation_mask`) lets every step run in parallel under teacher
 forcing: a token sees only earlier tokens and itself, and never an earlier ``<G>``. The decoder
-does not attend across "no bond" (seed 003, Appendix B), so :attr:`ReactionBatch.decoder_mask`
+does not attend across "no bond" (Yoo et al. 2020, Appendix B), so :attr:`ReactionBatch.decoder_mask`
 is the masking matrix AND "not ``NO_BOND``" AND not padding.
 """
 
@@ -160,7 +160,7 @@ def reaction_graphs(reaction: Reaction, with_product: bool = True) -> ReactionGr
 
 
 def generation_mask(num_nodes: int) -> torch.Tensor:
-    """GRAT's masking matrix (seed 003, Figure 1, bottom right) for ``num_nodes`` atoms.
+    """GRAT's masking matrix (Yoo et al. 2020, Figure 1, bottom right) for ``num_nodes`` atoms.
 
     Over the ``2·num_nodes + 2`` decoder tokens ``<PRODUCT>, G_0, x_0, …, x_{n-1}, G_n`` (see the
     module docstring): ``mask[q, k]`` is True when token ``q`` may attend to token ``k``, i.e.

@@ -1,6 +1,6 @@
 """Edge-set (ESA) and node-set (NSA) batches.
 
-Adjacency conventions (seed 000, section 3.1, Algorithm 1 and 2):
+Adjacency conventions (Buterez et al. 2024, section 3.1, Algorithm 1 and 2):
 
 * Edge set (ESA): the tokens of a graph are its directed edges, ``x_ij = n_i ‖ n_j ‖ e_ij``.
   Two edges are adjacent iff they share an atom: same source, same target, or crossed (the
@@ -102,7 +102,7 @@ def _share_atom(src_q, dst_q, src_k, dst_k):
 
 
 def edge_adjacency(src: torch.Tensor, dst: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
-    """Edge-adjacency mask from per-graph atom indices (seed 000, Algorithm 1).
+    """Edge-adjacency mask from per-graph atom indices (Buterez et al. 2024, Algorithm 1).
 
     Args:
         src: ``int64 [B, L]`` source atom of each token (any value at padding).
@@ -180,7 +180,7 @@ def edge_mask_mod(
 
 
 def node_adjacency(edge_index: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
-    """Atom-adjacency mask of a node set (seed 000, Algorithm 2).
+    """Atom-adjacency mask of a node set (Buterez et al. 2024, Algorithm 2).
 
     Args:
         edge_index: ``int64 [2, E]`` directed bonds in flattened atom indexing ``b·N + i``.
@@ -274,7 +274,7 @@ def edge_set_batch(graph: dgl.DGLGraph, dense_mask: bool = True) -> EdgeSetBatch
 
 
 def node_set_batch(graph: dgl.DGLGraph, dense_mask: bool = True) -> NodeSetBatch:
-    """Build the NSA batch of a batched DGLGraph (seed 000, Algorithm 2).
+    """Build the NSA batch of a batched DGLGraph (Buterez et al. 2024, Algorithm 2).
 
     Args:
         graph: batched graph with ``ndata["x"]`` ``[N_tot, d_n]``.

@@ -2,10 +2,10 @@
 
 A :class:`SparseGraphBatch` is the graphs of a batch as one disjoint union: node features
 ``[N_tot, F_n]``, directed edges as an ``edge_index``, and the normalisation weights of a GCN
-(Kipf & Welling 2017; seed 002, eq. 1) precomputed here, on the CPU, so that the models only
+(Kipf & Welling 2017; Wang et al. 2023, eq. 1) precomputed here, on the CPU, so that the models only
 gather and ``index_add``.
 
-Hop-2 neighbourhoods (GMoE's hop-2 experts, seed 002, eq. 2) are the non-backtracking walks
+Hop-2 neighbourhoods (GMoE's hop-2 experts, Wang et al. 2023, eq. 2) are the non-backtracking walks
 ``i -> k -> j`` of length two between atoms that are not bonded (``j ≠ i``), one edge per walk,
 as the reference implementation builds them (``construct_two_hops.py`` of
 VITA-Group/Graph-Mixture-of-Experts): the pairs of bonds ``i -> k``, ``k -> j`` (the edges of
@@ -97,7 +97,7 @@ class SparseGraphBatch(TensorBatch):
 
 
 def gcn_normalisation(edge_index: torch.Tensor, num_nodes: int) -> tuple[torch.Tensor, ...]:
-    """Symmetric GCN normalisation with self-loops (Kipf & Welling 2017; seed 002, eq. 1).
+    """Symmetric GCN normalisation with self-loops (Kipf & Welling 2017; Wang et al. 2023, eq. 1).
 
     Args:
         edge_index: ``int64 [2, E]`` directed edges (symmetric: every edge in both directions).

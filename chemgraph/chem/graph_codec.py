@@ -1,11 +1,11 @@
 """Lossless molecule <-> labelled graph conversion (the graphs GRAT reads and writes).
 
 A :class:`LabelledGraph` is a molecule as node labels and typed edges, nothing else: it is what
-the GRAT decoder (seed 003, section 3.2) generates one node at a time, and what
+the GRAT decoder (Yoo et al. 2020, section 3.2) generates one node at a time, and what
 :func:`graph_to_mol` turns back into a sanitised RDKit molecule and canonical SMILES.
 
 Node label (:class:`AtomLabel`): element, formal charge, total hydrogen count, aromaticity,
-isotope and tetrahedral chirality. Seed 003 (section 4.2) kept only the element and lost formal
+isotope and tetrahedral chirality. Yoo et al. 2020 (section 4.2) kept only the element and lost formal
 charges; with the charge and hydrogen count in the label, every USPTO-MIT test product survives
 graph -> molecule -> canonical SMILES (``benchmarks/graph_round_trip.py``).
 
@@ -14,7 +14,7 @@ bonds with cis/trans stereo.
 
 Atom order: RDKit's canonical atom ranking, read in the order the canonical SMILES writes the
 atoms (``_smilesAtomOutputOrder``: a depth-first walk from the lowest-ranked atom that breaks ties
-by rank). Seed 003 orders nodes as the SMILES does (Appendix B); the walk also puts bonded atoms
+by rank). Yoo et al. 2020 orders nodes as the SMILES does (Appendix B); the walk also puts bonded atoms
 close together, so each new node of a decoded graph usually bonds to a recent one.
 
 The labels are read from the molecule parsed back from its canonical SMILES, not from the input

@@ -6,7 +6,7 @@ convolutional neural network for modeling quantum interactions": radial basis ex
 ``exp(-gamma * (d - mu_k)**2)``, i.e. ``gamma = 1 / (2 sigma**2)`` here) and Graphormer-3D
 (Shi et al., 2022, "Benchmarking Graphormer on large-scale molecular modeling datasets":
 Gaussian basis kernel of the spatial encoding). ESA/NSA use the
-same preprocessing for 3D data (Buterez et al., seed 000, SI 9). The expansion is multiplied by
+same preprocessing for 3D data (Buterez et al. 2024, SI 9). The expansion is multiplied by
 Behler's cosine cutoff (Behler & Parrinello, PRL 98, 146401, 2007; Behler, J. Chem. Phys. 134,
 074106, 2011) so every feature goes smoothly to exactly zero at the cutoff radius and an
 atom entering or leaving the radius graph does not change the model's input discontinuously.
@@ -79,7 +79,7 @@ class GaussianBasis(nn.Module):
     small value). The centres still follow the usual ``linspace`` convention.
 
     Sources: Schütt et al., NeurIPS 2017 (SchNet); Shi et al., 2022 (Graphormer-3D);
-    Buterez et al., seed 000, SI 9 (ESA/NSA on 3D data); Behler & Parrinello, PRL 2007
+    Buterez et al. 2024, SI 9 (ESA/NSA on 3D data); Behler & Parrinello, PRL 2007
     (cutoff).
 
     Args:

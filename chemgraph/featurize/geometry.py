@@ -1,9 +1,9 @@
 """Featurization of 3D structures for radius graphs: atom types only, distances in Gaussians.
 
-The setup of seed 000 Table 5 (transfer learning on QM9 HOMO/LUMO, section 4.1): "all the
+The setup of Buterez et al. 2024 Table 5 (transfer learning on QM9 HOMO/LUMO, section 4.1): "all the
 models use the 3D atomic coordinates and atom types as inputs and no other node or edge
 features". A node is the one-hot of its element; an edge of the radius graph carries its
-distance expanded in :class:`~chemgraph.featurize.GaussianBasis` (seed 000 SI 9). With
+distance expanded in :class:`~chemgraph.featurize.GaussianBasis` (Buterez et al. 2024 SI 9). With
 :func:`chemgraph.graphs.atoms_to_radius_graph` an ESA edge token is then
 ``onehot(z_src) ‖ onehot(z_dst) ‖ phi(d_src,dst)``.
 """

@@ -1,7 +1,7 @@
 """Radius graphs: point clouds, molecular conformers and periodic structures -> DGL graphs.
 
 A radius graph connects every ordered pair of distinct atoms ``(i, j)`` closer than a cutoff,
-the way 3D models (SchNet, Graphormer-3D, ESA/NSA on Open Catalyst data, seed 000 SI 9) build
+the way 3D models (SchNet, Graphormer-3D, ESA/NSA on Open Catalyst data, Buterez et al. 2024 SI 9) build
 their edges; PyTorch Geometric's ``radius_graph`` and ASE's ``neighbor_list`` are the reference
 behaviours. Radius edges are not bonds: they carry geometry (``edata["distance"]``,
 ``edata["vector"]``), no bond features, and a bonded pair farther apart than the cutoff has no
@@ -334,7 +334,7 @@ def atoms_to_radius_graph(
 ) -> dgl.DGLGraph:
     """Radius graph with atom-type node features and Gaussian distance edge features.
 
-    The input of 3D ESA in the setup of seed 000 Table 5 (coordinates and atom types only):
+    The input of 3D ESA in the setup of Buterez et al. 2024 Table 5 (coordinates and atom types only):
     edges from :func:`radius_graph` (``featurizer.cutoff``), ``ndata["x"]`` the element one-hot
     (:class:`chemgraph.featurize.ElementOneHot`) and ``edata["e"]`` the distances expanded in
     :class:`chemgraph.featurize.GaussianBasis` (``featurizer.num_basis`` Gaussians on

@@ -1,7 +1,7 @@
 """Shortest paths between the atoms of a molecule, computed once per graph and cached in it.
 
 Graphormer's spatial encoding needs the shortest-path distance (SPD) of every pair of atoms, and
-its edge encoding the bonds along one shortest path of every pair (Ying et al. 2021, seed 001,
+its edge encoding the bonds along one shortest path of every pair (Ying et al. 2021, Ying et al. 2021,
 section 3.1.2, eq. 6 and 7). Both are computed here, once per molecule at featurization time,
 with :func:`scipy.sparse.csgraph.shortest_path` (breadth-first search from every atom; no
 Python Floyd–Warshall), and stored inside the molecule's graph so that :func:`dgl.batch`,

@@ -1,6 +1,6 @@
 """Edge-set attention (ESA) and node-set attention (NSA).
 
-Buterez et al., "An end-to-end attention-based approach for learning on graphs" (seed 000,
+Buterez et al., "An end-to-end attention-based approach for learning on graphs" (Buterez et al. 2024,
 section 3): an encoder of interleaved masked (MAB, ``M``) and unmasked (SAB, ``S``)
 self-attention blocks over the set of edges (ESA) or nodes (NSA), then pooling by multi-head
 attention (PMA, ``P``) followed by SABs on the ``k`` seeds::
@@ -62,7 +62,7 @@ class ESAConfig(ModelConfig):
         dropout: dropout after attention and inside MLPs.
         attention_dropout: dropout on attention weights.
         attend_to_self: whether a token may attend to itself in a MAB. Default True: the
-            adjacency of seed 000 Algorithm 1 (``src == src``) contains the diagonal, so an
+            adjacency of Buterez et al. 2024 Algorithm 1 (``src == src``) contains the diagonal, so an
             isolated token still has one key. False reproduces the official ESA code, which
             clears the diagonal; a token with no other neighbour then gets a zero attention
             output and keeps only its residual.

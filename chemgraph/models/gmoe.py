@@ -1,7 +1,7 @@
 """Graph mixture of experts (GMoE-GCN, GMoE-GIN) and the plain GCN/GIN baselines.
 
 Wang et al., "Graph Mixture of Experts: Learning on Large-Scale Graphs with Explicit Diversity
-Modeling" (NeurIPS 2023, seed 002; reference code VITA-Group/Graph-Mixture-of-Experts). Every
+Modeling" (NeurIPS 2023, Wang et al. 2023; reference code VITA-Group/Graph-Mixture-of-Experts). Every
 GCN/GIN layer of the OGB baseline (Hu et al. 2020: categorical atom/bond embeddings, 5 layers,
 width 300, BatchNorm, ReLU, dropout 0.5, mean readout) becomes a layer of ``n`` experts,
 ``m`` of which aggregate over bonds (hop 1) and ``n − m`` over 2-walks (hop 2); a noisy top-k
@@ -144,7 +144,7 @@ class MessagePassingConfig(GMoEConfig):
 
 
 class GMoELayer(nn.Module):
-    """A GMoE layer (seed 002, eq. 2): ``h'_i = Σ_{o ∈ TopK(i)} G(h_i)_o · E_o(a^{hop(o)}_i)``.
+    """A GMoE layer (Wang et al. 2023, eq. 2): ``h'_i = Σ_{o ∈ TopK(i)} G(h_i)_o · E_o(a^{hop(o)}_i)``.
 
     ``a¹``/``a²`` are the hop-1/hop-2 neighbourhood sums (:class:`NeighbourhoodAggregation`)
     and ``E_o`` the expert's transform with BatchNorm (:func:`node_transform`); experts

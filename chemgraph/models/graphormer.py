@@ -1,7 +1,7 @@
 """Graphormer: a Transformer over atoms with structural attention biases.
 
 Ying et al., "Do Transformers Really Perform Badly for Graph Representation?" (NeurIPS 2021,
-seed 001 and its summary; official code microsoft/Graphormer). The input of atom ``i`` is its
+Ying et al. 2021; official code microsoft/Graphormer). The input of atom ``i`` is its
 feature embedding plus the centrality encoding (eq. 5)::
 
     h_i = x_i + z⁻[deg⁻(i)] + z⁺[deg⁺(i)]

@@ -1,6 +1,6 @@
 """Graph-Aware Transformer (GRAT): edge-conditioned attention encoder and graph decoder.
 
-Yoo et al., "Graph-Aware Transformer: Is Attention All Graphs Need?" (seed 003).
+Yoo et al., "Graph-Aware Transformer: Is Attention All Graphs Need?" (Yoo et al. 2020).
 
 * Attention (section 3.1, eq. 2-3): ``softmax((Γ ⊙ QKᵀ + B) / √d_k) V`` with
   ``(γ_ij, β_ij) = f_a(e_ij)``: ``f_a`` is one MLP (hidden width 32, tanh; Appendix A/B) of the
@@ -71,7 +71,7 @@ def sinusoidal_encoding(positions: torch.Tensor, dim: int) -> torch.Tensor:
 
 
 class EdgeConditioning(nn.Module):
-    """``f_a``: the per-pair ``(γ, β)`` of every layer and head (seed 003, eq. 2).
+    """``f_a``: the per-pair ``(γ, β)`` of every layer and head (Yoo et al. 2020, eq. 2).
 
     Args:
         num_edge_types: edge-type vocabulary ``T`` (one-hot input).
@@ -255,7 +255,7 @@ def _check_grat(config: ModelConfig, names: tuple[str, ...]) -> None:
 
 @dataclass
 class GRATConfig(ModelConfig):
-    """GRAT encoder for graph-level property prediction (seed 003, section 4.1).
+    """GRAT encoder for graph-level property prediction (Yoo et al. 2020, section 4.1).
 
     Attributes:
         atom_vocabulary_sizes: categories per atom-feature column (integer-categorical preset,
@@ -296,7 +296,7 @@ class GRATConfig(ModelConfig):
 
 
 class GRAT(nn.Module):
-    """GRAT encoder with a ``<CLS>`` readout (seed 003, sections 3.1, 3.3, 4.1).
+    """GRAT encoder with a ``<CLS>`` readout (Yoo et al. 2020, sections 3.1, 3.3, 4.1).
 
     Tokens: ``<CLS>`` then the atoms (sum of categorical embeddings); edge types: the bond
     types of :class:`DenseGraphBatch` (0 = no bond), then "virtual" (``<CLS>`` <-> atoms) and
@@ -349,7 +349,7 @@ class GRAT(nn.Module):
 
 @dataclass
 class GRATTranslatorConfig(ModelConfig):
-    """GRAT encoder-decoder for reaction outcome prediction (seed 003, section 4.2).
+    """GRAT encoder-decoder for reaction outcome prediction (Yoo et al. 2020, section 4.2).
 
     Paper (Appendix B): 24 + 24 layers, 8 heads, width 128, MLP 256, ``f_a`` hidden 32, beam 8.
 
@@ -578,7 +578,7 @@ class GRATTranslator(nn.Module):
         edge_alternatives: int | None = None,
         max_nodes: int | None = None,
     ) -> list[list[GraphHypothesis]]:
-        """Beam search over product graphs (seed 003, section 4.2: beam 8).
+        """Beam search over product graphs (Yoo et al. 2020, section 4.2: beam 8).
 
         Each step extends a hypothesis by one atom label and its bonds to all earlier atoms, or
         ends it with ``<EOG>``. Labels and bonds are conditionally independent given ``h'_t``

@@ -116,18 +116,18 @@ def _message_passing_spec(name: str, description: str, kind: str, plain: bool) -
 MODELS: dict[str, ModelSpec] = {
     "esa": _set_attention_spec(
         "esa",
-        "edge-set attention over bonds (Buterez et al., seed 000)",
+        "edge-set attention over bonds (Buterez et al. 2024)",
         lambda preset: {"in_features": 2 * len(preset.atom) + len(preset.bond), "set_type": "edge"},
     ),
     "nsa": _set_attention_spec(
         "nsa",
-        "node-set attention over atoms (Buterez et al., seed 000)",
+        "node-set attention over atoms (Buterez et al. 2024)",
         lambda preset: {"in_features": len(preset.atom), "set_type": "node"},
     ),
     "graphormer": ModelSpec(
         name="graphormer",
         description="Transformer over atoms with degree, distance and path biases (Ying et "
-        "al., seed 001)",
+        "al., Ying et al. 2021)",
         config_class=GraphormerConfig,
         model_class=Graphormer,
         feature_dtype=torch.int64,
@@ -143,7 +143,7 @@ MODELS: dict[str, ModelSpec] = {
     "grat": ModelSpec(
         name="grat",
         description="graph-aware transformer: attention scaled and shifted per bond type and "
-        "distance, <CLS> readout (Yoo et al., seed 003)",
+        "distance, <CLS> readout (Yoo et al. 2020)",
         config_class=GRATConfig,
         model_class=GRAT,
         feature_dtype=torch.int64,
@@ -157,13 +157,13 @@ MODELS: dict[str, ModelSpec] = {
     ),
     "gmoe-gcn": _message_passing_spec(
         "gmoe-gcn",
-        "graph mixture of GCN experts, hop-1 and hop-2 (Wang et al., seed 002)",
+        "graph mixture of GCN experts, hop-1 and hop-2 (Wang et al. 2023)",
         "gcn",
         plain=False,
     ),
     "gmoe-gin": _message_passing_spec(
         "gmoe-gin",
-        "graph mixture of GIN experts, hop-1 and hop-2 (Wang et al., seed 002)",
+        "graph mixture of GIN experts, hop-1 and hop-2 (Wang et al. 2023)",
         "gin",
         plain=False,
     ),

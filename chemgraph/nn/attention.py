@@ -1,13 +1,13 @@
 """Masked multi-head scaled dot-product attention, the one attention kernel of chemgraph.
 
-``softmax(Q Kᵀ / √d_k + M) V`` (Vaswani et al. 2017; seed 000, section 3.1), in three forms that
+``softmax(Q Kᵀ / √d_k + M) V`` (Vaswani et al. 2017; Buterez et al. 2024, section 3.1), in three forms that
 compute the same function of the same adjacency (see :mod:`chemgraph.batches`):
 
 * :func:`masked_attention`: :func:`torch.nn.functional.scaled_dot_product_attention` with a
   boolean mask, memory ``O(B·L²)``; any device.
 * :func:`sparse_attention`: only the adjacent (query, key) pairs of a pair list, with a segment
   softmax, memory ``O(P·H)`` for ``P`` pairs and ``H`` heads; any device. What lets ESA run on
-  graphs with 10⁵ edges (seed 000, section 3.3 and SI 5 name the ``L²`` mask as the bottleneck).
+  graphs with 10⁵ edges (Buterez et al. 2024, section 3.3 and SI 5 name the ``L²`` mask as the bottleneck).
 * :func:`flex_masked_attention`: compiled FlexAttention with a :class:`BlockMask` built from a
   ``mask_mod`` (:func:`flex_block_mask`); CUDA only (torch 2.13 has no FlexAttention backward on
   the CPU).
@@ -57,7 +57,7 @@ def masked_attention(
     """Scaled dot-product attention where ``mask`` says which keys each query may attend to.
 
     ``softmax(Q Kᵀ / √D + bias) V`` over the allowed keys: ``bias`` is an additive float term
-    on the attention scores (Graphormer's spatial and edge encodings, seed 001, eq. 6-7).
+    on the attention scores (Graphormer's spatial and edge encodings, Ying et al. 2021, eq. 6-7).
 
     Args:
         query: ``[B, H, L_q, D]``.
@@ -74,7 +74,7 @@ def masked_attention(
             ``None`` = no bias.
         score_scale: float ``[B, H, L_q, L_k]`` (or broadcastable) factors multiplying the
             scores before the bias, ``softmax(Γ ⊙ Q Kᵀ / √D + bias) V``: GRAT's feature-wise
-            transformation of the attention (seed 003, eq. 3, with ``bias = B / √D``).
+            transformation of the attention (Yoo et al. 2020, eq. 3, with ``bias = B / √D``).
             SDPA cannot scale scores per pair, so this path computes the scores explicitly
             (memory ``B·H·L_q·L_k``); the masking rules are the same. ``None`` = no scale.
 

@@ -1,4 +1,4 @@
-"""Set-attention blocks of ESA/NSA (seed 000, section 3): MLP, MAB/SAB, PMA."""
+"""Set-attention blocks of ESA/NSA (Buterez et al. 2024, section 3): MLP, MAB/SAB, PMA."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ class MLP(nn.Module):
 
 
 class AttentionBlock(nn.Module):
-    """MAB (masked self-attention block) or, with ``mask=None``, SAB (seed 000, eq. MAB/SAB).
+    """MAB (masked self-attention block) or, with ``mask=None``, SAB (Buterez et al. 2024, eq. MAB/SAB).
 
     Pre-LN (the paper's form): ``X̄ = LN(X)``, ``H = X̄ + MHA(X̄, X̄, M)``,
     ``out = H + MLP(LN(H))``.
@@ -89,7 +89,7 @@ class AttentionBlock(nn.Module):
 
 
 class PMA(nn.Module):
-    """Pooling by multi-head attention with ``k`` learnable seeds (seed 000, eq. PMA).
+    """Pooling by multi-head attention with ``k`` learnable seeds (Buterez et al. 2024, eq. PMA).
 
     ``S̄ = LN(MHA(S_k, Z, Z))``, ``out = S̄ + MLP(S̄)``; the ``p`` SABs that follow are applied
     by the caller. Padded tokens of ``Z`` are excluded through ``key_mask``.

@@ -12,7 +12,7 @@ __all__ = ["CategoricalEmbedding"]
 
 class CategoricalEmbedding(nn.Module):
     """Sum of one learnable embedding per categorical column (OGB ``AtomEncoder`` /
-    ``BondEncoder``, Hu et al. 2020; Graphormer's atom and edge encoders, seed 001).
+    ``BondEncoder``, Hu et al. 2020; Graphormer's atom and edge encoders, Ying et al. 2021).
 
     ``out = Σ_c E_c[x[..., c]]`` with ``E_c`` of shape ``[vocabulary_sizes[c], dim]``
     (Xavier-uniform initialised, as OGB's encoders).

@@ -1,7 +1,7 @@
 """Noisy top-k expert gating and its load-balancing losses.
 
 Shazeer et al. 2017, "Outrageously Large Neural Networks: The Sparsely-Gated Mixture-of-Experts
-Layer", as used per node by GMoE (Wang et al. 2023, seed 002, section 3.1):
+Layer", as used per node by GMoE (Wang et al. 2023, Wang et al. 2023, section 3.1):
 
 * gate (eq. 3-4): ``G(h) = Softmax(TopK(Q(h), k))`` over the ``k`` largest scores, 0 for the
   other experts, with ``Q(h) = h W_g + ε · (Softplus(h W_n) + 0.01)``, ``ε ~ N(0, 1)`` in
@@ -67,12 +67,12 @@ class GateOutput:
 
 
 def load_balancing_losses(importance: torch.Tensor, load: torch.Tensor) -> torch.Tensor:
-    """``CV(importance)² + CV(load)²`` (seed 002, eq. 5 and 8)."""
+    """``CV(importance)² + CV(load)²`` (Wang et al. 2023, eq. 5 and 8)."""
     return cv_squared(importance) + cv_squared(load)
 
 
 class NoisyTopKGate(nn.Module):
-    """Noisy top-k gating network (seed 002, eq. 3-4).
+    """Noisy top-k gating network (Wang et al. 2023, eq. 3-4).
 
     Both weight matrices start at zero, as in the reference implementation: at initialisation
     every expert has the same score and only the training noise breaks the tie.

@@ -1,10 +1,10 @@
 """GCN and GIN message passing on plain tensors (``index_add``; no DGL in models).
 
 Both layers follow the OGB molecule baselines (Hu et al. 2020, ``ogb/examples/graphproppred/
-mol/conv.py``) that GMoE builds on (seed 002, section 4.1): bond features enter each message as
+mol/conv.py``) that GMoE builds on (Wang et al. 2023, section 4.1): bond features enter each message as
 a learnt embedding, and every layer is ``aggregate -> transform -> BatchNorm``.
 
-* GCN (Kipf & Welling 2017; seed 002, eq. 1, with bond embeddings ``e_ij``)::
+* GCN (Kipf & Welling 2017; Wang et al. 2023, eq. 1, with bond embeddings ``e_ij``)::
 
       a_i = (x_i + r) / (d_i + 1) + Σ_{j -> i} (x_j + e_ij) / √((d_i + 1)(d_j + 1))
       out_i = BN(a_i W + b)

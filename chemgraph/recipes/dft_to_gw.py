@@ -1,6 +1,6 @@
 """Recipe ``dft_to_gw``: GW HOMO/LUMO from 3D structures by DFT -> GW transfer learning.
 
-Seed 000 section 4.1, SI 4 and Table 5: 3D ESA (radius-graph edges, atom types and Gaussian
+Buterez et al. 2024 section 4.1, SI 4 and Table 5: 3D ESA (radius-graph edges, atom types and Gaussian
 distance features only) pretrained on DFT HOMO/LUMO, fine-tuned on GW HOMO/LUMO, in three
 strategies (GW only, inductive, transductive); test RMSE in eV, mean ± std over seeds.
 
@@ -54,7 +54,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DESCRIPTION = (
-    "DFT -> GW transfer learning of HOMO/LUMO energies with 3D ESA (seed 000, Table 5): "
+    "DFT -> GW transfer learning of HOMO/LUMO energies with 3D ESA (Buterez et al. 2024, Table 5): "
     "GW only, inductive and transductive pretraining"
 )
 DFT_THEORY = "B3LYP/6-31G(2df,p) (QM9)"

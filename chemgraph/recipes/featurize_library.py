@@ -800,6 +800,8 @@ def featurize_library(
             "input": input_path.name,
             "input_sha256": file_sha256(input_path),
             "options": options.to_dict(),
+            # the preset's full description (e.g. its stereo encoding), not only its name
+            "graph_featurizer": get_preset(options.graphs).to_dict() if options.graphs else None,
             "shard_size": shard_size,
         }
         first = next(
@@ -900,7 +902,7 @@ def _prepare_output(out: Path, manifest: dict[str, Any], resume: bool) -> None:
     existing = out / "manifest.json"
     if existing.exists():
         previous = json.loads(existing.read_text())
-        keys = ("input_sha256", "options", "shard_size", "chemgraph_version")
+        keys = ("input_sha256", "options", "graph_featurizer", "shard_size", "chemgraph_version")
         if not resume:
             raise ValueError(
                 f"{out} already holds a featurization; use --resume to continue it, or a new "

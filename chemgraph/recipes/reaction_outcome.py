@@ -1,4 +1,4 @@
-"""Reaction outcome prediction with GRAT (seed 003, section 4.2): train, predict, evaluate.
+"""Reaction outcome prediction with GRAT (Yoo et al. 2020, section 4.2): train, predict, evaluate.
 
 Reactions (USPTO-MIT ``.txt`` lines, or any reaction SMILES ``reactants>reagents>products``)
 become labelled graphs (:func:`chemgraph.batches.reaction.reaction_graphs`); a
@@ -76,7 +76,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 TOP_K = (1, 2, 3, 5)
-"""The top-k accuracies reported (as the Molecular Transformer and seed 003 do)."""
+"""The top-k accuracies reported (as the Molecular Transformer and Yoo et al. 2020 do)."""
 
 
 @dataclass
@@ -493,7 +493,7 @@ def format_metrics(metrics: dict[str, float]) -> str:
 
 DESCRIPTION = (
     "reaction outcome prediction: GRAT graph-to-graph translation on USPTO-MIT, beam search, "
-    "top-1/2/3/5 accuracy (seed 003, section 4.2)"
+    "top-1/2/3/5 accuracy (Yoo et al. 2020, section 4.2)"
 )
 
 

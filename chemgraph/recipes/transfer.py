@@ -1,9 +1,9 @@
 """Transfer learning across levels of theory: pretrain on low-fidelity labels, fine-tune on
-high-fidelity labels (seed 000 section 4.1 and SI 4; Buterez et al., Nat. Commun. 15, 1517
+high-fidelity labels (Buterez et al. 2024 section 4.1 and SI 4; Buterez et al., Nat. Commun. 15, 1517
 (2024) for the inductive/transductive terms).
 
 Fidelity-agnostic: any pair of label sets on the same molecules (DFT -> GW, xTB -> DFT,
-assay -> assay). Three strategies, the rows of seed 000 Table 5:
+assay -> assay). Three strategies, the rows of Buterez et al. 2024 Table 5:
 
 * ``high_fidelity_only`` ("GW only"): train on the high-fidelity training set alone.
 * ``inductive``: pretrain on the low-fidelity labels of every molecule *except* the
@@ -11,7 +11,7 @@ assay -> assay). Three strategies, the rows of seed 000 Table 5:
 * ``transductive``: pretrain on the low-fidelity labels of every molecule, the high-fidelity
   test molecules included (their low-fidelity labels only), then fine-tune.
 
-Pretraining runs a fixed number of epochs (seed 000: 150) and keeps the last weights; 5% of the
+Pretraining runs a fixed number of epochs (Buterez et al. 2024: 150) and keeps the last weights; 5% of the
 pretraining pool is held out to draw its learning curve. Fine-tuning builds the same model with
 a fresh output head, copies every other weight (full fine-tuning; ``freeze_encoder`` trains only
 the head), standardises the high-fidelity labels anew and trains with early stopping on the
@@ -133,7 +133,7 @@ def high_fidelity_split(
 ) -> dict[str, np.ndarray]:
     """Seeded random train/val/test split of the molecules with every high-fidelity label.
 
-    Give ``counts`` (seed 000 SI 4: 25,000 / 5,000 / 10,000) or ``fractions``.
+    Give ``counts`` (Buterez et al. 2024 SI 4: 25,000 / 5,000 / 10,000) or ``fractions``.
 
     Returns:
         ``{"train", "val", "test"}`` -> sorted ``int64`` positions in ``data``.
@@ -194,7 +194,7 @@ class TransferConfig:
     Attributes:
         strategies: subset of :data:`STRATEGIES`, in table order.
         seeds: number of seeds (0 .. seeds-1); the table reports mean ± std over them.
-        pretrain_epochs: fixed pretraining epochs (seed 000 SI 4: 150).
+        pretrain_epochs: fixed pretraining epochs (Buterez et al. 2024 SI 4: 150).
         pretrain_max_minutes: wall-clock cap of one pretraining (None = none; the run then
             stops early and says so in the log and in ``runs.csv``).
         finetune_max_epochs: upper bound of fine-tuning epochs (early stopping decides).
@@ -508,7 +508,7 @@ STRATEGY_LABELS = {"inductive": "Ind.", "transductive": "Trans."}
 
 
 def results_table(runs: pd.DataFrame, high_name: str = "GW", model: str = "ESA") -> pd.DataFrame:
-    """Seed 000 Table 5 layout: one row per (target, strategy), test RMSE mean ± std.
+    """Buterez et al. 2024 Table 5 layout: one row per (target, strategy), test RMSE mean ± std.
 
     Args:
         runs: rows with ``strategy``, ``seed``, ``target``, ``rmse`` (:func:`run_transfer`).

@@ -40,7 +40,7 @@ def masked_loss(outputs: torch.Tensor, labels: torch.Tensor, task: Task) -> torc
 
 
 class PropertyPredictionModule(L.LightningModule):
-    """Graph-level property prediction (seed 000, SI 7 protocol as defaults).
+    """Graph-level property prediction (Buterez et al. 2024, SI 7 protocol as defaults).
 
     Args:
         model_config: the model family's configuration as a dict (e.g.

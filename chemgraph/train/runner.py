@@ -77,7 +77,7 @@ def _number(name: str, value: Any, kind: type, low: float) -> int | float:
 class TrainingConfig:
     """Everything ``chemgraph train`` needs; round-trips through YAML (``--config``).
 
-    Defaults follow the ESA paper's protocol (seed 000, SI 7): AdamW lr 1e-4, batch 128,
+    Defaults follow the ESA paper's protocol (Buterez et al. 2024, SI 7): AdamW lr 1e-4, batch 128,
     gradient clipping 0.5, early stopping after 30 epochs without validation improvement,
     learning rate halved after 15; random 80/10/10 split.
 

@@ -1,4 +1,4 @@
-"""chemgraph.nn.masked_attention with per-pair score factors (GRAT, seed 003 eq. 3)."""
+"""chemgraph.nn.masked_attention with per-pair score factors (GRAT, Yoo et al. 2020 eq. 3)."""
 
 from __future__ import annotations
 

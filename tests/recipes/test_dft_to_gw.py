@@ -30,7 +30,7 @@ def test_registry_lists_the_recipe():
     recipe = get_recipe("dft_to_gw")
     assert "GW" in recipe.DESCRIPTION
     config = recipe.default_config()
-    assert config["training"]["pretrain_epochs"] == 150  # seed 000 SI 4
+    assert config["training"]["pretrain_epochs"] == 150  # Buterez et al. 2024 SI 4
     assert config["data"]["full"]["split_counts"] == {"train": 25000, "val": 5000, "test": 10000}
     with pytest.raises(ValueError, match="unknown recipe"):
         get_recipe("nope")

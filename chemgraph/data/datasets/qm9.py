@@ -16,7 +16,7 @@ Four source formats, detected from the file:
 
 Every format gives the same table: ``qm9_index`` (int, 1..133885), ``smiles``, and, where the
 format has coordinates, ``atomic_numbers`` (``int64 [n]``) and ``positions`` (``float32 [n,
-3]``, Å, all atoms including hydrogens), plus the 19 targets of seed 000 Table 1 (PyTorch
+3]``, Å, all atoms including hydrogens), plus the 19 targets of Buterez et al. 2024 Table 1 (PyTorch
 Geometric's QM9 targets and units) in :data:`TARGETS`. Energies are converted from Hartree to
 eV with :data:`chemgraph.data.qm9pack.HARTREE_TO_EV` (CODATA 2018); atomization energies are
 the energy minus the isolated-atom references of :data:`ATOM_REFERENCES` (QM9's
@@ -59,7 +59,7 @@ HARTREE_PER_KCAL_MOL = 1.0 / 627.5094740631
 """1 kcal/mol in Hartree (CODATA 2018: 1 Eh = 627.5094740631 kcal/mol)."""
 
 #: The 19 targets: name -> (unit, description). Order = PyTorch Geometric's QM9 target order
-#: with the rotational constants last, as in seed 000 Table 1.
+#: with the rotational constants last, as in Buterez et al. 2024 Table 1.
 TARGETS: dict[str, tuple[str, str]] = {
     "mu": ("D", "dipole moment"),
     "alpha": ("bohr^3", "isotropic polarizability"),
@@ -410,7 +410,7 @@ def build_qm9_graphs(
     from ``atomic_numbers``/``positions``: ``ndata["z"]`` int64 [n], ``ndata["pos"]`` float32
     [n, 3] Å, ``edata["distance"]`` float32 [E] Å, and ``edata["rbf"]`` float32 [E, K] when
     ``num_basis`` K > 0 (:class:`GaussianBasis` with the same ``cutoff``); no preset features
-    (seed 000 Table 5: coordinates and atom types only).
+    (Buterez et al. 2024 Table 5: coordinates and atom types only).
 
     Raises:
         ValueError: unknown ``geometry``, or radius graphs from a table without coordinates.
@@ -451,7 +451,7 @@ class QM9Dataset(CardDataset):
     Graphs (:meth:`featurize`): ``geometry="bonds"`` (default) bond graphs of the SMILES with
     the preset's features; ``geometry="radius"`` radius graphs of all atoms from the 3D
     coordinates (``cutoff`` Å, default 5.0; ``num_basis`` Gaussians, default 0 = distances
-    only; ``max_neighbors``), node input = atomic number only (seed 000, Table 5 setup).
+    only; ``max_neighbors``), node input = atomic number only (Buterez et al. 2024, Table 5 setup).
     """
 
     family = "qm9"

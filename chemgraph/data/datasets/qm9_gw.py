@@ -98,7 +98,7 @@ def read_qm9_gw(path: str | Path, layout: dict[str, Any]) -> pd.DataFrame:
 
 
 def count_split(num_items: int, counts: dict[str, int], seed: int) -> dict[str, np.ndarray]:
-    """Seeded random split into fixed sizes (seed 000 SI 4: 25,000 / 5,000 / 10,000).
+    """Seeded random split into fixed sizes (Buterez et al. 2024 SI 4: 25,000 / 5,000 / 10,000).
 
     The permutation is ``numpy.random.default_rng(seed).permutation(num_items)``; the first
     ``counts["train"]`` items are train, the next ``counts["valid"]`` valid, then test; the
