@@ -1,0 +1,309 @@
+"""Beam search over product graphs with GRAT's step decoder.
+
+Reference: S. Yoo, Y.-S. Kim, K. H. Lee, K. Jeong, J. Choi, H. Lee, Y. S. Choi (2020),
+"Graph-Aware Transformer: Is Attention All Graphs Need?", https://arxiv.org/abs/2006.05213
+(section 4.2: beam size 8).
+
+:func:`beam_search_graphs` keeps ``k`` hypotheses per reaction in a :class:`BeamState` and runs
+:meth:`GRATTranslator.step` once per generated atom; each step has three parts:
+
+1. :func:`score_candidates`: every live hypothesis's extensions (one of its ``k`` best atom
+   labels times a bond option) and its ending (``<EOG>``), scored by summed log-probability;
+2. :func:`select_per_reaction`: per reaction, the ``k`` best extensions become the next
+   hypotheses and the endings among the ``k`` best candidates become finished graphs;
+3. :func:`extend_graphs`: the chosen hypotheses' rows are gathered (decoder cache included)
+   and their new atom and bonds written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+import torch.nn.functional as F
+
+from chemgraph.batches.reaction import SPECIAL_TOKENS, ReactionBatch
+
+if TYPE_CHECKING:
+    from chemgraph.models.grat.translator import DecoderCache, GRATTranslator
+
+__all__ = [
+    "BeamState",
+    "Candidates",
+    "GraphHypothesis",
+    "Selection",
+    "beam_search_graphs",
+    "extend_graphs",
+    "score_candidates",
+    "select_per_reaction",
+]
+
+EOG = SPECIAL_TOKENS.index("<EOG>")
+BANNED = [i for i, token in enumerate(SPECIAL_TOKENS) if token != "<EOG>"]
+"""Tokens never generated: every special token but ``<EOG>``."""
+
+
+@dataclass
+class GraphHypothesis:
+    """One decoded graph: token ids of its atoms, ``(i, j, bond_class)`` bonds with ``i < j``,
+    summed log-probability and the length-normalised score used for ranking."""
+
+    labels: list[int]
+    bonds: list[tuple[int, int, int]]
+    log_probability: float
+    score: float
+
+
+@dataclass
+class BeamState:
+    """The hypotheses of a beam search: ``k`` rows (slots) per reaction, row ``r`` belongs to
+    reaction ``r // k``; a slot with ``log_prob = -inf`` is empty.
+
+    Attributes:
+        cache: the decoder cache, one row per hypothesis.
+        log_prob: ``float32 [R·k]`` summed log-probability of each hypothesis.
+        labels: ``int64 [R·k, N + 1]`` token ids of the atoms ``x_0, x_1, …`` decoded so far.
+        bonds: ``int64 [R·k, N + 1, N + 1]`` bond class of ``x_i``–``x_j`` at ``[i, j]``, ``j < i``.
+        limits: ``int64 [R·k]`` most atoms of the row's reaction.
+        beam_width: ``k``.
+        finished: per reaction, its finished graphs in the order found.
+        done: per reaction, whether its search is over.
+    """
+
+    cache: DecoderCache
+    log_prob: torch.Tensor
+    labels: torch.Tensor
+    bonds: torch.Tensor
+    limits: torch.Tensor
+    beam_width: int
+    finished: list[list[GraphHypothesis]]
+    done: list[bool]
+
+    @classmethod
+    def start(cls, cache: DecoderCache, limits: list[int], beam_width: int) -> BeamState:
+        """One live (empty) hypothesis per reaction from ``cache`` (one row per reaction)."""
+        num_reactions, k = len(limits), beam_width
+        device = cache.memory_mask.device
+        reaction_of_row = torch.arange(num_reactions, device=device).repeat_interleave(k)
+        cache.select(reaction_of_row)
+        log_prob = torch.full((num_reactions, k), float("-inf"), device=device)
+        log_prob[:, 0] = 0.0
+        rows, size = num_reactions * k, max(limits) + 1
+        return cls(
+            cache=cache,
+            log_prob=log_prob.view(rows),
+            labels=torch.zeros(rows, size, dtype=torch.long, device=device),
+            bonds=torch.zeros(rows, size, size, dtype=torch.long, device=device),
+            limits=torch.tensor(limits, device=device).repeat_interleave(k),
+            beam_width=k,
+            finished=[[] for _ in range(num_reactions)],
+            done=[False] * num_reactions,
+        )
+
+    def newest_atom(self, t: int) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """Label ``int64 [R·k]`` and bonds ``int64 [R·k, t - 1]`` of ``x_{t-1}`` (None at 0)."""
+        if not t:
+            return None, None
+        return self.labels[:, t - 1], self.bonds[:, t - 1, : t - 1]
+
+    def finish(self, row: int, num_nodes: int, log_probability: float, length_penalty: float):
+        """Record row ``row``'s first ``num_nodes`` atoms as a finished graph of its reaction."""
+        lower = self.bonds[row, :num_nodes, :num_nodes].tolist()
+        found = [(j, i, lower[i][j]) for i in range(num_nodes) for j in range(i) if lower[i][j]]
+        self.finished[row // self.beam_width].append(
+            GraphHypothesis(
+                labels=self.labels[row, :num_nodes].tolist(),
+                bonds=found,
+                log_probability=log_probability,
+                score=log_probability / (num_nodes + 1) ** length_penalty,
+            )
+        )
+
+
+@dataclass
+class Candidates:
+    """One step's candidates: per reaction, its ``k·L·O`` extensions (indexed by beam, label
+    rank, bond option) then its ``k`` endings (one per beam).
+
+    Attributes:
+        scores: ``float32 [R, k·L·O + k]`` summed log-probabilities (``-inf``: impossible).
+        labels: ``int64 [R·k, L]`` the ``L`` best atom labels of each hypothesis.
+        num_options: ``O``: option 0 is the most likely bond set, option ``o > 0`` changes one
+            bond of it to its second most likely class.
+        best_bonds: ``int64 [R·k, t]`` most likely bond class to each earlier atom.
+        flip_at, flip_class: ``int64 [R·k, O - 1]`` the earlier atom and the class of each
+            changed bond (None when ``O = 1``).
+    """
+
+    scores: torch.Tensor
+    labels: torch.Tensor
+    num_options: int
+    best_bonds: torch.Tensor
+    flip_at: torch.Tensor | None
+    flip_class: torch.Tensor | None
+
+    @property
+    def num_extensions(self) -> int:
+        """``k·L·O``: the endings follow the extensions in :attr:`scores`."""
+        beams_per_reaction = self.labels.shape[0] // self.scores.shape[0]
+        return beams_per_reaction * self.labels.shape[1] * self.num_options
+
+    def extension(self, index: int) -> tuple[int, int, int]:
+        """Beam, label rank and bond option of extension ``index`` (< :attr:`num_extensions`)."""
+        beam, rest = divmod(index, self.labels.shape[1] * self.num_options)
+        label_rank, option = divmod(rest, self.num_options)
+        return beam, label_rank, option
+
+    def bonds(self, rows: torch.Tensor, options: torch.Tensor) -> torch.Tensor:
+        """Bonds ``int64 [len(rows), t]`` of option ``options[i]`` of hypothesis ``rows[i]``."""
+        edges = self.best_bonds[rows]
+        if self.flip_at is None:
+            return edges
+        pick = (options - 1).clamp(min=0).unsqueeze(1)
+        at = self.flip_at[rows].gather(1, pick)
+        changed = self.flip_class[rows].gather(1, pick)
+        flipped = edges.scatter(1, at, changed)
+        return torch.where((options > 0).unsqueeze(1), flipped, edges)
+
+
+@dataclass
+class Selection:
+    """What each slot holds after a step.
+
+    Attributes:
+        source: ``int64 [R·k]`` the row each slot extends (an empty slot keeps its own).
+        labels: ``int64 [R·k]`` label of the new atom.
+        options: ``int64 [R·k]`` bond option (:class:`Candidates`) of the new atom.
+        log_prob: ``float32 [R·k]`` summed log-probability; ``-inf`` for an empty slot.
+    """
+
+    source: torch.Tensor
+    labels: torch.Tensor
+    options: torch.Tensor
+    log_prob: torch.Tensor
+
+
+def score_candidates(
+    state: BeamState,
+    label_logits: torch.Tensor,
+    edge_logits: torch.Tensor,
+    t: int,
+    alternatives: int,
+) -> Candidates:
+    """Score every extension and ending of the live hypotheses at step ``t``.
+
+    Args:
+        state: the hypotheses before step ``t``.
+        label_logits: ``float [R·k, V]`` from :meth:`GRATTranslator.step`.
+        edge_logits: ``float [R·k, t, C]`` from :meth:`GRATTranslator.step`.
+        t: the step.
+        alternatives: most single-bond changes per hypothesis.
+    """
+    k = state.beam_width
+    num_reactions = len(state.done)
+    label_logits = label_logits.float()
+    label_logits[:, BANNED] = float("-inf")
+    label_logp = F.log_softmax(label_logits, dim=-1)
+    atom_logp = torch.where((t < state.limits)[:, None], label_logp, float("-inf"))
+    atom_logp[:, EOG] = float("-inf")
+    edge_logp = F.log_softmax(edge_logits.float(), dim=-1)  # [R·k, t, C]
+    best_logp, best_bonds = edge_logp.max(-1)
+    options = best_logp.sum(-1, keepdim=True)  # [R·k, 1]
+    flip_at = flip_class = None
+    if t and alternatives:
+        top2 = edge_logp.topk(2, dim=-1)
+        delta = top2.values[..., 1] - top2.values[..., 0]
+        delta, flip_at = delta.topk(min(alternatives, t), dim=-1)
+        flip_class = top2.indices[..., 1].gather(1, flip_at)
+        options = torch.cat([options, options + delta], dim=1)
+    top_label_logp, top_label = atom_logp.topk(min(k, atom_logp.shape[1]), dim=-1)
+    extend = state.log_prob.view(-1, 1, 1) + top_label_logp[:, :, None] + options[:, None, :]
+    end = (state.log_prob + label_logp[:, EOG]).view(num_reactions, k)
+    return Candidates(
+        scores=torch.cat([extend.view(num_reactions, -1), end], dim=1),
+        labels=top_label,
+        num_options=options.shape[1],
+        best_bonds=best_bonds,
+        flip_at=flip_at,
+        flip_class=flip_class,
+    )
+
+
+def select_per_reaction(
+    state: BeamState, candidates: Candidates, t: int, length_penalty: float
+) -> Selection:
+    """Per reaction still searching, walk its ``2k`` best candidates in order: the first ``k``
+    extensions fill its slots, and an ending ranked among the ``k`` best finishes a graph
+    (while the reaction has fewer than ``k``). A reaction is done once it has ``k`` finished
+    graphs or no extension is left; its slots are then emptied. Updates ``state.finished``
+    and ``state.done``."""
+    k = state.beam_width
+    rows, device = state.log_prob.shape[0], state.log_prob.device
+    selection = Selection(
+        source=torch.arange(rows, device=device),
+        labels=torch.zeros(rows, dtype=torch.long, device=device),
+        options=torch.zeros(rows, dtype=torch.long, device=device),
+        log_prob=torch.full((rows,), float("-inf"), device=device),
+    )
+    num_extensions = candidates.num_extensions
+    scores = candidates.scores
+    top_score, top_index = scores.topk(min(2 * k, scores.shape[1]), dim=-1)
+    for b, (best_scores, best_indices) in enumerate(zip(top_score.tolist(), top_index.tolist())):
+        if state.done[b]:
+            continue
+        chosen = 0
+        for rank, (score, index) in enumerate(zip(best_scores, best_indices)):
+            if score == float("-inf") or chosen == k:
+                break
+            if index >= num_extensions:
+                if rank < k and len(state.finished[b]) < k:
+                    state.finish(b * k + index - num_extensions, t, score, length_penalty)
+                continue
+            beam, label_rank, option = candidates.extension(index)
+            slot, row = b * k + chosen, b * k + beam
+            selection.source[slot] = row
+            selection.labels[slot] = candidates.labels[row, label_rank]
+            selection.options[slot] = option
+            selection.log_prob[slot] = score
+            chosen += 1
+        if len(state.finished[b]) >= k or chosen == 0:
+            state.done[b] = True
+            selection.log_prob[b * k : (b + 1) * k] = float("-inf")
+    return selection
+
+
+def extend_graphs(state: BeamState, candidates: Candidates, selection: Selection, t: int) -> None:
+    """Gather the selected rows and add atom ``x_t`` with its bonds to ``x_0 … x_{t-1}``."""
+    source = selection.source
+    state.cache.select(source)
+    state.labels, state.bonds = state.labels[source], state.bonds[source]
+    state.labels[:, t] = selection.labels
+    if t:
+        state.bonds[:, t, :t] = candidates.bonds(source, selection.options)
+    state.log_prob = selection.log_prob
+
+
+def beam_search_graphs(
+    model: GRATTranslator,
+    batch: ReactionBatch,
+    beam_width: int,
+    length_penalty: float,
+    edge_alternatives: int | None,
+    max_nodes: int | None,
+) -> list[list[GraphHypothesis]]:
+    """The search of :meth:`GRATTranslator.beam_search` (see there for the arguments), with
+    ``model`` as it is (no gradient or mode handling)."""
+    alternatives = beam_width - 1 if edge_alternatives is None else edge_alternatives
+    limits = batch.num_input_atoms.clamp(min=1).tolist()
+    if max_nodes is not None:
+        limits = [max_nodes] * len(limits)
+    state = BeamState.start(model.start(batch), limits, beam_width)
+    for t in range(max(limits) + 1):
+        label_logits, edge_logits = model.step(state.cache, t, *state.newest_atom(t))
+        candidates = score_candidates(state, label_logits, edge_logits, t, alternatives)
+        selection = select_per_reaction(state, candidates, t, length_penalty)
+        if all(state.done):
+            break
+        extend_graphs(state, candidates, selection, t)
+    return [sorted(found, key=lambda h: -h.score) for found in state.finished]

@@ -1,0 +1,92 @@
+"""GRATTranslator.beam_search against brute-force enumeration on a tiny vocabulary."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+from chemgraph.batches.reaction import (
+    NUM_BOND_CLASSES,
+    SPECIAL_TOKENS,
+    TokenVocabulary,
+    reaction_batch,
+    reaction_graphs,
+)
+from chemgraph.chem import parse_reaction_smiles
+from chemgraph.models.grat import GRATTranslator, GRATTranslatorConfig
+
+ATOMS = ("[CH3]", "[OH]")
+EOG = SPECIAL_TOKENS.index("<EOG>")
+NEVER = [i for i, token in enumerate(SPECIAL_TOKENS) if token != "<EOG>"]
+
+
+def _model_and_items():
+    items = [reaction_graphs(parse_reaction_smiles(r)) for r in ("CO>>C=O", "C.O>>CO")]
+    vocabulary = TokenVocabulary(ATOMS)
+    torch.manual_seed(3)
+    config = GRATTranslatorConfig(
+        vocab_size=len(vocabulary), hidden_dim=16, num_heads=2, encoder_layers=1,
+        decoder_layers=2, projection_dim=8, dropout=0.0,
+    )  # fmt: skip
+    model = GRATTranslator(config).eval()
+    with torch.no_grad():
+        for parameter in model.parameters():  # varied, peaked distributions
+            parameter.mul_(3.0)
+    return model, items, vocabulary
+
+
+def _log_probabilities(model, one, labels, bond):
+    """Summed log-probability of atoms ``labels`` (<= 2) joined by ``bond``, then <EOG>; and
+    that of the bond alone."""
+    cache = model.start(one)
+    total = bond_log_probability = 0.0
+    for t in range(len(labels) + 1):
+        previous = (None, None)  # x_{t-1} and its bonds to x_0 … x_{t-2}
+        if t:
+            previous = (torch.tensor([labels[t - 1]]), torch.tensor([[bond]])[:, : t - 1])
+        label_logits, edge_logits = model.step(cache, t, *previous)
+        label_logits[:, NEVER] = float("-inf")
+        label_logp = label_logits.log_softmax(-1)[0]
+        total += label_logp[labels[t] if t < len(labels) else EOG].item()
+        if t == 1 and len(labels) == 2:  # x_1's bond to x_0
+            bond_log_probability = edge_logits.log_softmax(-1)[0, 0, bond].item()
+            total += bond_log_probability
+    return total, bond_log_probability
+
+
+@pytest.mark.parametrize("length_penalty", [0.0, 1.0])
+def test_wide_beam_finds_exactly_the_brute_force_hypotheses(length_penalty):
+    """With ``max_nodes = 2`` and a beam wider than the search space, the beam returns every
+    graph it may build, ranked as by brute force: the empty graph, each single atom, and each
+    atom pair with the two most likely classes of its bond when it is generated (the most
+    likely bond set and the single change to the second most likely class)."""
+    model, items, vocabulary = _model_and_items()
+    atoms = [vocabulary[token] for token in ATOMS]
+    width = 1 + len(atoms) + 2 * len(atoms) ** 2  # every hypothesis, and every extension kept
+    with torch.no_grad():
+        found = model.beam_search(
+            reaction_batch(items, vocabulary), beam_width=width, length_penalty=length_penalty,
+            max_nodes=2,
+        )  # fmt: skip
+        for item, hypotheses in zip(items, found):
+            one = reaction_batch([item], vocabulary)
+            expected = [((), 0, _log_probabilities(model, one, (), 0)[0])]
+            expected += [((a,), 0, _log_probabilities(model, one, (a,), 0)[0]) for a in atoms]
+            for pair in itertools.product(atoms, repeat=2):
+                by_bond = [(*_log_probabilities(model, one, pair, c), c) for c in
+                           range(NUM_BOND_CLASSES)]  # fmt: skip
+                by_bond.sort(key=lambda e: -e[1])
+                expected += [(pair, c, total) for total, _, c in by_bond[:2]]
+            expected.sort(key=lambda e: -e[2] / (len(e[0]) + 1) ** length_penalty)
+            assert [(h.labels, h.bonds) for h in hypotheses] == [
+                (list(labels), [(0, 1, bond)] if bond else []) for labels, bond, _ in expected
+            ]
+            torch.testing.assert_close(
+                torch.tensor([h.log_probability for h in hypotheses]),
+                torch.tensor([lp for _, _, lp in expected]),
+            )
+            assert [h.score for h in hypotheses] == sorted(
+                (h.score for h in hypotheses), reverse=True
+            )
