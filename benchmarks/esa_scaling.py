@@ -43,10 +43,11 @@ from pathlib import Path
 import torch
 
 from chemgraph._dgl import dgl
+from chemgraph.graph_keys import EDGE_FEATURES, NODE_FEATURES
 
 SIZES = (1_000, 10_000, 30_000, 100_000, 300_000)
 AMINO_ACIDS = "GASPVTCLINDQKEMHFRYW"
-NODE_FEATURES, EDGE_FEATURES = 76, 15  # widths of the canonical preset
+NODE_WIDTH, EDGE_WIDTH = 76, 15  # feature widths of the canonical preset
 
 
 def random_geometric_graph(num_edges: int, degree: float, seed: int = 0) -> dgl.DGLGraph:
@@ -66,9 +67,9 @@ def random_geometric_graph(num_edges: int, degree: float, seed: int = 0) -> dgl.
     keep = torch.argsort(dists)[: num_edges // 2]
     src, dst = torch.cat([rows[keep], cols[keep]]), torch.cat([cols[keep], rows[keep]])
     graph = dgl.graph((src, dst), num_nodes=num_nodes)
-    graph.ndata["x"] = torch.randn(num_nodes, NODE_FEATURES, generator=generator)
-    half = torch.randn(len(keep), EDGE_FEATURES, generator=generator)
-    graph.edata["e"] = torch.cat([half, half])
+    graph.ndata[NODE_FEATURES] = torch.randn(num_nodes, NODE_WIDTH, generator=generator)
+    half = torch.randn(len(keep), EDGE_WIDTH, generator=generator)
+    graph.edata[EDGE_FEATURES] = torch.cat([half, half])
     return graph
 
 

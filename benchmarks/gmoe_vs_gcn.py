@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import statistics
 import sys
@@ -90,7 +91,8 @@ def deviations(args: argparse.Namespace) -> list[str]:
 
 
 def run_one(args: argparse.Namespace, model: str, key: str, seed: int) -> dict:
-    from chemgraph.train.runner import TrainingConfig, train
+    from chemgraph.train.config import TrainingConfig
+    from chemgraph.train.runner import train
 
     ds = DATASETS[key]
     options = {"hidden_dim": args.hidden_dim, "num_layers": args.num_layers, "dropout": 0.5}
@@ -259,6 +261,7 @@ def timing(args: argparse.Namespace) -> tuple[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(message)s")  # chemgraph logs progress
     args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     import torch

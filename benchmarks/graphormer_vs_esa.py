@@ -3,19 +3,19 @@
 Benchmark (not a test) for Ying et al. 2021 ("Do Transformers Really Perform Badly for
 Graph Representation?", NeurIPS 2021), three parts:
 
-1. Accuracy with the ESA benchmark's protocol (``benchmarks/moleculenet_esa.py``, Buterez et al. 2024
-   SI 7): random 80/10/10 split per seed, AdamW lr 1e-4, batch 128, gradient clipping 0.5,
-   early stopping 30 (FreeSolv 100), LR halved after 15 stale epochs, the same per-dataset
-   epoch caps; R² and RMSE (FreeSolv, ESOL), MCC and ROC-AUC (BBBP). ``--models graphormer
-   esa`` runs both; ESA's settings are moleculenet_esa.py's defaults.
+1. Accuracy with the ESA benchmark's protocol (``benchmarks/moleculenet_esa.py``, Buterez et al.
+   2024 SI 7): random 80/10/10 split per seed, AdamW lr 1e-4, batch 128, gradient clipping 0.5,
+   early stopping 30 (FreeSolv 100), LR halved after 15 stale epochs, the same per-dataset epoch
+   caps; R² and RMSE (FreeSolv, ESOL), MCC and ROC-AUC (BBBP). ``--models graphormer esa`` runs
+   both; ESA's settings are moleculenet_esa.py's defaults.
 2. Graphormer preprocessing time per 1,000 molecules (BBBP): SMILES -> graph (``ogb`` preset),
    the shortest-path cache (:func:`chemgraph.graphs.add_shortest_paths`, once per molecule),
    and the collate (:func:`chemgraph.batches.dense_graph_batch`, every epoch).
-3. HIV: the reference Graphormer ran out of memory on HIV in Buterez et al. 2024. Here: the cache size of
-   HIV's molecules (measured on a sample, scaled to 41,127), and the peak resident memory of a
-   fresh process that featurizes the largest HIV molecules (up to 222 heavy atoms) and runs a
-   few training steps of the default Graphormer (``GraphormerConfig()``) on batches of 128
-   of them. Target: well under 24 GB.
+3. HIV: the reference Graphormer ran out of memory on HIV in Buterez et al. 2024. Here: the
+   cache size of HIV's molecules (measured on a sample, scaled to 41,127), and the peak resident
+   memory of a fresh process that featurizes the largest HIV molecules (up to 222 heavy atoms)
+   and runs a few training steps of the default Graphormer (``GraphormerConfig()``) on batches
+   of 128 of them. Target: well under 24 GB.
 
 Usage::
 
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import resource
 import statistics
@@ -76,7 +77,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def run_graphormer(args: argparse.Namespace, key: str, seed: int) -> dict:
-    from chemgraph.train.runner import TrainingConfig, train
+    from chemgraph.train.config import TrainingConfig
+    from chemgraph.train.runner import train
 
     ds = DATASETS[key]
     config = TrainingConfig(
@@ -212,6 +214,7 @@ def hiv_worker(args: argparse.Namespace) -> None:
     from chemgraph.chem import mol_from_smiles
     from chemgraph.data import read_table
     from chemgraph.featurize import get_preset
+    from chemgraph.graph_keys import PAIR, PATH, SPD
     from chemgraph.graphs import add_shortest_paths, mol_to_graph
     from chemgraph.models import build_model, get_model_spec
     from chemgraph.train import masked_loss
@@ -239,10 +242,10 @@ def hiv_worker(args: argparse.Namespace) -> None:
     sample_seconds = time.process_time() - start
     cache_bytes = [
         sum(
-            g.edges["pair"].data[name].numel() * g.edges["pair"].data[name].element_size()
-            for name in ("distance", "path")
+            g.edges[PAIR].data[name].numel() * g.edges[PAIR].data[name].element_size()
+            for name in (SPD, PATH)
         )
-        + 2 * 4 * g.num_edges("pair")
+        + 2 * 4 * g.num_edges(PAIR)
         for g in cached_sample
     ]
     cached = [add_shortest_paths(g, model.config.multi_hop_max_distance) for g in graphs]
@@ -308,6 +311,7 @@ def hiv(args: argparse.Namespace) -> tuple[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(message)s")  # chemgraph logs progress
     args = parse_args(argv)
     if args.hiv_worker:
         hiv_worker(args)
@@ -316,8 +320,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     header = [
-        "Graphormer vs ESA, ESA benchmark protocol (Buterez et al. 2024, SI 7): random 80/10/10, AdamW lr "
-        "1e-4, batch 128, grad clip 0.5, early stopping 30 (FreeSolv 100), LR halved after 15",
+        "Graphormer vs ESA, ESA benchmark protocol (Buterez et al. 2024, SI 7): random 80/10/10, "
+        "AdamW lr 1e-4, batch 128, grad clip 0.5, early stopping 30 (FreeSolv 100), LR halved "
+        "after 15",
         f"Graphormer hidden {args.hidden_dim}, {args.num_heads} heads, {args.num_layers} layers "
         "(paper's Graphormer-slim: 12 layers, hidden 80) - CPU budget; epoch caps "
         + (

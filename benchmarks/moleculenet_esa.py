@@ -28,6 +28,7 @@ Writes ``<out>/<dataset>/seed<k>/`` (the runner's outputs) and ``<out>/results.c
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import statistics
 import sys
@@ -46,7 +47,7 @@ DEFAULT_OUT = REPO / "runs" / "benchmarks" / "moleculenet_esa"
 
 @dataclass(frozen=True)
 class Dataset:
-    """One MoleculeNet benchmark and the ESA paper's value for it (Buterez et al. 2024, Tables 1, 3)."""
+    """One MoleculeNet benchmark and ESA's value for it (Buterez et al. 2024, Tables 1, 3)."""
 
     name: str
     file: str
@@ -189,7 +190,8 @@ def fmt(values: list[float], digits: int = 3) -> str:
 
 
 def run_one(args: argparse.Namespace, key: str, seed: int) -> dict:
-    from chemgraph.train.runner import TrainingConfig, train
+    from chemgraph.train.config import TrainingConfig
+    from chemgraph.train.runner import train
 
     ds = DATASETS[key]
     config = TrainingConfig(
@@ -267,6 +269,7 @@ def markdown(rows: list[dict[str, str]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(message)s")  # chemgraph logs progress
     args = parse_args(argv)
     missing = [
         DATASETS[k].file for k in args.datasets if not (args.data_dir / DATASETS[k].file).exists()

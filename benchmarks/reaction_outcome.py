@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import time
 from pathlib import Path
 
@@ -29,6 +30,7 @@ PAPER_TOP1 = 88.25
 
 
 def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(message)s")  # chemgraph logs progress
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--train", default=str(USPTO / "uspto_mit_valid.txt.gz"))
     parser.add_argument("--test", default=str(USPTO / "uspto_mit_test.txt.gz"))

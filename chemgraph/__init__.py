@@ -1,7 +1,7 @@
 """chemgraph: deep learning on molecules.
 
-RDKit featurizers build DGL graphs; plain-tensor batches feed ESA/NSA (and later Graphormer,
-GRAT, GMoE) trained with PyTorch Lightning. See DESIGN.md for the layers.
+RDKit featurizers build DGL graphs; plain-tensor batches feed ESA/NSA, Graphormer, GRAT,
+GCN/GIN and GMoE, trained with PyTorch Lightning. See docs/architecture.md ("Layers").
 
 Importing chemgraph makes ``import dgl`` work on current torch (see :mod:`chemgraph._dgl`).
 """
@@ -9,7 +9,7 @@ Importing chemgraph makes ``import dgl`` work on current torch (see :mod:`chemgr
 import os
 
 # OpenMP threads that spin-wait while another process holds a core made 2-thread CPU steps
-# 14x slower (DESIGN.md, "Training"); this must be set before torch loads.
+# 14x slower (docs/architecture.md, "Training"); this must be set before torch loads.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from chemgraph import _dgl  # noqa: E402, F401  (installs the DGL import workaround)

@@ -12,18 +12,23 @@ PyPI's newest Linux DGL (2.1.0, CPU build) does not import on current PyTorch:
   ``~/.dgl/config.json`` and warns).
 * ``dgl.utils`` needs the ``packaging`` distribution (declared as a dependency).
 
-Every other chemgraph module does ``from chemgraph._dgl import dgl``.
+Every other chemgraph module does ``from chemgraph._dgl import dgl``. Importing this module
+does the above without importing torch or DGL (``import chemgraph`` stays fast, e.g. for
+``chemgraph --help``); DGL itself is imported when ``dgl`` is first taken from it.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import os
 import sys
 import types
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import dgl
 
 __all__ = ["dgl", "graphbolt_library_present"]
 
@@ -31,7 +36,8 @@ __all__ = ["dgl", "graphbolt_library_present"]
 def graphbolt_library_present() -> bool:
     """Whether DGL ships a GraphBolt library built for the running torch version.
 
-    Found with :func:`importlib.util.find_spec`, without importing DGL.
+    Found with :func:`importlib.util.find_spec` and the installed torch's metadata, without
+    importing DGL or torch.
 
     Returns:
         True when ``dgl/graphbolt/libgraphbolt_pytorch_<torch version>.so`` exists.
@@ -42,7 +48,7 @@ def graphbolt_library_present() -> bool:
     spec = importlib.util.find_spec("dgl")
     if spec is None or spec.origin is None:
         raise ImportError("DGL is not installed: pip install dgl==2.1.0")
-    version = torch.__version__.split("+")[0]
+    version = _torch_version().split("+")[0]
     library = Path(spec.origin).parent / "graphbolt" / f"libgraphbolt_pytorch_{version}.so"
     return library.exists()
 
@@ -55,24 +61,34 @@ class _GraphBoltUnavailable(types.ModuleType):
             raise AttributeError(name)
         raise ImportError(
             f"dgl.graphbolt.{name} is unavailable: DGL {_dgl_version()} ships no GraphBolt library "
-            f"for torch {torch.__version__}. chemgraph does not use GraphBolt (DGL's distributed "
+            f"for torch {_torch_version()}. chemgraph does not use GraphBolt (DGL's distributed "
             "data loading); graph construction, batching and dgl.nn work without it."
         )
 
 
 def _dgl_version() -> str:
-    from importlib.metadata import version
-
-    return version("dgl")
+    return importlib.metadata.version("dgl")
 
 
-def _import_dgl() -> types.ModuleType:
+def _torch_version() -> str:
+    """The installed torch's version (``torch.__version__``), read without importing torch."""
+    return importlib.metadata.version("torch")
+
+
+def _prepare_dgl_import() -> None:
+    """Set ``DGLBACKEND`` and place the GraphBolt stub if needed, before DGL is imported."""
     os.environ.setdefault("DGLBACKEND", "pytorch")
     if "dgl" not in sys.modules and not graphbolt_library_present():
         sys.modules.setdefault("dgl.graphbolt", _GraphBoltUnavailable("dgl.graphbolt"))
-    import dgl as module
-
-    return module
 
 
-dgl = _import_dgl()
+def __getattr__(name: str) -> types.ModuleType:
+    """``dgl``: the DGL module, imported on first use."""
+    if name != "dgl":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import dgl
+
+    return dgl
+
+
+_prepare_dgl_import()

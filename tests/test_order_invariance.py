@@ -12,7 +12,6 @@ the 3D ESA of the dft_to_gw recipe on radius graphs with shuffled atoms.
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
 from functools import cache
 from pathlib import Path
@@ -21,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from fixtures.tiny_models import tiny_config
 from rdkit import Chem
 
 from chemgraph._dgl import dgl
@@ -82,31 +82,17 @@ DOUBLE_BOND_ISOMERS = [
      "CC/C(=C(/c1ccccc1)c1ccc(OCCN(C)C)cc1)c1ccccc1"),
 ]  # fmt: skip
 # Models that do not read bond stereo, so cannot tell E from Z (they never did): NSA's tokens
-# are atoms only (Buterez et al. 2024); GRAT's attention is conditioned on the bond type (Yoo et al. 2020).
+# are atoms only (Buterez et al. 2024); GRAT's attention is conditioned on the bond type
+# (Yoo et al. 2020).
 BLIND_TO_BOND_STEREO = {
     "nsa": "node-set attention reads atom features only",
     "grat": "GRAT's edge types are bond types, without stereo",
 }
 
-# Tiny models: the options each configuration class has (others keep their defaults).
-TINY = {
-    "hidden_dim": 32,
-    "num_heads": 2,
-    "num_layers": 2,
-    "mlp_hidden_multiplier": 1,
-    "num_seeds": 4,
-    "head_hidden": 32,
-    "edge_hidden": 8,
-    "dropout": 0.0,
-    "attention_dropout": 0.0,
-}
+# Tiny models with ESA's default pattern, which holds masked (M) blocks.
+TINY_PATTERN = "SMMSPS"
 TOLERANCE = 1e-5
 BATCH = 128
-
-
-def _tiny_options(config_class) -> dict:
-    names = {field.name for field in dataclasses.fields(config_class)}
-    return {name: value for name, value in TINY.items() if name in names}
 
 
 def _perturbed(model: torch.nn.Module, seed: int) -> torch.nn.Module:
@@ -121,9 +107,7 @@ def _perturbed(model: torch.nn.Module, seed: int) -> torch.nn.Module:
 
 @cache
 def registry_model(name: str) -> torch.nn.Module:
-    spec = get_model_spec(name)
-    preset = get_preset(spec.default_featurizer)
-    config = {**spec.input_options(preset), **_tiny_options(spec.config_class), "num_outputs": 1}
+    config = tiny_config(name, layer_pattern=TINY_PATTERN)
     torch.manual_seed(0)
     return _perturbed(build_model(name, config), seed=1)
 
@@ -287,8 +271,9 @@ RADIUS = RadiusGraphFeaturizer(cutoff=5.0, num_basis=16)
 
 def _esa_3d(in_features: int, set_type: str) -> torch.nn.Module:
     torch.manual_seed(0)
-    options = _tiny_options(ESAConfig)
-    config = ESAConfig(in_features=in_features, set_type=set_type, attention="dense", **options)
+    options = tiny_config("esa", layer_pattern=TINY_PATTERN)
+    config = ESAConfig(**{**options, "in_features": in_features, "set_type": set_type,
+                          "attention": "dense"})  # fmt: skip
     return _perturbed(ESA(config), seed=2)
 
 

@@ -1,4 +1,6 @@
-"""Batched DGL graphs -> padded plain-tensor batches (the model interface).
+"""Batches layer: batched DGL graphs -> padded plain-tensor batches (the model interface).
+May import :mod:`chemgraph.chem`, :mod:`chemgraph.featurize`, :mod:`chemgraph.graphs` and the
+bottom modules.
 
 DGL 2.1 cannot hold CUDA tensors, so the models never see a DGLGraph: the DataLoader collate
 turns a batched DGLGraph into a dataclass of plain tensors (built once, on the CPU, in the

@@ -3,7 +3,7 @@
 A :class:`DenseGraphBatch` holds every molecule as ``N`` padded atom tokens plus ``[N, N]``
 pair tables: the shortest-path distance (SPD) bucket, the bond features and bond type of each
 directly bonded pair, and, for Graphormer's multi-hop edge encoding, the bonds along one
-shortest path of each pair (Ying et al. 2021, Ying et al. 2021, section 3.1.2, eq. 6 and 7).
+shortest path of each pair (Ying et al. 2021, section 3.1.2, eq. 6 and 7).
 
 The shortest paths are not computed here: they are computed once per molecule at featurization
 time by :func:`chemgraph.graphs.add_shortest_paths` (scipy breadth-first search) and cached in
@@ -23,7 +23,8 @@ import torch
 from chemgraph._dgl import dgl
 from chemgraph.batches.base import TensorBatch, positions_in_graph
 from chemgraph.featurize import FeaturizerPreset
-from chemgraph.graphs.shortest_paths import BOND, PAIR, has_shortest_paths
+from chemgraph.graph_keys import BOND, EDGE_FEATURES, NODE_FEATURES, PAIR, PATH, SPD
+from chemgraph.graphs import has_shortest_paths
 
 __all__ = [
     "CANONICAL_BOND_TYPE_COLUMNS",
@@ -124,7 +125,7 @@ def dense_graph_batch(
 
     Args:
         graph: :func:`dgl.batch` of graphs made by :func:`chemgraph.graphs.add_shortest_paths`
-            (``ndata["x"]``, bond data ``e``, pair data ``distance`` and ``path``).
+            (node data ``x``, bond data ``e``, pair data ``spd`` and ``path``).
         max_distance: ``D``; longer distances are clipped to ``D``, unreachable pairs get
             ``D + 1`` (Graphormer's spatial encoding has ``D + 2`` learnable biases per head).
         max_path_edges: ``H``, bonds per path in ``path_edges``; at most the ``max_path_edges``
@@ -146,7 +147,7 @@ def dense_graph_batch(
         )
     if max_distance < 1:
         raise ValueError(f"max_distance must be at least 1, got {max_distance}")
-    cached_path = graph.edges[PAIR].data["path"]
+    cached_path = graph.edges[PAIR].data[PATH]
     if cached_path.shape[1] < max_path_edges:
         raise ValueError(
             f"the graphs cache {cached_path.shape[1]} bonds per shortest path but "
@@ -161,7 +162,7 @@ def dense_graph_batch(
     node_slot = node_graph * length + position  # [N_tot] index into the [B·N] atoms
     pair_slot = node_graph * length * length + position * length  # + column = [B·N·N] index
 
-    node_x = graph.ndata["x"]
+    node_x = graph.ndata[NODE_FEATURES]
     x = node_x.new_zeros(num_graphs * length, *node_x.shape[1:])
     x[node_slot] = node_x
     pad_mask = torch.zeros(num_graphs * length, dtype=torch.bool)
@@ -176,7 +177,7 @@ def dense_graph_batch(
     out_degree = torch.zeros(num_graphs * length, dtype=torch.int64).index_add_(
         0, node_slot[src], ones
     )
-    bond_x = graph.edges[BOND].data["e"]
+    bond_x = graph.edges[BOND].data[EDGE_FEATURES]
     num_pairs = num_graphs * length * length
     edge_features = bond_x.new_zeros(num_pairs, *bond_x.shape[1:])
     edge_features[bond_pair] = bond_x
@@ -187,7 +188,7 @@ def dense_graph_batch(
     spd[pair_slot + position] = 0
     pair_src, pair_dst = (t.long() for t in graph.edges(etype=PAIR))
     connected_pair = pair_slot[pair_src] + position[pair_dst]
-    distance = graph.edges[PAIR].data["distance"].long()
+    distance = graph.edges[PAIR].data[SPD].long()
     spd[connected_pair] = distance.clamp(max=max_distance)
 
     path_edges = torch.full((num_pairs, max_path_edges), -1, dtype=torch.int64)

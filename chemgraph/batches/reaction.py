@@ -4,8 +4,8 @@ A reaction becomes two token sequences:
 
 * encoder: for each reactant, then each reagent molecule, a delimiter token (``<REACTANT>`` or
   ``<REAGENT>``) followed by the molecule's atoms in canonical order; the delimiter is joined to
-  its atoms by the ``DELIMITER`` edge type (Yoo et al. 2020, Appendix B: "connected to all other atom
-  nodes by an additional virtual edge type"); atoms of a molecule carry their bond classes and
+  its atoms by the ``DELIMITER`` edge type (Yoo et al. 2020, Appendix B: "connected to all other
+  atom nodes by an additional virtual edge type"); atoms of a molecule carry their bond classes and
   topological distances, every other pair is ``NO_BOND`` at the "far" distance bucket.
 * decoder (Figure 1), for a product graph of ``n`` atoms ``x_0 … x_{n-1}``, interleaved in
   generation order::
@@ -21,8 +21,8 @@ A reaction becomes two token sequences:
 
 The masking matrix (:func:`generation_mask`) lets every step run in parallel under teacher
 forcing: a token sees only earlier tokens and itself, and never an earlier ``<G>``. The decoder
-does not attend across "no bond" (Yoo et al. 2020, Appendix B), so :attr:`ReactionBatch.decoder_mask`
-is the masking matrix AND "not ``NO_BOND``" AND not padding.
+does not attend across "no bond" (Yoo et al. 2020, Appendix B), so
+:attr:`ReactionBatch.decoder_mask` is the masking matrix AND "not ``NO_BOND``" AND not padding.
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ import torch
 
 from chemgraph._dgl import dgl
 from chemgraph.batches.base import TensorBatch, positions_in_graph
+from chemgraph.graph_keys import EDGE_FEATURES, NODE_FEATURES
 
 __all__ = [
     "EdgeSetBatch",
@@ -244,8 +245,8 @@ def edge_set_batch(graph: dgl.DGLGraph, dense_mask: bool = True) -> EdgeSetBatch
     node_counts = graph.batch_num_nodes()
     node_graph = torch.repeat_interleave(torch.arange(num_graphs), node_counts)
     node_offset = (torch.cumsum(node_counts, 0) - node_counts)[node_graph]
-    node_x = graph.ndata["x"].float()
-    edge_x = graph.edata["e"].float()
+    node_x = graph.ndata[NODE_FEATURES].float()
+    edge_x = graph.edata[EDGE_FEATURES].float()
 
     src, dst = graph.edges()
     isolated = torch.nonzero((graph.in_degrees() + graph.out_degrees()) == 0).flatten()
@@ -288,7 +289,7 @@ def node_set_batch(graph: dgl.DGLGraph, dense_mask: bool = True) -> NodeSetBatch
     node_graph = torch.repeat_interleave(torch.arange(num_graphs), counts)
     position = positions_in_graph(node_graph, counts)
     length = int(counts.max()) if num_graphs else 0
-    node_x = graph.ndata["x"].float()
+    node_x = graph.ndata[NODE_FEATURES].float()
 
     x = node_x.new_zeros(num_graphs, length, node_x.shape[1])
     x[node_graph, position] = node_x

@@ -24,6 +24,7 @@ import torch
 
 from chemgraph._dgl import dgl
 from chemgraph.batches.base import TensorBatch, positions_in_graph
+from chemgraph.graph_keys import EDGE_FEATURES, NODE_FEATURES
 
 __all__ = [
     "SparseGraphBatch",
@@ -140,7 +141,7 @@ def two_hop_walks(graph: dgl.DGLGraph) -> tuple[torch.Tensor, torch.Tensor]:
     bonded = torch.isin(walk_src * num_nodes + walk_dst, src * num_nodes + dst)
     keep = (walk_src != walk_dst) & ~bonded
     first, second = first[keep], second[keep]
-    features = graph.edata["e"]
+    features = graph.edata[EDGE_FEATURES]
     edge_index = torch.stack([walk_src[keep], walk_dst[keep]])
     return edge_index, torch.cat([features[first], features[second]], dim=1)
 
@@ -170,9 +171,9 @@ def sparse_graph_batch(graph: dgl.DGLGraph, two_hop: bool = False) -> SparseGrap
             hop2_self_weight=walk_self_weight,
         )
     return SparseGraphBatch(
-        x=graph.ndata["x"],
+        x=graph.ndata[NODE_FEATURES],
         edge_index=edge_index,
-        edge_features=graph.edata["e"],
+        edge_features=graph.edata[EDGE_FEATURES],
         edge_weight=edge_weight,
         self_weight=self_weight,
         graph_index=torch.repeat_interleave(torch.arange(counts.numel()), counts),

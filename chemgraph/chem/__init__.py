@@ -1,4 +1,5 @@
 """Chemistry layer: RDKit parsing (SMILES, SDF, reaction SMILES), standardisation, conformers.
+The lowest layer: imports RDKit and the bottom modules (``errors``), no chemgraph package.
 
 Every failure to turn a record into a molecule is a :class:`MoleculeParseError` whose
 ``reason`` is RDKit's own message.

@@ -5,17 +5,17 @@ the GRAT decoder (Yoo et al. 2020, section 3.2) generates one node at a time, an
 :func:`graph_to_mol` turns back into a sanitised RDKit molecule and canonical SMILES.
 
 Node label (:class:`AtomLabel`): element, formal charge, total hydrogen count, aromaticity,
-isotope and tetrahedral chirality. Yoo et al. 2020 (section 4.2) kept only the element and lost formal
-charges; with the charge and hydrogen count in the label, every USPTO-MIT test product survives
-graph -> molecule -> canonical SMILES (``benchmarks/graph_round_trip.py``).
+isotope and tetrahedral chirality. Yoo et al. 2020 (section 4.2) kept only the element and lost
+formal charges; with the charge and hydrogen count in the label, every USPTO-MIT test product
+survives graph -> molecule -> canonical SMILES (``benchmarks/graph_round_trip.py``).
 
 Edge label (bond class, :data:`BOND_CLASSES`): single, double, triple, aromatic, and double
 bonds with cis/trans stereo.
 
 Atom order: RDKit's canonical atom ranking, read in the order the canonical SMILES writes the
 atoms (``_smilesAtomOutputOrder``: a depth-first walk from the lowest-ranked atom that breaks ties
-by rank). Yoo et al. 2020 orders nodes as the SMILES does (Appendix B); the walk also puts bonded atoms
-close together, so each new node of a decoded graph usually bonds to a recent one.
+by rank). Yoo et al. 2020 orders nodes as the SMILES does (Appendix B); the walk also puts bonded
+atoms close together, so each new node of a decoded graph usually bonds to a recent one.
 
 The labels are read from the molecule parsed back from its canonical SMILES, not from the input
 molecule: they are then a function of the canonical SMILES alone, so the same molecule gives the
@@ -44,6 +44,8 @@ import re
 from dataclasses import dataclass
 
 from rdkit import Chem, rdBase
+
+from chemgraph.errors import ChemgraphError
 
 __all__ = [
     "BOND_CLASSES",
@@ -87,7 +89,7 @@ _TOKEN = re.compile(r"^\[(\d*)(\*|[A-Za-z][a-z]?)(@@|@)?(H\d*)?([+-]\d*)?\]$")
 _PERIODIC_TABLE = Chem.GetPeriodicTable()
 
 
-class GraphEncodingError(ValueError):
+class GraphEncodingError(ChemgraphError, ValueError):
     """A molecule holds something a :class:`LabelledGraph` cannot represent.
 
     Attributes:
@@ -101,7 +103,7 @@ class GraphEncodingError(ValueError):
         super().__init__(reason)
 
 
-class GraphDecodingError(ValueError):
+class GraphDecodingError(ChemgraphError, ValueError):
     """A labelled graph is not a valid molecule (what an untrained decoder often produces).
 
     Attributes:

@@ -1,8 +1,8 @@
 """RDKit parsing: SMILES strings and SDF files to sanitised ``Chem.Mol`` objects.
 
-This is the first layer of chemgraph (see ``DESIGN.md``): everything that turns a text record
-into an RDKit molecule lives here, and every failure is reported the same way, as a
-:class:`MoleculeParseError` whose ``reason`` is RDKit's own message. Nothing here prints: RDKit's
+This is the first layer of chemgraph (``docs/architecture.md``, "Layers"): everything that turns
+a text record into an RDKit molecule lives here, and every failure is reported the same way, as
+a :class:`MoleculeParseError` whose ``reason`` is RDKit's own message. Nothing here prints: RDKit's
 log output for bad records is captured (error log) or blocked (warnings, info) while a record is
 parsed, so a dataset with thousands of bad rows leaves stderr clean. Callers decide whether to
 log, count or re-raise.
@@ -34,6 +34,8 @@ import numpy as np
 from rdkit import Chem, rdBase
 from rdkit.Chem.MolStandardize import rdMolStandardize
 
+from chemgraph.errors import ChemgraphError
+
 __all__ = [
     "FragmentPolicy",
     "MoleculeParseError",
@@ -59,7 +61,7 @@ _FRAGMENT_POLICIES: tuple[str, ...] = ("keep", "largest")
 _TIMESTAMP = re.compile(r"^\[\d{2}:\d{2}:\d{2}\] ?")
 
 
-class MoleculeParseError(ValueError):
+class MoleculeParseError(ChemgraphError, ValueError):
     """A record could not be turned into a sanitised RDKit molecule.
 
     Attributes:

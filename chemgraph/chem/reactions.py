@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from rdkit import Chem
 
 from chemgraph.chem.parse import MoleculeParseError, mols_from_smiles
+from chemgraph.errors import ChemgraphError
 
 __all__ = [
     "Reaction",
@@ -45,7 +46,7 @@ __all__ = [
 ]
 
 
-class ReactionParseError(ValueError):
+class ReactionParseError(ChemgraphError, ValueError):
     """A reaction SMILES could not be split or one of its molecules could not be parsed.
 
     Attributes:

@@ -46,6 +46,7 @@ from rdkit import Chem
 from rdkit.Chem.MolStandardize import rdMolStandardize
 
 from chemgraph.chem.parse import MoleculeParseError, _rdkit_log_capture
+from chemgraph.errors import MissingDependencyError
 
 __all__ = ["STANDARDIZE_METHODS", "StandardizeMethod", "standardize"]
 
@@ -96,7 +97,7 @@ def _chembl(mol: Chem.Mol) -> Chem.Mol:
     try:
         from chembl_structure_pipeline import get_parent_mol, standardize_mol
     except ImportError as exc:
-        raise ImportError(
+        raise MissingDependencyError(
             'standardize method "chembl" needs the chembl_structure_pipeline package: '
             f"{_CHEMBL_INSTALL}"
         ) from exc

@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from chemgraph.errors import MissingDependencyError
+
 __all__ = [
     "HARTREE_TO_EV",
     "QM9PACK_MOLECULES",
@@ -31,11 +33,12 @@ def qm9pack_data_folder() -> Path:
     """Folder of qm9pack's CSV files.
 
     Raises:
-        ImportError: qm9pack is not installed (``pip install "chemgraph[offline-data]"``).
+        MissingDependencyError: qm9pack is not installed
+            (``pip install "chemgraph[offline-data]"``).
     """
     spec = importlib.util.find_spec("qm9pack")
     if spec is None or spec.origin is None:
-        raise ImportError(
+        raise MissingDependencyError(
             "qm9pack is not installed; install the offline QM9 data with "
             "pip install 'chemgraph[offline-data]' (or pip install qm9pack==1.0.3)"
         )

@@ -324,7 +324,7 @@ def featurize_table(
             "reason": pd.Series([r[2] for r in rejected], dtype=object),
         }
     )
-    logger.info(
+    logger.debug(
         "featurised %d of %d rows (%d rejected), preset %r, %d target(s)",
         len(dataset),
         len(df),

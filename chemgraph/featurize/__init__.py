@@ -1,4 +1,5 @@
-"""Atom and bond featurizers and their named presets.
+"""Featurize layer: atom/bond featurizers and presets, fingerprints, descriptors, distance bases.
+May import :mod:`chemgraph.chem` and the bottom modules (``_dgl``, ``graph_keys``).
 
 ``get_preset("canonical")`` (float32 one-hot: 76 atom, 15 bond columns) and ``get_preset("ogb")``
 (int64 categorical: 9 atom, 3 bond columns); see :mod:`chemgraph.featurize.presets` and the

@@ -39,6 +39,8 @@ from rdkit import Chem
 
 from chemgraph._dgl import dgl
 from chemgraph.chem.parse import MoleculeParseError, _rdkit_log_capture
+from chemgraph.errors import MissingDependencyError
+from chemgraph.graph_keys import EDGE_FEATURES, NODE_FEATURES
 
 __all__ = ["DeepChemGraphFeaturizer"]
 
@@ -53,7 +55,9 @@ def _import_deepchem() -> Any:
     try:
         import deepchem
     except ImportError as exc:
-        raise ImportError(f"DeepChem featurizers need the deepchem package: {_INSTALL}") from exc
+        raise MissingDependencyError(
+            f"DeepChem featurizers need the deepchem package: {_INSTALL}"
+        ) from exc
     return deepchem
 
 
@@ -168,8 +172,8 @@ class DeepChemGraphFeaturizer:
             (torch.from_numpy(edge_index[0].copy()), torch.from_numpy(edge_index[1].copy())),
             num_nodes=nodes.shape[0],
         )
-        graph.ndata["x"] = torch.from_numpy(nodes)
-        graph.edata["e"] = torch.from_numpy(edges)
+        graph.ndata[NODE_FEATURES] = torch.from_numpy(nodes)
+        graph.edata[EDGE_FEATURES] = torch.from_numpy(edges)
         return graph
 
     __call__ = mol_to_graph

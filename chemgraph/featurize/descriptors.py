@@ -1,6 +1,6 @@
 """RDKit 2D descriptors, by name, in RDKit's own order.
 
-The ``rdkit2d`` preset is RDKit's descriptor list ``rdkit.Chem.Descriptors._descList``: every
+The ``rdkit2d`` preset is RDKit's descriptor list ``rdkit.Chem.Descriptors.descList``: every
 ``(name, function)`` pair, computed in list order — the same functions and order as
 ``Descriptors.CalcMolDescriptors``, without building a dict per molecule — with one change:
 ``Ipc`` is replaced, at its place in the list, by ``Ipc_log1p`` = ``ln(1 + Ipc)``. Column names
@@ -59,7 +59,7 @@ def _ipc_log1p(mol: Chem.Mol) -> float:
 
 _DESC_LIST: tuple[tuple[str, Any], ...] = tuple(
     ("Ipc_log1p", _ipc_log1p) if name == "Ipc" else (name, function)
-    for name, function in Descriptors._descList
+    for name, function in Descriptors.descList
 )
 
 
@@ -67,8 +67,8 @@ _DESC_LIST: tuple[tuple[str, Any], ...] = tuple(
 class RDKitDescriptors:
     """The RDKit 2D descriptor list (preset ``"rdkit2d"``): ``float64 [D]`` per molecule.
 
-    ``D = len(rdkit.Chem.Descriptors._descList)`` (217 on RDKit 2026.09); column ``j`` is
-    ``_descList[j]``, named ``column_names[j]`` (RDKit's name), except that ``Ipc`` is
+    ``D = len(rdkit.Chem.Descriptors.descList)`` (217 on RDKit 2026.09); column ``j`` is
+    ``descList[j]``, named ``column_names[j]`` (RDKit's name), except that ``Ipc`` is
     ``Ipc_log1p`` = ``ln(1 + Ipc)``. See the module docstring for why, and for the NaN policy.
     """
 

@@ -1,4 +1,8 @@
-"""Graph layer: molecules (and point clouds) -> :class:`dgl.DGLGraph`; graph shards on disk."""
+"""Graph layer: molecules (and point clouds) -> :class:`dgl.DGLGraph`; graph shards on disk.
+
+May import :mod:`chemgraph.chem`, :mod:`chemgraph.featurize` and the bottom modules (``_dgl``,
+``graph_keys``, whose constants name the data the graphs hold).
+"""
 
 from chemgraph.graphs.molecule import mol_to_graph, mols_to_graphs
 from chemgraph.graphs.radius import (

@@ -17,6 +17,7 @@ from chemgraph._dgl import dgl
 from chemgraph.chem import positions
 from chemgraph.featurize import FeaturizerPreset
 from chemgraph.featurize.bond import bonds_of
+from chemgraph.graph_keys import EDGE_FEATURES, NODE_FEATURES, POSITIONS
 
 __all__ = ["mol_to_graph", "mols_to_graphs"]
 
@@ -55,15 +56,15 @@ def mols_to_graphs(
         (torch.from_numpy(src), torch.from_numpy(np.ascontiguousarray(dst))),
         num_nodes=int(atom_counts.sum()),
     )
-    graph.ndata["x"] = torch.as_tensor(
+    graph.ndata[NODE_FEATURES] = torch.as_tensor(
         preset.atom.featurize_atoms_of(mols), dtype=preset.atom.dtype
     )
     bond_features = np.repeat(preset.bond.featurize_bonds_of(mols), 2, axis=0)
-    graph.edata["e"] = torch.as_tensor(bond_features, dtype=preset.bond.dtype).reshape(
+    graph.edata[EDGE_FEATURES] = torch.as_tensor(bond_features, dtype=preset.bond.dtype).reshape(
         -1, len(preset.bond)
     )
     if with_positions:
-        graph.ndata["pos"] = torch.from_numpy(np.concatenate([_positions(m) for m in mols]))
+        graph.ndata[POSITIONS] = torch.from_numpy(np.concatenate([_positions(m) for m in mols]))
     graph.set_batch_num_nodes(torch.from_numpy(atom_counts))
     graph.set_batch_num_edges(torch.from_numpy(2 * bond_counts))
     return graph

@@ -1,9 +1,9 @@
 """Radius graphs: point clouds, molecular conformers and periodic structures -> DGL graphs.
 
 A radius graph connects every ordered pair of distinct atoms ``(i, j)`` closer than a cutoff,
-the way 3D models (SchNet, Graphormer-3D, ESA/NSA on Open Catalyst data, Buterez et al. 2024 SI 9) build
-their edges; PyTorch Geometric's ``radius_graph`` and ASE's ``neighbor_list`` are the reference
-behaviours. Radius edges are not bonds: they carry geometry (``edata["distance"]``,
+the way 3D models (SchNet, Graphormer-3D, ESA/NSA on Open Catalyst data, Buterez et al. 2024
+SI 9) build their edges; PyTorch Geometric's ``radius_graph`` and ASE's ``neighbor_list`` are
+the reference behaviours. Radius edges are not bonds: they carry geometry (``edata["distance"]``,
 ``edata["vector"]``), no bond features, and a bonded pair farther apart than the cutoff has no
 edge. Expand the distances with :class:`chemgraph.featurize.GaussianBasis`.
 
@@ -39,6 +39,16 @@ from rdkit import Chem
 
 from chemgraph._dgl import dgl
 from chemgraph.featurize import FeaturizerPreset, GaussianBasis, RadiusGraphFeaturizer
+from chemgraph.graph_keys import (
+    ATOMIC_NUMBERS,
+    DISTANCE,
+    EDGE_FEATURES,
+    NODE_FEATURES,
+    OFFSET,
+    POSITIONS,
+    SHIFT,
+    VECTOR,
+)
 
 if TYPE_CHECKING:  # ASE is imported lazily: only periodic graphs need it.
     import ase
@@ -112,8 +122,8 @@ def _build_graph(
         (torch.from_numpy(src.astype(np.int64)), torch.from_numpy(dst.astype(np.int64))),
         num_nodes=num_nodes,
     )
-    graph.edata["distance"] = torch.from_numpy(distance.astype(np.float32)).reshape(-1)
-    graph.edata["vector"] = torch.from_numpy(vector.astype(np.float32)).reshape(-1, 3)
+    graph.edata[DISTANCE] = torch.from_numpy(distance.astype(np.float32)).reshape(-1)
+    graph.edata[VECTOR] = torch.from_numpy(vector.astype(np.float32)).reshape(-1, 3)
     return graph
 
 
@@ -188,7 +198,7 @@ def radius_graph(
         order = np.lexsort((dst, src))
         src, dst, vector, distance = src[order], dst[order], vector[order], distance[order]
     graph = _build_graph(n, src, dst, vector, distance)
-    graph.ndata["pos"] = torch.from_numpy(pos.astype(np.float32))
+    graph.ndata[POSITIONS] = torch.from_numpy(pos.astype(np.float32))
     return graph
 
 
@@ -246,10 +256,12 @@ def mol_to_radius_graph(
     pos = np.asarray(conformer.GetPositions(), dtype=np.float64).reshape(-1, 3)
     graph = radius_graph(pos, cutoff, max_neighbors=max_neighbors, self_loops=self_loops)
     atom_features = preset.atom.featurize_atoms(mol)
-    graph.ndata["x"] = torch.as_tensor(atom_features, dtype=preset.atom.dtype).reshape(
+    graph.ndata[NODE_FEATURES] = torch.as_tensor(atom_features, dtype=preset.atom.dtype).reshape(
         mol.GetNumAtoms(), len(preset.atom)
     )
-    graph.ndata["z"] = torch.tensor([a.GetAtomicNum() for a in mol.GetAtoms()], dtype=torch.int64)
+    graph.ndata[ATOMIC_NUMBERS] = torch.tensor(
+        [a.GetAtomicNum() for a in mol.GetAtoms()], dtype=torch.int64
+    )
     return graph
 
 
@@ -319,10 +331,12 @@ def periodic_radius_graph(
     src, dst, shift = src[order], dst[order], shift[order]
     offset, vector, distance = offset[order], vector[order], distance[order]
     graph = _build_graph(len(atoms), src, dst, vector, distance)
-    graph.edata["shift"] = torch.from_numpy(shift)
-    graph.edata["offset"] = torch.from_numpy(offset.astype(np.float32)).reshape(-1, 3)
-    graph.ndata["z"] = torch.from_numpy(np.asarray(atoms.get_atomic_numbers(), dtype=np.int64))
-    graph.ndata["pos"] = torch.from_numpy(pos.astype(np.float32))
+    graph.edata[SHIFT] = torch.from_numpy(shift)
+    graph.edata[OFFSET] = torch.from_numpy(offset.astype(np.float32)).reshape(-1, 3)
+    graph.ndata[ATOMIC_NUMBERS] = torch.from_numpy(
+        np.asarray(atoms.get_atomic_numbers(), dtype=np.int64)
+    )
+    graph.ndata[POSITIONS] = torch.from_numpy(pos.astype(np.float32))
     return graph
 
 
@@ -334,11 +348,11 @@ def atoms_to_radius_graph(
 ) -> dgl.DGLGraph:
     """Radius graph with atom-type node features and Gaussian distance edge features.
 
-    The input of 3D ESA in the setup of Buterez et al. 2024 Table 5 (coordinates and atom types only):
-    edges from :func:`radius_graph` (``featurizer.cutoff``), ``ndata["x"]`` the element one-hot
-    (:class:`chemgraph.featurize.ElementOneHot`) and ``edata["e"]`` the distances expanded in
-    :class:`chemgraph.featurize.GaussianBasis` (``featurizer.num_basis`` Gaussians on
-    ``[0, cutoff]``, cosine envelope), so :func:`chemgraph.batches.edge_set_batch` builds the
+    The input of 3D ESA in the setup of Buterez et al. 2024 Table 5 (coordinates and atom types
+    only): edges from :func:`radius_graph` (``featurizer.cutoff``), ``ndata["x"]`` the element
+    one-hot (:class:`chemgraph.featurize.ElementOneHot`) and ``edata["e"]`` the distances
+    expanded in :class:`chemgraph.featurize.GaussianBasis` (``featurizer.num_basis`` Gaussians
+    on ``[0, cutoff]``, cosine envelope), so :func:`chemgraph.batches.edge_set_batch` builds the
     tokens ``onehot(z_src) ‖ onehot(z_dst) ‖ phi(d)`` unchanged. An atom with no neighbour
     within the cutoff becomes an ESA self-loop token.
 
@@ -364,8 +378,8 @@ def atoms_to_radius_graph(
     graph = radius_graph(positions, featurizer.cutoff)
     if graph.num_nodes() != len(z):
         raise ValueError(f"{len(z)} atomic numbers but {graph.num_nodes()} positions")
-    graph.ndata["z"] = z
-    graph.ndata["x"] = featurizer.atom(z)
+    graph.ndata[ATOMIC_NUMBERS] = z
+    graph.ndata[NODE_FEATURES] = featurizer.atom(z)
     return add_distance_features(graph, featurizer) if edge_features else graph
 
 
@@ -375,5 +389,5 @@ def add_distance_features(graph: dgl.DGLGraph, featurizer: RadiusGraphFeaturizer
     batched graph too. Returns the same graph."""
     basis = GaussianBasis(featurizer.num_basis, featurizer.cutoff)
     with torch.no_grad():
-        graph.edata["e"] = basis(graph.edata["distance"])
+        graph.edata[EDGE_FEATURES] = basis(graph.edata[DISTANCE])
     return graph

@@ -1,7 +1,7 @@
 """Shortest paths between the atoms of a molecule, computed once per graph and cached in it.
 
 Graphormer's spatial encoding needs the shortest-path distance (SPD) of every pair of atoms, and
-its edge encoding the bonds along one shortest path of every pair (Ying et al. 2021, Ying et al. 2021,
+its edge encoding the bonds along one shortest path of every pair (Ying et al. 2021,
 section 3.1.2, eq. 6 and 7). Both are computed here, once per molecule at featurization time,
 with :func:`scipy.sparse.csgraph.shortest_path` (breadth-first search from every atom; no
 Python Floyd–Warshall), and stored inside the molecule's graph so that :func:`dgl.batch`,
@@ -10,14 +10,16 @@ Python Floyd–Warshall), and stored inside the molecule's graph so that :func:`
 Storage: :func:`add_shortest_paths` turns the molecule graph into a heterograph with one node
 type and two edge types, both with ``int32`` ids:
 
-* :data:`BOND` ``("atom", "bond", "atom")``: the bonds, both directions, in the order and with
-  the data (``edata["e"]``) of :func:`chemgraph.graphs.mol_to_graph`; node data (``ndata["x"]``,
-  ``ndata["pos"]``) unchanged.
-* :data:`PAIR` ``("atom", "pair", "atom")``: one edge ``i -> j`` per ordered pair of distinct
-  atoms joined by some path (atoms of different fragments, e.g. the ions of a salt, have no
-  pair edge: they are unreachable). Edge data: ``"distance"``: ``int16 [P]``, the SPD in bonds;
-  ``"path"``: ``int16 [P, H]``, the local ids (in :data:`BOND`) of the first ``H`` bonds of one
-  shortest path ``i -> j`` in walking order, ``-1`` after the path's end.
+* :data:`~chemgraph.graph_keys.BOND` ``("atom", "bond", "atom")``: the bonds, both
+  directions, in the order and with the data (``edata["e"]``) of
+  :func:`chemgraph.graphs.mol_to_graph`; node data (``ndata["x"]``, ``ndata["pos"]``) unchanged.
+* :data:`~chemgraph.graph_keys.PAIR` ``("atom", "pair", "atom")``: one edge ``i -> j`` per
+  ordered pair of distinct atoms joined by some path (atoms of different fragments, e.g. the
+  ions of a salt, have no pair edge: they are unreachable). Edge data:
+  :data:`~chemgraph.graph_keys.SPD` ``"spd"``: ``int16 [P]``, the SPD in bonds;
+  :data:`~chemgraph.graph_keys.PATH` ``"path"``: ``int16 [P, H]``, the local ids (in ``BOND``)
+  of the first ``H`` bonds of one shortest path ``i -> j`` in walking order, ``-1`` after
+  the path's end.
 
 Which shortest path: when several join ``i`` and ``j`` (the two halves of a ring, e.g. the
 ``C=C-C`` and ``C-C=C`` ways between opposite atoms of cyclohexa-1,4-diene), one whose first
@@ -40,13 +42,9 @@ import torch
 from scipy.sparse import csgraph
 
 from chemgraph._dgl import dgl
+from chemgraph.graph_keys import ATOM, BOND, EDGE_FEATURES, PAIR, PATH, SPD
 
-__all__ = ["BOND", "PAIR", "add_shortest_paths", "has_shortest_paths", "shortest_paths"]
-
-BOND = ("atom", "bond", "atom")
-"""Canonical edge type of the bonds in a graph with cached shortest paths."""
-PAIR = ("atom", "pair", "atom")
-"""Canonical edge type of the connected atom pairs (SPD and path data)."""
+__all__ = ["add_shortest_paths", "has_shortest_paths", "shortest_paths"]
 
 _INT16_MAX = int(np.iinfo(np.int16).max)
 
@@ -170,9 +168,9 @@ def add_shortest_paths(graph: dgl.DGLGraph, max_path_edges: int = 5) -> dgl.DGLG
         max_path_edges: ``H``, bonds kept per path (Graphormer's ``multi_hop_max_dist``).
 
     Returns:
-        A heterograph with edge types :data:`BOND` and :data:`PAIR`; node and bond data are
-        the input's tensors (not copies). The path of a pair is the shortest one with the
-        lexicographically smallest bond-feature rows (module docstring).
+        A heterograph with edge types :data:`~chemgraph.graph_keys.BOND` and ``PAIR``; node
+        and bond data are the input's tensors (not copies). The path of a pair is the shortest
+        one with the lexicographically smallest bond-feature rows (module docstring).
 
     Raises:
         ValueError: a batched graph (apply it per molecule), a graph that already holds the
@@ -195,22 +193,22 @@ def add_shortest_paths(graph: dgl.DGLGraph, max_path_edges: int = 5) -> dgl.DGLG
             "scale to it"
         )
     src, dst = (t.numpy() for t in graph.edges())
-    keys = _row_ranks(graph.edata["e"].numpy()) if max_path_edges else np.zeros(num_edges)
+    keys = _row_ranks(graph.edata[EDGE_FEATURES].numpy()) if max_path_edges else np.zeros(num_edges)
     pair_src, pair_dst, distance, path = shortest_paths(num_nodes, src, dst, keys, max_path_edges)
     out = dgl.heterograph(
         {
             BOND: (torch.from_numpy(src), torch.from_numpy(dst)),
             PAIR: (torch.from_numpy(pair_src), torch.from_numpy(pair_dst)),
         },
-        num_nodes_dict={"atom": num_nodes},
+        num_nodes_dict={ATOM: num_nodes},
         idtype=torch.int32,
     )
     for name, value in graph.ndata.items():
         out.ndata[name] = value
     for name, value in graph.edata.items():
         out.edges[BOND].data[name] = value
-    out.edges[PAIR].data["distance"] = torch.from_numpy(distance.astype(np.int16))
-    out.edges[PAIR].data["path"] = torch.from_numpy(path.astype(np.int16))
+    out.edges[PAIR].data[SPD] = torch.from_numpy(distance.astype(np.int16))
+    out.edges[PAIR].data[PATH] = torch.from_numpy(path.astype(np.int16))
     return out
 
 

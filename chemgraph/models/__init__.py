@@ -1,4 +1,8 @@
-"""Graph models and their registry (``chemgraph train --model NAME``)."""
+"""Models layer: the graph models and their registry (``chemgraph train --model NAME``).
+
+May import :mod:`chemgraph.nn`, :mod:`chemgraph.batches` and the layers below them (``graphs``,
+``featurize``, ``chem``, bottom modules); never ``data``, ``train`` or above.
+"""
 
 from chemgraph.models.esa import ESA, ESAConfig
 from chemgraph.models.gmoe import GMoE, GMoEConfig

@@ -1,7 +1,10 @@
 """Edge-set attention (ESA) and node-set attention (NSA).
 
-Buterez et al., "An end-to-end attention-based approach for learning on graphs" (Buterez et al. 2024,
-section 3): an encoder of interleaved masked (MAB, ``M``) and unmasked (SAB, ``S``)
+Reference: D. Buterez, J. P. Janet, D. Oglic, P. Liò (2024), "An end-to-end attention-based
+approach for learning on graphs", Nat. Commun. 16 (2025), doi:10.1038/s41467-025-60252-z,
+https://arxiv.org/abs/2402.10793.
+
+Section 3 of the paper: an encoder of interleaved masked (MAB, ``M``) and unmasked (SAB, ``S``)
 self-attention blocks over the set of edges (ESA) or nodes (NSA), then pooling by multi-head
 attention (PMA, ``P``) followed by SABs on the ``k`` seeds::
 
@@ -62,8 +65,8 @@ class ESAConfig(ModelConfig):
         dropout: dropout after attention and inside MLPs.
         attention_dropout: dropout on attention weights.
         attend_to_self: whether a token may attend to itself in a MAB. Default True: the
-            adjacency of Buterez et al. 2024 Algorithm 1 (``src == src``) contains the diagonal, so an
-            isolated token still has one key. False reproduces the official ESA code, which
+            adjacency of Buterez et al. 2024 Algorithm 1 (``src == src``) contains the diagonal,
+            so an isolated token still has one key. False reproduces the official ESA code, which
             clears the diagonal; a token with no other neighbour then gets a zero attention
             output and keeps only its residual.
         attention: how the masked blocks (``M``) attend, all computing the same function:
@@ -133,10 +136,18 @@ class ESA(nn.Module):
     residual ``+ X`` -> PMA with ``k`` seeds -> ``p`` SABs -> mean over seeds -> MLP head
     (Linear -> GELU -> Dropout -> Linear).
 
-    Forward:
-        batch: :class:`EdgeSetBatch` (ESA) or :class:`NodeSetBatch` (NSA).
-        Returns ``float32 [B, num_outputs]`` (raw outputs: standardised regression values or
-        classification logits).
+    Args:
+        config: the :class:`ESAConfig`.
+
+    Shapes:
+        - input (ESA): :class:`EdgeSetBatch` with ``x: float32 [B, L, in_features]`` edge
+          tokens, ``pad_mask: bool [B, L]``, ``src``/``dst: int64 [B, L]`` and
+          ``edge_mask: bool [B, L, L]`` (or None: built from ``src``/``dst`` on the device).
+        - input (NSA): :class:`NodeSetBatch` with ``x: float32 [B, N, in_features]`` atom
+          features, ``pad_mask: bool [B, N]``, ``edge_index: int64 [2, E]`` and
+          ``adjacency: bool [B, N, N]`` (or None).
+        - output: ``float32 [B, num_outputs]`` raw outputs (standardised regression values or
+          classification logits); :meth:`embed` gives ``float32 [B, hidden_dim]``.
     """
 
     def __init__(self, config: ESAConfig) -> None:

@@ -1,8 +1,10 @@
 """Graph mixture of experts (GMoE-GCN, GMoE-GIN) and the plain GCN/GIN baselines.
 
-Wang et al., "Graph Mixture of Experts: Learning on Large-Scale Graphs with Explicit Diversity
-Modeling" (NeurIPS 2023, Wang et al. 2023; reference code VITA-Group/Graph-Mixture-of-Experts). Every
-GCN/GIN layer of the OGB baseline (Hu et al. 2020: categorical atom/bond embeddings, 5 layers,
+Reference: H. Wang et al. (2023), "Graph Mixture of Experts: Learning on Large-Scale Graphs
+with Explicit Diversity Modeling", NeurIPS 2023, https://arxiv.org/abs/2304.02806 (reference
+code: VITA-Group/Graph-Mixture-of-Experts).
+
+Every GCN/GIN layer of the OGB baseline (Hu et al. 2020: categorical atom/bond embeddings, 5 layers,
 width 300, BatchNorm, ReLU, dropout 0.5, mean readout) becomes a layer of ``n`` experts,
 ``m`` of which aggregate over bonds (hop 1) and ``n − m`` over 2-walks (hop 2); a noisy top-k
 gate (eq. 3-4) picks ``k`` experts per node, and the importance and load losses (eq. 5-8,
@@ -144,7 +146,8 @@ class MessagePassingConfig(GMoEConfig):
 
 
 class GMoELayer(nn.Module):
-    """A GMoE layer (Wang et al. 2023, eq. 2): ``h'_i = Σ_{o ∈ TopK(i)} G(h_i)_o · E_o(a^{hop(o)}_i)``.
+    """A GMoE layer (Wang et al. 2023, eq. 2):
+    ``h'_i = Σ_{o ∈ TopK(i)} G(h_i)_o · E_o(a^{hop(o)}_i)``.
 
     ``a¹``/``a²`` are the hop-1/hop-2 neighbourhood sums (:class:`NeighbourhoodAggregation`)
     and ``E_o`` the expert's transform with BatchNorm (:func:`node_transform`); experts
@@ -224,9 +227,17 @@ class GMoE(nn.Module):
         auxiliary_loss: ``λ · mean over layers of (L_importance + L_load)`` of the latest
             forward (eq. 9); None for a single expert. The training step adds it to the loss.
 
-    Forward:
-        batch: :class:`SparseGraphBatch` (hop-2 edges needed when ``num_hop1_experts < n``).
-        Returns ``float32 [B, num_outputs]`` raw outputs. Finite for graphs without bonds.
+    Args:
+        config: the :class:`GMoEConfig` (or :class:`MessagePassingConfig`, one expert).
+
+    Shapes:
+        - input: :class:`SparseGraphBatch` with ``x: int64 [N_tot, F_n]`` (categorical atom
+          features), ``edge_index: int64 [2, E]``, ``edge_features: int64 [E, F_e]``,
+          ``edge_weight: float32 [E]``, ``self_weight: float32 [N_tot]``, ``graph_index:
+          int64 [N_tot]``, ``num_nodes: int64 [B]``, and the ``hop2_*`` tensors when
+          ``num_hop1_experts < num_experts``.
+        - output: ``float32 [B, num_outputs]`` raw outputs, finite for graphs without bonds;
+          :meth:`embed` gives ``float32 [B, width]``.
     """
 
     def __init__(self, config: GMoEConfig) -> None:

@@ -1,8 +1,10 @@
 """Graphormer: a Transformer over atoms with structural attention biases.
 
-Ying et al., "Do Transformers Really Perform Badly for Graph Representation?" (NeurIPS 2021,
-Ying et al. 2021; official code microsoft/Graphormer). The input of atom ``i`` is its
-feature embedding plus the centrality encoding (eq. 5)::
+Reference: C. Ying, T. Cai, S. Luo, S. Zheng, G. Ke, D. He, Y. Shen, T.-Y. Liu (2021), "Do
+Transformers Really Perform Badly for Graph Representation?", NeurIPS 2021,
+https://arxiv.org/abs/2106.05234 (official code: microsoft/Graphormer).
+
+The input of atom ``i`` is its feature embedding plus the centrality encoding (eq. 5)::
 
     h_i = x_i + z⁻[deg⁻(i)] + z⁺[deg⁺(i)]
 
@@ -123,10 +125,17 @@ class Graphormer(nn.Module):
     :class:`GraphormerLayer` with spatial + edge + virtual-token biases -> LayerNorm of the
     [VNode] state -> Linear head.
 
-    Forward:
-        batch: :class:`DenseGraphBatch` built with ``max_distance`` and
-            ``max_path_edges = multi_hop_max_distance`` of the config.
-        Returns ``float32 [B, num_outputs]`` raw outputs; finite for graphs without bonds.
+    Args:
+        config: the :class:`GraphormerConfig`.
+
+    Shapes:
+        - input: :class:`DenseGraphBatch` built with ``max_distance`` and
+          ``max_path_edges = multi_hop_max_distance`` of the config: ``x: int64 [B, N, F_n]``
+          (categorical atom features), ``pad_mask: bool [B, N]``, ``in_degree``/``out_degree:
+          int64 [B, N]``, ``spd: int64 [B, N, N]``, ``edge_features: int64 [B, N, N, F_e]``,
+          ``path_edges: int64 [B, N, N, H]``.
+        - output: ``float32 [B, num_outputs]`` raw outputs, finite for graphs without bonds;
+          :meth:`embed` gives ``float32 [B, hidden_dim]``.
     """
 
     def __init__(self, config: GraphormerConfig) -> None:

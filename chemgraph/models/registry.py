@@ -25,6 +25,7 @@ from chemgraph.batches import (
 )
 from chemgraph.featurize import FeaturizerPreset
 from chemgraph.graphs import add_shortest_paths
+from chemgraph.model_names import MODEL_DESCRIPTIONS
 from chemgraph.models.esa import ESA, ESAConfig
 from chemgraph.models.gmoe import GMoE, GMoEConfig, MessagePassingConfig
 from chemgraph.models.graphormer import Graphormer, GraphormerConfig
@@ -39,7 +40,6 @@ class ModelSpec:
 
     Attributes:
         name: the ``--model`` name.
-        description: one line for ``--help``.
         config_class: configuration dataclass with ``check_options(options)`` (raises
             ``ValueError`` on unknown or bad user options) and ``to_dict()``.
         model_class: ``model_class(config)`` builds the :class:`torch.nn.Module`; its forward
@@ -57,7 +57,6 @@ class ModelSpec:
     """
 
     name: str
-    description: str
     config_class: type
     model_class: type[nn.Module]
     feature_dtype: torch.dtype
@@ -65,6 +64,11 @@ class ModelSpec:
     input_options: Callable[[FeaturizerPreset], dict[str, Any]]
     batch_builder: Callable[[Any], Callable]
     graph_transform: Callable[[Any], Callable[[dgl.DGLGraph], dgl.DGLGraph]] | None = None
+
+    @property
+    def description(self) -> str:
+        """One line for ``--help``, from :data:`chemgraph.model_names.MODEL_DESCRIPTIONS`."""
+        return MODEL_DESCRIPTIONS[self.name]
 
     def transform_graphs(self, config: Any, graphs: Sequence[dgl.DGLGraph]) -> list:
         """``graphs`` after :attr:`graph_transform` (the same list when there is none)."""
@@ -84,12 +88,11 @@ def _categorical_inputs(preset: FeaturizerPreset, **fixed: Any) -> dict[str, Any
 
 
 def _set_attention_spec(
-    name: str, description: str, input_options: Callable[[FeaturizerPreset], dict[str, Any]]
+    name: str, input_options: Callable[[FeaturizerPreset], dict[str, Any]]
 ) -> ModelSpec:
     """ESA or NSA: the same model class on edge or node sets of one-hot features."""
     return ModelSpec(
         name=name,
-        description=description,
         config_class=ESAConfig,
         model_class=ESA,
         feature_dtype=torch.float32,
@@ -99,11 +102,10 @@ def _set_attention_spec(
     )
 
 
-def _message_passing_spec(name: str, description: str, kind: str, plain: bool) -> ModelSpec:
+def _message_passing_spec(name: str, kind: str, plain: bool) -> ModelSpec:
     """GMoE-GCN/GIN (``plain=False``) or the one-expert GCN/GIN baseline (``plain=True``)."""
     return ModelSpec(
         name=name,
-        description=description,
         config_class=MessagePassingConfig if plain else GMoEConfig,
         model_class=GMoE,
         feature_dtype=torch.int64,
@@ -116,18 +118,14 @@ def _message_passing_spec(name: str, description: str, kind: str, plain: bool) -
 MODELS: dict[str, ModelSpec] = {
     "esa": _set_attention_spec(
         "esa",
-        "edge-set attention over bonds (Buterez et al. 2024)",
         lambda preset: {"in_features": 2 * len(preset.atom) + len(preset.bond), "set_type": "edge"},
     ),
     "nsa": _set_attention_spec(
         "nsa",
-        "node-set attention over atoms (Buterez et al. 2024)",
         lambda preset: {"in_features": len(preset.atom), "set_type": "node"},
     ),
     "graphormer": ModelSpec(
         name="graphormer",
-        description="Transformer over atoms with degree, distance and path biases (Ying et "
-        "al., Ying et al. 2021)",
         config_class=GraphormerConfig,
         model_class=Graphormer,
         feature_dtype=torch.int64,
@@ -142,8 +140,6 @@ MODELS: dict[str, ModelSpec] = {
     ),
     "grat": ModelSpec(
         name="grat",
-        description="graph-aware transformer: attention scaled and shifted per bond type and "
-        "distance, <CLS> readout (Yoo et al. 2020)",
         config_class=GRATConfig,
         model_class=GRAT,
         feature_dtype=torch.int64,
@@ -155,30 +151,10 @@ MODELS: dict[str, ModelSpec] = {
         batch_builder=lambda config: dense_batch_builder(config.max_distance, 0),
         graph_transform=lambda config: functools.partial(add_shortest_paths, max_path_edges=0),
     ),
-    "gmoe-gcn": _message_passing_spec(
-        "gmoe-gcn",
-        "graph mixture of GCN experts, hop-1 and hop-2 (Wang et al. 2023)",
-        "gcn",
-        plain=False,
-    ),
-    "gmoe-gin": _message_passing_spec(
-        "gmoe-gin",
-        "graph mixture of GIN experts, hop-1 and hop-2 (Wang et al. 2023)",
-        "gin",
-        plain=False,
-    ),
-    "gcn": _message_passing_spec(
-        "gcn",
-        "graph convolutional network, OGB baseline (GMoE with one expert)",
-        "gcn",
-        plain=True,
-    ),
-    "gin": _message_passing_spec(
-        "gin",
-        "graph isomorphism network, OGB baseline (GMoE with one expert)",
-        "gin",
-        plain=True,
-    ),
+    "gmoe-gcn": _message_passing_spec("gmoe-gcn", "gcn", plain=False),
+    "gmoe-gin": _message_passing_spec("gmoe-gin", "gin", plain=False),
+    "gcn": _message_passing_spec("gcn", "gcn", plain=True),
+    "gin": _message_passing_spec("gin", "gin", plain=True),
 }
 
 

@@ -1,4 +1,7 @@
-"""Neural-network building blocks shared by the models."""
+"""NN layer: attention, pooling, embedding, gating and message-passing blocks of the models.
+
+Plain PyTorch on plain tensors: imports no other chemgraph package.
+"""
 
 from chemgraph.nn.attention import (
     AttentionMask,
@@ -11,7 +14,13 @@ from chemgraph.nn.attention import (
 )
 from chemgraph.nn.blocks import MLP, PMA, AttentionBlock
 from chemgraph.nn.encoders import CategoricalEmbedding
-from chemgraph.nn.gating import GateOutput, NoisyTopKGate, cv_squared, load_balancing_losses
+from chemgraph.nn.gating import (
+    GateOutput,
+    NoisyTopKGate,
+    cv_squared,
+    load_balancing_losses,
+    probability_in_top_k,
+)
 from chemgraph.nn.message_passing import (
     MessagePassingLayer,
     NeighbourhoodAggregation,
@@ -39,6 +48,7 @@ __all__ = [
     "gcn_aggregate",
     "gin_aggregate",
     "load_balancing_losses",
+    "probability_in_top_k",
     "masked_attention",
     "node_transform",
     "segment_softmax",

@@ -1,16 +1,23 @@
 """Masked multi-head scaled dot-product attention, the one attention kernel of chemgraph.
 
-``softmax(Q Kᵀ / √d_k + M) V`` (Vaswani et al. 2017; Buterez et al. 2024, section 3.1), in three forms that
-compute the same function of the same adjacency (see :mod:`chemgraph.batches`):
+``softmax(Q Kᵀ / √d_k + M) V`` (Vaswani et al. 2017; Buterez et al. 2024, section 3.1), in three
+forms that compute the same function of the same adjacency (see :mod:`chemgraph.batches`):
 
 * :func:`masked_attention`: :func:`torch.nn.functional.scaled_dot_product_attention` with a
   boolean mask, memory ``O(B·L²)``; any device.
 * :func:`sparse_attention`: only the adjacent (query, key) pairs of a pair list, with a segment
   softmax, memory ``O(P·H)`` for ``P`` pairs and ``H`` heads; any device. What lets ESA run on
-  graphs with 10⁵ edges (Buterez et al. 2024, section 3.3 and SI 5 name the ``L²`` mask as the bottleneck).
+  graphs with 10⁵ edges (Buterez et al. 2024, section 3.3 and SI 5 name the ``L²`` mask as the
+  bottleneck).
 * :func:`flex_masked_attention`: compiled FlexAttention with a :class:`BlockMask` built from a
   ``mask_mod`` (:func:`flex_block_mask`); CUDA only (torch 2.13 has no FlexAttention backward on
   the CPU).
+
+References:
+    A. Vaswani et al. (2017), "Attention Is All You Need", NeurIPS 2017,
+    https://arxiv.org/abs/1706.03762.
+    D. Buterez, J. P. Janet, D. Oglic, P. Liò (2024), "An end-to-end attention-based approach for
+    learning on graphs", Nat. Commun. 16 (2025), https://arxiv.org/abs/2402.10793.
 """
 
 from __future__ import annotations
@@ -328,10 +335,13 @@ class MultiHeadAttention(nn.Module):
         dropout: attention-weight dropout (not supported with a :class:`BlockMask`).
 
     Shapes:
-        ``query: [B, L_q, d]``, ``key_value: [B, L_k, d]`` -> ``[B, L_q, d]``, with ``mask``
-        (:data:`AttentionMask`) one of: ``None``; ``bool [B, L_q, L_k]`` or ``bool [B, 1, L_k]``
-        (:func:`masked_attention`); ``int64 [2, P]`` pairs in flattened ``B·L`` token indexing
-        (:func:`sparse_attention`); a :class:`BlockMask` (:func:`flex_masked_attention`).
+        - input: ``query: float [B, L_q, d]``, ``key_value: float [B, L_k, d]``; ``mask``
+          (:data:`AttentionMask`) one of: ``None``; ``bool [B, L_q, L_k]`` or
+          ``bool [B, 1, L_k]`` (:func:`masked_attention`); ``int64 [2, P]`` pairs in flattened
+          ``B·L`` token indexing (:func:`sparse_attention`); a :class:`BlockMask`
+          (:func:`flex_masked_attention`); ``bias: float [B, H, L_q, L_k]`` or None (dense
+          masks only).
+        - output: ``[B, L_q, d]`` in the dtype of ``query``.
     """
 
     def __init__(self, dim: int, num_heads: int, dropout: float = 0.0) -> None:
@@ -373,5 +383,5 @@ class MultiHeadAttention(nn.Module):
                 raise ValueError("FlexAttention has no attention dropout; set it to 0")
             heads = flex_masked_attention(q, k, v, mask)
         else:
-            heads = masked_attention(q, k, v, mask, dropout, bias)
+            heads = masked_attention(q, k, v, mask=mask, dropout=dropout, bias=bias)
         return self.out(heads.transpose(1, 2).reshape(b, length, d))

@@ -1,4 +1,14 @@
-"""Set-attention blocks of ESA/NSA (Buterez et al. 2024, section 3): MLP, MAB/SAB, PMA."""
+"""Set-attention blocks of ESA/NSA (Buterez et al. 2024, section 3): MLP, MAB/SAB, PMA.
+
+References:
+    D. Buterez, J. P. Janet, D. Oglic, P. Liò (2024), "An end-to-end attention-based approach for
+    learning on graphs", Nat. Commun. 16 (2025), https://arxiv.org/abs/2402.10793.
+    J. Lee et al. (2019), "Set Transformer: A Framework for Attention-based
+    Permutation-Invariant Neural Networks", ICML 2019, https://arxiv.org/abs/1810.00825 (MAB,
+    SAB and PMA).
+    N. Shazeer (2020), "GLU Variants Improve Transformer", https://arxiv.org/abs/2002.05202
+    (SwiGLU).
+"""
 
 from __future__ import annotations
 
@@ -20,8 +30,12 @@ class MLP(nn.Module):
     """Position-wise feed-forward network ``[..., d] -> [..., d]``.
 
     ``standard``: Linear(d, h) -> GELU -> Dropout -> Linear(h, d).
-    ``swiglu``: (SiLU(x W₁) ⊙ x W₂) W₃ (Shazeer 2020, "GLU Variants Improve Transformer"),
-    with ``h`` scaled by 2/3 so that the parameter count matches ``standard``.
+    ``swiglu``: (SiLU(x W₁) ⊙ x W₂) W₃ (Shazeer 2020), with ``h`` scaled by 2/3 so that the
+    parameter count matches ``standard``.
+
+    Shapes:
+        - input: ``x: float [..., dim]``.
+        - output: ``[..., dim]``, same dtype.
     """
 
     def __init__(self, dim: int, hidden: int, kind: MLPKind = "standard", dropout: float = 0.0):
@@ -48,15 +62,19 @@ class MLP(nn.Module):
 
 
 class AttentionBlock(nn.Module):
-    """MAB (masked self-attention block) or, with ``mask=None``, SAB (Buterez et al. 2024, eq. MAB/SAB).
+    """MAB (masked self-attention block) or, with ``mask=None``, SAB (Buterez et al. 2024,
+    eq. MAB/SAB).
 
     Pre-LN (the paper's form): ``X̄ = LN(X)``, ``H = X̄ + MHA(X̄, X̄, M)``,
     ``out = H + MLP(LN(H))``.
     Post-LN: ``H = LN(X + MHA(X, X, M))``, ``out = LN(H + MLP(H))``.
 
-    Shapes: ``x: [B, L, d]``, ``mask`` (:data:`~chemgraph.nn.attention.AttentionMask`): a
-    ``bool [B, L, L]`` adjacency, an ``int64 [2, P]`` pair list or a ``BlockMask`` (MAB), a
-    ``bool [B, 1, L]`` key-padding mask or None (SAB) -> ``[B, L, d]``.
+    Shapes:
+        - input: ``x: float [B, L, d]``; ``mask``
+          (:data:`~chemgraph.nn.attention.AttentionMask`): a ``bool [B, L, L]`` adjacency, an
+          ``int64 [2, P]`` pair list or a ``BlockMask`` (MAB), a ``bool [B, 1, L]``
+          key-padding mask or None (SAB).
+        - output: ``[B, L, d]``, same dtype.
     """
 
     def __init__(
@@ -94,7 +112,9 @@ class PMA(nn.Module):
     ``S̄ = LN(MHA(S_k, Z, Z))``, ``out = S̄ + MLP(S̄)``; the ``p`` SABs that follow are applied
     by the caller. Padded tokens of ``Z`` are excluded through ``key_mask``.
 
-    Shapes: ``z: [B, L, d]``, ``key_mask: bool [B, L]`` -> ``[B, k, d]``.
+    Shapes:
+        - input: ``z: float [B, L, d]``, ``key_mask: bool [B, L]`` (True for real tokens).
+        - output: ``[B, k, d]``, same dtype.
     """
 
     def __init__(

@@ -1,4 +1,11 @@
-"""Token encoders for integer-categorical features (the ``ogb`` preset)."""
+"""Token encoders for integer-categorical features (the ``ogb`` preset).
+
+References:
+    W. Hu et al. (2020), "Open Graph Benchmark: Datasets for Machine Learning on Graphs",
+    NeurIPS 2020, https://arxiv.org/abs/2005.00687 (``AtomEncoder``/``BondEncoder``).
+    C. Ying et al. (2021), "Do Transformers Really Perform Badly for Graph Representation?",
+    NeurIPS 2021, https://arxiv.org/abs/2106.05234.
+"""
 
 from __future__ import annotations
 
@@ -21,11 +28,13 @@ class CategoricalEmbedding(nn.Module):
         vocabulary_sizes: categories per column, e.g. ``OGBAtomFeaturizer().vocabulary_sizes``.
         dim: embedding width.
 
-    Shapes: ``x: int64 [..., C]`` (``C = len(vocabulary_sizes)``) -> ``float32 [..., dim]``.
-
     Raises:
         ValueError: (forward) ``x`` has another number of columns, or a value outside its
             column's vocabulary.
+
+    Shapes:
+        - input: ``x: int64 [..., C]`` (``C = len(vocabulary_sizes)``).
+        - output: ``float32 [..., dim]``.
     """
 
     def __init__(self, vocabulary_sizes: Sequence[int], dim: int) -> None:

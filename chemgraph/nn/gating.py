@@ -1,7 +1,6 @@
 """Noisy top-k expert gating and its load-balancing losses.
 
-Shazeer et al. 2017, "Outrageously Large Neural Networks: The Sparsely-Gated Mixture-of-Experts
-Layer", as used per node by GMoE (Wang et al. 2023, Wang et al. 2023, section 3.1):
+Shazeer et al. 2017, as used per node by GMoE (Wang et al. 2023, section 3.1):
 
 * gate (eq. 3-4): ``G(h) = Softmax(TopK(Q(h), k))`` over the ``k`` largest scores, 0 for the
   other experts, with ``Q(h) = h W_g + ε · (Softplus(h W_n) + 0.01)``, ``ε ~ N(0, 1)`` in
@@ -15,6 +14,12 @@ Layer", as used per node by GMoE (Wang et al. 2023, Wang et al. 2023, section 3.
 
 ``CV(x)² = Var(x) / mean(x)²`` with the population variance; it is 0 for perfectly balanced
 experts and ``n − 1`` when every node picks the same expert (``k = 1``).
+
+References:
+    N. Shazeer et al. (2017), "Outrageously Large Neural Networks: The Sparsely-Gated
+    Mixture-of-Experts Layer", ICLR 2017, https://arxiv.org/abs/1701.06538.
+    H. Wang et al. (2023), "Graph Mixture of Experts: Learning on Large-Scale Graphs with
+    Explicit Diversity Modeling", NeurIPS 2023, https://arxiv.org/abs/2304.02806.
 """
 
 from __future__ import annotations
@@ -25,7 +30,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["GateOutput", "NoisyTopKGate", "cv_squared", "load_balancing_losses"]
+__all__ = [
+    "GateOutput",
+    "NoisyTopKGate",
+    "cv_squared",
+    "load_balancing_losses",
+    "probability_in_top_k",
+]
 
 _NOISE_FLOOR = 1e-2
 
@@ -83,7 +94,10 @@ class NoisyTopKGate(nn.Module):
         k: experts per node, ``1 ≤ k ≤ n``.
         noisy: add the learnable Gaussian noise in training (eq. 4); False = plain top-k.
 
-    Shapes: ``x: float [N, s]`` -> :class:`GateOutput`.
+    Shapes:
+        - input: ``x: float [N, s]``.
+        - output: :class:`GateOutput` (``experts: int64 [N, k]``, ``gates: float32 [N, k]``,
+          ``importance``/``load: float32 [num_experts]``).
     """
 
     def __init__(self, dim: int, num_experts: int, k: int, noisy: bool = True) -> None:
@@ -109,21 +123,39 @@ class NoisyTopKGate(nn.Module):
         dense = torch.zeros_like(scores).scatter(1, experts, gates)
         importance = dense.sum(0)
         if noisy and self.k < self.num_experts:
-            load = self._probability_in_top_k(clean, scores, noise_scale, top_scores).sum(0)
+            load = probability_in_top_k(clean, scores, noise_scale, top_scores, self.k).sum(0)
         else:
             load = (dense > 0).float().sum(0)
         return GateOutput(experts, gates, importance, load)
 
-    def _probability_in_top_k(self, clean, noisy, noise_scale, top_scores) -> torch.Tensor:
-        """``P(h, o)`` of eq. 7, ``[N, n]``.
 
-        An expert in the top ``k`` stays there while its score beats the ``(k+1)``-th largest
-        (the ``k``-th of the others); one outside must beat the ``k``-th largest.
-        """
-        threshold_in = top_scores[:, self.k : self.k + 1]
-        threshold_out = top_scores[:, self.k - 1 : self.k]
-        is_in = noisy > threshold_in
-        normal = torch.distributions.Normal(0.0, 1.0)
-        probability_in = normal.cdf((clean - threshold_in) / noise_scale)
-        probability_out = normal.cdf((clean - threshold_out) / noise_scale)
-        return torch.where(is_in, probability_in, probability_out)
+def probability_in_top_k(
+    clean: torch.Tensor,
+    noisy: torch.Tensor,
+    noise_scale: torch.Tensor,
+    top_scores: torch.Tensor,
+    k: int,
+) -> torch.Tensor:
+    """``P(h, o)`` of eq. 7: the probability that expert ``o`` is among the top ``k`` when its
+    own noise is drawn again and the other experts' noisy scores stay fixed.
+
+    An expert in the top ``k`` stays there while its score beats the ``(k+1)``-th largest
+    (the ``k``-th of the others); one outside must beat the ``k``-th largest.
+
+    Args:
+        clean: ``float [N, n]`` scores without noise, ``h W_g``.
+        noisy: ``float [N, n]`` the noisy scores ``Q(h)`` that chose the experts.
+        noise_scale: ``float [N, n]`` the noise standard deviations.
+        top_scores: ``float [N, k + 1]`` the ``k + 1`` largest noisy scores, descending.
+        k: experts per node, ``1 ≤ k < n``.
+
+    Returns:
+        ``float [N, n]`` probabilities in ``[0, 1]``.
+    """
+    threshold_in = top_scores[:, k : k + 1]
+    threshold_out = top_scores[:, k - 1 : k]
+    is_in = noisy > threshold_in
+    normal = torch.distributions.Normal(0.0, 1.0)
+    probability_in = normal.cdf((clean - threshold_in) / noise_scale)
+    probability_out = normal.cdf((clean - threshold_out) / noise_scale)
+    return torch.where(is_in, probability_in, probability_out)

@@ -1,8 +1,8 @@
 """GCN and GIN message passing on plain tensors (``index_add``; no DGL in models).
 
 Both layers follow the OGB molecule baselines (Hu et al. 2020, ``ogb/examples/graphproppred/
-mol/conv.py``) that GMoE builds on (Wang et al. 2023, section 4.1): bond features enter each message as
-a learnt embedding, and every layer is ``aggregate -> transform -> BatchNorm``.
+mol/conv.py``) that GMoE builds on (Wang et al. 2023, section 4.1): bond features enter each
+message as a learnt embedding, and every layer is ``aggregate -> transform -> BatchNorm``.
 
 * GCN (Kipf & Welling 2017; Wang et al. 2023, eq. 1, with bond embeddings ``e_ij``)::
 
@@ -20,6 +20,16 @@ a learnt embedding, and every layer is ``aggregate -> transform -> BatchNorm``.
 
 Shapes: ``x: float32 [N, s]``, ``edge_index: int64 [2, E]`` (source, target),
 ``edge_embedding: float32 [E, s]``.
+
+References:
+    T. N. Kipf, M. Welling (2017), "Semi-Supervised Classification with Graph Convolutional
+    Networks", ICLR 2017, https://arxiv.org/abs/1609.02907.
+    K. Xu, W. Hu, J. Leskovec, S. Jegelka (2019), "How Powerful are Graph Neural Networks?",
+    ICLR 2019, https://arxiv.org/abs/1810.00826.
+    W. Hu et al. (2020), "Open Graph Benchmark: Datasets for Machine Learning on Graphs",
+    NeurIPS 2020, https://arxiv.org/abs/2005.00687.
+    H. Wang et al. (2023), "Graph Mixture of Experts: Learning on Large-Scale Graphs with
+    Explicit Diversity Modeling", NeurIPS 2023, https://arxiv.org/abs/2304.02806.
 """
 
 from __future__ import annotations
@@ -81,6 +91,10 @@ class SubsetBatchNorm(nn.BatchNorm1d):
     A mixture-of-experts layer may route a single node (or none) of a batch to an expert;
     batch statistics of one row are undefined, so such a call normalises with the running
     statistics (as in evaluation) and leaves them unchanged.
+
+    Shapes:
+        - input: ``x: float [M, num_features]``, any ``M >= 0``.
+        - output: ``[M, num_features]``, same dtype.
     """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -120,9 +134,11 @@ class NeighbourhoodAggregation(nn.Module):
         bond_vocabulary_sizes: categories per edge-feature column (``ogb`` bonds; twice the
             bond columns for GMoE's hop-2 walks, whose features are two bonds').
 
-    Forward: ``x: float32 [N, s]``, ``edge_index: int64 [2, E]``, ``edge_features: int64
-    [E, F_e]``, ``edge_weight: float32 [E]``, ``self_weight: float32 [N]`` (the last two are
-    used by GCN only; :func:`chemgraph.batches.gcn_normalisation`) -> ``float32 [N, s]``.
+    Shapes:
+        - input: ``x: float32 [N, s]``, ``edge_index: int64 [2, E]``, ``edge_features: int64
+          [E, F_e]``, ``edge_weight: float32 [E]``, ``self_weight: float32 [N]`` (the last two
+          are used by GCN only; :func:`chemgraph.batches.gcn_normalisation`).
+        - output: ``float32 [N, s]``.
     """
 
     def __init__(self, kind: Kind, dim: int, bond_vocabulary_sizes: Sequence[int]) -> None:
@@ -149,7 +165,9 @@ class MessagePassingLayer(nn.Module):
     :func:`node_transform` (module docstring). GMoE with one expert (``n = k = 1``) computes
     the same function (:class:`chemgraph.models.gmoe.GMoELayer`).
 
-    Args and forward: as :class:`NeighbourhoodAggregation`.
+    Args: as :class:`NeighbourhoodAggregation`.
+
+    Shapes: as :class:`NeighbourhoodAggregation` (``float32 [N, s]`` out).
     """
 
     def __init__(self, kind: Kind, dim: int, bond_vocabulary_sizes: Sequence[int]) -> None:

@@ -1,4 +1,5 @@
-"""Quantum-chemistry labels from real electronic-structure codes (optional extra ``chemgraph[qc]``).
+"""QC: quantum-chemistry labels from electronic-structure codes (optional extra ``chemgraph[qc]``).
+Beside the model stack: may import :mod:`chemgraph.data` (unit constants) and below.
 
 * :func:`gw_frontier_orbitals` — pyscf Kohn-Sham DFT and one-shot G0W0 on top of it
   (G0W0@PBE/def2-SVP by default), HOMO/LUMO quasiparticle energies in eV.

@@ -31,6 +31,9 @@ __all__ = [
     "SCFNotConvergedError",
     "dft_frontier_orbitals",
     "gw_frontier_orbitals",
+    "quasiparticle_residuals",
+    "run_kohn_sham",
+    "shared_integral_gw_class",
 ]
 
 #: Largest accepted residual of the quasiparticle equation, Hartree (1e-4 Ha = 2.7 meV). A
@@ -81,7 +84,7 @@ class QPNotConvergedError(ArithmeticError):
         self.residuals = residuals
 
 
-def _quasiparticle_residuals(solver) -> list[float]:
+def quasiparticle_residuals(solver) -> list[float]:
     """``|ω − ε − (Re Σ(ω) + Σx − v_xc)|`` (Hartree) at each orbital of ``solver.orbs``, from
     the solver's own analytically continued self-energy (pyscf 2.14 ``GWAC`` after
     ``kernel()``, Newton solve, diagonal self-energy)."""
@@ -100,15 +103,21 @@ def _pyscf_version() -> str:
     return f"pyscf {pyscf.__version__}"
 
 
-def _run_kohn_sham(
+def run_kohn_sham(
     molecule: QCMolecule,
-    functional: str,
-    basis: str,
-    max_cycle: int,
-    conv_tol: float,
-    grid_level: int,
+    functional: str = "PBE",
+    basis: str = "def2-SVP",
+    max_cycle: int = 100,
+    conv_tol: float = 1e-9,
+    grid_level: int = 3,
 ):
-    """Converged restricted Kohn-Sham object (pyscf ``RKS``) of a closed-shell molecule."""
+    """Converged restricted Kohn-Sham object (pyscf ``RKS``) of a closed-shell molecule, the
+    starting point of :func:`gw_frontier_orbitals` (arguments as there).
+
+    Raises:
+        SCFNotConvergedError: the SCF did not converge in ``max_cycle`` cycles.
+        ValueError: open-shell molecule.
+    """
     from pyscf import dft, gto
 
     if molecule.spin != 0 or molecule.num_electrons % 2:
@@ -135,7 +144,7 @@ def _run_kohn_sham(
 
 
 @functools.cache
-def _shared_integral_gw_class() -> type:
+def shared_integral_gw_class() -> type:
     """pyscf's ``GWAC`` (G0W0, analytic continuation) reusing the SCF's two-electron integrals.
 
     pyscf 2.14's ``GWAC.get_sigma_exchange`` builds a fresh ``RHF`` object for the exchange
@@ -176,7 +185,7 @@ def dft_frontier_orbitals(
         ValueError: open-shell molecule.
     """
     start = time.perf_counter()
-    mf = _run_kohn_sham(molecule, functional, basis, max_cycle, conv_tol, grid_level)
+    mf = run_kohn_sham(molecule, functional, basis, max_cycle, conv_tol, grid_level)
     nocc = int(np.count_nonzero(mf.mo_occ > 0))
     homo, lumo = (float(e) * HARTREE_TO_EV for e in mf.mo_energy[[nocc - 1, nocc]])
     return FrontierOrbitals(
@@ -222,7 +231,7 @@ def gw_frontier_orbitals(
         ValueError: open-shell molecule.
     """
     start = time.perf_counter()
-    mf = _run_kohn_sham(molecule, functional, basis, max_cycle, conv_tol, grid_level)
+    mf = run_kohn_sham(molecule, functional, basis, max_cycle, conv_tol, grid_level)
     nocc = int(np.count_nonzero(mf.mo_occ > 0))
     frozen = None
     if frozen_core:
@@ -230,11 +239,11 @@ def gw_frontier_orbitals(
             4 if z > 10 else 0 for z in molecule.atomic_numbers
         )
         frozen = core or None
-    solver = _shared_integral_gw_class()(mf, frozen=frozen)
+    solver = shared_integral_gw_class()(mf, frozen=frozen)
     solver.orbs = [nocc - 1, nocc]
     solver.nw = frequency_points
     solver.kernel()
-    residuals = _quasiparticle_residuals(solver)
+    residuals = quasiparticle_residuals(solver)
     unsolved = [i for i, r in enumerate(residuals) if not r <= QP_RESIDUAL_TOLERANCE]  # NaN too
     if unsolved:
         raise QPNotConvergedError(

@@ -1,8 +1,10 @@
 """Recipe ``dft_to_gw``: GW HOMO/LUMO from 3D structures by DFT -> GW transfer learning.
 
-Buterez et al. 2024 section 4.1, SI 4 and Table 5: 3D ESA (radius-graph edges, atom types and Gaussian
-distance features only) pretrained on DFT HOMO/LUMO, fine-tuned on GW HOMO/LUMO, in three
-strategies (GW only, inductive, transductive); test RMSE in eV, mean ± std over seeds.
+Buterez et al. 2024, "An end-to-end attention-based approach for learning on graphs"
+(arXiv:2402.10793), section 4.1, SI 4 and Table 5: 3D ESA (radius-graph edges, atom types and
+Gaussian distance features only) pretrained on DFT HOMO/LUMO, fine-tuned on GW HOMO/LUMO, in
+three strategies (GW only, inductive, transductive; :mod:`chemgraph.train.transfer`); test RMSE
+in eV, mean ± std over seeds.
 
 Two data sources, one command (``chemgraph recipe run dft_to_gw``):
 
@@ -19,7 +21,6 @@ Two data sources, one command (``chemgraph recipe run dft_to_gw``):
 
 from __future__ import annotations
 
-import copy
 import logging
 import time
 from pathlib import Path
@@ -27,12 +28,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
-from chemgraph._resources import cards_folder, recipe_path
+from chemgraph._resources import cards_folder
+from chemgraph.errors import ConfigError
 from chemgraph.featurize import RadiusGraphFeaturizer
 from chemgraph.graphs import atoms_to_radius_graph
-from chemgraph.recipes.transfer import (
+from chemgraph.recipes.registry import recipe_settings
+from chemgraph.train.config import merge_settings, read_settings
+from chemgraph.train.transfer import (
     MultiFidelityData,
     TransferConfig,
     format_table,
@@ -63,21 +66,11 @@ TARGETS = ["homo", "lumo"]
 
 def default_config() -> dict[str, Any]:
     """The recipe's ``config.yaml`` as a dict."""
-    return yaml.safe_load(recipe_path("dft_to_gw", "config.yaml").read_text())
-
-
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    merged = copy.deepcopy(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
+    return recipe_settings("dft_to_gw", None)
 
 
 def _graphs(numbers: list, positions: list, featurizer: RadiusGraphFeaturizer) -> list:
-    # distance features are expanded per batch (chemgraph.recipes.transfer): K x less memory
+    # distance features are expanded per batch (chemgraph.train.transfer): K x less memory
     return [atoms_to_radius_graph(z, p, featurizer, False) for z, p in zip(numbers, positions)]
 
 
@@ -193,70 +186,64 @@ def run(
     out: str | Path = "runs/dft_to_gw",
     source: str | None = None,
 ) -> pd.DataFrame:
-    """Run the recipe and print the Table 5-style results.
+    """Run the recipe and log the Table 5-style results.
 
     Args:
-        config: a YAML file or dict in the layout of ``recipes/dft_to_gw/config.yaml``
-            (keys missing from it are taken from that file); None = that file.
+        config: a YAML file or dict in the layout of ``recipes/dft_to_gw/config.yaml``, merged
+            over that file (:func:`chemgraph.recipes.registry.recipe_settings`; its
+            ``training`` keys also win over the data source's profile); None = that file.
         seeds: override the number of seeds.
-        out: output folder (see :func:`chemgraph.recipes.transfer.run_transfer`).
+        out: output folder (see :func:`chemgraph.train.transfer.run_transfer`).
         source: override ``data.source`` (``"auto"``, ``"embedded"``, ``"full"``).
 
     Returns:
-        The results table (:func:`chemgraph.recipes.transfer.results_table`).
+        The results table (:func:`chemgraph.train.transfer.results_table`).
 
     Raises:
         ValueError: unknown source or settings; FileNotFoundError: ``source="full"`` without
             the downloads.
     """
     start = time.perf_counter()
-    values = default_config()
-    override: dict[str, Any] = {}
-    if config is not None:
-        override = config if isinstance(config, dict) else yaml.safe_load(Path(config).read_text())
-        override = override or {}
-        values = _merge(values, override)
+    override = read_settings(config)
+    values = recipe_settings("dft_to_gw", override)
     data_config = values["data"]
     source = source or data_config.get("source", "auto")
     if source == "auto":
         source = "full" if full_data_available(data_config) else "embedded"
     if source not in ("embedded", "full"):
-        raise ValueError(f"data.source must be auto, embedded or full, got {source!r}")
-    training = _merge(values["training"], values.get("profiles", {}).get(source) or {})
+        raise ConfigError(f"data.source must be auto, embedded or full, got {source!r}")
+    training = merge_settings(values["training"], values.get("profiles", {}).get(source) or {})
     # the profile adapts the file's `training` block; a user's own `training` keys win over it
-    training = _merge(training, override.get("training") or {})
+    training = merge_settings(training, override.get("training") or {})
     if seeds is not None:
         training["seeds"] = seeds
-    transfer = TransferConfig.from_dict(training)
+    transfer = TransferConfig.from_dict(training, source="training")
     featurizer = transfer.graph_featurizer
     loader = full_data if source == "full" else embedded_data
     data, split = loader(data_config, featurizer)
     pools = {s: len(pretraining_pool(data, split, s)) for s in ("inductive", "transductive")}
-    print(
-        f"dft_to_gw ({source} data): {len(data)} molecules with {data.low_name} labels "
-        f"[{data.low_theory}]; {data.high_name} labels [{data.high_theory}] split "
-        f"train {len(split['train'])} / val {len(split['val'])} / test {len(split['test'])}\n"
-        f"DFT pretraining pools: inductive {pools['inductive']} molecules (GW test molecules "
-        f"excluded), transductive {pools['transductive']} (their DFT labels included); "
-        f"radius graph {featurizer.cutoff} Å, {featurizer.num_basis} Gaussians; "
-        f"{transfer.seeds} seeds, {transfer.pretrain_epochs} pretraining epochs",
-        flush=True,
-    )
+    log.info(
+        "dft_to_gw (%s data): %d molecules with %s labels [%s]; %s labels [%s] split "
+        "train %d / val %d / test %d\n"
+        "DFT pretraining pools: inductive %d molecules (GW test molecules excluded), "
+        "transductive %d (their DFT labels included); radius graph %s Å, %d Gaussians; "
+        "%d seeds, %d pretraining epochs",
+        source, len(data), data.low_name, data.low_theory, data.high_name, data.high_theory,
+        len(split["train"]), len(split["val"]), len(split["test"]), pools["inductive"],
+        pools["transductive"], featurizer.cutoff, featurizer.num_basis, transfer.seeds,
+        transfer.pretrain_epochs,
+    )  # fmt: skip
     runs = run_transfer(data, split, transfer, out)
     table = results_table(runs, data.high_name)
-    print()
-    print(
-        f"Test RMSE (eV) of 3D ESA on {data.high_name} HOMO/LUMO, mean ± std over "
-        f"{transfer.seeds} seeds ({data.high_theory}):"
-    )
-    print(format_table(table))
     epochs = runs.groupby("strategy", sort=False)[["pretrain_epochs", "finetune_epochs"]].mean()
-    print(
-        "epochs run (mean over seeds): "
-        + "; ".join(
-            f"{name}: pretrain {row.pretrain_epochs:.1f}, fine-tune {row.finetune_epochs:.1f}"
-            for name, row in epochs.iterrows()
-        )
+    epochs_run = "; ".join(
+        f"{name}: pretrain {row.pretrain_epochs:.1f}, fine-tune {row.finetune_epochs:.1f}"
+        for name, row in epochs.iterrows()
     )
-    print(f"wall time {time.perf_counter() - start:.0f} s; results in {out}")
+    log.info(
+        "\nTest RMSE (eV) of 3D ESA on %s HOMO/LUMO, mean ± std over %d seeds (%s):\n%s\n"
+        "epochs run (mean over seeds): %s\nwall time %.0f s; results in %s",
+        data.high_name, transfer.seeds, data.high_theory, format_table(table), epochs_run,
+        time.perf_counter() - start, out,
+    )  # fmt: skip
     return table

@@ -1,13 +1,49 @@
-"""Training: Lightning modules, losses, metrics, target scaling and the training runner."""
+"""Training layer: run configurations, the Trainer, Lightning modules, metrics, runs.
 
-from chemgraph.train.metrics import classification_metrics, regression_metrics
+Layer rule: imports only from the layers below it (chem, featurize, graphs, batches, nn, models,
+data); never from :mod:`chemgraph.recipes` or :mod:`chemgraph.cli`.
+
+* :mod:`chemgraph.train.config`: :class:`RunConfig` (the base of every YAML-backed run
+  configuration), :class:`TrainingConfig` (``chemgraph train``), partial-configuration merging.
+* :mod:`chemgraph.train.trainer`: :func:`make_trainer` (the one ``lightning.Trainer`` factory),
+  :func:`quiet_third_party_warnings`.
+* :mod:`chemgraph.train.callbacks`: :class:`LossHistory`, :class:`ValidationLog` (progress).
+* :mod:`chemgraph.train.checkpoint`: :func:`load_checkpoint` (the one loader of trained
+  modules), best weights of a fit.
+* :mod:`chemgraph.train.module`: :class:`PropertyPredictionModule`, :func:`masked_loss`;
+  :mod:`chemgraph.train.reaction_module`: ``ReactionModule`` (GRAT translation).
+* :mod:`chemgraph.train.metrics`, :mod:`chemgraph.train.scaler`, :mod:`chemgraph.train.plots`.
+* :mod:`chemgraph.train.runner`: ``train`` (``chemgraph train``: featurize, split, fit,
+  evaluate, write); :mod:`chemgraph.train.predict`: ``predict_table`` (``chemgraph predict``).
+* :mod:`chemgraph.train.transfer`: multi-fidelity transfer learning (pretrain on low-fidelity
+  labels, fine-tune on high-fidelity ones).
+* :mod:`chemgraph.train.reaction`: reaction outcome training, beam-search prediction, top-k
+  metrics (``chemgraph react``).
+
+Progress and notes are logged (``logging``, INFO) under ``chemgraph.train.*``; nothing here
+prints.
+"""
+
+from chemgraph.train.callbacks import LossHistory, ValidationLog
+from chemgraph.train.checkpoint import load_checkpoint
+from chemgraph.train.config import RunConfig, TrainingConfig
+from chemgraph.train.metrics import classification_metrics, format_metrics, regression_metrics
 from chemgraph.train.module import PropertyPredictionModule, masked_loss
 from chemgraph.train.scaler import TargetScaler
+from chemgraph.train.trainer import make_trainer, quiet_third_party_warnings
 
 __all__ = [
+    "LossHistory",
     "PropertyPredictionModule",
+    "RunConfig",
     "TargetScaler",
+    "TrainingConfig",
+    "ValidationLog",
     "classification_metrics",
+    "format_metrics",
+    "load_checkpoint",
+    "make_trainer",
     "masked_loss",
+    "quiet_third_party_warnings",
     "regression_metrics",
 ]

@@ -7,7 +7,13 @@ import warnings
 import numpy as np
 from sklearn import metrics as skm
 
-__all__ = ["regression_metrics", "classification_metrics", "REGRESSION", "CLASSIFICATION"]
+__all__ = [
+    "CLASSIFICATION",
+    "REGRESSION",
+    "classification_metrics",
+    "format_metrics",
+    "regression_metrics",
+]
 
 REGRESSION = ("rmse", "mae", "r2")
 CLASSIFICATION = ("mcc", "roc_auc", "accuracy")
@@ -76,3 +82,15 @@ def classification_metrics(
         return {"mcc": mcc, "roc_auc": auc, "accuracy": float(skm.accuracy_score(t, predicted))}
 
     return _per_task(y_true, probability, compute)
+
+
+def format_metrics(metrics: dict) -> str:
+    """A plain-text table of ``{"val": {...}, "test": {...}}`` metrics (the ``metrics.json`` of
+    :func:`chemgraph.train.runner.train`): a header row of metric names, then one row per
+    split, 4 decimals."""
+    splits = [name for name in ("val", "test") if name in metrics]
+    names = list(metrics[splits[0]])
+    lines = [f"{'split':<6}" + "".join(f"{n.upper():>10}" for n in names)]
+    for split in splits:
+        lines.append(f"{split:<6}" + "".join(f"{metrics[split][n]:>10.4f}" for n in names))
+    return "\n".join(lines)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Literal
 
 import lightning as L
@@ -13,6 +14,8 @@ from chemgraph.models.gmoe import expert_usage_table
 from chemgraph.train.scaler import TargetScaler
 
 __all__ = ["PropertyPredictionModule", "masked_loss"]
+
+logger = logging.getLogger(__name__)
 
 Task = Literal["regression", "classification"]
 
@@ -104,13 +107,14 @@ class PropertyPredictionModule(L.LightningModule):
         return loss
 
     def on_train_epoch_end(self) -> None:
-        """Print and log the expert usage of a mixture-of-experts model, so collapse shows."""
+        """Log (INFO, and as a Lightning metric) the expert usage of a mixture-of-experts
+        model, so collapse shows."""
         pop_usage = getattr(self.model, "pop_expert_usage", None)
         usage = pop_usage() if pop_usage is not None else None
         if usage is None:
             return
         self.log("expert_usage_max", usage.max(dim=1).values.mean())
-        self.print(f"epoch {self.current_epoch} {expert_usage_table(usage)}")
+        logger.info("epoch %d %s", self.current_epoch, expert_usage_table(usage))
 
     def validation_step(self, batch, batch_idx: int) -> None:
         inputs, labels = batch

@@ -8,46 +8,40 @@ import numpy as np
 import pandas as pd
 import torch
 
-from chemgraph.data import MoleculeDataModule, featurize_table, read_table
+from chemgraph.data import MoleculeDataModule, MoleculeDataset, featurize_table, read_table
 from chemgraph.featurize import FeaturizerPreset
 from chemgraph.models import get_model_spec
+from chemgraph.train.checkpoint import load_checkpoint
 from chemgraph.train.module import PropertyPredictionModule
 
-__all__ = ["load_checkpoint", "predict_table"]
+__all__ = ["predict_dataset", "predict_table"]
 
 
-def load_checkpoint(path: str | Path) -> PropertyPredictionModule:
-    """Rebuild a trained module from a ``best.ckpt``, in eval mode, on the CPU.
+def predict_dataset(
+    module: PropertyPredictionModule, dataset: MoleculeDataset, batch_builder, batch_size: int
+) -> np.ndarray:
+    """Predictions of ``module`` for every molecule of ``dataset``, in order, on the module's
+    device.
 
-    Loaded with ``torch.load(..., weights_only=True)``: the checkpoint's hyper-parameters hold
-    the model, featurizer and target-scaler configuration, so nothing else is needed.
+    Args:
+        module: a trained module (put in eval mode here).
+        dataset: molecules (their labels are not used).
+        batch_builder: the model's collate (:meth:`chemgraph.models.ModelSpec.batch_builder`).
+        batch_size: molecules per forward pass.
 
-    Raises:
-        FileNotFoundError: no such file.
-        ValueError: the file is not a chemgraph checkpoint.
+    Returns:
+        ``float32 [N, T]``: target units for regression, probability of class 1 for
+        classification.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"checkpoint {path} does not exist")
-    try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:  # torch raises many types for a file that is not a checkpoint
-        raise ValueError(f"{path} is not a readable PyTorch checkpoint: {error}") from error
-    if not isinstance(checkpoint, dict) or not {"hyper_parameters", "state_dict"} <= set(
-        checkpoint
-    ):
-        raise ValueError(f"{path} is not a chemgraph checkpoint (no hyper_parameters/state_dict)")
-    parameters = checkpoint["hyper_parameters"]
-    if "vocabulary" in parameters:
-        raise ValueError(
-            f"{path} is a reaction-outcome (GRAT) checkpoint: use it with `chemgraph react`"
-        )
-    try:
-        module = PropertyPredictionModule(**parameters)
-    except TypeError as error:  # another Lightning module's checkpoint
-        raise ValueError(f"{path} is not a chemgraph train checkpoint: {error}") from error
-    module.load_state_dict(checkpoint["state_dict"])
-    return module.eval()
+    loader = MoleculeDataModule(dataset, None, None, batch_builder, batch_size).loader(dataset)
+    module.eval()
+    device = next(module.parameters()).device
+    outputs = []
+    with torch.inference_mode():
+        for inputs, labels in loader:
+            outputs.append(module.predict_step((inputs.to(device), labels), 0).float().cpu())
+    num_targets = len(module.hparams.target_columns)
+    return torch.cat(outputs).numpy() if outputs else np.empty((0, num_targets), np.float32)
 
 
 def predict_table(
@@ -73,8 +67,12 @@ def predict_table(
         ``<target>_pred`` per target (target units for regression, probability of class 1 for
         classification; empty for rejected rows) and ``error`` (empty, or why the row could
         not be featurized).
+
+    Raises:
+        FileNotFoundError, ValueError: see :func:`chemgraph.train.checkpoint.load_checkpoint`
+            (a reaction-outcome checkpoint is refused); ValueError: no ``smiles_column``.
     """
-    module = load_checkpoint(checkpoint)
+    module = load_checkpoint(checkpoint, kind="property")
     hparams = module.hparams
     preset = FeaturizerPreset.from_dict(hparams.featurizer)
     table = read_table(input_path)
@@ -90,13 +88,7 @@ def predict_table(
     spec = get_model_spec(hparams.model)
     dataset.graphs = spec.transform_graphs(module.model.config, dataset.graphs)
     builder = spec.batch_builder(module.model.config)
-    loader = MoleculeDataModule(dataset, None, None, builder, batch_size=batch_size).loader(dataset)
-    outputs = []
-    with torch.inference_mode():
-        for batch in loader:
-            outputs.append(module.predict_step(batch, 0))
-    num_targets = len(hparams.target_columns)
-    predicted = torch.cat(outputs).numpy() if outputs else np.empty((0, num_targets))
+    predicted = predict_dataset(module, dataset, builder, batch_size)
 
     result = table.copy()
     for index, target in enumerate(hparams.target_columns):

@@ -14,6 +14,7 @@ from chemgraph.batches import (
     node_pairs,
     node_set_batch,
 )
+from chemgraph.graph_keys import EDGE_FEATURES, NODE_FEATURES
 
 # a salt, a spiro ring, zero-bond atoms, and small molecules
 MOLECULES = ["CC(=O)[O-].[Na+]", "C1CCC2(C1)CCC2", "[Na+]", "C", "CCO", "[Cl-].[Na+]"]
@@ -52,7 +53,7 @@ def test_edge_tokens_are_source_target_bond_features(graph_of, canonical):
     d_n, d_e = len(canonical.atom), len(canonical.bond)
     assert batch.x.shape[-1] == 2 * d_n + d_e
     for b, graph in enumerate(graphs):
-        x, e = graph.ndata["x"], graph.edata["e"]
+        x, e = graph.ndata[NODE_FEATURES], graph.edata[EDGE_FEATURES]
         for k, (i, j) in enumerate(brute_force_tokens(graph)):
             bond = e[k] if k < graph.num_edges() else torch.zeros(d_e)
             assert torch.equal(batch.x[b, k], torch.cat([x[i], x[j], bond]))
@@ -85,7 +86,7 @@ def test_node_adjacency_equals_brute_force(graph_of):
         for u, v in zip(*(t.tolist() for t in graph.edges())):
             expected[u, v] = True
         assert torch.equal(batch.adjacency[b], expected)
-        assert torch.equal(batch.x[b, :n], graph.ndata["x"])
+        assert torch.equal(batch.x[b, :n], graph.ndata[NODE_FEATURES])
         assert not batch.x[b, n:].any()
         assert batch.num_nodes[b] == n
 

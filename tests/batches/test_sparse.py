@@ -10,6 +10,7 @@ from chemgraph.batches import (
 )
 from chemgraph.chem import mol_from_smiles
 from chemgraph.featurize import get_preset
+from chemgraph.graph_keys import EDGE_FEATURES
 from chemgraph.graphs import mol_to_graph
 
 OGB = get_preset("ogb")
@@ -70,7 +71,7 @@ def test_two_hop_walks_equal_the_non_backtracking_line_graph():
         if (int(src[a]), int(dst[b])) not in bonds
     )
     walks, features = two_hop_walks(batched)
-    e = batched.edata["e"]
+    e = batched.edata[EDGE_FEATURES]
     found = []
     for (i, j), row in zip(walks.T.tolist(), features):
         # recover the two bonds from the walk and check the concatenated features

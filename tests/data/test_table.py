@@ -18,6 +18,7 @@ from chemgraph.data.table import (
     write_rejected,
 )
 from chemgraph.featurize import get_preset
+from chemgraph.graph_keys import NODE_FEATURES
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 
@@ -133,7 +134,7 @@ def test_featurize_rejects_exactly_the_invalid_smiles(tmp_path, preset):
 
     graph, label = dataset[0]
     assert graph.num_nodes() == 3 and graph.num_edges() == 4  # C-C-O, both directions
-    assert graph.ndata["x"].shape == (3, len(preset.atom))
+    assert graph.ndata[NODE_FEATURES].shape == (3, len(preset.atom))
     assert label.tolist() == [1.0]
     sodium, _ = dataset[2]
     assert sodium.num_nodes() == 1 and sodium.num_edges() == 0

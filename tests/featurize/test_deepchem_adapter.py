@@ -12,6 +12,7 @@ from rdkit import Chem
 
 from chemgraph.chem import MoleculeParseError
 from chemgraph.featurize.deepchem_adapter import DeepChemGraphFeaturizer
+from chemgraph.graph_keys import EDGE_FEATURES, NODE_FEATURES
 
 
 def test_missing_deepchem_gives_install_hint(monkeypatch):
@@ -39,15 +40,18 @@ def test_ethanol_matches_mol_graph_conv_featurizer(dc):
     assert adapter.name == "deepchem:MolGraphConvFeaturizer"
     assert (adapter.atom_dim, adapter.bond_dim) == (30, 11)
     assert graph.num_nodes() == 3 and graph.num_edges() == 4
-    assert graph.ndata["x"].dtype == torch.float32 and graph.edata["e"].dtype == torch.float32
-    np.testing.assert_array_equal(graph.ndata["x"].numpy(), expected.node_features)
-    np.testing.assert_array_equal(graph.edata["e"].numpy(), expected.edge_features)
+    assert (
+        graph.ndata[NODE_FEATURES].dtype == torch.float32
+        and graph.edata[EDGE_FEATURES].dtype == torch.float32
+    )
+    np.testing.assert_array_equal(graph.ndata[NODE_FEATURES].numpy(), expected.node_features)
+    np.testing.assert_array_equal(graph.edata[EDGE_FEATURES].numpy(), expected.edge_features)
     src, dst = (t.numpy() for t in graph.edges())
     np.testing.assert_array_equal(np.stack([src, dst]), expected.edge_index)
     # Both directions of each bond, bond k as edges 2k (u->v) and 2k+1 (v->u), like chemgraph.
     assert list(zip(src.tolist(), dst.tolist())) == [(0, 1), (1, 0), (1, 2), (2, 1)]
     # By hand: the first 10 columns are the atom type one-hot C, N, O, F, P, S, Cl, Br, I, other.
-    x = graph.ndata["x"].numpy()
+    x = graph.ndata[NODE_FEATURES].numpy()
     assert x[0, :10].tolist() == [1, 0, 0, 0, 0, 0, 0, 0, 0, 0]
     assert x[2, :10].tolist() == [0, 0, 1, 0, 0, 0, 0, 0, 0, 0]
     d = adapter.to_dict()
@@ -58,7 +62,7 @@ def test_no_edge_features_and_failures(dc):
     adapter = DeepChemGraphFeaturizer.from_name("MolGraphConvFeaturizer")  # use_edges=False
     graph = adapter(Chem.MolFromSmiles("c1ccccc1"))
     assert adapter.bond_dim == 0
-    assert graph.num_edges() == 12 and tuple(graph.edata["e"].shape) == (12, 0)
+    assert graph.num_edges() == 12 and tuple(graph.edata[EDGE_FEATURES].shape) == (12, 0)
     # MolGraphConvFeaturizer refuses one-atom molecules: reported, not a crash.
     with pytest.raises(MoleculeParseError, match="More than one atom"):
         adapter.mol_to_graph(Chem.MolFromSmiles("[Na+]"))

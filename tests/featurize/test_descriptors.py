@@ -20,8 +20,8 @@ def rdkit2d():
 
 
 def test_names_follow_rdkit_list_with_ipc_log_transformed(rdkit2d):
-    names = [name for name, _ in Descriptors._descList]
-    assert len(rdkit2d) == len(Descriptors._descList) == len(rdkit2d.column_names)
+    names = [name for name, _ in Descriptors.descList]
+    assert len(rdkit2d) == len(Descriptors.descList) == len(rdkit2d.column_names)
     assert list(rdkit2d.column_names) == ["Ipc_log1p" if name == "Ipc" else name for name in names]
     assert "Ipc" not in rdkit2d.column_names and "AvgIpc" in rdkit2d.column_names
     assert len(set(names)) == len(names)

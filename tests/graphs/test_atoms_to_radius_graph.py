@@ -10,6 +10,7 @@ import torch
 from chemgraph._dgl import dgl
 from chemgraph.batches import edge_set_batch
 from chemgraph.featurize import GaussianBasis, RadiusGraphFeaturizer
+from chemgraph.graph_keys import ATOMIC_NUMBERS, DISTANCE, EDGE_FEATURES, NODE_FEATURES
 from chemgraph.graphs import add_distance_features, atoms_to_radius_graph
 
 
@@ -27,13 +28,14 @@ def test_edges_and_features_match_brute_force():
     src, dst = graph.edges()
     assert list(zip(src.tolist(), dst.tolist())) == expected  # same pairs, (src, dst) order
     distance = np.array([np.linalg.norm(positions[j] - positions[i]) for i, j in expected])
-    np.testing.assert_allclose(graph.edata["distance"].numpy(), distance, rtol=1e-6)
+    np.testing.assert_allclose(graph.edata[DISTANCE].numpy(), distance, rtol=1e-6)
     torch.testing.assert_close(
-        graph.edata["e"], GaussianBasis(10, 3.0)(torch.tensor(distance, dtype=torch.float32))
+        graph.edata[EDGE_FEATURES],
+        GaussianBasis(10, 3.0)(torch.tensor(distance, dtype=torch.float32)),
     )
     columns = {1: 0, 6: 1, 7: 2, 8: 3, 9: 4}
-    assert graph.ndata["x"].argmax(1).tolist() == [columns[int(v)] for v in z]
-    assert graph.ndata["z"].tolist() == z.tolist()
+    assert graph.ndata[NODE_FEATURES].argmax(1).tolist() == [columns[int(v)] for v in z]
+    assert graph.ndata[ATOMIC_NUMBERS].tolist() == z.tolist()
 
 
 def test_esa_tokens_are_type_type_distance():
@@ -62,7 +64,9 @@ def test_rotation_and_translation_leave_features_unchanged():
     first = atoms_to_radius_graph(z, positions, featurizer)
     second = atoms_to_radius_graph(z, positions @ q.T + 5.0, featurizer)
     assert torch.equal(torch.stack(first.edges()), torch.stack(second.edges()))
-    torch.testing.assert_close(first.edata["e"], second.edata["e"], atol=1e-5, rtol=0)
+    torch.testing.assert_close(
+        first.edata[EDGE_FEATURES], second.edata[EDGE_FEATURES], atol=1e-5, rtol=0
+    )
 
 
 def test_distance_features_at_batching_time_equal_eager_ones():
@@ -73,4 +77,4 @@ def test_distance_features_at_batching_time_equal_eager_ones():
     lazy = dgl.batch([atoms_to_radius_graph(z, p, featurizer, False) for z, p in molecules])
     assert "e" not in lazy.edata
     add_distance_features(lazy, featurizer)
-    torch.testing.assert_close(lazy.edata["e"], eager.edata["e"])
+    torch.testing.assert_close(lazy.edata[EDGE_FEATURES], eager.edata[EDGE_FEATURES])

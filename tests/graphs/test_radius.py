@@ -13,6 +13,16 @@ from ase.build import fcc111
 from ase.neighborlist import primitive_neighbor_list
 
 from chemgraph.chem import embed_conformers, mol_from_smiles
+from chemgraph.graph_keys import (
+    ATOMIC_NUMBERS,
+    DISTANCE,
+    EDGE_FEATURES,
+    NODE_FEATURES,
+    OFFSET,
+    POSITIONS,
+    SHIFT,
+    VECTOR,
+)
 from chemgraph.graphs import mol_to_radius_graph, periodic_radius_graph, radius_graph
 
 
@@ -37,11 +47,11 @@ def _check_against_brute_force(graph, pos: np.ndarray, cutoff: float) -> None:
     expected = _brute_force(pos, cutoff)
     edges = _edges(graph)
     assert edges == sorted(expected)  # same set, sorted by (src, dst)
-    distance = graph.edata["distance"].double().numpy()
+    distance = graph.edata[DISTANCE].double().numpy()
     np.testing.assert_allclose(distance, [expected[e] for e in edges], rtol=1e-6)
     src, dst = (t.numpy() for t in graph.edges())
     np.testing.assert_allclose(
-        graph.edata["vector"].double().numpy(), pos[dst] - pos[src], rtol=1e-6, atol=1e-6
+        graph.edata[VECTOR].double().numpy(), pos[dst] - pos[src], rtol=1e-6, atol=1e-6
     )
     assert set(edges) == {(j, i) for i, j in edges}  # both directions
 
@@ -50,9 +60,9 @@ def test_random_points_equal_brute_force():
     pos = np.random.default_rng(0).uniform(0, 8, size=(80, 3)).astype(np.float32)
     graph = radius_graph(torch.from_numpy(pos), 3.0)
     assert graph.num_nodes() == 80 and graph.num_edges() > 0
-    assert graph.edata["distance"].dtype == torch.float32
-    assert graph.edata["vector"].shape == (graph.num_edges(), 3)
-    torch.testing.assert_close(graph.ndata["pos"], torch.from_numpy(pos))
+    assert graph.edata[DISTANCE].dtype == torch.float32
+    assert graph.edata[VECTOR].shape == (graph.num_edges(), 3)
+    torch.testing.assert_close(graph.ndata[POSITIONS], torch.from_numpy(pos))
     _check_against_brute_force(graph, pos.astype(np.float64), 3.0)
 
 
@@ -63,10 +73,10 @@ def test_conformer_equals_brute_force(canonical):
     pos = mol.GetConformer().GetPositions()
     n = mol.GetNumAtoms()
     assert graph.num_nodes() == n == 33
-    assert graph.ndata["x"].shape == (n, len(canonical.atom))
-    assert graph.ndata["z"].tolist() == [a.GetAtomicNum() for a in mol.GetAtoms()]
-    assert "e" not in graph.edata  # radius edges are not bonds
-    np.testing.assert_allclose(graph.ndata["pos"].numpy(), pos, rtol=0, atol=1e-5)
+    assert graph.ndata[NODE_FEATURES].shape == (n, len(canonical.atom))
+    assert graph.ndata[ATOMIC_NUMBERS].tolist() == [a.GetAtomicNum() for a in mol.GetAtoms()]
+    assert EDGE_FEATURES not in graph.edata  # radius edges are not bonds
+    np.testing.assert_allclose(graph.ndata[POSITIONS].numpy(), pos, rtol=0, atol=1e-5)
     _check_against_brute_force(graph, pos, 4.0)
 
 
@@ -74,7 +84,7 @@ def test_conformer_id_and_missing_conformer(canonical):
     result = embed_conformers(mol_from_smiles("CCCC"), num_conformers=2, seed=3)
     second = mol_to_radius_graph(result.mol, canonical, 3.0, conformer_id=result.conformer_ids[1])
     np.testing.assert_allclose(
-        second.ndata["pos"].numpy(),
+        second.ndata[POSITIONS].numpy(),
         result.mol.GetConformer(result.conformer_ids[1]).GetPositions(),
         atol=1e-5,
     )
@@ -99,7 +109,7 @@ def test_small_and_degenerate_inputs():
     single = radius_graph(torch.zeros(1, 3), 2.0)
     assert single.num_nodes() == 1 and single.num_edges() == 0
     twins = radius_graph(torch.zeros(2, 3), 2.0)  # coincident distinct atoms are connected
-    assert _edges(twins) == [(0, 1), (1, 0)] and twins.edata["distance"].tolist() == [0.0, 0.0]
+    assert _edges(twins) == [(0, 1), (1, 0)] and twins.edata[DISTANCE].tolist() == [0.0, 0.0]
     with pytest.raises(ValueError):
         radius_graph(torch.zeros(3, 2), 2.0)
     with pytest.raises(ValueError):
@@ -112,7 +122,7 @@ def test_self_loops():
     pos = torch.tensor([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [5.0, 0.0, 0.0]])
     graph = radius_graph(pos, 2.0, self_loops=True)
     assert _edges(graph) == [(0, 0), (0, 1), (1, 0), (1, 1), (2, 2)]
-    assert graph.edata["distance"].tolist() == [0.0, 1.0, 1.0, 0.0, 0.0]
+    assert graph.edata[DISTANCE].tolist() == [0.0, 1.0, 1.0, 0.0, 0.0]
 
 
 def test_max_neighbors_keeps_nearest_incoming():
@@ -134,15 +144,15 @@ def test_periodic_single_atom_cubic_cell():
     graph = periodic_radius_graph(atoms, 2.1)
     assert graph.num_nodes() == 1 and graph.num_edges() == 6
     assert _edges(graph) == [(0, 0)] * 6
-    torch.testing.assert_close(graph.edata["distance"], torch.full((6,), 2.0))
-    shifts = graph.edata["shift"]
+    torch.testing.assert_close(graph.edata[DISTANCE], torch.full((6,), 2.0))
+    shifts = graph.edata[SHIFT]
     assert shifts.dtype == torch.int64
     unit = [tuple(s * v for v in row) for row in np.eye(3, dtype=int).tolist() for s in (1, -1)]
     assert sorted(map(tuple, shifts.tolist())) == sorted(unit)
     assert shifts.tolist() == sorted(shifts.tolist())  # deterministic order
-    torch.testing.assert_close(graph.edata["vector"], 2.0 * shifts.float())
-    torch.testing.assert_close(graph.edata["offset"], 2.0 * shifts.float())
-    assert graph.ndata["z"].tolist() == [29]
+    torch.testing.assert_close(graph.edata[VECTOR], 2.0 * shifts.float())
+    torch.testing.assert_close(graph.edata[OFFSET], 2.0 * shifts.float())
+    assert graph.ndata[ATOMIC_NUMBERS].tolist() == [29]
 
 
 def _slab() -> Atoms:
@@ -185,22 +195,22 @@ def test_periodic_slab_equals_brute_force_over_shifts():
     graph = periodic_radius_graph(slab, 4.0)
     expected = _brute_force_periodic(slab, 4.0)
     src, dst = (t.tolist() for t in graph.edges())
-    keys = [(i, j, tuple(s)) for i, j, s in zip(src, dst, graph.edata["shift"].tolist())]
+    keys = [(i, j, tuple(s)) for i, j, s in zip(src, dst, graph.edata[SHIFT].tolist())]
     assert keys == sorted(expected)  # same neighbour set, sorted by (src, dst, shift)
     assert all(s[2] == 0 for _, _, s in keys)  # no images across the non-periodic axis
     np.testing.assert_allclose(
-        graph.edata["distance"].double().numpy(), [expected[k] for k in keys], rtol=1e-6
+        graph.edata[DISTANCE].double().numpy(), [expected[k] for k in keys], rtol=1e-6
     )
     pos = slab.positions
-    shift = graph.edata["shift"].numpy()
+    shift = graph.edata[SHIFT].numpy()
     vector = pos[dst] - pos[src] + shift @ slab.cell.array
-    np.testing.assert_allclose(graph.edata["vector"].double().numpy(), vector, atol=1e-5)
+    np.testing.assert_allclose(graph.edata[VECTOR].double().numpy(), vector, atol=1e-5)
     np.testing.assert_allclose(
-        graph.edata["distance"].double().numpy(), np.linalg.norm(vector, axis=1), rtol=1e-6
+        graph.edata[DISTANCE].double().numpy(), np.linalg.norm(vector, axis=1), rtol=1e-6
     )
     # Differentiable recomputation from the graph alone.
-    recomputed = graph.ndata["pos"][dst] - graph.ndata["pos"][src] + graph.edata["offset"]
-    torch.testing.assert_close(recomputed, graph.edata["vector"], atol=1e-4, rtol=0)
+    recomputed = graph.ndata[POSITIONS][dst] - graph.ndata[POSITIONS][src] + graph.edata[OFFSET]
+    torch.testing.assert_close(recomputed, graph.edata[VECTOR], atol=1e-4, rtol=0)
 
 
 def test_periodic_equals_ase_primitive_neighbor_list():
@@ -211,7 +221,7 @@ def test_periodic_equals_ase_primitive_neighbor_list():
     expected = sorted(zip(i.tolist(), j.tolist(), map(tuple, shifts.tolist())))
     graph = periodic_radius_graph(slab, 4.0)
     src, dst = (t.tolist() for t in graph.edges())
-    got = list(zip(src, dst, map(tuple, graph.edata["shift"].tolist())))
+    got = list(zip(src, dst, map(tuple, graph.edata[SHIFT].tolist())))
     assert got == expected
 
 
@@ -221,8 +231,8 @@ def test_periodic_without_pbc_equals_radius_graph():
     periodic = periodic_radius_graph(atoms, 3.0)
     free = radius_graph(pos, 3.0)
     assert _edges(periodic) == _edges(free)
-    torch.testing.assert_close(periodic.edata["distance"], free.edata["distance"])
-    assert periodic.edata["shift"].abs().sum() == 0
+    torch.testing.assert_close(periodic.edata[DISTANCE], free.edata[DISTANCE])
+    assert periodic.edata[SHIFT].abs().sum() == 0
 
 
 def test_periodic_max_neighbors_and_self_loops():
@@ -232,8 +242,8 @@ def test_periodic_max_neighbors_and_self_loops():
     full = periodic_radius_graph(slab, 6.0)
     src, dst = full.edges()
     for node in range(len(slab)):
-        nearest = torch.sort(full.edata["distance"][dst == node]).values[:5]
-        kept = torch.sort(limited.edata["distance"][limited.edges()[1] == node]).values
+        nearest = torch.sort(full.edata[DISTANCE][dst == node]).values[:5]
+        kept = torch.sort(limited.edata[DISTANCE][limited.edges()[1] == node]).values
         torch.testing.assert_close(kept, nearest)
     loops = periodic_radius_graph(slab, 4.0, self_loops=True)
     assert loops.num_edges() == periodic_radius_graph(slab, 4.0).num_edges() + len(slab)

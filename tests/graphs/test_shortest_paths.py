@@ -8,8 +8,9 @@ from rdkit import Chem
 from chemgraph._dgl import dgl
 from chemgraph.chem import mol_from_smiles
 from chemgraph.featurize import get_preset
+from chemgraph.graph_keys import BOND, EDGE_FEATURES, NODE_FEATURES, PAIR, PATH, SPD
 from chemgraph.graphs import add_shortest_paths, has_shortest_paths, mol_to_graph
-from chemgraph.graphs.shortest_paths import BOND, PAIR, shortest_paths
+from chemgraph.graphs.shortest_paths import shortest_paths
 
 
 def bfs_distances(num_nodes, src, dst):
@@ -48,8 +49,8 @@ def test_distances_and_paths_match_breadth_first_search(graph_of, smiles):
     expected = bfs_distances(n, src, dst)
     cached = add_shortest_paths(graph, max_path_edges=4)
     pair_src, pair_dst = (t.long() for t in cached.edges(etype=PAIR))
-    distance = cached.edges[PAIR].data["distance"].long()
-    path = cached.edges[PAIR].data["path"].long()
+    distance = cached.edges[PAIR].data[SPD].long()
+    path = cached.edges[PAIR].data[PATH].long()
     found = np.full((n, n), -1)
     np.fill_diagonal(found, 0)
     found[pair_src.numpy(), pair_dst.numpy()] = distance.numpy()
@@ -71,9 +72,9 @@ def test_hand_computed_ethanol(graph_of):
     cached = add_shortest_paths(graph_of("CCO"), max_path_edges=2)
     pairs = list(zip(*(t.tolist() for t in cached.edges(etype=PAIR))))
     assert pairs == [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]
-    assert cached.edges[PAIR].data["distance"].tolist() == [1, 2, 1, 1, 2, 1]
+    assert cached.edges[PAIR].data[SPD].tolist() == [1, 2, 1, 1, 2, 1]
     # bonds: 0 = C0->C1, 1 = C1->C0, 2 = C1->O2, 3 = O2->C1
-    assert cached.edges[PAIR].data["path"].tolist() == [
+    assert cached.edges[PAIR].data[PATH].tolist() == [
         [0, -1], [0, 2], [1, -1], [2, -1], [3, 1], [3, -1]
     ]  # fmt: skip
 
@@ -82,14 +83,14 @@ def test_cache_keeps_features_and_survives_batching_and_saving(tmp_path, graph_o
     graph = graph_of("c1ccccc1O")
     cached = add_shortest_paths(graph)
     assert has_shortest_paths(cached) and not has_shortest_paths(graph)
-    torch.testing.assert_close(cached.ndata["x"], graph.ndata["x"])
-    torch.testing.assert_close(cached.edges[BOND].data["e"], graph.edata["e"])
-    assert cached.edges[PAIR].data["distance"].dtype == torch.int16
+    torch.testing.assert_close(cached.ndata[NODE_FEATURES], graph.ndata[NODE_FEATURES])
+    torch.testing.assert_close(cached.edges[BOND].data[EDGE_FEATURES], graph.edata[EDGE_FEATURES])
+    assert cached.edges[PAIR].data[SPD].dtype == torch.int16
     batched = dgl.batch([cached, add_shortest_paths(graph_of("[Na+]"))])
     assert batched.batch_num_edges(PAIR).tolist() == [42, 0]
     dgl.save_graphs(str(tmp_path / "g.bin"), [cached])
     loaded = dgl.load_graphs(str(tmp_path / "g.bin"))[0][0]
-    torch.testing.assert_close(loaded.edges[PAIR].data["path"], cached.edges[PAIR].data["path"])
+    torch.testing.assert_close(loaded.edges[PAIR].data[PATH], cached.edges[PAIR].data[PATH])
 
 
 def test_bad_inputs_are_refused_with_a_reason(graph_of):
@@ -146,10 +147,10 @@ def test_kept_path_has_the_smallest_bond_features_and_ignores_atom_order(graph_o
     graph = graph_of(smiles)
     cached = add_shortest_paths(graph, max_path_edges=3)
     src, dst = (t.numpy() for t in graph.edges())
-    rows = [tuple(row) for row in graph.edata["e"].tolist()]
+    rows = [tuple(row) for row in graph.edata[EDGE_FEATURES].tolist()]
     pair_src, pair_dst = (t.numpy() for t in cached.edges(etype=PAIR))
-    distance = cached.edges[PAIR].data["distance"].numpy()
-    path = cached.edges[PAIR].data["path"].numpy()
+    distance = cached.edges[PAIR].data[SPD].numpy()
+    path = cached.edges[PAIR].data[PATH].numpy()
     for i, j, d, kept in zip(pair_src, pair_dst, distance, path):
         candidates = _all_shortest_paths(src, dst, i, j, d)
         smallest = min([rows[e] for e in p[:3]] for p in candidates)
@@ -165,9 +166,9 @@ def test_kept_path_has_the_smallest_bond_features_and_ignores_atom_order(graph_o
 def _feature_paths(graph, order):
     """{(original i, original j): bond feature rows along the kept path}."""
     cached = add_shortest_paths(graph, max_path_edges=3)
-    rows = [tuple(row) for row in graph.edata["e"].tolist()]
+    rows = [tuple(row) for row in graph.edata[EDGE_FEATURES].tolist()]
     pair_src, pair_dst = (t.tolist() for t in cached.edges(etype=PAIR))
-    path = cached.edges[PAIR].data["path"].tolist()
+    path = cached.edges[PAIR].data[PATH].tolist()
     return {
         (order[i], order[j]): [rows[e] for e in kept if e >= 0]
         for i, j, kept in zip(pair_src, pair_dst, path)

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from chemgraph.nn import NoisyTopKGate, cv_squared, load_balancing_losses
+from chemgraph.nn import NoisyTopKGate, cv_squared, load_balancing_losses, probability_in_top_k
 
 
 def gate_with(weights, k, noisy=True):
@@ -105,7 +105,7 @@ def test_load_probability_matches_resampling_the_noise():
     scale = torch.nn.functional.softplus(x @ gate.w_noise) + 1e-2
     noisy = clean + torch.randn_like(clean) * scale
     top = noisy.topk(3, dim=1).values
-    probability = gate._probability_in_top_k(clean, noisy, scale, top)[0]
+    probability = probability_in_top_k(clean, noisy, scale, top, k=2)[0]
     draws = 200_000
     for expert in range(4):
         redrawn = noisy.repeat(draws, 1)

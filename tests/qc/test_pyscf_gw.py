@@ -44,13 +44,13 @@ def test_shared_integral_exchange_equals_pyscf(water):
     from pyscf import dft
     from pyscf.gw.gw_ac import GWAC
 
-    from chemgraph.qc.pyscf_gw import _run_kohn_sham, _shared_integral_gw_class
+    from chemgraph.qc.pyscf_gw import run_kohn_sham, shared_integral_gw_class
 
-    mf = _run_kohn_sham(water, "PBE", "def2-SVP", 100, 1e-9, 3)
+    mf = run_kohn_sham(water)
     assert isinstance(mf, dft.rks.RKS)
     nocc = int(np.count_nonzero(mf.mo_occ > 0))
     energies = []
-    for cls in (GWAC, _shared_integral_gw_class()):
+    for cls in (GWAC, shared_integral_gw_class()):
         solver = cls(mf)
         solver.orbs = [nocc - 1, nocc]
         solver.kernel()
@@ -89,16 +89,16 @@ def test_failed_quasiparticle_solve_raises(water, failing_quasiparticle_solve, u
 def test_solved_quasiparticle_equation_has_a_tiny_residual(water):
     from chemgraph.qc.pyscf_gw import (
         QP_RESIDUAL_TOLERANCE,
-        _quasiparticle_residuals,
-        _run_kohn_sham,
-        _shared_integral_gw_class,
+        quasiparticle_residuals,
+        run_kohn_sham,
+        shared_integral_gw_class,
     )
 
-    mf = _run_kohn_sham(water, "PBE", "def2-SVP", 100, 1e-9, 3)
-    solver = _shared_integral_gw_class()(mf, frozen=1)  # frozen core: orbs_frz != orbs
+    mf = run_kohn_sham(water)
+    solver = shared_integral_gw_class()(mf, frozen=1)  # frozen core: orbs_frz != orbs
     solver.orbs = [4, 5]
     solver.kernel()
-    assert max(_quasiparticle_residuals(solver)) < 1e-9 < QP_RESIDUAL_TOLERANCE
+    assert max(quasiparticle_residuals(solver)) < 1e-9 < QP_RESIDUAL_TOLERANCE
 
 
 def test_open_shell_rejected():

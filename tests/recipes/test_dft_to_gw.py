@@ -4,6 +4,7 @@ molecules, rows of datasets/qm9_gw_embedded.csv) and a 60-molecule DFT pool from
 from __future__ import annotations
 
 import importlib.util
+import logging
 from pathlib import Path
 
 import pandas as pd
@@ -38,13 +39,14 @@ def test_registry_lists_the_recipe():
 
 @pytest.mark.slow  # reads every qm9pack geometry: about 20 s
 @pytest.mark.skipif(importlib.util.find_spec("qm9pack") is None, reason="needs qm9pack")
-def test_tiny_embedded_run(tmp_path, capsys):
+def test_tiny_embedded_run(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="chemgraph")
     table = get_recipe("dft_to_gw").run(TINY, out=tmp_path)
-    printed = capsys.readouterr().out
-    assert "train 19 / val 4 / test 7" in printed  # 62.5/12.5/25 % of 30
-    assert "G0W0@PBE/fc/def2-SVP (pyscf 2.14.0)" in printed
-    assert "B3LYP/6-31G(2df,p)" in printed
-    assert "inductive 53 molecules" in printed and "transductive 60" in printed
+    logged = caplog.text
+    assert "train 19 / val 4 / test 7" in logged  # 62.5/12.5/25 % of 30
+    assert "G0W0@PBE/fc/def2-SVP (pyscf 2.14.0)" in logged
+    assert "B3LYP/6-31G(2df,p)" in logged
+    assert "inductive 53 molecules" in logged and "transductive 60" in logged
     assert list(table["strategy"]) == ["GW", "Ind.", "Trans."] * 2
     assert (table["seeds"] == 2).all()
     runs = pd.read_csv(tmp_path / "runs.csv")
@@ -57,7 +59,7 @@ def test_user_training_keys_win_over_the_profile(monkeypatch):
 
     seen = {}
 
-    def capture(values):
+    def capture(values, source=None):
         seen.update(values)
         raise RuntimeError("stop before loading data")
 

@@ -1,25 +1,17 @@
-"""chemgraph.recipes.reaction_outcome and ``chemgraph react``: metrics, outputs, CLI."""
+"""The reaction_outcome recipe: its profiles, a tiny run end to end, then ``chemgraph react``
+with the checkpoint it wrote."""
 
 from __future__ import annotations
 
 import json
+import logging
 
 import pandas as pd
 import pytest
-import torch
 
-from chemgraph.batches.reaction import TokenVocabulary
 from chemgraph.cli import main
-from chemgraph.recipes import reaction_outcome
-from chemgraph.recipes.reaction_outcome import (
-    ReactionPrediction,
-    _to_prediction,
-    predict_file,
-    run,
-    top_k_metrics,
-)
-from chemgraph.recipes.registry import get_recipe
-from chemgraph.train.reaction_module import ReactionModule
+from chemgraph.recipes.reaction_outcome import ReactionOutcomeConfig, default_config, run
+from chemgraph.recipes.registry import get_recipe, recipe_profiles, recipe_settings
 
 LINES = (
     "[CH3:1][C:2](=[O:3])[Cl:4].[OH:5][CH2:6][CH3:7].c1ccncc1>>[CH3:1][C:2](=[O:3])[O:5][CH2:6]"
@@ -28,49 +20,8 @@ LINES = (
 )
 
 
-def test_top_k_metrics_hand_computed():
-    predictions = [
-        ReactionPrediction(["CCO", "CC"], [-0.1, -0.2], False, 0),  # hit at rank 1
-        ReactionPrediction(["C", "[Na+].C[O-]"], [-0.1, -0.3], False, 1),  # rank 2, any order
-        ReactionPrediction([], [], True, 8),  # nothing valid
-        ReactionPrediction(["N", "O", "S", "CCO"], [-1, -2, -3, -4], False, 0),  # rank 4
-    ]
-    targets = ["CCO", "C[O-].[Na+]", "CCO", "CCO"]
-    metrics = top_k_metrics(predictions, targets)
-    assert metrics["top_1"] == 25.0 and metrics["top_2"] == 50.0 and metrics["top_3"] == 50.0
-    assert metrics["top_5"] == 75.0
-    assert metrics["invalid_top1"] == 25.0
-    assert metrics["invalid_beam"] == pytest.approx(100 * 9 / 17)
-
-
-class _Hypothesis:
-    def __init__(self, labels, bonds, score):
-        self.labels, self.bonds, self.score = labels, bonds, score
-
-
-def test_predictions_are_deduplicated_and_invalid_graphs_counted():
-    tokens = ["<PAD>", "<UNK>", "<CLS>", "<REACTANT>", "<REAGENT>", "<PRODUCT>", "<G>", "<EOG>",
-              "[CH3]", "[OH]", "[CH2]", "[C]"]  # fmt: skip
-
-    class Vocabulary:
-        pass
-
-    vocabulary = Vocabulary()
-    vocabulary.tokens = tokens
-    hypotheses = [
-        _Hypothesis([11], [], -0.1),  # bare carbon without hydrogens: valid SMILES "[C]"
-        _Hypothesis([8, 10, 9], [(0, 1, 1), (1, 2, 1)], -0.2),  # CCO
-        _Hypothesis([9, 10, 8], [(0, 1, 1), (1, 2, 1)], -0.3),  # OCC = CCO again: dropped
-        _Hypothesis([8, 8], [(0, 1, 2)], -0.4),  # CH3=CH3: invalid valence
-        _Hypothesis([1], [], -0.5),  # <UNK>: not an atom label
-    ]
-    prediction = _to_prediction(hypotheses, vocabulary, top_k=5)
-    assert prediction.smiles == ["[C]", "CCO"]
-    assert prediction.scores == [-0.1, -0.2]
-    assert prediction.num_invalid == 2 and not prediction.top1_invalid
-
-
-def test_recipe_run_and_react_cli(tmp_path, capsys):
+def test_recipe_run_and_react_cli(tmp_path, capsys, caplog):
+    caplog.set_level(logging.INFO, logger="chemgraph")
     data = tmp_path / "reactions.txt"
     data.write_text("\n".join(LINES * 4) + "\n")
     module = get_recipe("reaction_outcome")
@@ -85,8 +36,8 @@ def test_recipe_run_and_react_cli(tmp_path, capsys):
         "num_workers": 0, "progress": True,
     }  # fmt: skip
     metrics = run(config, out=tmp_path / "run")
-    # validation inside an epoch prints the mean training loss since the last validation
-    steps = [line for line in capsys.readouterr().out.splitlines() if line.startswith("step ")]
+    # validation inside an epoch logs the mean training loss since the last validation
+    steps = [message for message in caplog.messages if message.startswith("step ")]
     assert len(steps) == 2
     for line in steps:
         assert float(line.split("train_loss ")[1].split()[0]) > 0
@@ -117,125 +68,33 @@ def test_recipe_run_and_react_cli(tmp_path, capsys):
     assert main(["react", "--checkpoint", checkpoint]) == 2  # neither a reaction nor --input
 
 
-def test_react_user_errors_are_one_line(tmp_path, capsys):
-    not_a_checkpoint = tmp_path / "table.csv"
-    not_a_checkpoint.write_text("smiles\nCCO\n")
-    reaction = "CC(=O)Cl.OCC>c1ccncc1>"
-    assert main(["react", reaction, "--checkpoint", str(not_a_checkpoint)]) == 2
-    assert "not a readable PyTorch checkpoint" in capsys.readouterr().err
-    assert main(["react", reaction, "--checkpoint", str(tmp_path / "missing.ckpt")]) == 2
-    assert "does not exist" in capsys.readouterr().err
-    for option in ("--top-k", "--beam-width", "--batch-size"):
-        assert main(["react", reaction, "--checkpoint", "x.ckpt", option, "0"]) == 2
-        assert f"{option} must be at least 1, got 0" in capsys.readouterr().err
+def test_profiles_are_complete_and_valid():
+    profiles = recipe_profiles("reaction_outcome")
+    assert list(profiles) == ["config", "cpu"]
+    assert recipe_settings("reaction_outcome", None) == default_config()
+    gpu = recipe_settings("reaction_outcome", None)
+    cpu = recipe_settings("reaction_outcome", {"profile": "cpu"})
+    # cpu.yaml sets every key of config.yaml: given as a --config, it is the cpu profile itself
+    assert recipe_settings("reaction_outcome", profiles["cpu"]) == cpu
+    assert set(gpu) <= set(cpu) and set(gpu["model_options"]) <= set(cpu["model_options"])
+    for values in (gpu, cpu):
+        ReactionOutcomeConfig.from_dict(values)
 
 
-@pytest.fixture(scope="module")
-def untrained_checkpoint(tmp_path_factory):
-    """A GRAT checkpoint, random weights, whose vocabulary holds only the special tokens: it
-    reads any reaction (atoms become <UNK>) and never decodes a valid product."""
-    torch.manual_seed(0)
-    vocabulary = TokenVocabulary([]).tokens
-    options = {"vocab_size": len(vocabulary), "hidden_dim": 16, "num_heads": 2,
-               "encoder_layers": 1, "decoder_layers": 1, "projection_dim": 8,
-               "dropout": 0.0}  # fmt: skip
-    module = ReactionModule(model_config=options, vocabulary=vocabulary)
-    path = tmp_path_factory.mktemp("untrained") / "untrained.ckpt"
-    torch.save({"hyper_parameters": dict(module.hparams), "state_dict": module.state_dict()}, path)
-    return str(path)
-
-
-def _react_file(inputs, checkpoint, output) -> int:
-    return main(["react", "--input", str(inputs), "--checkpoint", checkpoint, "--output",
-                 str(output), "--beam-width", "3", "--top-k", "2"])  # fmt: skip
-
-
-def test_react_input_counts_no_valid_product_and_writes_integer_rows(
-    tmp_path, capsys, untrained_checkpoint
-):
-    inputs = tmp_path / "inputs.txt"
-    inputs.write_text("CC(=O)Cl.OCC>c1ccncc1>\nCO.[Na+]>>\nCCO>>CC=O\n")  # every line parses
-    output = tmp_path / "predictions.csv"
-    assert _react_file(inputs, untrained_checkpoint, output) == 0
-    out = capsys.readouterr().out
-    assert "3 reactions read, 3 decoded, 0 with a valid product" in out
-    text = output.read_text().splitlines()
-    assert text[0] == (
-        "row,reaction,target,target_rank,top1_invalid,prediction_1,score_1,prediction_2,"
-        "score_2,error"
-    )
-    assert [line.split(",")[0] for line in text[1:]] == ["0", "1", "2"]  # not 0.0, 1.0, 2.0
-    assert text[1] == "0,CC(=O)Cl.OCC>c1ccncc1>,,,True,,,,,"
-
-
-def test_react_input_one_row_per_reaction_in_input_order(tmp_path, capsys, untrained_checkpoint):
-    inputs = tmp_path / "inputs.txt"
-    inputs.write_text(
-        "CC(=O)Cl.OCC>c1ccncc1>CCOC(C)=O\n"
-        "CO.[Na+]>>C[O-].[Na+]\n"
-        "CCO>>CC(=O\n"
-        "\n"
-        "O->[Mg+2]<-O.CCBr>>CCO 1-2\n"
-    )
-    output = tmp_path / "predictions.csv"
-    table, metrics = predict_file(untrained_checkpoint, inputs, output, top_k=2, beam_width=3)
-    assert table["row"].tolist() == [0, 1, 2, 4]
-    assert table["reaction"].tolist() == [
-        "CC(=O)Cl.OCC>c1ccncc1>CCOC(C)=O",
-        "CO.[Na+]>>C[O-].[Na+]",
-        "CCO>>CC(=O",
-        "O->[Mg+2]<-O.CCBr>>CCO",
-    ]
-    assert table["target"].tolist() == ["CCOC(C)=O", "C[O-].[Na+]", "", ""]
-    assert table["top1_invalid"].tolist() == [True, True, pd.NA, pd.NA]
-    assert table["target_rank"].isna().all()
-    assert table["prediction_1"].tolist() == table["prediction_2"].tolist() == [""] * 4
-    assert table["score_1"].isna().all()
-    errors = table["error"].tolist()
-    assert errors[:2] == ["", ""]
-    assert errors[2].startswith("products molecule 1 of 1 ('CC(=O'): SMILES parse error")
-    # read (the dative bonds are not arrows), but the graphs have no dative bond type
-    assert errors[3] == (
-        "graph: bond 0 has type DATIVE; representable: single, double, triple, aromatic"
-    )
-    assert {str(table[c].dtype) for c in ("row", "target_rank", "top1_invalid", "score_1")} == {
-        "int64",
-        "Int64",
-        "boolean",
-        "float64",
-    }
-    assert metrics["reactions"] == 2 and metrics["top_1"] == 0.0
-    assert metrics["invalid_top1"] == 100.0
-    written = pd.read_csv(output, keep_default_na=False)
-    assert written["row"].tolist() == [0, 1, 2, 4]
-    assert written["top1_invalid"].tolist() == ["True", "True", "", ""]
-
-    assert _react_file(inputs, untrained_checkpoint, output) == 0
-    out = capsys.readouterr().out
-    assert "4 reactions read, 2 decoded, 0 with a valid product" in out
-    assert "invalid-top1" in out and "100.00%" in out
-
-
-def test_react_input_target_rank_written_as_integer(
-    tmp_path, capsys, monkeypatch, untrained_checkpoint
-):
-    def hand_made(module, items, beam_width, top_k, batch_size):
-        assert [item.product_smiles for item in items] == ["CCOC(C)=O", "C[O-].[Na+]", "CC=O"]
-        return [
-            ReactionPrediction(["CCOC(C)=O", "CCO"], [-0.1, -0.9], False, 1),  # rank 1
-            ReactionPrediction(["CO", "[Na+].C[O-]"], [-0.2, -0.3], False, 0),  # rank 2
-            ReactionPrediction(["CC"], [-0.5], True, 2),  # missed, top-1 graph invalid
-        ]
-
-    monkeypatch.setattr(reaction_outcome, "predict_reactions", hand_made)
-    inputs = tmp_path / "inputs.txt"
-    inputs.write_text("CC(=O)Cl.OCC>c1ccncc1>CCOC(C)=O\nCO.[Na+]>>C[O-].[Na+]\nCCO>>CC=O\n")
-    output = tmp_path / "predictions.csv"
-    assert _react_file(inputs, untrained_checkpoint, output) == 0
-    assert "3 reactions read, 3 decoded, 3 with a valid product" in capsys.readouterr().out
-    text = output.read_text().splitlines()
-    assert text[1:] == [
-        "0,CC(=O)Cl.OCC>c1ccncc1>CCOC(C)=O,CCOC(C)=O,1,False,CCOC(C)=O,-0.1,CCO,-0.9,",
-        "1,CO.[Na+]>>C[O-].[Na+],C[O-].[Na+],2,False,CO,-0.2,[Na+].C[O-],-0.3,",
-        "2,CCO>>CC=O,CC=O,,True,CC,-0.5,,,",
-    ]
+def test_a_partial_config_merges_over_the_profile_it_names(tmp_path):
+    partial = tmp_path / "partial.yaml"
+    partial.write_text("profile: cpu\nmax_time_minutes: 5\nmodel_options: {hidden_dim: 64}\n")
+    values = recipe_settings("reaction_outcome", partial)
+    cpu = recipe_settings("reaction_outcome", {"profile": "cpu"})
+    assert values["max_time_minutes"] == 5 and values["model_options"]["hidden_dim"] == 64
+    assert values["accelerator"] == "cpu" and values["batch_size"] == cpu["batch_size"]
+    assert values["model_options"]["encoder_layers"] == cpu["model_options"]["encoder_layers"]
+    assert "profile" not in values
+    without = recipe_settings("reaction_outcome", {"max_time_minutes": 5})
+    assert without["batch_size"] == default_config()["batch_size"]  # over config.yaml
+    with pytest.raises(ValueError, match="unknown profile 'tpu'; available: config, cpu"):
+        run({"profile": "tpu"}, out=tmp_path / "run")
+    with pytest.raises(ValueError, match=r"unknown keys \['epochs'\]"):
+        run({"epochs": 3}, out=tmp_path / "run")
+    with pytest.raises(ValueError, match="trains one model"):
+        run(None, seeds=2)

@@ -3,8 +3,16 @@ import pytest
 import torch
 
 from chemgraph.cli import main
+from chemgraph.errors import ConfigError
 from chemgraph.models import ESAConfig
-from chemgraph.train.runner import TrainingConfig
+from chemgraph.train.config import (
+    TrainingConfig,
+    merge_settings,
+    over_profile,
+    read_settings,
+)
+from chemgraph.train.reaction import ReactionTrainingConfig
+from chemgraph.train.transfer import TransferConfig
 
 REQUIRED = {"data": "x.csv", "target_columns": "a, b", "out": "run"}
 
@@ -167,8 +175,66 @@ def test_train_on_a_dataset_name_from_a_local_copy(tmp_path, monkeypatch, capsys
     rows = [f"m{i},0.1,1,50.0,1,0,0,20.0,{-0.5 * i:.2f},{s} " for i, s in enumerate(smiles)]
     (root / "delaney-processed.csv").write_text("\n".join([header, *rows]) + "\n")
     argv = ["train", "--data", "esol", "--root", str(root), "--max-epochs", "1",
-            "--out", "run", "--quiet"]  # fmt: skip
+            "--out", "run"]  # fmt: skip
     assert main(argv) == 0
-    assert "featurized 12 of 12 rows" in capsys.readouterr().out
+    assert "featurized 12 of 12 rows" in capsys.readouterr().out  # logged, printed by the CLI
     predictions = pd.read_csv(tmp_path / "run" / "predictions.csv")
     assert "measured log solubility in mols per litre_pred" in predictions.columns
+
+
+@pytest.mark.parametrize("config_class", [TrainingConfig, TransferConfig, ReactionTrainingConfig])
+def test_every_run_config_coerces_numbers_and_names_bad_ones_alike(config_class):
+    required = {
+        TrainingConfig: REQUIRED,
+        TransferConfig: {},
+        ReactionTrainingConfig: {"train": "t.txt", "out": "run"},
+    }[config_class]
+    config = config_class.from_dict({**required, "batch_size": "16", "learning_rate": "1e-3"})
+    assert config.batch_size == 16 and config.learning_rate == 1e-3
+    with pytest.raises(ConfigError, match=r"^batch_size must be an integer, got 2\.5$"):
+        config_class.from_dict({**required, "batch_size": 2.5})
+    with pytest.raises(ConfigError, match=r"^batch_size must be at least 1, got 0$"):
+        config_class.from_dict({**required, "batch_size": 0})
+    with pytest.raises(ConfigError, match=r"^learning_rate must be a number, got 'fast'$"):
+        config_class.from_dict({**required, "learning_rate": "fast"})
+    with pytest.raises(ConfigError, match=r"^x\.yaml: unknown keys \['epochs'\]; valid keys: \["):
+        config_class.from_dict({**required, "epochs": 3}, source="x.yaml")
+    assert config_class.from_dict(config.to_dict()) == config
+
+
+def test_missing_required_settings_are_named():
+    with pytest.raises(ConfigError, match=r"^missing required settings: train, out$"):
+        ReactionTrainingConfig.from_dict({})
+
+
+def test_yaml_that_is_not_a_mapping_is_refused(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("- 1\n- 2\n")
+    with pytest.raises(ConfigError, match="expected a mapping of settings, got list"):
+        TrainingConfig.from_yaml(path)
+
+
+def test_merge_settings_merges_mappings_and_replaces_the_rest():
+    base = {"a": 1, "block": {"x": 1, "y": [1, 2]}, "z": {"k": 1}}
+    override = {"block": {"y": [3]}, "z": None, "new": {"k": 2}}
+    merged = merge_settings(base, override)
+    assert merged == {"a": 1, "block": {"x": 1, "y": [3]}, "z": None, "new": {"k": 2}}
+    assert base == {"a": 1, "block": {"x": 1, "y": [1, 2]}, "z": {"k": 1}}  # unchanged
+    merged["new"]["k"] = 5
+    assert override["new"]["k"] == 2  # no shared mutable values
+
+
+def test_a_partial_config_merges_over_the_profile_it_names(tmp_path):
+    gpu, cpu = tmp_path / "config.yaml", tmp_path / "cpu.yaml"
+    gpu.write_text("accelerator: gpu\nbatch_size: 128\nmodel_options: {hidden_dim: 128}\n")
+    cpu.write_text("accelerator: cpu\nbatch_size: 32\nmodel_options: {hidden_dim: 96}\n")
+    profiles = {"config": gpu, "cpu": cpu}
+    partial = tmp_path / "partial.yaml"
+    partial.write_text("profile: cpu\nbatch_size: 8\n")
+    assert over_profile(partial, profiles, "config") == {
+        "accelerator": "cpu", "batch_size": 8, "model_options": {"hidden_dim": 96}
+    }  # fmt: skip
+    assert over_profile({"batch_size": 8}, profiles, "config")["accelerator"] == "gpu"
+    assert over_profile(None, profiles, "config") == read_settings(gpu)
+    with pytest.raises(ConfigError, match="unknown profile 'tpu'; available: config, cpu"):
+        over_profile({"profile": "tpu"}, profiles, "config")

@@ -1,4 +1,5 @@
-"""chemgraph.train.reaction_module: translation loss; beam search on a tiny trained GRAT."""
+"""chemgraph.train.reaction_module and chemgraph.train.reaction: translation loss; beam search
+on a tiny trained GRAT."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import torch
 
 from chemgraph.batches.reaction import TokenVocabulary, reaction_batch, reaction_graphs
 from chemgraph.chem import parse_reaction_smiles
-from chemgraph.recipes.reaction_outcome import predict_reactions, top_k_metrics
+from chemgraph.train.reaction import predict_reactions, top_k_metrics
 from chemgraph.train.reaction_module import ReactionModule, translation_loss
 
 REACTIONS = (

@@ -1,4 +1,6 @@
-"""Dataset registry: cards in ``datasets/`` + one loader class per dataset family.
+"""Dataset registry (data layer): cards in ``datasets/`` + one loader class per dataset family.
+May import the rest of :mod:`chemgraph.data`, :mod:`chemgraph.graphs`, :mod:`chemgraph.featurize`,
+:mod:`chemgraph.chem` and the bottom modules; never ``train`` or above.
 
 >>> from chemgraph.data.datasets import list_datasets, load_dataset
 >>> esol = load_dataset("esol", root="path/to/moleculenet")   # parses (downloads if needed)

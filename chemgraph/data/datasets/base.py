@@ -4,7 +4,8 @@ Each dataset family subclasses :class:`CardDataset` and implements :meth:`CardDa
 (source files -> a table of records + a rejected-rows table) and, when it does not featurise
 SMILES, :meth:`CardDataset._build_graphs`. Featurised graphs are cached in
 ``$CHEMGRAPH_HOME/featurized/<name>/<key>/`` as :func:`chemgraph.graphs.save_shard` shards; the
-key hashes (source files' SHA-256, featurizer configuration, parse options, chemgraph version).
+key hashes (source files' SHA-256, featurizer configuration, parse options, chemgraph version,
+graph key layout :data:`chemgraph.graph_keys.GRAPH_FORMAT`).
 Loaders never print; they log and return counts.
 """
 
@@ -32,6 +33,7 @@ from chemgraph.data.datasets.download import chemgraph_home, fetch, file_digest,
 from chemgraph.data.splits import random_split, scaffold_split
 from chemgraph.data.table import REJECTED_COLUMNS, MoleculeDataset, featurize_table
 from chemgraph.featurize import FeaturizerPreset, get_preset
+from chemgraph.graph_keys import GRAPH_FORMAT
 from chemgraph.graphs import load_shard, save_shard
 
 __all__ = ["CardDataset", "ParseResult", "rejected_frame", "SHARD_SIZE"]
@@ -230,7 +232,8 @@ class CardDataset:
 
     # --- featurize ----------------------------------------------------------------------
     def cache_key(self, featurizer: dict[str, Any]) -> str:
-        """16 hex digits of SHA-256 over (source files' SHA-256, featurizer, options, version)."""
+        """16 hex digits of SHA-256 over (source files' SHA-256, featurizer, options, version,
+        :data:`~chemgraph.graph_keys.GRAPH_FORMAT`): a cache with older graph keys is not read."""
         sources = {name: file_digest(path) for name, path in self.parse_sources().items()}
         blob = json.dumps(
             {
@@ -240,6 +243,7 @@ class CardDataset:
                 "splits": self.splits,
                 "targets": self.target_columns,
                 "chemgraph": chemgraph.__version__,
+                "graph_format": GRAPH_FORMAT,
             },
             sort_keys=True,
             default=str,

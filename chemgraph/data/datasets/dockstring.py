@@ -4,8 +4,9 @@
 ``inchikey``, ``smiles`` and 58 target columns of AutoDock Vina scores (kcal/mol, lower = better
 binding; failed dockings empty). ``cluster_split.tsv`` (https://figshare.com/ndownloader/files/
 35948123): the official train/test assignment per molecule (columns ``inchikey``, ``smiles``,
-``split``). The regression benchmark uses five targets: PARP1, F2, KIT, ESR2, PGR; Buterez et al. 2024 (SI
-7.1) keeps the official test set and takes 20,000 random training molecules for validation.
+``split``). The regression benchmark uses five targets: PARP1, F2, KIT, ESR2, PGR; Buterez et
+al. 2024 (SI 7.1) keeps the official test set and takes 20,000 random training molecules for
+validation.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Downloads are written to a temporary file beside the target, checked against the card's
 checksum and only then renamed into place, so the cache never holds a half or a wrong file
-(DESIGN.md, "Files, caches, downloads"). A checksum mismatch deletes the temporary file and
-raises :class:`ChecksumError`.
+(``docs/architecture.md``, "Files, caches, downloads"). A checksum mismatch deletes the
+temporary file and raises :class:`ChecksumError`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO
 
 from chemgraph.data.datasets.card import SourceFile
+from chemgraph.errors import DatasetError
 
 __all__ = [
     "ChecksumError",
@@ -39,7 +40,7 @@ logger = logging.getLogger(__name__)
 _CHUNK = 1 << 20
 
 
-class ChecksumError(OSError):
+class ChecksumError(DatasetError, OSError):
     """A file's checksum differs from its card's."""
 
 

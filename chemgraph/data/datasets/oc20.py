@@ -24,6 +24,7 @@ import torch
 from chemgraph.data.datasets.base import CardDataset, rejected_frame
 from chemgraph.data.table import MoleculeDataset
 from chemgraph.featurize import FeaturizerPreset, GaussianBasis
+from chemgraph.graph_keys import DISTANCE, EDGE_FEATURES, FIXED, TAGS
 from chemgraph.graphs import periodic_radius_graph
 
 __all__ = ["OC20Dataset", "oc20_tags", "read_oc20_file"]
@@ -164,7 +165,7 @@ class OC20Dataset(CardDataset):
     Options: ``tag_scheme`` (see :func:`oc20_tags`). Graphs (:meth:`featurize`): periodic
     radius graphs (:func:`chemgraph.graphs.periodic_radius_graph`; ``cutoff`` Å, default 6.0;
     ``max_neighbors``, default 50, as in OC20 baselines) with ``ndata["z"]``, ``ndata["pos"]``,
-    ``ndata["tags"]`` int64, ``ndata["fixed"]`` bool, and ``edata["rbf"]`` float32 [E, K]
+    ``ndata["tags"]`` int64, ``ndata["fixed"]`` bool, and ``edata["e"]`` float32 [E, K]
     (``num_basis`` K Gaussians, default 50; 0 = none). The preset is not used (no RDKit
     molecule). Split ``"official"``: the files' splits.
     """
@@ -203,11 +204,11 @@ class OC20Dataset(CardDataset):
                 pbc=record.pbc,
             )
             graph = periodic_radius_graph(atoms, cutoff, max_neighbors=max_neighbors)
-            graph.ndata["tags"] = torch.as_tensor(record.tags, dtype=torch.int64)
-            graph.ndata["fixed"] = torch.as_tensor(record.fixed, dtype=torch.bool)
+            graph.ndata[TAGS] = torch.as_tensor(record.tags, dtype=torch.int64)
+            graph.ndata[FIXED] = torch.as_tensor(record.fixed, dtype=torch.bool)
             if basis is not None:
                 with torch.no_grad():
-                    graph.edata["rbf"] = basis(graph.edata["distance"])
+                    graph.edata[EDGE_FEATURES] = basis(graph.edata[DISTANCE])
             graphs.append(graph)
         targets = self.target_columns
         values = table[targets].to_numpy(np.float32, copy=True)

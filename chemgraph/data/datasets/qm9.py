@@ -40,6 +40,7 @@ from chemgraph.data.datasets.download import fetch, open_binary, open_text
 from chemgraph.data.qm9pack import HARTREE_TO_EV, parse_qm9pack_geometry
 from chemgraph.data.table import MoleculeDataset, featurize_table
 from chemgraph.featurize import FeaturizerPreset, GaussianBasis
+from chemgraph.graph_keys import ATOMIC_NUMBERS, DISTANCE, EDGE_FEATURES
 from chemgraph.graphs import radius_graph
 
 __all__ = [
@@ -408,7 +409,7 @@ def build_qm9_graphs(
     ``geometry="bonds"``: bond graphs of ``table["smiles"]`` with the preset's features
     (:func:`chemgraph.data.featurize_table`). ``geometry="radius"``: radius graphs of all atoms
     from ``atomic_numbers``/``positions``: ``ndata["z"]`` int64 [n], ``ndata["pos"]`` float32
-    [n, 3] Å, ``edata["distance"]`` float32 [E] Å, and ``edata["rbf"]`` float32 [E, K] when
+    [n, 3] Å, ``edata["distance"]`` float32 [E] Å, and ``edata["e"]`` float32 [E, K] when
     ``num_basis`` K > 0 (:class:`GaussianBasis` with the same ``cutoff``); no preset features
     (Buterez et al. 2024 Table 5: coordinates and atom types only).
 
@@ -427,10 +428,10 @@ def build_qm9_graphs(
     graphs = []
     for z, pos in zip(table["atomic_numbers"], table["positions"]):
         graph = radius_graph(pos, cutoff, max_neighbors=max_neighbors)
-        graph.ndata["z"] = torch.as_tensor(z, dtype=torch.int64)
+        graph.ndata[ATOMIC_NUMBERS] = torch.as_tensor(z, dtype=torch.int64)
         if basis is not None:
             with torch.no_grad():
-                graph.edata["rbf"] = basis(graph.edata["distance"])
+                graph.edata[EDGE_FEATURES] = basis(graph.edata[DISTANCE])
         graphs.append(graph)
     values = table[targets].to_numpy(np.float32, copy=True)
     labels = torch.from_numpy(values).reshape(len(table), len(targets))

@@ -28,6 +28,7 @@ from chemgraph.data.datasets.base import CardDataset, rejected_frame
 from chemgraph.data.datasets.download import open_text
 from chemgraph.data.datasets.qm9 import QM9Dataset, build_qm9_graphs
 from chemgraph.data.table import MoleculeDataset
+from chemgraph.errors import DatasetError
 from chemgraph.featurize import FeaturizerPreset
 
 __all__ = ["QM9GWDataset", "QM9GWLayoutError", "count_split", "read_qm9_gw"]
@@ -37,7 +38,7 @@ logger = logging.getLogger(__name__)
 _INDEX = re.compile(r"^\d{6}$")
 
 
-class QM9GWLayoutError(ValueError):
+class QM9GWLayoutError(DatasetError, ValueError):
     """The QM9-GW file does not have the layout the card documents."""
 
 

@@ -15,6 +15,8 @@ from chemgraph.data.datasets.qm9 import (
     read_qm9_file,
 )
 from chemgraph.data.qm9pack import HARTREE_TO_EV
+from chemgraph.featurize import GaussianBasis
+from chemgraph.graph_keys import ATOMIC_NUMBERS, DISTANCE, EDGE_FEATURES
 
 from .conftest import FIXTURES
 
@@ -83,10 +85,13 @@ def test_radius_graphs_from_coordinates():
     dataset = load_dataset("qm9", root=ORIGINAL, download=False, targets=["homo", "lumo"])
     graphs, rejected = dataset.featurize(geometry="radius", cutoff=1.5, num_basis=8)
     methane = graphs.graphs[0]
-    assert methane.ndata["z"].tolist() == [6, 1, 1, 1, 1]
+    assert methane.ndata[ATOMIC_NUMBERS].tolist() == [6, 1, 1, 1, 1]
     # C-H bonds are 1.09 Å, H-H distances 1.78 Å: with a 1.5 Å cutoff only the 8 C-H edges
     assert methane.num_edges() == 8
-    assert methane.edata["rbf"].shape == (8, 8)
+    # the Gaussian-expanded distances sit where every batch builder reads edge features
+    expected = GaussianBasis(8, 1.5)(methane.edata[DISTANCE])
+    assert methane.edata[EDGE_FEATURES].shape == (8, 8)
+    torch.testing.assert_close(methane.edata[EDGE_FEATURES], expected)
     assert torch.allclose(graphs.labels[0], torch.tensor([-0.3877, 0.1171]) * HARTREE_TO_EV)
     bonds, _ = dataset.featurize("canonical")
     assert bonds.graphs[0].num_nodes() == 1  # implicit hydrogens in the bond graph

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from chemgraph.data.datasets import dataset_card, load_dataset
 from chemgraph.data.datasets.dockstring import DockstringDataset
 from chemgraph.data.datasets.oc20 import oc20_tags
 from chemgraph.data.datasets.uspto import read_uspto_50k, read_uspto_mit
+from chemgraph.featurize import GaussianBasis
+from chemgraph.graph_keys import DISTANCE, EDGE_FEATURES, TAGS
 
 from .conftest import FIXTURES
 
@@ -79,6 +82,8 @@ def test_oc20_extxyz_frame_graph():
     assert record["energy"] == -12.5 and record["pbc"].all()
     graphs, _ = dataset.featurize(cutoff=2.5, num_basis=4, max_neighbors=None, cache=False)
     graph = graphs.graphs[0]
-    assert graph.ndata["tags"].tolist() == [0, 0, 1, 1, 2]
-    assert graph.edata["rbf"].shape == (graph.num_edges(), 4)
+    assert graph.ndata[TAGS].tolist() == [0, 0, 1, 1, 2]
+    assert graph.edata[EDGE_FEATURES].shape == (graph.num_edges(), 4)
+    expected = GaussianBasis(4, 2.5)(graph.edata[DISTANCE])
+    assert graph.num_edges() > 0 and torch.allclose(graph.edata[EDGE_FEATURES], expected)
     assert graphs.labels.tolist() == [[-12.5]]

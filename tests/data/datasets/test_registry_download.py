@@ -22,6 +22,7 @@ from chemgraph.data.datasets import (
 )
 from chemgraph.data.datasets.download import fetch, open_text
 from chemgraph.data.datasets.moleculenet import MoleculeNetDataset
+from chemgraph.graph_keys import EDGE_FEATURES, GRAPH_FORMAT, NODE_FEATURES
 
 from .conftest import FIXTURES
 
@@ -145,11 +146,19 @@ def test_featurize_cache_second_load_identical(chemgraph_home):
     assert torch.equal(second.labels, first.labels)
     assert second.labels[:, 0].tolist() == pytest.approx([1.10, -1.64, 0.0])
     for a, b in zip(first.graphs, second.graphs):
-        assert torch.equal(a.ndata["x"], b.ndata["x"]) and torch.equal(a.edata["e"], b.edata["e"])
+        assert torch.equal(a.ndata[NODE_FEATURES], b.ndata[NODE_FEATURES])
+        assert torch.equal(a.edata[EDGE_FEATURES], b.edata[EDGE_FEATURES])
         assert torch.equal(torch.stack(a.edges()), torch.stack(b.edges()))
     # another featurizer is another cache entry
     dataset.featurize("ogb")
     assert len(list((chemgraph_home / "featurized" / "esol").iterdir())) == 2
+
+
+def test_cache_written_with_other_graph_keys_is_not_read(chemgraph_home, monkeypatch):
+    dataset = get_dataset("esol", root=FIXTURES / "moleculenet", download=False)
+    current = dataset.cache_key({"preset": "canonical"})
+    monkeypatch.setattr("chemgraph.data.datasets.base.GRAPH_FORMAT", GRAPH_FORMAT - 1)
+    assert dataset.cache_key({"preset": "canonical"}) != current
 
 
 def test_open_text_reads_single_member_archives(tmp_path):

@@ -1,4 +1,5 @@
-"""``chemgraph featurize``: bad records reported, workers/resume invariance, real values."""
+"""chemgraph.data.library (``chemgraph featurize``): bad records reported, workers/resume
+invariance, real values."""
 
 import gzip
 import json
@@ -18,9 +19,10 @@ from rdkit import Chem
 from rdkit.Chem import rdFingerprintGenerator
 
 from chemgraph.cli import main
+from chemgraph.data import library
+from chemgraph.data.library import FeaturizeOptions, featurize_library
+from chemgraph.graph_keys import POSITIONS
 from chemgraph.graphs import load_shard
-from chemgraph.recipes import featurize_library as library
-from chemgraph.recipes.featurize_library import FeaturizeOptions, featurize_library
 
 GOOD = ["CCO", "c1ccccc1", "CC(=O)[O-].[Na+]", "[Na+]", "C" * 500, "CCN", "OCCO", "C1CC1"]
 
@@ -237,7 +239,7 @@ def test_conformers_give_positions_with_hydrogens(tmp_path):
     featurize_library(path, out, FeaturizeOptions(conformers=1), progress=False)
     graphs, _ = load_shard(out / "graphs" / "shard-00000.bin")
     assert [g.num_nodes() for g in graphs] == [9, 5]  # explicit hydrogens
-    position = graphs[0].ndata["pos"]
+    position = graphs[0].ndata[POSITIONS]
     assert 1.45 < float((position[0] - position[1]).norm()) < 1.56  # C-C in Å
     # the feature table is computed on the molecule as read, with or without conformers
     plain = tmp_path / "plain"

@@ -9,9 +9,10 @@ import torch
 
 from chemgraph.featurize import RadiusGraphFeaturizer
 from chemgraph.graphs import atoms_to_radius_graph
-from chemgraph.recipes.transfer import (
+from chemgraph.train.transfer import (
     MultiFidelityData,
     TransferConfig,
+    build_module,
     high_fidelity_split,
     pretraining_pool,
     results_table,
@@ -98,13 +99,11 @@ def test_low_fidelity_pool_skips_missing_low_labels(split):
 
 
 def test_transfer_weights_fresh_head_and_freeze():
-    from chemgraph.recipes.transfer import _module
-
     config = TransferConfig(featurizer=FEATURIZER.to_dict(), model_options=TINY_MODEL)
     torch.manual_seed(0)
-    pretrained = _module(config, ["homo", "lumo"], torch.zeros(4, 2), 1e-3)
+    pretrained = build_module(config, ["homo", "lumo"], torch.zeros(4, 2), 1e-3)
     torch.manual_seed(1)
-    fresh = _module(config, ["homo", "lumo"], torch.zeros(4, 2), 1e-3)
+    fresh = build_module(config, ["homo", "lumo"], torch.zeros(4, 2), 1e-3)
     head_before = {k: v.clone() for k, v in fresh.state_dict().items() if ".head." in k}
     transfer_weights(pretrained, fresh, freeze_encoder=True)
     for name, value in fresh.state_dict().items():
@@ -160,7 +159,7 @@ def test_tiny_end_to_end_run(data, split, tmp_path):
 
 
 def test_config_rejects_unknown_keys_and_strategies():
-    with pytest.raises(ValueError, match="unknown training keys"):
-        TransferConfig.from_dict({"epochs": 3})
+    with pytest.raises(ValueError, match=r"training: unknown keys \['epochs'\]; valid keys: \["):
+        TransferConfig.from_dict({"epochs": 3}, source="training")
     with pytest.raises(ValueError, match="strategies"):
         TransferConfig(strategies=["semi"])

@@ -1,6 +1,11 @@
 """Transfer learning across levels of theory: pretrain on low-fidelity labels, fine-tune on
-high-fidelity labels (Buterez et al. 2024 section 4.1 and SI 4; Buterez et al., Nat. Commun. 15, 1517
-(2024) for the inductive/transductive terms).
+high-fidelity labels.
+
+Buterez et al. 2024, "An end-to-end attention-based approach for learning on graphs"
+(arXiv:2402.10793), section 4.1 and SI 4; the inductive/transductive terms are those of Buterez,
+Janet, Kiddle, Oglic and Liò 2024, "Transfer learning with graph neural networks for improved
+molecular property prediction in the multi-fidelity setting" (Nat. Commun. 15, 1517,
+doi:10.1038/s41467-024-45566-8).
 
 Fidelity-agnostic: any pair of label sets on the same molecules (DFT -> GW, xTB -> DFT,
 assay -> assay). Three strategies, the rows of Buterez et al. 2024 Table 5:
@@ -11,21 +16,20 @@ assay -> assay). Three strategies, the rows of Buterez et al. 2024 Table 5:
 * ``transductive``: pretrain on the low-fidelity labels of every molecule, the high-fidelity
   test molecules included (their low-fidelity labels only), then fine-tune.
 
-Pretraining runs a fixed number of epochs (Buterez et al. 2024: 150) and keeps the last weights; 5% of the
-pretraining pool is held out to draw its learning curve. Fine-tuning builds the same model with
-a fresh output head, copies every other weight (full fine-tuning; ``freeze_encoder`` trains only
-the head), standardises the high-fidelity labels anew and trains with early stopping on the
-high-fidelity validation set; the best checkpoint is evaluated on the high-fidelity test set.
-Each seed repeats every strategy (weights, shuffling, pretraining hold-out); the
-high-fidelity split stays fixed.
+Pretraining runs a fixed number of epochs (Buterez et al. 2024: 150) and keeps the last weights;
+5% of the pretraining pool is held out to draw its learning curve. Fine-tuning builds the same
+model with a fresh output head, copies every other weight (full fine-tuning; ``freeze_encoder``
+trains only the head), standardises the high-fidelity labels anew and trains with early stopping
+on the high-fidelity validation set; the best checkpoint is evaluated on the high-fidelity test
+set. Each seed repeats every strategy (weights, shuffling, pretraining hold-out); the high-
+fidelity split stays fixed.
 """
 
 from __future__ import annotations
 
-import datetime
 import functools
 import logging
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,21 +41,27 @@ import yaml
 
 from chemgraph._dgl import dgl
 from chemgraph.batches import batch_builder
-from chemgraph.data import MoleculeDataModule
-from chemgraph.data.table import MoleculeDataset
+from chemgraph.data import MoleculeDataModule, MoleculeDataset
+from chemgraph.errors import ConfigError
 from chemgraph.featurize import RadiusGraphFeaturizer
+from chemgraph.graph_keys import EDGE_FEATURES
 from chemgraph.graphs import add_distance_features
 from chemgraph.models import ESAConfig
+from chemgraph.train.callbacks import LossHistory
+from chemgraph.train.checkpoint import best_checkpoint_path, load_weights
+from chemgraph.train.config import RunConfig
 from chemgraph.train.metrics import regression_metrics
 from chemgraph.train.module import PropertyPredictionModule
 from chemgraph.train.plots import plot_learning_curve
-from chemgraph.train.runner import LossHistory
+from chemgraph.train.predict import predict_dataset
 from chemgraph.train.scaler import TargetScaler
+from chemgraph.train.trainer import hide_lightning_info, make_trainer
 
 __all__ = [
     "STRATEGIES",
     "MultiFidelityData",
     "TransferConfig",
+    "build_module",
     "high_fidelity_split",
     "pretraining_pool",
     "format_table",
@@ -188,8 +198,9 @@ def pretraining_pool(
 
 
 @dataclass
-class TransferConfig:
-    """Settings of a transfer-learning run (round-trips through YAML).
+class TransferConfig(RunConfig):
+    """Settings of a transfer-learning run (round-trips through YAML; every setting has a
+    default).
 
     Attributes:
         strategies: subset of :data:`STRATEGIES`, in table order.
@@ -207,9 +218,12 @@ class TransferConfig:
         featurizer: :class:`chemgraph.featurize.RadiusGraphFeaturizer` fields.
         model_options: :class:`chemgraph.models.ESAConfig` fields (ESA over radius edges).
         accelerator: Lightning accelerator; ``precision`` ``"auto"`` = bf16-mixed on CUDA,
-            32-true on CPU.
+            32-true on CPU (:func:`chemgraph.train.trainer.make_trainer`).
         num_workers: DataLoader workers.
-        progress: print one line per epoch.
+        progress: log one line per epoch.
+
+    Raises:
+        ConfigError: a bad setting (named, with what is allowed).
     """
 
     strategies: list[str] = field(default_factory=lambda: list(STRATEGIES))
@@ -235,20 +249,22 @@ class TransferConfig:
     num_workers: int = 0
     progress: bool = True
 
+    NUMBERS = {
+        "seeds": (int, 1), "pretrain_epochs": (int, 1), "finetune_max_epochs": (int, 1),
+        "batch_size": (int, 1), "early_stopping_patience": (int, 0), "lr_patience": (int, 0),
+        "warmup_steps": (int, 0), "num_workers": (int, 0), "learning_rate": (float, 0.0),
+        "finetune_learning_rate": (float, 0.0), "weight_decay": (float, 0.0),
+        "gradient_clip": (float, 0.0), "pretrain_val_fraction": (float, 0.0),
+        "pretrain_max_minutes": (float, 0.0), "finetune_max_minutes": (float, 0.0),
+    }  # fmt: skip
+
     def __post_init__(self) -> None:
+        super().__post_init__()
         unknown = [s for s in self.strategies if s not in STRATEGIES]
         if unknown or not self.strategies:
-            raise ValueError(f"strategies must be a non-empty subset of {STRATEGIES}: {unknown}")
-        for name in ("seeds", "pretrain_epochs", "finetune_max_epochs", "batch_size"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
-            setattr(self, name, int(getattr(self, name)))
-        for name in ("learning_rate", "weight_decay", "gradient_clip", "pretrain_val_fraction"):
-            setattr(self, name, float(getattr(self, name)))
-        if self.finetune_learning_rate is not None:
-            self.finetune_learning_rate = float(self.finetune_learning_rate)
+            raise ConfigError(f"strategies must be a non-empty subset of {STRATEGIES}: {unknown}")
         if not 0 < self.pretrain_val_fraction < 1:
-            raise ValueError(
+            raise ConfigError(
                 f"pretrain_val_fraction must be in (0, 1), got {self.pretrain_val_fraction}"
             )
         self.graph_featurizer  # noqa: B018  (validates the featurizer fields)
@@ -260,18 +276,6 @@ class TransferConfig:
         if "atomic_numbers" in values:
             values["atomic_numbers"] = tuple(values["atomic_numbers"])
         return RadiusGraphFeaturizer(**values)
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> TransferConfig:
-        """Raises ValueError naming unknown keys."""
-        allowed = {f.name for f in fields(cls)}
-        unknown = set(values) - allowed
-        if unknown:
-            raise ValueError(f"unknown training keys {sorted(unknown)}; valid: {sorted(allowed)}")
-        return cls(**values)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _model_config(config: TransferConfig, num_targets: int) -> dict[str, Any]:
@@ -291,7 +295,7 @@ def _batch_builder(featurizer: RadiusGraphFeaturizer, attention: str):
 
 
 def _edge_set_batch_3d(graph: dgl.DGLGraph, featurizer: RadiusGraphFeaturizer, build):
-    if "e" not in graph.edata:
+    if EDGE_FEATURES not in graph.edata:
         add_distance_features(graph, featurizer)
     return build(graph)
 
@@ -304,11 +308,11 @@ def _fit(
     *,
     max_epochs: int,
     max_minutes: float | None,
-    early_stopping: bool,
     seed: int,
-    checkpoint_dir: Path,
+    checkpoint_dir: Path | None,
 ) -> tuple[list[dict[str, float]], int]:
-    """Train ``module``; load its best checkpoint (early stopping) or keep the last weights.
+    """Train ``module``. With ``checkpoint_dir``: early stopping on the validation loss, then
+    the best weights are loaded (and their checkpoint deleted); without: the last weights stay.
 
     Returns:
         The per-epoch losses and the number of epochs run.
@@ -317,49 +321,40 @@ def _fit(
     data = MoleculeDataModule(
         train_set, val_set, None, builder, config.batch_size, config.num_workers, seed
     )
-    history = LossHistory(print_epochs=config.progress)
-    callbacks: list[L.Callback] = [history]
-    checkpoint = None
-    if early_stopping:
-        checkpoint = L.pytorch.callbacks.ModelCheckpoint(
-            dirpath=checkpoint_dir, filename="best", monitor="val_loss", mode="min",
-            save_top_k=1, enable_version_counter=False,
-        )  # fmt: skip
-        callbacks += [
-            checkpoint,
-            L.pytorch.callbacks.EarlyStopping(
-                monitor="val_loss", mode="min", patience=config.early_stopping_patience
+    history = LossHistory(log_epochs=config.progress)
+    with hide_lightning_info():  # a banner per Trainer would drown the epoch lines
+        trainer = make_trainer(
+            max_epochs=max_epochs,
+            max_minutes=max_minutes,
+            gradient_clip=config.gradient_clip,
+            checkpoint_dir=checkpoint_dir,
+            early_stopping_patience=(
+                None if checkpoint_dir is None else config.early_stopping_patience
             ),
-        ]
-    cuda = torch.cuda.is_available() and config.accelerator in ("auto", "gpu", "cuda")
-    precision = config.precision if config.precision != "auto" else None
-    trainer = L.Trainer(
-        max_epochs=max_epochs,
-        max_time=None if max_minutes is None else datetime.timedelta(minutes=max_minutes),
-        accelerator=config.accelerator,
-        devices=1,
-        precision=precision or ("bf16-mixed" if cuda else "32-true"),
-        gradient_clip_val=config.gradient_clip,
-        callbacks=callbacks,
-        logger=False,
-        enable_checkpointing=early_stopping,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        num_sanity_val_steps=0,
-    )
-    trainer.fit(module, datamodule=data)
-    if checkpoint is not None:
-        if not checkpoint.best_model_path:
-            raise ValueError("training stopped before its first validation; raise the limits")
-        state = torch.load(checkpoint.best_model_path, map_location="cpu", weights_only=True)
-        module.load_state_dict(state["state_dict"])
-        Path(checkpoint.best_model_path).unlink()
+            callbacks=[history],
+            accelerator=config.accelerator,
+            precision=config.precision,
+        )
+        trainer.fit(module, datamodule=data)
+    if checkpoint_dir is not None:
+        best = best_checkpoint_path(trainer, "raise finetune_max_minutes or finetune_max_epochs")
+        load_weights(module, best)
+        best.unlink()
     return history.epochs, trainer.current_epoch
 
 
-def _module(
+def build_module(
     config: TransferConfig, targets: list[str], labels: torch.Tensor, learning_rate: float
 ) -> PropertyPredictionModule:
+    """A fresh regression module of ``config``'s ESA (random weights).
+
+    Args:
+        config: the model and optimisation settings.
+        targets: the ``T`` target names.
+        labels: ``float32 [N, T]`` training labels (NaN = missing): the target scaler is fitted
+            to them.
+        learning_rate: peak AdamW learning rate (pretraining or fine-tuning).
+    """
     return PropertyPredictionModule(
         model_config=_model_config(config, len(targets)),
         task="regression",
@@ -395,19 +390,6 @@ def transfer_weights(
             parameter.requires_grad_(name.startswith("head."))
 
 
-def _predict(module: PropertyPredictionModule, dataset: MoleculeDataset, config) -> np.ndarray:
-    builder = _batch_builder(config.graph_featurizer, module.model.config.attention)
-    loader = MoleculeDataModule(dataset, None, None, builder, config.batch_size).loader(dataset)
-    module.eval()
-    device = next(module.parameters()).device
-    outputs = []
-    with torch.no_grad():
-        for batch in loader:
-            inputs, labels = batch
-            outputs.append(module.predict_step((inputs.to(device), labels), 0).float().cpu())
-    return torch.cat(outputs).numpy()
-
-
 def run_transfer(
     data: MultiFidelityData,
     split: dict[str, np.ndarray],
@@ -423,11 +405,12 @@ def run_transfer(
 
     Returns:
         The rows of ``runs.csv``.
+
+    Raises:
+        ValueError: a fine-tuning stopped before its first validation (time or epoch limit).
     """
     out = Path(out)
     (out / "curves").mkdir(parents=True, exist_ok=True)
-    # Lightning's per-Trainer banners ("GPU available ...") would drown the epoch lines
-    logging.getLogger("lightning.pytorch.utilities.rank_zero").setLevel(logging.WARNING)
     (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
     high_train = data.dataset(split["train"], "high")
     high_val = data.dataset(split["val"], "high")
@@ -449,11 +432,10 @@ def run_transfer(
                 pre_train = data.dataset(pool[~held_out], "low")
                 pre_val = data.dataset(pool[held_out], "low")
                 log.info("%s seed %d: pretraining on %d molecules", strategy, seed, len(pre_train))
-                pretrained = _module(config, targets, pre_train.labels, config.learning_rate)
+                pretrained = build_module(config, targets, pre_train.labels, config.learning_rate)
                 epochs, pretrain_epochs = _fit(
                     pretrained, pre_train, pre_val, config, max_epochs=config.pretrain_epochs,
-                    max_minutes=config.pretrain_max_minutes, early_stopping=False, seed=seed,
-                    checkpoint_dir=out / "checkpoints",
+                    max_minutes=config.pretrain_max_minutes, seed=seed, checkpoint_dir=None,
                 )  # fmt: skip
                 curves += [
                     dict(strategy=strategy, seed=seed, phase="pretrain", **e) for e in epochs
@@ -462,12 +444,12 @@ def run_transfer(
                     epochs, out / "curves" / f"{strategy}_seed{seed}_pretrain.png",
                     f"MSE of standardised {data.low_name} labels",
                 )  # fmt: skip
-            module = _module(config, targets, high_train.labels, finetune_lr)
+            module = build_module(config, targets, high_train.labels, finetune_lr)
             if pretrained is not None:
                 transfer_weights(pretrained, module, config.freeze_encoder)
             epochs, finetune_epochs = _fit(
                 module, high_train, high_val, config, max_epochs=config.finetune_max_epochs,
-                max_minutes=config.finetune_max_minutes, early_stopping=True, seed=seed,
+                max_minutes=config.finetune_max_minutes, seed=seed,
                 checkpoint_dir=out / "checkpoints" / f"{strategy}_seed{seed}",
             )  # fmt: skip
             curves += [dict(strategy=strategy, seed=seed, phase="finetune", **e) for e in epochs]
@@ -475,7 +457,8 @@ def run_transfer(
                 epochs, out / "curves" / f"{strategy}_seed{seed}_finetune.png",
                 f"MSE of standardised {data.high_name} labels",
             )  # fmt: skip
-            predicted = _predict(module, high_test, config)
+            builder = _batch_builder(config.graph_featurizer, module.model.config.attention)
+            predicted = predict_dataset(module, high_test, builder, config.batch_size)
             truth = high_test.labels.numpy()
             for t, target in enumerate(targets):
                 metrics = regression_metrics(truth[:, t], predicted[:, t])

@@ -73,6 +73,7 @@ from chemgraph._output import check_output_folder
 from chemgraph.chem import MoleculeParseError, embed_conformers, mols_from_smiles
 from chemgraph.chem.parse import mol_from_sdf_block
 from chemgraph.data.readers import Record, iter_record_chunks, library_format
+from chemgraph.errors import MissingDependencyError
 from chemgraph.featurize import get_preset
 from chemgraph.featurize.descriptors import RDKitDescriptors, parse_descriptors
 from chemgraph.featurize.fingerprints import parse_fingerprint
@@ -649,8 +650,17 @@ def _run_dask(
     out: Path,
     dask_scheduler: str,
 ) -> Iterator[ShardSummary]:
-    """Featurize shards as dask tasks, at most ``2 × threads`` in flight (memory stays flat)."""
-    from distributed import Client
+    """Featurize shards as dask tasks, at most ``2 × threads`` in flight (memory stays flat).
+
+    Raises:
+        MissingDependencyError: dask.distributed is not installed.
+    """
+    try:
+        from distributed import Client
+    except ImportError as error:
+        raise MissingDependencyError(
+            "--dask-scheduler needs dask.distributed: pip install 'chemgraph[dask]'"
+        ) from error
 
     client = Client(dask_scheduler)
     submit = functools.partial(client.submit, featurize_shard, pure=False)

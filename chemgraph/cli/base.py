@@ -1,0 +1,140 @@
+"""What every ``chemgraph`` command is built on: :class:`Command`, the options all commands
+share (:func:`shared_options`) and the help formatters that show defaults."""
+
+from __future__ import annotations
+
+import argparse
+from abc import ABC, abstractmethod
+
+__all__ = [
+    "SHARED_DEFAULTS",
+    "Command",
+    "HelpFormatter",
+    "ExamplesHelpFormatter",
+    "add_action",
+    "add_overwrite_option",
+    "shared_options",
+]
+
+#: Values of the shared options when none is given.
+SHARED_DEFAULTS = {"quiet": False, "verbose": False, "debug": False}
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Ends an option's help with ``(default: X)``, unless X is None, False or empty (nothing
+    to show) or the help already says ``(default``."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        default = action.default
+        if (
+            default is None
+            or default is False
+            or default == []
+            or "(default" in (action.help or "")
+        ):
+            return action.help
+        return super()._get_help_string(action)
+
+
+class ExamplesHelpFormatter(argparse.RawDescriptionHelpFormatter, HelpFormatter):
+    """:class:`HelpFormatter` for a command whose description and epilog (examples) are laid out
+    by hand: they are printed as written."""
+
+
+def shared_options() -> argparse.ArgumentParser:
+    """A parent parser with ``--quiet``, ``-v/--verbose`` and ``--debug``.
+
+    They may be given before or after any command name; an option not given is absent from the
+    parsed namespace (the top level fills in :data:`SHARED_DEFAULTS`). argparse shares a
+    parent's actions with its children, so every parser takes a parser of its own.
+    """
+    parser = argparse.ArgumentParser(add_help=False)
+    verbosity = parser.add_mutually_exclusive_group()
+    verbosity.add_argument(
+        "--quiet",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print warnings and errors only; no progress bars",
+    )
+    verbosity.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print debug messages too",
+    )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="show the traceback of every error, user errors included",
+    )
+    return parser
+
+
+def add_action(
+    actions: argparse._SubParsersAction, name: str, help: str
+) -> argparse.ArgumentParser:
+    """A second-level command (``chemgraph datasets list``), taking the shared options."""
+    return actions.add_parser(
+        name, help=help, formatter_class=HelpFormatter, parents=[shared_options()]
+    )
+
+
+def add_overwrite_option(parser: argparse.ArgumentParser) -> None:
+    """``--overwrite`` of a command that writes an ``--out`` folder (the rule of
+    :func:`chemgraph._output.check_output_folder`)."""
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="allow a non-empty --out (an earlier run's): files of the same name are "
+        "replaced, others are left",
+    )
+
+
+class Command(ABC):
+    """One ``chemgraph`` command: its parser (:meth:`add_arguments`) and what it does
+    (:meth:`run`).
+
+    Attributes:
+        name: the command name (``chemgraph NAME``).
+        help: one line for ``chemgraph --help``.
+        description: shown by ``chemgraph NAME --help``.
+        epilog: shown after the options (examples).
+        formatter_class: :class:`HelpFormatter`, or :class:`ExamplesHelpFormatter` to print
+            the description and epilog as written.
+
+    :meth:`run` imports what it needs itself, so that building the parser stays fast.
+    """
+
+    name: str
+    help: str
+    description: str | None = None
+    epilog: str | None = None
+    formatter_class: type[argparse.HelpFormatter] = HelpFormatter
+
+    def add_to(self, commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+        """Add this command's parser, with the shared options, to ``commands``."""
+        parser = commands.add_parser(
+            self.name,
+            help=self.help,
+            description=self.description,
+            epilog=self.epilog,
+            formatter_class=self.formatter_class,
+            parents=[shared_options()],
+        )
+        self.add_arguments(parser)
+        return parser
+
+    @abstractmethod
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Add the command's own options to ``parser``."""
+
+    @abstractmethod
+    def run(self, args: argparse.Namespace) -> int:
+        """Do the command; returns the exit status.
+
+        Raises:
+            chemgraph.errors.ChemgraphError, OSError, ValueError: a user error, printed by
+                :func:`chemgraph.cli.main` as one line (exit status 2).
+        """

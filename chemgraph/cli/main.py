@@ -1,0 +1,113 @@
+"""The ``chemgraph`` command: its parser (:func:`build_parser`), logging set-up and
+:func:`main`, which runs a command and turns user errors into one line and exit status 2."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import sys
+from collections.abc import Iterator
+
+from chemgraph import __version__
+from chemgraph.cli.base import SHARED_DEFAULTS, HelpFormatter, shared_options
+from chemgraph.cli.datasets import DatasetsCommand
+from chemgraph.cli.featurize import FeaturizeCommand
+from chemgraph.cli.predict import PredictCommand
+from chemgraph.cli.react import ReactCommand
+from chemgraph.cli.recipe import RecipeCommand
+from chemgraph.cli.train import TrainCommand
+from chemgraph.errors import ChemgraphError
+
+__all__ = ["COMMANDS", "USER_ERRORS", "build_parser", "console_logging", "main"]
+
+#: Command name -> command, in the order ``chemgraph --help`` lists them.
+COMMANDS = {
+    command.name: command
+    for command in (
+        TrainCommand(),
+        PredictCommand(),
+        FeaturizeCommand(),
+        DatasetsCommand(),
+        ReactCommand(),
+        RecipeCommand(),
+    )
+}
+
+#: Errors printed as one line (exit status 2) unless --debug. ValueError is still here because
+#: much of the library reports bad settings and inputs as a plain ValueError.
+USER_ERRORS = (ChemgraphError, OSError, ValueError)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of the ``chemgraph`` command; builds without importing torch, RDKit or DGL."""
+    parser = argparse.ArgumentParser(
+        prog="chemgraph",
+        description="Deep learning on molecules: train graph models on SMILES tables and "
+        "predict properties of new molecules.",
+        formatter_class=HelpFormatter,
+        parents=[shared_options()],
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.set_defaults(**SHARED_DEFAULTS)
+    commands = parser.add_subparsers(dest="command", required=True)
+    for command in COMMANDS.values():
+        command.add_to(commands)
+    return parser
+
+
+class _LevelPrefix(logging.Formatter):
+    """``warning: <message>`` (the level in lower case, as in ``error:``)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{record.levelname.lower()}: {super().format(record)}"
+
+
+@contextlib.contextmanager
+def console_logging(quiet: bool = False, verbose: bool = False) -> Iterator[None]:
+    """Within the block, print the messages of the ``chemgraph`` loggers: info (and debug)
+    messages as they are on stdout, warnings and errors as ``warning: ...`` on stderr.
+
+    Args:
+        quiet: warnings and errors only.
+        verbose: debug messages too (wins over ``quiet``).
+
+    The handlers and the logger's level are removed and restored on leaving, so that ``main``
+    leaves no logging set-up behind (it may run many times in one process).
+    """
+    logger = logging.getLogger("chemgraph")
+    plain = logging.StreamHandler(sys.stdout)
+    plain.addFilter(lambda record: record.levelno < logging.WARNING)
+    plain.setFormatter(logging.Formatter("%(message)s"))
+    problems = logging.StreamHandler(sys.stderr)
+    problems.setLevel(logging.WARNING)
+    problems.setFormatter(_LevelPrefix("%(message)s"))
+    level = logger.level
+    logger.setLevel(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
+    logger.addHandler(plain)
+    logger.addHandler(problems)
+    try:
+        yield
+    finally:
+        logger.removeHandler(plain)
+        logger.removeHandler(problems)
+        logger.setLevel(level)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``chemgraph`` with ``argv`` (default: the process's arguments).
+
+    Returns:
+        The command's exit status; 2 after a user error (:data:`USER_ERRORS`), printed as one
+        line ``chemgraph <command>: error: <message>`` on stderr. Any other exception is raised
+        with its traceback, and so is a user error with ``--debug``.
+    """
+    args = build_parser().parse_args(argv)
+    with console_logging(args.quiet, args.verbose):
+        try:
+            return COMMANDS[args.command].run(args)
+        except USER_ERRORS as error:
+            if args.debug:
+                raise
+            print(f"chemgraph {args.command}: error: {error}", file=sys.stderr)
+            return 2

@@ -1,0 +1,44 @@
+"""``chemgraph recipe list | run``: the packaged recipes (complete experiments)."""
+
+from __future__ import annotations
+
+import argparse
+
+from chemgraph.cli.base import Command, add_action, add_overwrite_option
+
+__all__ = ["RecipeCommand"]
+
+
+class RecipeCommand(Command):
+    """List and run the recipes of :mod:`chemgraph.recipes.registry`."""
+
+    name = "recipe"
+    help = "list and run packaged recipes (e.g. dft_to_gw transfer learning)"
+    description = "Recipes are complete experiments defined by a YAML file in recipes/NAME/."
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        actions = parser.add_subparsers(dest="action", required=True)
+        add_action(actions, "list", "registered recipes")
+        run = add_action(actions, "run", "run a recipe and print its results")
+        run.add_argument("name")
+        run.add_argument("--config", help="YAML overriding the recipe's config.yaml")
+        run.add_argument("--seeds", type=int, help="number of seeds (overrides the config)")
+        run.add_argument("--out", help="output folder, new or empty (default: runs/NAME)")
+        add_overwrite_option(run)
+
+    def run(self, args: argparse.Namespace) -> int:
+        from chemgraph._output import check_output_folder
+        from chemgraph.recipes.registry import RECIPES, get_recipe
+
+        if args.action == "list":
+            for name in RECIPES:
+                print(f"{name:<20} {get_recipe(name).DESCRIPTION}")
+            return 0
+        from chemgraph.train.trainer import quiet_third_party_warnings
+
+        quiet_third_party_warnings()
+        module = get_recipe(args.name)
+        out = args.out or f"runs/{args.name}"
+        check_output_folder(out, "--out", args.overwrite, "--overwrite")
+        module.run(config=args.config, seeds=args.seeds, out=out)
+        return 0

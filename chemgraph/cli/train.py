@@ -1,0 +1,122 @@
+"""``chemgraph train``: train a graph model on a table of SMILES and measured properties."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from chemgraph.cli.base import Command, ExamplesHelpFormatter, add_overwrite_option
+from chemgraph.model_names import MODEL_DESCRIPTIONS
+
+__all__ = ["TrainCommand"]
+
+TRAIN_EPILOG = """\
+examples:
+  chemgraph train --data delaney-processed.csv --smiles-column smiles \\
+      --target-columns "measured log solubility in mols per litre" --task regression \\
+      --model esa --split random --seed 0 --max-epochs 100 --out runs/esol
+  chemgraph train --data tox21.csv.gz --target-columns NR-AR,NR-AhR --task classification \\
+      --split scaffold --out runs/tox21 --config my_settings.yaml
+
+outputs in --out: best.ckpt, metrics.json, predictions.csv, rejected.csv, learning_curve.png,
+parity.png (regression) and config.yaml (every setting used; reusable with --config). --out must
+be a new or empty folder; --overwrite writes over an earlier run (replacing these files).
+"""
+
+
+class TrainCommand(Command):
+    """Featurize, split, train and evaluate (:func:`chemgraph.train.runner.train`)."""
+
+    name = "train"
+    help = (
+        "train a graph model (ESA, NSA, Graphormer, GRAT, GMoE, GCN, GIN) on a table of "
+        "SMILES and measured properties"
+    )
+    description = (
+        "Featurize the molecules of a table with RDKit, split them, train a graph "
+        "model (--model) with PyTorch Lightning and report "
+        "test metrics (RMSE/MAE/R² for regression, MCC/ROC-AUC/accuracy for classification). "
+        "Rows whose SMILES RDKit cannot read are skipped and listed in rejected.csv."
+    )
+    epilog = TRAIN_EPILOG
+    formatter_class = ExamplesHelpFormatter
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        # Defaults left None here are TrainingConfig's (or a --config file's); the help says them.
+        parser.add_argument(
+            "--data",
+            help="CSV, TSV or parquet file (optionally .gz), or a registered dataset name "
+            "(chemgraph datasets list)",
+        )
+        parser.add_argument(
+            "--root",
+            dest="data_root",
+            help="with --data NAME: folder holding a local copy of the dataset's files (offline)",
+        )
+        parser.add_argument("--smiles-column", help="column holding SMILES (default: smiles)")
+        parser.add_argument(
+            "--target-columns",
+            help="comma-separated property columns to predict; empty cells count as missing "
+            "(default with a dataset name: the card's targets)",
+        )
+        parser.add_argument(
+            "--task",
+            choices=["regression", "classification"],
+            help="regression (continuous values) or classification (0/1 labels); default: "
+            "classification when every target column holds only 0 and 1, otherwise regression "
+            "(a note is printed when a target is 0/1); with a dataset name: the card's task",
+        )
+        parser.add_argument(
+            "--model",
+            choices=list(MODEL_DESCRIPTIONS),
+            help="; ".join(f"{name}: {text}" for name, text in MODEL_DESCRIPTIONS.items())
+            + " (default: esa)",
+        )
+        parser.add_argument(
+            "--split",
+            choices=["random", "scaffold"],
+            help="random 80/10/10 (seeded) or Bemis-Murcko scaffold split (default: random)",
+        )
+        parser.add_argument(
+            "--seed", type=int, help="random seed for split, weights, shuffling (default: 0)"
+        )
+        parser.add_argument("--max-epochs", type=int, help="maximum training epochs (default: 100)")
+        parser.add_argument("--out", help="output folder, new or empty (see --overwrite)")
+        add_overwrite_option(parser)
+        parser.add_argument(
+            "--config",
+            help="YAML file with any training setting (keys as in the config.yaml a run "
+            "writes); command-line options override it",
+        )
+
+    def run(self, args: argparse.Namespace) -> int:
+        from chemgraph._output import check_output_folder
+        from chemgraph.train.config import TrainingConfig
+        from chemgraph.train.metrics import format_metrics
+        from chemgraph.train.runner import train
+        from chemgraph.train.trainer import quiet_third_party_warnings
+
+        quiet_third_party_warnings()
+        overrides = {
+            "data": args.data,
+            "data_root": args.data_root,
+            "smiles_column": args.smiles_column,
+            "target_columns": args.target_columns,
+            "task": args.task,
+            "model": args.model,
+            "split": args.split,
+            "seed": args.seed,
+            "max_epochs": args.max_epochs,
+            "out": args.out,
+        }
+        if args.quiet:
+            overrides["progress"] = False
+        if args.config:
+            config = TrainingConfig.from_yaml(args.config, **overrides)
+        else:
+            config = TrainingConfig.from_dict({k: v for k, v in overrides.items() if v is not None})
+        check_output_folder(config.out, "--out", args.overwrite, "--overwrite")
+        metrics = train(config)
+        print(format_metrics(metrics))
+        print(f"outputs written to {Path(config.out).resolve()}")
+        return 0

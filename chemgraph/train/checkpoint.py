@@ -1,0 +1,120 @@
+"""Checkpoints: the one loader of trained modules, and the best weights of a finished fit.
+
+A chemgraph checkpoint is Lightning's ``best.ckpt``: a dict with ``hyper_parameters`` (plain
+Python values only: model configuration, featurizer or token vocabulary, target scaler) and
+``state_dict``, so it loads with ``torch.load(..., weights_only=True)`` and nothing else. Two
+kinds (:data:`KINDS`), told apart by their hyper-parameters:
+
+* ``"property"``: :class:`chemgraph.train.module.PropertyPredictionModule` (``chemgraph
+  train``; used by ``chemgraph predict``).
+* ``"reaction"``: :class:`chemgraph.train.reaction_module.ReactionModule` (the
+  reaction_outcome recipe; used by ``chemgraph react``), recognised by its ``vocabulary``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import lightning as L
+import torch
+
+from chemgraph.train.module import PropertyPredictionModule
+from chemgraph.train.reaction_module import ReactionModule
+
+__all__ = ["KINDS", "best_checkpoint_path", "checkpoint_kind", "load_checkpoint", "load_weights"]
+
+Kind = Literal["property", "reaction"]
+
+KINDS: dict[str, type[L.LightningModule]] = {
+    "property": PropertyPredictionModule,
+    "reaction": ReactionModule,
+}
+_USE = {
+    "property": "a property-prediction checkpoint of `chemgraph train`: use it with "
+    "`chemgraph predict`",
+    "reaction": "a reaction-outcome (GRAT) checkpoint: use it with `chemgraph react`",
+}
+
+
+def _read(path: str | Path, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The checkpoint dict of ``path``, on the CPU, holding ``keys``.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: not a readable PyTorch file, or a key missing.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint {path} does not exist")
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # torch raises many types for a file that is not a checkpoint
+        raise ValueError(f"{path} is not a readable PyTorch checkpoint: {error}") from error
+    if not isinstance(checkpoint, dict) or not set(keys) <= set(checkpoint):
+        raise ValueError(f"{path} is not a chemgraph checkpoint (no {'/'.join(keys)})")
+    return checkpoint
+
+
+def checkpoint_kind(hyper_parameters: dict[str, Any]) -> Kind:
+    """``"reaction"`` for a GRAT translator's hyper-parameters (they hold its token
+    ``vocabulary``), else ``"property"``."""
+    return "reaction" if "vocabulary" in hyper_parameters else "property"
+
+
+def load_checkpoint(
+    path: str | Path, kind: Kind | None = None, device: str | torch.device = "cpu"
+) -> L.LightningModule:
+    """Rebuild a trained module from a checkpoint, in eval mode.
+
+    Args:
+        path: ``best.ckpt`` of ``chemgraph train`` or of the reaction_outcome recipe.
+        kind: the kind the caller needs (``"property"`` or ``"reaction"``); None = either.
+        device: where the module is put.
+
+    Returns:
+        A :class:`~chemgraph.train.module.PropertyPredictionModule` or
+        :class:`~chemgraph.train.reaction_module.ReactionModule` (see :data:`KINDS`).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: not a chemgraph checkpoint, or one of the other kind (the message says
+            which command takes it).
+    """
+    checkpoint = _read(path, ("hyper_parameters", "state_dict"))
+    parameters = checkpoint["hyper_parameters"]
+    found = checkpoint_kind(parameters)
+    if kind is not None and found != kind:
+        raise ValueError(f"{path} is {_USE[found]}")
+    try:
+        module = KINDS[found](**parameters)
+    except TypeError as error:  # another Lightning module's checkpoint
+        raise ValueError(f"{path} is not a chemgraph {found} checkpoint: {error}") from error
+    module.load_state_dict(checkpoint["state_dict"])
+    return module.to(device).eval()
+
+
+def load_weights(module: torch.nn.Module, path: str | Path) -> None:
+    """Load the ``state_dict`` of checkpoint ``path`` (any Lightning checkpoint) into
+    ``module``, e.g. the best weights after a fit (:func:`best_checkpoint_path`).
+
+    Raises:
+        FileNotFoundError, ValueError: no such file, not a readable checkpoint, no
+            ``state_dict``.
+        RuntimeError: the weights do not fit ``module``.
+    """
+    module.load_state_dict(_read(path, ("state_dict",))["state_dict"])
+
+
+def best_checkpoint_path(trainer: L.Trainer, hint: str) -> Path:
+    """The best checkpoint written during ``trainer.fit`` (see
+    :func:`chemgraph.train.trainer.make_trainer`'s ``checkpoint_dir``).
+
+    Raises:
+        ValueError: none was written: training stopped before its first validation; ``hint``
+            (which limits to raise) ends the message.
+    """
+    callback = trainer.checkpoint_callback
+    if callback is None or not callback.best_model_path:
+        raise ValueError(f"training stopped before its first validation (no checkpoint); {hint}")
+    return Path(callback.best_model_path)

@@ -1,0 +1,351 @@
+"""Run configurations: one base for every YAML-backed run, and ``chemgraph train``'s settings.
+
+:class:`RunConfig` is what :class:`TrainingConfig` (``chemgraph train``),
+:class:`chemgraph.train.transfer.TransferConfig`,
+:class:`chemgraph.train.reaction.ReactionTrainingConfig` and the recipes' configurations share:
+reading a YAML mapping, refusing unknown keys (naming them and the valid ones), refusing missing
+required settings, coercing numbers (YAML reads ``1e-4`` as text) with one error text, and the
+plain-dict form written back as ``config.yaml``.
+
+A partial configuration is merged over a complete one with :func:`merge_settings` (nested
+mappings key by key, everything else replaced); :func:`over_profile` merges it over the profile
+it names with its ``profile`` key (a recipe's YAML files, ``chemgraph.recipes.registry``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, ClassVar, Literal, TypeVar
+
+import torch
+import yaml
+
+from chemgraph.data.datasets import dataset_card, list_datasets
+from chemgraph.errors import ConfigError
+from chemgraph.featurize import get_preset
+from chemgraph.models import MODELS, get_model_spec
+
+__all__ = [
+    "PROFILE_KEY",
+    "RunConfig",
+    "TrainingConfig",
+    "dataset_defaults",
+    "merge_settings",
+    "over_profile",
+    "read_settings",
+]
+
+PROFILE_KEY = "profile"
+"""The key of a partial configuration that names the profile it is merged over."""
+
+Config = TypeVar("Config", bound="RunConfig")
+
+
+def read_settings(config: str | Path | Mapping[str, Any] | None) -> dict[str, Any]:
+    """Settings given as a YAML file, a mapping or None (no settings), as a new dict.
+
+    Raises:
+        OSError: the file cannot be read.
+        ConfigError: the file does not hold a YAML mapping.
+    """
+    if config is None:
+        return {}
+    if isinstance(config, Mapping):
+        return copy.deepcopy(dict(config))
+    values = yaml.safe_load(Path(config).read_text())
+    if values is None:
+        return {}
+    if not isinstance(values, dict):
+        raise ConfigError(f"{config}: expected a mapping of settings, got {type(values).__name__}")
+    return values
+
+
+def merge_settings(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """``override`` over ``base``: a mapping in both is merged key by key (recursively), any
+    other value of ``override`` (lists and None included) replaces ``base``'s. Neither
+    argument is changed."""
+    merged = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = merge_settings(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def over_profile(
+    config: str | Path | Mapping[str, Any] | None, profiles: Mapping[str, Path], default: str
+) -> dict[str, Any]:
+    """A partial configuration merged (:func:`merge_settings`) over the profile it names.
+
+    Args:
+        config: YAML file, mapping or None; its ``profile`` key (:data:`PROFILE_KEY`, removed
+            from the result) names the profile, ``default`` when absent.
+        profiles: profile name -> YAML file of complete settings.
+        default: the profile of a configuration without a ``profile`` key.
+
+    Raises:
+        ConfigError: an unknown profile (the available ones are listed), or a file that does
+            not hold a mapping.
+    """
+    values = read_settings(config)
+    name = values.pop(PROFILE_KEY, default)
+    if name not in profiles:
+        raise ConfigError(f"unknown {PROFILE_KEY} {name!r}; available: {', '.join(profiles)}")
+    return merge_settings(read_settings(profiles[name]), values)
+
+
+def _number(name: str, value: Any, kind: type, low: float) -> int | float:
+    """``value`` as ``kind`` (int or float), at least ``low``.
+
+    Raises:
+        ConfigError: ``"<name> must be an integer|a number, got <value>"`` or
+            ``"<name> must be at least <low>, got <value>"``.
+    """
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        number = kind(value)
+        if kind is int and number != float(value):
+            raise ValueError
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"{name} must be a{'n integer' if kind is int else ' number'}, got {value!r}"
+        ) from None
+    if not number >= low:
+        raise ConfigError(f"{name} must be at least {low}, got {value!r}")
+    return number
+
+
+def _plain(value: Any) -> Any:
+    """Tuples as lists, recursively (what ``yaml.safe_dump`` writes without tags)."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
+@dataclass
+class RunConfig:
+    """Base of the run configurations: dataclasses that round-trip through YAML.
+
+    Subclasses declare their checks as class attributes, applied by ``__post_init__`` (a
+    subclass that adds checks calls ``super().__post_init__()`` first):
+
+    * :attr:`NUMBERS`: field -> ``(int or float, minimum)``; the value is coerced (``"1e-4"``
+      -> ``0.0001``, ``"3"`` -> ``3``) and must be at least the minimum. A field whose default
+      is None may stay None.
+    * :attr:`CHOICES`: field -> the allowed values.
+
+    Fields without a default are required settings.
+    """
+
+    NUMBERS: ClassVar[dict[str, tuple[type, float]]] = {}
+    CHOICES: ClassVar[dict[str, tuple[Any, ...]]] = {}
+
+    def __post_init__(self) -> None:
+        """Check :attr:`CHOICES`, coerce and check :attr:`NUMBERS`.
+
+        Raises:
+            ConfigError: naming the setting, the bad value and what is allowed.
+        """
+        for name, allowed in self.CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        defaults = {f.name: f.default for f in fields(self)}
+        for name, (kind, low) in self.NUMBERS.items():
+            value = getattr(self, name)
+            if value is None and defaults[name] is None:
+                continue
+            setattr(self, name, _number(name, value, kind, low))
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        """Every setting, in declaration order."""
+        return [f.name for f in fields(cls)]
+
+    @classmethod
+    def required_fields(cls) -> list[str]:
+        """The settings without a default."""
+        return [
+            f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
+        ]
+
+    @classmethod
+    def from_dict(
+        cls: type[Config], values: Mapping[str, Any], source: str | None = None
+    ) -> Config:
+        """Build from a mapping of settings.
+
+        Args:
+            values: setting name -> value.
+            source: where ``values`` come from (a file name, a YAML block), prefixed to errors.
+
+        Raises:
+            ConfigError: ``"<source>: unknown keys [...]; valid keys: [...]"``, ``"<source>:
+                missing required settings: ..."``, or a bad value (see ``__post_init__``).
+        """
+        prefix = f"{source}: " if source else ""
+        names = cls.field_names()
+        unknown = sorted(set(values) - set(names))
+        if unknown:
+            raise ConfigError(f"{prefix}unknown keys {unknown}; valid keys: {sorted(names)}")
+        missing = [name for name in cls.required_fields() if name not in values]
+        if missing:
+            raise ConfigError(f"{prefix}missing required settings: {', '.join(missing)}")
+        return cls(**values)
+
+    @classmethod
+    def from_yaml(cls: type[Config], path: str | Path, **overrides: Any) -> Config:
+        """Read a YAML mapping of settings; ``overrides`` that are not None take precedence
+        (command-line options).
+
+        Raises:
+            OSError: the file cannot be read.
+            ConfigError: see :meth:`from_dict` and :func:`read_settings`.
+        """
+        values = read_settings(path)
+        values.update({key: value for key, value in overrides.items() if value is not None})
+        return cls.from_dict(values, source=str(path))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every setting as plain YAML-safe values (tuples as lists)."""
+        return _plain(asdict(self))
+
+
+@dataclass
+class TrainingConfig(RunConfig):
+    """Everything ``chemgraph train`` needs; round-trips through YAML (``--config``).
+
+    Defaults follow the protocol of ESA (Buterez et al. 2024, "An end-to-end attention-based
+    approach for learning on graphs", arXiv:2402.10793, SI 7): AdamW lr 1e-4, batch 128,
+    gradient clipping 0.5, early stopping after 30 epochs without validation improvement,
+    learning rate halved after 15; random 80/10/10 split.
+
+    Attributes:
+        data: CSV/TSV/parquet file (optionally gzipped) with a SMILES column and targets, or a
+            registered dataset name (``chemgraph datasets list``).
+        data_root: folder with a local copy of a registered dataset's source files (offline
+            use); None = ``$CHEMGRAPH_HOME/raw/<name>``, downloaded when missing.
+        target_columns: columns to predict (several = multi-task; empty cells = missing); a
+            comma-separated string is split.
+        out: output folder.
+        smiles_column: column holding SMILES.
+        task: ``"regression"`` (targets standardised, predictions in the targets' units),
+            ``"classification"`` (binary labels 0/1 per target column), or None: decided by
+            :func:`chemgraph.train.runner.train` from the labels (classification when every
+            target column holds only 0 and 1, regression otherwise; a note is logged whenever a
+            column holds only 0 and 1), and the decided task is written to ``config.yaml``.
+        model: a registered model family (:data:`chemgraph.models.MODELS`), e.g. ``"esa"``
+            (edge-set attention) or ``"nsa"`` (node-set attention).
+        split: ``"random"`` (seeded) or ``"scaffold"`` (Bemis–Murcko, deterministic).
+        split_fractions: train/validation/test fractions, summing to 1.
+        seed: seeds the split, the weight initialisation and the shuffling.
+        max_epochs: upper bound on training epochs.
+        max_time_minutes: wall-clock budget of the training loop (None = no limit); when it
+            runs out, training stops and the best checkpoint so far is evaluated.
+        max_rows: use only the first N rows of the table (None = all).
+        batch_size, learning_rate, weight_decay, warmup_steps, gradient_clip,
+        early_stopping_patience, lr_patience: optimisation settings (patiences in epochs).
+        featurizer: atom/bond featurizer preset; None = the model's default (ESA/NSA take
+            float one-hot features, ``"canonical"``).
+        fragments: multi-fragment (salt) policy, ``"keep"`` all fragments or ``"largest"``.
+        model_options: fields of the model's configuration, e.g.
+            :class:`chemgraph.models.ESAConfig` (hidden_dim, num_heads, layer_pattern, norm,
+            mlp, num_seeds, dropout, attend_to_self, ...).
+        num_workers: DataLoader worker processes.
+        accelerator: Lightning accelerator (``"auto"`` picks CUDA when available).
+        progress: report progress: tqdm bars on a terminal, one line per epoch otherwise
+            (logs, CI).
+
+    Raises:
+        ConfigError: a bad setting (named, with what is allowed), before any work is done;
+            :meth:`chemgraph.models.ModelConfig.check_options` errors for ``model_options``.
+    """
+
+    data: str
+    target_columns: list[str]
+    out: str
+    smiles_column: str = "smiles"
+    data_root: str | None = None
+    task: Literal["regression", "classification"] | None = None
+    model: str = "esa"
+    split: Literal["random", "scaffold"] = "random"
+    split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
+    seed: int = 0
+    max_epochs: int = 100
+    max_time_minutes: float | None = None
+    max_rows: int | None = None
+    batch_size: int = 128
+    learning_rate: float = 1e-4
+    weight_decay: float = 1e-2
+    warmup_steps: int = 0
+    gradient_clip: float = 0.5
+    early_stopping_patience: int = 30
+    lr_patience: int = 15
+    featurizer: str | None = None
+    fragments: Literal["keep", "largest"] = "keep"
+    model_options: dict[str, Any] = field(default_factory=dict)
+    num_workers: int = 0
+    accelerator: str = "auto"
+    progress: bool = True
+
+    CHOICES = {
+        "task": ("regression", "classification", None),
+        "model": tuple(MODELS),
+        "split": ("random", "scaffold"),
+        "fragments": ("keep", "largest"),
+    }
+    NUMBERS = {
+        "max_epochs": (int, 1), "batch_size": (int, 1), "seed": (int, 0),
+        "warmup_steps": (int, 0), "early_stopping_patience": (int, 0), "lr_patience": (int, 0),
+        "num_workers": (int, 0), "max_rows": (int, 1), "max_time_minutes": (float, 0.1),
+        "learning_rate": (float, 0.0), "weight_decay": (float, 0.0), "gradient_clip": (float, 0.0),
+    }  # fmt: skip
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        fractions = tuple(_number("split_fractions", f, float, 0.0) for f in self.split_fractions)
+        if len(fractions) != 3 or abs(sum(fractions) - 1) > 1e-6:
+            raise ConfigError(f"split_fractions must be 3 numbers summing to 1, got {fractions}")
+        self.split_fractions = fractions
+        if isinstance(self.target_columns, str):
+            self.target_columns = [c.strip() for c in self.target_columns.split(",")]
+        self.target_columns = [str(c) for c in self.target_columns]
+        if not self.target_columns or "" in self.target_columns:
+            raise ConfigError(f"target_columns must name columns, got {self.target_columns!r}")
+        spec = get_model_spec(self.model)
+        if self.featurizer is None:
+            self.featurizer = spec.default_featurizer
+        preset = get_preset(self.featurizer)
+        if preset.atom.dtype != spec.feature_dtype:
+            kind = "one-hot (float)" if spec.feature_dtype == torch.float32 else "categorical"
+            raise ConfigError(
+                f"{self.model.upper()} takes {kind} features; featurizer {self.featurizer!r} "
+                f"gives {preset.atom.dtype}: use {spec.default_featurizer!r}"
+            )
+        spec.config_class.check_options(self.model_options)
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any], source: str | None = None) -> TrainingConfig:
+        """As :meth:`RunConfig.from_dict`; with ``data`` a registered dataset name,
+        ``target_columns`` and ``task`` default to its card's (:func:`dataset_defaults`)."""
+        return super().from_dict({**dataset_defaults(values.get("data")), **values}, source)
+
+
+def dataset_defaults(data: Any) -> dict[str, Any]:
+    """``target_columns`` and ``task`` from the card when ``data`` names a registered dataset
+    (and is not a file), so ``chemgraph train --data esol`` needs no more; else ``{}``."""
+    if data is None or Path(str(data)).is_file() or str(data) not in list_datasets():
+        return {}
+    card = dataset_card(str(data))
+    defaults: dict[str, Any] = {}
+    if card.targets:
+        defaults["target_columns"] = list(card.targets)
+    if card.raw.get("task") in ("regression", "classification"):
+        defaults["task"] = card.raw["task"]
+    return defaults

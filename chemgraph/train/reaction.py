@@ -1,0 +1,431 @@
+"""Reaction outcome prediction with GRAT: training, beam-search prediction, top-k metrics.
+
+Yoo et al. 2020, "Graph-Aware Transformer: Is Attention All Graphs Need?" (arXiv:2006.05213),
+section 4.2: a :class:`chemgraph.models.GRATTranslator` learns the product graph of a reaction
+by teacher forcing (:class:`chemgraph.train.reaction_module.ReactionModule`) and predicts it by
+beam search; predicted graphs become RDKit molecules and canonical SMILES, deduplicated, and
+are compared with the true products independently of fragment order.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import pandas as pd
+import torch
+
+from chemgraph.batches.reaction import ReactionGraphs, TokenVocabulary, reaction_batch
+from chemgraph.chem.graph_codec import (
+    AtomLabel,
+    GraphDecodingError,
+    LabelledGraph,
+    graph_to_smiles,
+    same_molecules,
+)
+from chemgraph.chem.reactions import ReactionParseError
+from chemgraph.data.datasets.download import open_text
+from chemgraph.data.reactions import (
+    encode_reactions,
+    load_reaction_graphs,
+    parse_input_reaction,
+    reaction_loader,
+)
+from chemgraph.errors import ConfigError
+from chemgraph.models.grat import GRATTranslatorConfig
+from chemgraph.train.callbacks import ValidationLog
+from chemgraph.train.checkpoint import best_checkpoint_path, load_checkpoint
+from chemgraph.train.config import RunConfig
+from chemgraph.train.reaction_module import ReactionModule
+from chemgraph.train.trainer import make_trainer
+
+__all__ = [
+    "TOP_K",
+    "ReactionPrediction",
+    "ReactionTrainingConfig",
+    "decode_hypotheses",
+    "format_top_k_metrics",
+    "predict_file",
+    "predict_reactions",
+    "prediction_frame",
+    "top_k_metrics",
+    "train_reaction_model",
+]
+
+log = logging.getLogger(__name__)
+
+TOP_K = (1, 2, 3, 5)
+"""The top-k accuracies reported (as the Molecular Transformer and Yoo et al. 2020 do)."""
+
+
+@dataclass
+class ReactionTrainingConfig(RunConfig):
+    """Settings of training a GRAT translator on reactions; round-trips through YAML.
+
+    Attributes:
+        train: USPTO-MIT ``.txt`` (plain or gzip) to train on.
+        out: output folder.
+        valid: file of validation reactions (teacher-forced loss picks the best checkpoint);
+            None = the last ``valid_fraction`` of ``train``.
+        max_train, max_valid: use only the first N reactions (None = all).
+        valid_fraction: held-out part of ``train`` when ``valid`` is None.
+        model_options: fields of :class:`chemgraph.models.GRATTranslatorConfig` but
+            ``vocab_size`` (taken from the training reactions).
+        batch_size, learning_rate, weight_decay, warmup_steps, label_smoothing,
+        gradient_clip: optimisation (AdamW, warm-up then inverse square-root decay).
+        max_epochs, max_steps, max_time_minutes: stop at the first reached (None = no limit).
+        val_check_interval: optimiser steps between validations (None = once per epoch).
+        seed: data order and weight initialisation.
+        num_workers: DataLoader workers; accelerator: Lightning accelerator (``"auto"``).
+        progress: Lightning's model summary and one log line per validation.
+
+    Raises:
+        ConfigError: a bad setting (named, with what is allowed); ValueError: bad
+            ``model_options`` values (:class:`chemgraph.models.GRATTranslatorConfig`).
+    """
+
+    train: str
+    out: str
+    valid: str | None = None
+    max_train: int | None = None
+    max_valid: int | None = None
+    valid_fraction: float = 0.02
+    model_options: dict[str, Any] = field(default_factory=dict)
+    batch_size: int = 64
+    learning_rate: float = 5e-4
+    weight_decay: float = 0.0
+    warmup_steps: int = 1000
+    label_smoothing: float = 0.0
+    gradient_clip: float = 1.0
+    max_epochs: int = 100
+    max_steps: int | None = None
+    max_time_minutes: float | None = None
+    val_check_interval: int | None = None
+    seed: int = 0
+    num_workers: int = 0
+    accelerator: str = "auto"
+    progress: bool = True
+
+    NUMBERS = {
+        "max_train": (int, 1), "max_valid": (int, 1), "valid_fraction": (float, 0.0),
+        "batch_size": (int, 1), "learning_rate": (float, 0.0), "weight_decay": (float, 0.0),
+        "warmup_steps": (int, 0), "label_smoothing": (float, 0.0), "gradient_clip": (float, 0.0),
+        "max_epochs": (int, 1), "max_steps": (int, 1), "max_time_minutes": (float, 0.0),
+        "val_check_interval": (int, 1), "seed": (int, 0), "num_workers": (int, 0),
+    }  # fmt: skip
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        valid = {f.name for f in fields(GRATTranslatorConfig)} - {"vocab_size"}
+        unknown = set(self.model_options) - valid
+        if unknown:
+            raise ConfigError(f"unknown model_options {sorted(unknown)}; valid: {sorted(valid)}")
+        GRATTranslatorConfig(vocab_size=1, **self.model_options)
+
+
+def train_reaction_model(config: ReactionTrainingConfig) -> Path:
+    """Read and encode the data, train a :class:`chemgraph.train.reaction_module.ReactionModule`.
+
+    Writes ``rejected.csv`` (row, input, reason, file: unparsable reactions and molecules a
+    graph cannot hold) and ``best.ckpt`` (lowest validation loss) to ``config.out``; logs the
+    data sizes and one line per validation.
+
+    Returns:
+        The checkpoint path.
+
+    Raises:
+        OSError: a data file cannot be read.
+        ValueError: fewer than 2 usable training reactions or no validation reaction, or
+            training stopped before its first validation.
+    """
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    L.seed_everything(config.seed, workers=True, verbose=False)
+    items, _, rejected = load_reaction_graphs(config.train, config.max_train)
+    rejected_frames = [rejected]
+    if config.valid is None:
+        cut = len(items) - max(1, round(config.valid_fraction * len(items)))
+        train_items, valid_items = items[:cut], items[cut:]
+    else:
+        valid_items, _, valid_rejected = load_reaction_graphs(config.valid, config.max_valid)
+        rejected_frames.append(valid_rejected)
+        train_items = items
+    if len(train_items) < 2 or not valid_items:
+        raise ValueError(f"too few usable reactions in {config.train} ({len(items)})")
+    rejected = pd.concat(rejected_frames, ignore_index=True)
+    rejected.to_csv(out / "rejected.csv", index=False)
+    vocabulary = TokenVocabulary.from_graphs(
+        g for item in train_items for g in (*item.reactants, *item.reagents, item.product)
+    )
+    log.info(
+        "reactions: train %d, validation %d; %d tokens; rejected %d (see %s)",
+        len(train_items), len(valid_items), len(vocabulary), len(rejected), out / "rejected.csv",
+    )  # fmt: skip
+    module = ReactionModule(
+        model_config={**config.model_options, "vocab_size": len(vocabulary)},
+        vocabulary=vocabulary.tokens,
+        learning_rate=config.learning_rate,
+        weight_decay=config.weight_decay,
+        warmup_steps=config.warmup_steps,
+        label_smoothing=config.label_smoothing,
+    )
+    max_distance = module.model.config.max_distance
+    train_loader = reaction_loader(
+        train_items, vocabulary, max_distance, config.batch_size, shuffle=True,
+        num_workers=config.num_workers, seed=config.seed,
+    )  # fmt: skip
+    valid_loader = reaction_loader(
+        valid_items, vocabulary, max_distance, config.batch_size, num_workers=config.num_workers
+    )
+    (out / "best.ckpt").unlink(missing_ok=True)
+    validation_log = ValidationLog(
+        [("val label acc", "val_label_accuracy", 3), ("bond acc", "val_bond_accuracy", 4),
+         ("graph acc", "val_graph_accuracy", 3)],
+        enabled=config.progress,
+    )  # fmt: skip
+    trainer = make_trainer(
+        max_epochs=config.max_epochs,
+        max_steps=config.max_steps,
+        max_minutes=config.max_time_minutes,
+        val_check_interval=config.val_check_interval,
+        gradient_clip=config.gradient_clip,
+        checkpoint_dir=out,
+        callbacks=[validation_log],
+        accelerator=config.accelerator,
+        model_summary=config.progress,
+    )
+    trainer.fit(module, train_loader, valid_loader)
+    return best_checkpoint_path(
+        trainer, "raise max_time_minutes/max_steps or lower val_check_interval"
+    )
+
+
+@dataclass
+class ReactionPrediction:
+    """Beam-search result of one reaction.
+
+    Attributes:
+        smiles: up to ``top_k`` distinct valid canonical product SMILES, best first.
+        scores: their length-normalised log-probabilities.
+        top1_invalid: the best-scoring decoded graph is not a valid molecule.
+        num_invalid: finished beam graphs that are not valid molecules.
+    """
+
+    smiles: list[str]
+    scores: list[float]
+    top1_invalid: bool
+    num_invalid: int
+
+
+def predict_reactions(
+    module: ReactionModule,
+    items: Sequence[ReactionGraphs],
+    beam_width: int = 8,
+    top_k: int = 5,
+    batch_size: int = 32,
+    length_penalty: float = 1.0,
+    progress: bool = False,
+) -> list[ReactionPrediction]:
+    """Beam search every reaction and turn the graphs into deduplicated canonical SMILES.
+
+    Args:
+        module: a trained module (eval mode), on any device.
+        items: the reactions as graphs (products not needed).
+        beam_width: beams per reaction.
+        top_k: most predictions kept per reaction.
+        batch_size: reactions per beam search (sorted by size: less padding).
+        length_penalty: exponent of the length normalisation of beam scores.
+        progress: log one line per batch.
+
+    Returns:
+        One :class:`ReactionPrediction` per item, in order. Invalid graphs (RDKit cannot
+        sanitise them, or an atom token is ``<UNK>``-like) are counted and skipped, never
+        raised.
+    """
+    vocabulary = module.vocabulary
+    device = next(module.parameters()).device
+    max_distance = module.model.config.max_distance
+    order = sorted(range(len(items)), key=lambda i: items[i].num_input_atoms)  # fewer pads
+    results: dict[int, ReactionPrediction] = {}
+    start = time.perf_counter()
+    for first in range(0, len(order), batch_size):
+        chunk = order[first : first + batch_size]
+        batch = reaction_batch([items[i] for i in chunk], vocabulary, max_distance).to(device)
+        beams = module.model.beam_search(batch, beam_width, length_penalty)
+        for index, hypotheses in zip(chunk, beams):
+            results[index] = decode_hypotheses(hypotheses, vocabulary, top_k)
+        if progress:
+            done = min(first + batch_size, len(order))
+            log.info("predicted %d/%d (%.0f s)", done, len(order), time.perf_counter() - start)
+    return [results[i] for i in range(len(items))]
+
+
+def decode_hypotheses(
+    hypotheses: Sequence[Any], vocabulary: TokenVocabulary, top_k: int
+) -> ReactionPrediction:
+    """The valid, distinct canonical SMILES of one reaction's finished beams.
+
+    Args:
+        hypotheses: beam-search graphs, best first, each with ``labels`` (token ids),
+            ``bonds`` (``(i, j, bond class)``) and ``score``
+            (:class:`chemgraph.models.grat.GraphHypothesis`).
+        vocabulary: anything with the ``tokens`` list of the model's vocabulary.
+        top_k: most SMILES kept.
+
+    Returns:
+        The prediction; a graph that is not a valid molecule is counted in ``num_invalid``,
+        and sets ``top1_invalid`` when it is the first (as does an empty beam).
+    """
+    smiles, scores, invalid, first_invalid = [], [], 0, False
+    for rank, hypothesis in enumerate(hypotheses):
+        try:
+            atoms = tuple(AtomLabel.from_token(vocabulary.tokens[i]) for i in hypothesis.labels)
+            text = graph_to_smiles(LabelledGraph(atoms, tuple(hypothesis.bonds)))
+            if not text:
+                raise GraphDecodingError("empty graph")
+        except (GraphDecodingError, ValueError):
+            invalid += 1
+            first_invalid = first_invalid or rank == 0
+            continue
+        if text not in smiles and len(smiles) < top_k:
+            smiles.append(text)
+            scores.append(hypothesis.score)
+    return ReactionPrediction(smiles, scores, first_invalid or not hypotheses, invalid)
+
+
+def top_k_metrics(
+    predictions: Sequence[ReactionPrediction], targets: Sequence[str], ks: Sequence[int] = TOP_K
+) -> dict[str, float]:
+    """Top-k accuracy (%) and invalid-output rates (%).
+
+    A reaction is correct at ``k`` when one of its first ``k`` distinct predictions holds the
+    same molecules as the target (:func:`chemgraph.chem.graph_codec.same_molecules`: fragment
+    order ignored).
+
+    Returns:
+        ``top_<k>`` for each of ``ks``; ``invalid_top1``: share of reactions whose
+        best-scoring graph is not a valid molecule; ``invalid_beam``: share of all finished beam
+        graphs that are invalid; ``reactions``: their number.
+    """
+    n = max(1, len(targets))
+    metrics = {}
+    ranks = [
+        next((r for r, s in enumerate(p.smiles) if same_molecules(s, t)), None)
+        for p, t in zip(predictions, targets)
+    ]
+    for k in ks:
+        metrics[f"top_{k}"] = 100 * sum(r is not None and r < k for r in ranks) / n
+    metrics["invalid_top1"] = 100 * sum(p.top1_invalid for p in predictions) / n
+    total = sum(len(p.smiles) + p.num_invalid for p in predictions)
+    metrics["invalid_beam"] = 100 * sum(p.num_invalid for p in predictions) / max(1, total)
+    metrics["reactions"] = len(targets)
+    return metrics
+
+
+def format_top_k_metrics(metrics: dict[str, float]) -> str:
+    """:func:`top_k_metrics` as two lines: a header (``top-1 … invalid-top1``) and the
+    percentages."""
+    names = [f"top_{k}" for k in TOP_K if f"top_{k}" in metrics] + ["invalid_top1"]
+    header = "".join(f"{name.replace('_', '-'):>14}" for name in names)
+    values = "".join(f"{metrics[name]:>13.2f}%" for name in names)
+    return f"{header}\n{values}"
+
+
+def prediction_frame(
+    rows: Sequence[int],
+    items: Sequence[ReactionGraphs],
+    predictions: Sequence[ReactionPrediction],
+    top_k: int | None = None,
+) -> pd.DataFrame:
+    """One row per reaction: row, target (when known), rank of the target (1-based, empty
+    when missed), top1_invalid, prediction_1 … and score_1 … (``top_k`` of each; None = as
+    many as the reaction with the most valid predictions has). The columns are there even when
+    ``rows`` is empty."""
+    if top_k is None:
+        top_k = max((len(p.smiles) for p in predictions), default=0)
+    columns = ["row", "target", "target_rank", "top1_invalid"]
+    columns += [
+        f"{name}_{rank}" for rank in range(1, top_k + 1) for name in ("prediction", "score")
+    ]
+    records = []
+    for row, item, prediction in zip(rows, items, predictions):
+        record = {"row": row, "target": item.product_smiles}
+        hit = [r for r, s in enumerate(prediction.smiles) if same_molecules(s, item.product_smiles)]
+        record["target_rank"] = hit[0] + 1 if hit and item.product_smiles else None
+        record["top1_invalid"] = prediction.top1_invalid
+        for rank in range(top_k):
+            found = rank < len(prediction.smiles)
+            record[f"prediction_{rank + 1}"] = prediction.smiles[rank] if found else ""
+            record[f"score_{rank + 1}"] = prediction.scores[rank] if found else None
+        records.append(record)
+    return pd.DataFrame(records, columns=columns)
+
+
+def predict_file(
+    checkpoint: str | Path,
+    input_path: str | Path,
+    output: str | Path,
+    top_k: int = 5,
+    beam_width: int = 8,
+    batch_size: int = 32,
+) -> tuple[pd.DataFrame, dict[str, float] | None]:
+    """``chemgraph react --input``: predict the products of every reaction of a file.
+
+    Each line holds a reaction SMILES ``reactants>reagents>[products]`` (text after the first
+    whitespace, such as USPTO-MIT edit labels, is ignored); blank lines are skipped. Every
+    other line gives one row, in input order; a line that cannot be parsed or turned into
+    graphs keeps its row with the reason in ``error`` and no prediction. Runs on CUDA when
+    available.
+
+    Returns:
+        The table written to ``output``, one row per non-blank line: ``row`` (0-based line
+        number, int64), ``reaction`` (the reaction SMILES as read), ``target`` (canonical
+        SMILES of the products given, ``""`` when none), ``target_rank`` (Int64, 1-based rank
+        of the target among the predictions, missing when it is not among them),
+        ``top1_invalid`` (nullable boolean: the best-scoring decoded graph is not a valid
+        molecule; missing for a line with an error), ``prediction_1, score_1`` …
+        ``prediction_{top_k}, score_{top_k}`` (valid canonical product SMILES, best first,
+        ``""`` past the last valid one; their length-normalised log-probabilities, NaN past
+        the last) and ``error`` (``""`` for a decoded reaction). Also, when every usable line
+        has products, the :func:`top_k_metrics` of the predictions (else None).
+
+    Raises:
+        FileNotFoundError, ValueError: see :func:`chemgraph.train.checkpoint.load_checkpoint`
+            (a property-prediction checkpoint is refused); OSError: ``input_path`` cannot be
+            read.
+    """
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    module = load_checkpoint(checkpoint, kind="reaction", device=device)
+    reactions, rows, errors, texts = [], [], {}, {}
+    with open_text(Path(input_path)) as lines:
+        for row, line in enumerate(lines):
+            if not line.strip():
+                continue
+            texts[row] = line.split()[0]
+            try:
+                reactions.append(parse_input_reaction(line))
+                rows.append(row)
+            except ReactionParseError as error:
+                errors[row] = error.reason
+    scored = bool(reactions) and all(r.products for r in reactions)
+    items, kept, bad = encode_reactions(reactions, rows, with_product=scored)
+    errors.update({row: reason for row, _, reason in bad})
+    predictions = predict_reactions(module, items, beam_width, top_k, batch_size)
+    table = pd.DataFrame(
+        {"row": pd.Series(list(texts), dtype="int64"), "reaction": list(texts.values())}
+    )
+    table = table.merge(prediction_frame(kept, items, predictions, top_k), on="row", how="left")
+    ranks = range(1, top_k + 1)
+    text_columns = ["target"] + [f"prediction_{rank}" for rank in ranks]
+    table[text_columns] = table[text_columns].fillna("")
+    dtypes = {"target_rank": "Int64", "top1_invalid": "boolean"}
+    table = table.astype(dtypes | {f"score_{rank}": "float64" for rank in ranks})
+    table["error"] = [errors.get(row, "") for row in table["row"]]
+    table.to_csv(output, index=False)
+    metrics = top_k_metrics(predictions, [i.product_smiles for i in items]) if scored else None
+    return table, metrics
