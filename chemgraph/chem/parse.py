@@ -165,9 +165,10 @@ def mol_from_smiles(smiles: str, fragments: FragmentPolicy = "keep") -> Chem.Mol
     output is captured, never printed.
 
     Args:
-        smiles: a SMILES string. Surrounding whitespace is ignored; as in RDKit (and SMILES
-            files), text after the first inner whitespace is a name and is ignored
-            (``"CCO ethanol"`` is ethanol).
+        smiles: one SMILES string. Surrounding whitespace is ignored; inner whitespace is an
+            error (RDKit would silently drop the text after it, so ``"CC O"`` would become
+            ethane): a ``.smi`` line's name is split off by the reader, a table's belongs in
+            its own column.
         fragments: ``"keep"`` keeps every fragment of a salt or mixture; ``"largest"`` keeps the
             fragment with the most heavy atoms (see :data:`FragmentPolicy`).
 
@@ -178,6 +179,7 @@ def mol_from_smiles(smiles: str, fragments: FragmentPolicy = "keep") -> Chem.Mol
     Raises:
         MoleculeParseError: ``reason`` is ``"empty SMILES"`` (``""``, whitespace, ``None``,
             NaN as read from an empty CSV cell), ``"SMILES must be a str, got <type>"``,
+            ``"SMILES holds whitespace: ..."``,
             ``"SMILES parse error: <RDKit's message>"`` (e.g. an unclosed ring ``"C1CC"``,
             an unknown symbol ``"foo"``), or RDKit's chemistry message (e.g.
             ``"Explicit valence for atom # 0 N, 5, is greater than permitted"``,
@@ -192,6 +194,12 @@ def mol_from_smiles(smiles: str, fragments: FragmentPolicy = "keep") -> Chem.Mol
     text = smiles.strip()
     if not text:
         raise MoleculeParseError("empty SMILES", smiles)
+    if any(character.isspace() for character in text):
+        raise MoleculeParseError(
+            "SMILES holds whitespace: one SMILES per field (RDKit would drop the text after the "
+            "whitespace); put a name in its own column",
+            text,
+        )
     with _rdkit_log_capture() as log:
         mol = Chem.MolFromSmiles(text)
     if mol is None:
@@ -226,7 +234,8 @@ def mols_from_smiles(
     out: list[Chem.Mol | MoleculeParseError] = []
     with rdBase.BlockLogs():
         for item in smiles:
-            mol = Chem.MolFromSmiles(item.strip()) if isinstance(item, str) else None
+            text = item.strip() if isinstance(item, str) else ""
+            mol = None if len(text.split()) != 1 else Chem.MolFromSmiles(text)
             if mol is None or mol.GetNumAtoms() == 0:
                 try:
                     mol = mol_from_smiles(item, fragments)

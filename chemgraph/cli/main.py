@@ -69,7 +69,7 @@ def console_logging(quiet: bool = False, verbose: bool = False) -> Iterator[None
     messages as they are on stdout, warnings and errors as ``warning: ...`` on stderr.
 
     Args:
-        quiet: warnings and errors only.
+        quiet: warnings and errors only (Lightning's information lines too).
         verbose: debug messages too (wins over ``quiet``).
 
     The handlers and the logger's level are removed and restored on leaving, so that ``main``
@@ -82,8 +82,11 @@ def console_logging(quiet: bool = False, verbose: bool = False) -> Iterator[None
     problems = logging.StreamHandler(sys.stderr)
     problems.setLevel(logging.WARNING)
     problems.setFormatter(_LevelPrefix("%(message)s"))
-    level = logger.level
+    lightning = logging.getLogger("lightning.pytorch.utilities.rank_zero")  # "GPU available"
+    level, lightning_level = logger.level, lightning.level
     logger.setLevel(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
+    if quiet and not verbose:
+        lightning.setLevel(logging.WARNING)
     logger.addHandler(plain)
     logger.addHandler(problems)
     try:
@@ -92,6 +95,7 @@ def console_logging(quiet: bool = False, verbose: bool = False) -> Iterator[None
         logger.removeHandler(plain)
         logger.removeHandler(problems)
         logger.setLevel(level)
+        lightning.setLevel(lightning_level)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,12 +23,15 @@ class RecipeCommand(Command):
         run.add_argument("name")
         run.add_argument("--config", help="YAML overriding the recipe's config.yaml")
         run.add_argument("--seeds", type=int, help="number of seeds (overrides the config)")
-        run.add_argument("--out", help="output folder, new or empty (default: runs/NAME)")
+        run.add_argument(
+            "--out",
+            help="output folder, new or empty (default: the config's out, else runs/NAME)",
+        )
         add_overwrite_option(run)
 
     def run(self, args: argparse.Namespace) -> int:
         from chemgraph._output import check_output_folder
-        from chemgraph.recipes.registry import RECIPES, get_recipe
+        from chemgraph.recipes.registry import RECIPES, get_recipe, recipe_settings
 
         if args.action == "list":
             for name in RECIPES:
@@ -38,7 +41,7 @@ class RecipeCommand(Command):
 
         quiet_third_party_warnings()
         module = get_recipe(args.name)
-        out = args.out or f"runs/{args.name}"
+        out = args.out or recipe_settings(args.name, args.config).get("out") or f"runs/{args.name}"
         check_output_folder(out, "--out", args.overwrite, "--overwrite")
         module.run(config=args.config, seeds=args.seeds, out=out)
         return 0

@@ -207,6 +207,7 @@ def reason_kind(reason: str) -> str:
         ("not valid utf-8", "not UTF-8"),
         ("empty", "empty record"),
         ("smiles parse error", "SMILES syntax"),
+        ("smiles holds whitespace", "SMILES with whitespace"),
         ("sdf parse error", "unreadable SDF record"),
         ("valence", "valence"),
         ("kekulize", "aromaticity (kekulize)"),
@@ -460,6 +461,9 @@ def _worker_main(connection: Any, heartbeat: Any) -> None:
     incremented after every step change, so the parent can time each record's steps.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which stops us
+    # and blocked, because RDKit installs its own SIGINT handler around long searches (it
+    # would print "Substructure search was interrupted" before the parent kills us)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     _die_with_parent()
 
     def beat(position: int, step: str) -> None:

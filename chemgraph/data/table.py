@@ -65,7 +65,7 @@ def _table_kind(path: Path) -> str:
     )
 
 
-def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
+def read_table(path: str | os.PathLike[str], keep_blank_lines: bool = False) -> pd.DataFrame:
     """Read a table of molecules.
 
     Formats (by file name, case-insensitive): ``.csv``, ``.tsv`` (each optionally ``.gz``) and
@@ -76,6 +76,9 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
 
     Args:
         path: the table file.
+        keep_blank_lines: keep a blank line of a CSV/TSV file as a row of empty cells (so that
+            the output of ``chemgraph predict`` has one row per input line); by default blank
+            lines are skipped, as pandas does.
 
     Returns:
         The table, one row per data line, columns named by the header.
@@ -97,7 +100,7 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
                 sep=_TABLE_SUFFIXES[kind],
                 keep_default_na=False,
                 na_values=[""],
-                skip_blank_lines=True,
+                skip_blank_lines=not keep_blank_lines,
                 compression="gzip" if kind.endswith(".gz") else None,
                 encoding="utf-8-sig",
             )

@@ -75,7 +75,7 @@ def predict_table(
     module = load_checkpoint(checkpoint, kind="property")
     hparams = module.hparams
     preset = FeaturizerPreset.from_dict(hparams.featurizer)
-    table = read_table(input_path)
+    table = read_table(input_path, keep_blank_lines=True)
     dataset, rejected = featurize_table(
         table,
         smiles_column,

@@ -115,7 +115,15 @@ def _featurize(config: TrainingConfig, out: Path) -> tuple[MoleculeDataset, Feat
         len(dataset), len(table), len(rejected), out / "rejected.csv",
     )  # fmt: skip
     if len(dataset) < 10:
-        raise ValueError(f"only {len(dataset)} valid molecules in {config.data}; need at least 10")
+        first = (
+            f"; e.g. row {rejected['row'].iloc[0]}: {rejected['reason'].iloc[0]}"
+            if len(rejected)
+            else ""
+        )
+        raise ValueError(
+            f"only {len(dataset)} usable rows in {config.data}; need at least 10 "
+            f"({len(rejected)} rejected{first})"
+        )
     return dataset, preset
 
 

@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 from rdkit import Chem
 
-from chemgraph.chem import MoleculeParseError, iter_sdf, mol_from_smiles, positions
+from chemgraph.chem import (
+    MoleculeParseError,
+    iter_sdf,
+    mol_from_smiles,
+    mols_from_smiles,
+    positions,
+)
 from chemgraph.chem.parse import iter_sdf_blocks, mol_from_sdf_block
 
 # --- SMILES ---------------------------------------------------------------------------------
@@ -61,6 +67,17 @@ def test_non_string_raises_parse_error_which_is_a_value_error():
         mol_from_smiles(5)  # type: ignore[arg-type]
     assert isinstance(info.value, MoleculeParseError)
     assert info.value.reason == "SMILES must be a str, got int"
+
+
+@pytest.mark.parametrize("text", ["CC O", "c1ccccc1 CCCCCCCC", "CC\tN", "CC\nN"])
+def test_inner_whitespace_is_an_error_not_a_silently_dropped_tail(text):
+    # RDKit alone reads "CC O" as ethane: the text after the blank would vanish
+    assert Chem.MolToSmiles(Chem.MolFromSmiles(text)) in ("CC", "c1ccccc1")
+    with pytest.raises(MoleculeParseError) as info:
+        mol_from_smiles(text)
+    assert info.value.reason.startswith("SMILES holds whitespace")
+    (error,) = mols_from_smiles([text])
+    assert isinstance(error, MoleculeParseError) and error.reason == info.value.reason
 
 
 def test_valid_smiles_is_stripped_and_sanitised():

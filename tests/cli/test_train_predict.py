@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -220,3 +221,19 @@ def test_binary_target_without_task_trains_a_classifier(tmp_path, table, capsys)
     }  # fmt: skip
     assert yaml.safe_load((out / "config.yaml").read_text())["task"] == "classification"
     assert not (out / "parity.png").exists()
+
+
+def test_predict_writes_one_row_per_input_line_blank_lines_included(tmp_path, capsys):
+    checkpoint = Path(__file__).parents[1] / "fixtures" / "checkpoints" / "esa.ckpt"
+    table = tmp_path / "new.csv"
+    table.write_text("smiles,name\nCCO,ethanol\n\nCC O,spaced\nc1ccccc1,benzene\n")
+    output = tmp_path / "predicted.csv"
+    assert main(["predict", "--checkpoint", str(checkpoint), "--input", str(table),
+                 "--output", str(output)]) == 0  # fmt: skip
+    result = pd.read_csv(output, keep_default_na=False)
+    assert result["name"].tolist() == ["ethanol", "", "spaced", "benzene"]
+    errors = result["error"].tolist()
+    assert errors[0] == "" and errors[3] == ""
+    assert errors[1].startswith("empty SMILES")
+    assert errors[2].startswith("SMILES holds whitespace")
+    assert "predicted 2 of 4 rows" in capsys.readouterr().out

@@ -60,6 +60,17 @@ def read_features(out):
     )
 
 
+def test_a_table_smiles_with_whitespace_is_rejected_not_cut(tmp_path):
+    table = tmp_path / "spaced.csv"
+    table.write_text('smiles,name\nCC O,spaced\nCCO,ethanol\n"CC\nN",broken\n')
+    out = tmp_path / "out"
+    featurize_library(table, out, OPTIONS, progress=False)
+    rejected = pd.read_csv(out / "rejected.csv")
+    assert rejected["row"].tolist() == [0, 2]
+    assert all(r.startswith("SMILES holds whitespace") for r in rejected["reason"])
+    assert read_features(out)["smiles"].tolist() == ["CCO"]
+
+
 def test_bad_records_are_reported_and_the_rest_featurized(smi, tmp_path):
     out = tmp_path / "out"
     manifest = featurize_library(smi, out, OPTIONS, shard_size=5, progress=False)
@@ -518,7 +529,9 @@ def test_interrupt_stops_every_process_and_resume_completes_the_run(interrupt_ru
     signum = signal.SIGTERM if how.startswith("SIGTERM") else signal.SIGINT
     assert process.returncode == 128 + signum
     assert stdout == "" and "Traceback" not in stderr
-    (line,) = stderr.strip().splitlines()
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    (line,) = lines
     assert line.startswith(f"chemgraph featurize: stopped by {signal.Signals(signum).name};")
     assert line.endswith("run the same command with --resume to continue")
     assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
