@@ -30,6 +30,7 @@ MODELS = {
     "ESA (SSMMMMPS, d=256)": ("esa", dict(layer_pattern="SSMMMMPS", hidden_dim=256, num_heads=16)),
     "NSA (SSMMMMPS, d=256)": ("nsa", dict(layer_pattern="SSMMMMPS", hidden_dim=256, num_heads=16)),
     "Graphormer (6 x 256)": ("graphormer", dict(hidden_dim=256, num_layers=6, num_heads=16)),
+    "GRAT (6 x 128)": ("grat", dict(hidden_dim=128, num_layers=6, num_heads=8)),
     "GCN (5 x 300)": ("gcn", dict(hidden_dim=300)),
     "GIN (5 x 300)": ("gin", dict(hidden_dim=300)),
     "GMoE-GCN (n4 m2 k1)": ("gmoe-gcn", dict(hidden_dim=300, num_experts=4, k=1)),
