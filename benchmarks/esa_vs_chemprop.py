@@ -2,22 +2,39 @@
 
 Benchmark (not a test). Both tools run in this one script, one after the other, as
 subprocesses with one thread each (``OMP_NUM_THREADS=1``), on the same molecules and the same
-split: the HOMO–LUMO gap in eV (``HOMO_LUMO_gap_au`` × 27.211386245988) of the 10,000 QM9
-molecules of ``../shared/data/qm9/qm9pack_subset10k.csv.gz``, chemgraph's seeded random
-80/10/10 split (seed 0). chemgraph runs first; the rows it put in its validation and test
-splits (``predictions.csv``) are written to a Chemprop ``--splits-file``, so both tools train,
-validate and test on identical molecules. Test MAE, RMSE and R² are computed here, from each
-tool's test predictions, with one function.
+split, for three data sets (``--datasets``, default all):
 
-Two measurements:
+``qm9_gap``
+    HOMO–LUMO gap in eV (``HOMO_LUMO_gap_au`` × 27.211386245988) of the first ``--molecules``
+    (10,000) QM9 molecules of ``../shared/data/qm9/qm9pack_subset10k.csv.gz``; random 80/10/10
+    split, seed 0; test MAE (headline), RMSE, R².
+``esol``
+    Measured log solubility (mol/L) of ``../shared/data/moleculenet/delaney-processed.csv``;
+    random 80/10/10, seed 0; test RMSE (headline), MAE, R².
+``bbbp``
+    Blood–brain barrier penetration (``p_np``, 0/1) of ``../shared/data/moleculenet/BBBP.csv``;
+    Bemis–Murcko scaffold split 80/10/10; test ROC-AUC (headline), PR-AUC (average precision),
+    MCC at probability 0.5.
 
-``epoch``
+chemgraph runs first on a ``smiles,<target>`` copy of the data; the rows it accepted are
+written to a second copy for Chemprop (BBBP has SMILES that RDKit rejects), and the rows
+chemgraph put in its validation and test splits are handed to Chemprop as a ``--splits-file``
+on that copy. Every run's test molecules are checked against the split's, so both tools are
+scored, here with one function per task kind (scikit-learn), on exactly the same molecules.
+
+Measurements (``--mode``):
+
+``epoch`` (QM9 only)
     Time per training epoch: each tool runs for ``E1`` and ``E2`` epochs and the per-epoch time
     is ``(t(E2) - t(E1)) / (E2 - E1)``, so start-up, featurization and evaluation cancel.
 ``budget``
-    Accuracy at an equal budget: Chemprop with its defaults (50 epochs) takes ``T`` seconds;
-    chemgraph then gets ``max_time_minutes = T / 60`` (and, with ``--multipliers 1 3``, also 3T),
-    all else at its defaults.
+    Accuracy. Chemprop with its defaults (50 epochs) takes ``T`` seconds; chemgraph then gets
+    ``--max-time-minutes m·T/60`` and ``--max-epochs 1000`` for each ``m`` of
+    ``--multipliers`` (its cosine learning-rate schedule decays over the time budget). An
+    equal-work row, chemgraph with its defaults (the default protocol's fixed epoch count, no
+    time budget), gives numbers that do not move with machine load.
+``both`` (default)
+    Both of the above.
 
 Chemprop lives in its own virtual environment (``--chemprop`` path to its ``chemprop``
 executable; default ``benchmarks/.chemprop-venv/bin/chemprop``). Make one with::
@@ -26,18 +43,22 @@ executable; default ``benchmarks/.chemprop-venv/bin/chemprop``). Make one with::
     benchmarks/.chemprop-venv/bin/pip install torch==2.13.0 chemprop==2.3.1
 
 The script stops with a clear message when it is absent. Wall-clock times move with machine
-load: run it on an idle machine and read the ratios, not the seconds.
+load: run it on an idle machine and read the ratios, not the seconds. One table per data set
+goes to ``--out/results.md`` (rewritten after each data set) and to stdout.
 
 Usage::
 
-    python benchmarks/esa_vs_chemprop.py --mode epoch             # about 10 minutes on 2 cores
-    python benchmarks/esa_vs_chemprop.py --mode budget --multipliers 1 3
+    python benchmarks/esa_vs_chemprop.py                          # all data sets, both modes
+    python benchmarks/esa_vs_chemprop.py --mode epoch             # QM9 epoch timing only
+    python benchmarks/esa_vs_chemprop.py --datasets esol bbbp --mode budget --multipliers 1 3
+    python benchmarks/esa_vs_chemprop.py --smoke --molecules 500 --epochs 3 4   # smoke run
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import datetime
 import gzip
 import json
 import os
@@ -45,31 +66,97 @@ import shutil
 import subprocess
 import sys
 import time
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from sklearn import metrics as skm
 
 REPO = Path(__file__).resolve().parents[1]
-QM9 = REPO.parent / "shared" / "data" / "qm9" / "qm9pack_subset10k.csv.gz"
+DATA = REPO.parent / "shared" / "data"
 HARTREE_TO_EV = 27.211386245988
-TARGET = "gap_ev"
+CHEMPROP_EPOCHS = 50  # chemprop train's default --epochs
+SMOKE_ROWS = 300  # --smoke: ESOL and BBBP rows read
+SMOKE_EPOCHS = {"chemgraph": 2, "chemprop": 3}  # --smoke caps (Chemprop's warm-up needs > 2)
 
 
-def write_gap_table(source: Path, out: Path, limit: int | None) -> int:
-    """``smiles,gap_ev`` of the first ``limit`` QM9 molecules; returns the row count."""
-    with gzip.open(source, "rt", newline="") as lines, out.open("w", newline="") as table:
+@dataclass(frozen=True)
+class Dataset:
+    """One data set: its file, the columns read, and how both tools train and are scored."""
+
+    title: str
+    source: Path
+    smiles_column: str
+    target_column: str
+    target: str  # the target's column name in the tables written here
+    task: str  # "regression" or "classification"
+    split: str  # chemgraph's --split: "random" (seed 0) or "scaffold"
+    metrics: tuple[str, ...]  # headline first
+    scale: float = 1.0
+
+
+DATASETS = {
+    "qm9_gap": Dataset(
+        "QM9 HOMO-LUMO gap (eV)", DATA / "qm9" / "qm9pack_subset10k.csv.gz", "SMILES",
+        "HOMO_LUMO_gap_au", "gap_ev", "regression", "random", ("mae", "rmse", "r2"),
+        HARTREE_TO_EV,
+    ),
+    "esol": Dataset(
+        "ESOL log solubility (log mol/L)", DATA / "moleculenet" / "delaney-processed.csv",
+        "smiles", "measured log solubility in mols per litre", "log_solubility", "regression",
+        "random", ("rmse", "mae", "r2"),
+    ),
+    "bbbp": Dataset(
+        "BBBP blood-brain barrier penetration (p_np)", DATA / "moleculenet" / "BBBP.csv",
+        "smiles", "p_np", "p_np", "classification", "scaffold", ("roc_auc", "pr_auc", "mcc"),
+    ),
+}  # fmt: skip
+METRIC_HEADERS = {
+    "mae": "MAE ↓", "rmse": "RMSE ↓", "r2": "R² ↑",
+    "roc_auc": "ROC-AUC ↑", "pr_auc": "PR-AUC ↑", "mcc": "MCC@0.5 ↑",
+}  # fmt: skip
+
+
+Test = tuple[list[str], np.ndarray, np.ndarray]
+"""A run's test molecules: SMILES, true values, predictions."""
+
+
+@dataclass
+class Run:
+    """One finished training run: its table row."""
+
+    label: str
+    seconds: float
+    epochs: int
+    scores: dict[str, float]
+
+
+def write_table(dataset: Dataset, out: Path, limit: int | None) -> int:
+    """``smiles,<target>`` of the first ``limit`` rows of ``dataset`` (SMILES stripped, target
+    scaled); returns the row count."""
+    opener = gzip.open if dataset.source.suffix == ".gz" else open
+    with opener(dataset.source, "rt", newline="") as lines, out.open("w", newline="") as table:
         writer = csv.writer(table)
-        writer.writerow(["smiles", TARGET])
+        writer.writerow(["smiles", dataset.target])
         count = 0
         for row in csv.DictReader(lines):
             if limit is not None and count >= limit:
                 break
-            writer.writerow([row["SMILES"], float(row["HOMO_LUMO_gap_au"]) * HARTREE_TO_EV])
+            value = float(row[dataset.target_column]) * dataset.scale
+            writer.writerow([row[dataset.smiles_column].strip(), repr(value)])
             count += 1
     return count
 
 
+def read_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of a CSV file as dicts."""
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
 def single_thread_env() -> dict[str, str]:
+    """This process's environment, with one thread for OpenMP and MKL."""
     return {
         **os.environ,
         "OMP_NUM_THREADS": "1",
@@ -91,26 +178,35 @@ def timed(command: list[str], log: Path) -> float:
     return seconds
 
 
-def run_chemgraph(data: Path, out: Path, max_epochs: int, max_minutes: float | None) -> float:
+def run_chemgraph(
+    dataset: Dataset, data: Path, out: Path, max_epochs: int | None, max_minutes: float | None
+) -> float:
+    """Train ESA with chemgraph's default protocol into ``out``; the wall time in seconds."""
     if out.exists():
         shutil.rmtree(out)
-    config = out.parent / f"{out.name}.yaml"
-    config.write_text(f"max_time_minutes: {max_minutes}\n" if max_minutes is not None else "{}\n")
     command = [
         sys.executable, "-m", "chemgraph", "train", "--data", str(data),
-        "--smiles-column", "smiles", "--target-columns", TARGET, "--task", "regression",
-        "--model", "esa", "--split", "random", "--seed", "0", "--max-epochs", str(max_epochs),
-        "--config", str(config), "--out", str(out), "--quiet",
+        "--smiles-column", "smiles", "--target-columns", dataset.target, "--task", dataset.task,
+        "--model", "esa", "--split", dataset.split, "--seed", "0", "--protocol", "default",
+        "--out", str(out), "--quiet",
     ]  # fmt: skip
+    if max_epochs is not None:
+        command += ["--max-epochs", str(max_epochs)]
+    if max_minutes is not None:
+        command += ["--max-time-minutes", f"{max_minutes:.4f}"]
     return timed(command, out.parent / f"{out.name}.log")
 
 
-def run_chemprop(chemprop: Path, data: Path, splits: Path, out: Path, epochs: int | None) -> float:
+def run_chemprop(
+    chemprop: Path, dataset: Dataset, data: Path, splits: Path, out: Path, epochs: int | None
+) -> float:
+    """Train Chemprop with its defaults (``epochs`` if given) on the split of ``splits`` into
+    ``out``; the wall time in seconds."""
     if out.exists():
         shutil.rmtree(out)
     command = [
         str(chemprop), "train", "--data-path", str(data), "-s", "smiles",
-        "--target-columns", TARGET, "-t", "regression", "--splits-file", str(splits),
+        "--target-columns", dataset.target, "-t", dataset.task, "--splits-file", str(splits),
         "-o", str(out), "-n", "0", "--data-seed", "0", "--pytorch-seed", "0",
     ]  # fmt: skip
     if epochs is not None:
@@ -118,21 +214,50 @@ def run_chemprop(chemprop: Path, data: Path, splits: Path, out: Path, epochs: in
     return timed(command, out.parent / f"{out.name}.log")
 
 
-def chemgraph_split(run: Path, num_rows: int) -> dict[str, list[int]]:
-    """The train/val/test rows of a chemgraph run (train = every row not in val or test and
-    not rejected)."""
-    predictions = list(csv.DictReader((run / "predictions.csv").open()))
-    rejected = {int(r["row"]) for r in csv.DictReader((run / "rejected.csv").open())}
+def write_split(run: Path, data: Path, accepted: Path, splits: Path) -> dict[str, list[int]]:
+    """From a chemgraph run on ``data``: write the rows it accepted to ``accepted`` and its
+    split, as row indices of ``accepted``, to the Chemprop ``splits`` file; returns the split
+    (train = every accepted row not in val or test)."""
+    table = read_rows(data)
+    rejected = {int(r["row"]) for r in read_rows(run / "rejected.csv")}
+    kept = [row for row in range(len(table)) if row not in rejected]
+    with accepted.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(table[0]))
+        writer.writeheader()
+        writer.writerows(table[row] for row in kept)
+    index = {row: position for position, row in enumerate(kept)}
+    predictions = read_rows(run / "predictions.csv")
     split = {
-        name: sorted(int(p["row"]) for p in predictions if p["split"] == name)
+        name: sorted(index[int(p["row"])] for p in predictions if p["split"] == name)
         for name in ("val", "test")
     }
-    held = set(split["val"]) | set(split["test"]) | rejected
-    split["train"] = [row for row in range(num_rows) if row not in held]
+    held = set(split["val"]) | set(split["test"])
+    split = {"train": [i for i in range(len(kept)) if i not in held], **split}
+    splits.write_text(json.dumps([split]))
     return split
 
 
+def chemgraph_test(run: Path, target: str) -> Test:
+    """SMILES, true values and predictions of a chemgraph run's test molecules, in row order."""
+    rows = sorted(
+        (r for r in read_rows(run / "predictions.csv") if r["split"] == "test"),
+        key=lambda r: int(r["row"]),
+    )
+    truth = np.array([float(r[target]) for r in rows])
+    return [r["smiles"] for r in rows], truth, np.array([float(r[f"{target}_pred"]) for r in rows])
+
+
+def chemprop_test(run: Path, accepted: Path, test_rows: list[int], target: str) -> Test:
+    """SMILES, true values (from ``accepted``) and predictions of a Chemprop run's test
+    molecules, in the splits file's order."""
+    table = read_rows(accepted)
+    rows = read_rows(run / "model_0" / "test_predictions.csv")
+    truth = np.array([float(table[row][target]) for row in test_rows])
+    return [r["smiles"] for r in rows], truth, np.array([float(r[target]) for r in rows])
+
+
 def regression_scores(truth: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
+    """Test MAE, RMSE and R²."""
     error = predicted - truth
     return {
         "mae": float(np.mean(np.abs(error))),
@@ -141,41 +266,165 @@ def regression_scores(truth: np.ndarray, predicted: np.ndarray) -> dict[str, flo
     }
 
 
-def chemgraph_scores(run: Path) -> dict[str, float]:
-    rows = [r for r in csv.DictReader((run / "predictions.csv").open()) if r["split"] == "test"]
-    truth = np.array([float(r[TARGET]) for r in rows])
-    return regression_scores(truth, np.array([float(r[f"{TARGET}_pred"]) for r in rows]))
+def classification_scores(truth: np.ndarray, probability: np.ndarray) -> dict[str, float]:
+    """Test ROC-AUC, PR-AUC (average precision) and MCC at probability 0.5; the AUCs are NaN
+    when the test set holds one class."""
+    labels = truth.astype(int)
+    both = len(np.unique(labels)) == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # MCC of a single predicted class
+        mcc = float(skm.matthews_corrcoef(labels, (probability >= 0.5).astype(int)))
+    return {
+        "roc_auc": float(skm.roc_auc_score(labels, probability)) if both else float("nan"),
+        "pr_auc": float(skm.average_precision_score(labels, probability)) if both else float("nan"),
+        "mcc": mcc,
+    }
 
 
-def chemprop_scores(run: Path, data: Path, test_rows: list[int]) -> dict[str, float]:
-    table = list(csv.DictReader(data.open()))
-    predictions = list(csv.DictReader((run / "model_0" / "test_predictions.csv").open()))
-    expected = [table[row]["smiles"] for row in test_rows]
-    if [p["smiles"] for p in predictions] != expected:
-        raise SystemExit(f"{run}: Chemprop's test molecules are not the split's test rows")
-    truth = np.array([float(table[row][TARGET]) for row in test_rows])
-    return regression_scores(truth, np.array([float(p[TARGET]) for p in predictions]))
+def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """The lines of a markdown table."""
+    return [
+        f"| {' | '.join(header)} |",
+        f"|{'---|' * len(header)}",
+        *(f"| {' | '.join(row)} |" for row in rows),
+    ]
 
 
-def chemgraph_epochs(run: Path) -> int:
-    return int(json.loads((run / "metrics.json").read_text())["epochs_trained"])
+class Comparison:
+    """Both tools on one data set: same table, same split, runs under ``out/<name>``."""
+
+    def __init__(self, name: str, out: Path, chemprop: Path, limit: int | None, smoke: bool):
+        self.dataset = DATASETS[name]
+        self.out = out / name
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.chemprop_path = chemprop
+        self.smoke = smoke
+        self.data = self.out / "data.csv"  # chemgraph's table
+        self.accepted = self.out / "accepted.csv"  # Chemprop's: the rows chemgraph accepted
+        self.splits = self.out / "splits.json"
+        self.num_rows = write_table(self.dataset, self.data, limit)
+        self.split: dict[str, list[int]] | None = None
+        self.expected: list[str] = []  # the test molecules' SMILES
+
+    def chemgraph(
+        self, label: str, run: str, max_epochs: int | None, max_minutes: float | None = None
+    ) -> Run:
+        """Train ESA and score it; the first run fixes the split that Chemprop gets."""
+        path = self.out / run
+        seconds = run_chemgraph(self.dataset, self.data, path, max_epochs, max_minutes)
+        if self.split is None:
+            self.split = write_split(path, self.data, self.accepted, self.splits)
+            self.expected = [read_rows(self.accepted)[row]["smiles"] for row in self.split["test"]]
+        epochs = int(json.loads((path / "metrics.json").read_text())["epochs_trained"])
+        return self._score(label, path, seconds, epochs, chemgraph_test(path, self.dataset.target))
+
+    def chemprop(self, label: str, run: str, epochs: int | None) -> Run:
+        """Train Chemprop on the split of the first chemgraph run and score it."""
+        path = self.out / run
+        seconds = run_chemprop(
+            self.chemprop_path, self.dataset, self.accepted, self.splits, path, epochs
+        )
+        test = chemprop_test(path, self.accepted, self.split["test"], self.dataset.target)
+        return self._score(label, path, seconds, epochs or CHEMPROP_EPOCHS, test)
+
+    def _score(self, label: str, path: Path, seconds: float, epochs: int, test: Test) -> Run:
+        """Check that ``test`` holds the split's test molecules; score it."""
+        smiles, truth, predicted = test
+        if smiles != self.expected:
+            raise SystemExit(f"{path}: the test molecules are not the split's test rows")
+        score = regression_scores if self.dataset.task == "regression" else classification_scores
+        print(f"{path.relative_to(self.out.parent)}: {seconds:.0f} s", file=sys.stderr, flush=True)
+        return Run(label, seconds, epochs, score(truth, predicted))
+
+    def header(self) -> str:
+        """The section's header line: data, split, molecule counts, threads, date."""
+        d = self.dataset
+        split = "random 80/10/10 seed 0" if d.split == "random" else "scaffold 80/10/10"
+        sizes = ", ".join(f"{name} {len(self.split[name])}" for name in ("train", "val", "test"))
+        rejected = self.num_rows - sum(len(rows) for rows in self.split.values())
+        return (
+            f"## {d.title}: {d.source.name}, {self.num_rows} rows ({rejected} rejected by "
+            f"RDKit), chemgraph {split} ({sizes}), 1 thread per tool, {datetime.date.today()}"
+        )
+
+    def epoch_table(self, first: int, second: int) -> list[str]:
+        """Time per training epoch of both tools, from ``first``- and ``second``-epoch runs
+        (interleaved, chemgraph first)."""
+        seconds: dict[str, list[float]] = {"chemgraph": [], "chemprop": []}
+        for epochs in (first, second):
+            for tool, times in seconds.items():
+                run = getattr(self, tool)("", f"{tool}_{epochs}ep", epochs)
+                times.append(run.seconds)
+        per_epoch = {tool: (t[1] - t[0]) / (second - first) for tool, t in seconds.items()}
+        rows = [
+            ["Chemprop v2 (defaults)", f"{per_epoch['chemprop']:.2f}"],
+            ["chemgraph ESA (defaults)", f"{per_epoch['chemgraph']:.2f}"],
+        ]
+        return [
+            f"time per training epoch, from {first}- and {second}-epoch runs:",
+            "",
+            *markdown_table(["tool", "s/epoch"], rows),
+            "",
+            f"ratio ESA / Chemprop: {per_epoch['chemgraph'] / per_epoch['chemprop']:.2f}",
+        ]
+
+    def accuracy_table(self, multipliers: list[float]) -> list[str]:
+        """Test scores of chemgraph's defaults (equal work), Chemprop's defaults, and chemgraph
+        at ``m`` times Chemprop's wall time for each of ``multipliers``."""
+        cap = SMOKE_EPOCHS if self.smoke else {"chemgraph": None, "chemprop": None}
+        runs = [
+            self.chemgraph("chemgraph ESA defaults (equal work)", "esa_defaults", cap["chemgraph"]),
+            self.chemprop("Chemprop v2 defaults", "chemprop_defaults", cap["chemprop"]),
+        ]
+        budget = runs[1].seconds / 60
+        for m in multipliers:
+            runs.append(
+                self.chemgraph(
+                    f"chemgraph ESA, {m:g}x Chemprop's time",
+                    f"esa_budget_x{m:g}",
+                    cap["chemgraph"] or 1000,
+                    m * budget,
+                )
+            )
+        metrics = self.dataset.metrics
+        header = ["run", "wall s", "epochs", *(f"test {METRIC_HEADERS[m]}" for m in metrics)]
+        rows = [
+            [r.label, f"{r.seconds:.0f}", str(r.epochs), *(f"{r.scores[m]:.3f}" for m in metrics)]
+            for r in runs
+        ]
+        return markdown_table(header, rows)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the measurements; write ``results.md`` and print it."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", choices=tuple(DATASETS), default=list(DATASETS))
     parser.add_argument("--mode", choices=("epoch", "budget", "both"), default="both")
-    parser.add_argument("--molecules", type=int, default=10_000)
+    parser.add_argument("--molecules", type=int, default=10_000, help="QM9 molecules read")
     parser.add_argument("--epochs", type=int, nargs=2, default=(3, 8), metavar=("E1", "E2"))
-    parser.add_argument("--multipliers", type=float, nargs="+", default=(1.0,))
+    parser.add_argument("--multipliers", type=float, nargs="+", default=[1.0, 3.0])
     parser.add_argument(
         "--chemprop", type=Path, default=REPO / "benchmarks" / ".chemprop-venv" / "bin" / "chemprop"
     )
     parser.add_argument(
         "--out", type=Path, default=REPO / "runs" / "benchmarks" / "esa_vs_chemprop"
     )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"smoke run: accuracy runs capped at {SMOKE_EPOCHS['chemgraph']} chemgraph and "
+        f"{SMOKE_EPOCHS['chemprop']} Chemprop epochs, ESOL and BBBP cut to {SMOKE_ROWS} rows "
+        "(--epochs still sets the epoch timing)",
+    )
     args = parser.parse_args(argv)
-    if not QM9.is_file():
-        raise SystemExit(f"{QM9} is absent: this benchmark needs ../shared/data")
+    names = [n for n in args.datasets if args.mode != "epoch" or n == "qm9_gap"]
+    if not names:
+        raise SystemExit("--mode epoch times QM9 only: add qm9_gap to --datasets")
+    for name in names:
+        if not DATASETS[name].source.is_file():
+            raise SystemExit(
+                f"{DATASETS[name].source} is absent: this benchmark needs ../shared/data"
+            )
     if not args.chemprop.is_file():
         raise SystemExit(
             f"Chemprop is not installed at {args.chemprop}: make its environment with\n"
@@ -184,73 +433,19 @@ def main(argv: list[str] | None = None) -> int:
             "or pass --chemprop PATH/TO/chemprop"
         )
     args.out.mkdir(parents=True, exist_ok=True)
-    data = args.out / "qm9_gap.csv"
-    num_rows = write_gap_table(QM9, data, args.molecules)
-    splits = args.out / "splits.json"
-    lines = [
-        f"QM9 HOMO-LUMO gap (eV), {num_rows} molecules, chemgraph random 80/10/10 seed 0, 1 thread"
-    ]
-
-    first, second = args.epochs
-    times: dict[str, dict[int, float]] = {"chemgraph": {}, "chemprop": {}}
-    for epochs in (first, second) if args.mode in ("epoch", "both") else (first,):
-        times["chemgraph"][epochs] = run_chemgraph(data, args.out / f"esa_{epochs}ep", epochs, None)
-        if not splits.exists():
-            split = chemgraph_split(args.out / f"esa_{epochs}ep", num_rows)
-            splits.write_text(json.dumps([split]))
-            sizes = ", ".join(f"{name} {len(rows)}" for name, rows in split.items())
-            lines.append(f"split: {sizes}")
-        if args.mode in ("epoch", "both"):
-            times["chemprop"][epochs] = run_chemprop(
-                args.chemprop, data, splits, args.out / f"chemprop_{epochs}ep", epochs
-            )
-    test_rows = json.loads(splits.read_text())[0]["test"]
-
-    if args.mode in ("epoch", "both"):
-        per_epoch = {tool: (t[second] - t[first]) / (second - first) for tool, t in times.items()}
-        lines += [
-            "",
-            f"time per training epoch, from {first}- and {second}-epoch runs:",
-            "| tool | s/epoch |",
-            "|---|---|",
-            f"| Chemprop v2 (defaults) | {per_epoch['chemprop']:.2f} |",
-            f"| chemgraph ESA (defaults) | {per_epoch['chemgraph']:.2f} |",
-            f"ratio ESA / Chemprop: {per_epoch['chemgraph'] / per_epoch['chemprop']:.2f}",
-        ]
-
-    if args.mode in ("budget", "both"):
-        seconds = run_chemprop(args.chemprop, data, splits, args.out / "chemprop_defaults", None)
-        rows = [
-            (
-                "Chemprop v2 defaults (50 epochs)",
-                seconds,
-                50,
-                chemprop_scores(args.out / "chemprop_defaults", data, test_rows),
-            )
-        ]
-        for multiplier in args.multipliers:
-            run = args.out / f"esa_budget_x{multiplier:g}"
-            used = run_chemgraph(data, run, 1000, seconds * multiplier / 60)
-            rows.append(
-                (
-                    f"chemgraph ESA defaults, {multiplier:g}x Chemprop's time",
-                    used,
-                    chemgraph_epochs(run),
-                    chemgraph_scores(run),
-                )
-            )
-        lines += [
-            "",
-            "| run | wall s | epochs | test MAE (eV) | test RMSE | R² |",
-            "|---|---|---|---|---|---|",
-        ]
-        lines += [
-            f"| {name} | {wall:.0f} | {epochs} | {s['mae']:.3f} | {s['rmse']:.3f} | {s['r2']:.3f} |"
-            for name, wall, epochs, s in rows
-        ]
-    report = "\n".join(lines)
-    (args.out / "results.md").write_text(report + "\n")
-    print(report)
+    title = "# ESA (chemgraph) vs Chemprop v2"
+    lines = [f"{title} (SMOKE RUN: capped epochs, cut data)" if args.smoke else title]
+    for name in names:
+        limit = args.molecules if name == "qm9_gap" else (SMOKE_ROWS if args.smoke else None)
+        comparison = Comparison(name, args.out, args.chemprop, limit, args.smoke)
+        body = []
+        if args.mode in ("epoch", "both") and name == "qm9_gap":
+            body += ["", *comparison.epoch_table(*args.epochs)]
+        if args.mode in ("budget", "both"):
+            body += ["", *comparison.accuracy_table(args.multipliers)]
+        lines += ["", comparison.header(), *body]
+        (args.out / "results.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
     return 0
 
 

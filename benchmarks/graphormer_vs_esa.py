@@ -89,6 +89,7 @@ def run_graphormer(args: argparse.Namespace, key: str, seed: int) -> dict:
         task=ds.task,
         model="graphormer",
         split="random",
+        protocol="paper",
         seed=seed,
         max_epochs=args.max_epochs if args.max_epochs is not None else ds.max_epochs,
         batch_size=128,

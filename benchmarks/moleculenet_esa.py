@@ -202,6 +202,7 @@ def run_one(args: argparse.Namespace, key: str, seed: int) -> dict:
         task=ds.task,
         model="esa",
         split="random",
+        protocol="paper",
         split_fractions=(0.8, 0.1, 0.1),
         seed=seed,
         max_epochs=args.max_epochs if args.max_epochs is not None else ds.max_epochs,

@@ -14,7 +14,7 @@ TRAIN_EPILOG = """\
 examples:
   chemgraph train --data delaney-processed.csv --smiles-column smiles \\
       --target-columns "measured log solubility in mols per litre" --task regression \\
-      --model esa --split random --seed 0 --max-epochs 100 --out runs/esol
+      --model esa --split random --seed 0 --max-epochs 50 --out runs/esol
   chemgraph train --data tox21.csv.gz --target-columns NR-AR,NR-AhR --task classification \\
       --split scaffold --out runs/tox21 --config my_settings.yaml
 
@@ -80,7 +80,32 @@ class TrainCommand(Command):
         parser.add_argument(
             "--seed", type=int, help="random seed for split, weights, shuffling (default: 0)"
         )
-        parser.add_argument("--max-epochs", type=int, help="maximum training epochs (default: 100)")
+        parser.add_argument(
+            "--protocol",
+            choices=["default", "paper"],
+            help="optimisation settings: default (AdamW lr 5e-4 with warm-up and cosine decay, "
+            "batch 128, 50 epochs: learns within minutes on a CPU) or paper (Buterez et al. 2024 "
+            "SI 7: lr 1e-4, batch 128, clipping 0.5, halve the lr after 15 epochs without "
+            "improvement, stop after 30, up to 1000 epochs); settings given in --config or "
+            "here win (default: default)",
+        )
+        parser.add_argument(
+            "--max-epochs", type=int, help="maximum training epochs (default: the protocol's)"
+        )
+        parser.add_argument(
+            "--max-time-minutes",
+            type=float,
+            help="wall-clock budget of training; the best checkpoint so far is kept (default: "
+            "none). Results then depend on machine speed and load: prefer --max-epochs",
+        )
+        parser.add_argument(
+            "--devices",
+            type=int,
+            metavar="N",
+            help="train on N devices at once (distributed data-parallel): N GPUs, or N CPU "
+            "processes without a GPU; each process takes batch_size molecules per step "
+            "(default: 1)",
+        )
         parser.add_argument("--out", help="output folder, new or empty (see --overwrite)")
         add_overwrite_option(parser)
         parser.add_argument(
@@ -106,7 +131,10 @@ class TrainCommand(Command):
             "model": args.model,
             "split": args.split,
             "seed": args.seed,
+            "protocol": args.protocol,
             "max_epochs": args.max_epochs,
+            "max_time_minutes": args.max_time_minutes,
+            "devices": args.devices,
             "out": args.out,
         }
         if args.quiet:

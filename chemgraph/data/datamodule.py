@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import Any
 
 import lightning as L
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, Sampler
 
 from chemgraph._dgl import dgl
 
-__all__ = ["MoleculeDataModule", "collate_graphs"]
+__all__ = ["MoleculeDataModule", "SizeBucketBatchSampler", "collate_graphs"]
 
 BatchBuilder = Callable[[dgl.DGLGraph], Any]
 
@@ -35,6 +35,62 @@ def collate_graphs(
     return batch_builder(dgl.batch(list(graphs))), torch.stack(list(labels))
 
 
+class SizeBucketBatchSampler(Sampler[list[int]]):
+    """Shuffled batches of similar-sized graphs, so little of each padded batch is padding.
+
+    Every epoch: shuffle all indices, cut them into pools of ``pool_batches × batch_size``,
+    sort each pool by size, cut the sorted pools into batches, shuffle the batches. Each batch
+    is thus a random draw among graphs of about one size, and the order of batches is random
+    (the "bucketing" of sequence models). The padded length of an ESA batch of 128 QM9
+    molecules falls from 24.5 to 19.2 tokens on average (18.8 real), and an epoch takes ~12%
+    less time (``benchmarks/README.md``).
+
+    Args:
+        sizes: a size per item (e.g. atoms + bonds of each graph).
+        batch_size: items per batch (the last batch of a pool may be smaller).
+        seed: seeds epoch ``k``'s shuffle with ``seed + k``; epochs count the iterations of
+            this sampler, so a run is reproducible.
+        pool_batches: batches per sorted pool; 1 = plain shuffled batches.
+
+    Raises:
+        ValueError: ``batch_size`` or ``pool_batches`` below 1.
+    """
+
+    def __init__(
+        self, sizes: Sequence[int], batch_size: int, seed: int = 0, pool_batches: int = 32
+    ) -> None:
+        if batch_size < 1 or pool_batches < 1:
+            raise ValueError(
+                f"batch_size and pool_batches must be >= 1, got {batch_size}, {pool_batches}"
+            )
+        self.sizes = torch.as_tensor(list(sizes), dtype=torch.int64)
+        self.batch_size = batch_size
+        self.seed = seed
+        self.pool_batches = pool_batches
+        self.epoch = 0
+
+    def __len__(self) -> int:
+        pool = self.batch_size * self.pool_batches
+        full, rest = divmod(len(self.sizes), pool)
+        return full * self.pool_batches + -(-rest // self.batch_size)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        generator = torch.Generator().manual_seed(self.seed + self.epoch)
+        self.epoch += 1
+        order = torch.randperm(len(self.sizes), generator=generator)
+        pool = self.batch_size * self.pool_batches
+        batches = []
+        for start in range(0, len(order), pool):
+            chunk = order[start : start + pool]
+            chunk = chunk[torch.argsort(self.sizes[chunk], stable=True)]
+            batches += [
+                chunk[i : i + self.batch_size].tolist()
+                for i in range(0, len(chunk), self.batch_size)
+            ]
+        for index in torch.randperm(len(batches), generator=generator).tolist():
+            yield batches[index]
+
+
 class MoleculeDataModule(L.LightningDataModule):
     """Train/validation/test loaders over datasets of ``(graph, labels)`` items.
 
@@ -42,9 +98,14 @@ class MoleculeDataModule(L.LightningDataModule):
         train, val, test: datasets (e.g. :class:`chemgraph.data.MoleculeDataset`); val/test may
             be None.
         batch_builder: see :func:`collate_graphs`.
-        batch_size: graphs per batch (paper: 128).
+        batch_size: graphs per batch.
         num_workers: DataLoader worker processes.
         seed: seed of the training-set shuffle.
+
+    Training batches are drawn by :class:`SizeBucketBatchSampler` (graphs of about one size per
+    batch) when the training set has ``graphs`` (:class:`chemgraph.data.MoleculeDataset`) and
+    the run is on one process; otherwise (or under distributed training, where Lightning
+    shards a plain sampler) they are plain shuffled batches.
     """
 
     def __init__(
@@ -67,19 +128,28 @@ class MoleculeDataModule(L.LightningDataModule):
     def loader(self, dataset: Dataset, shuffle: bool = False) -> DataLoader:
         """A DataLoader over any dataset of ``(graph, labels)`` items, in this module's format."""
         generator = torch.Generator().manual_seed(self.seed) if shuffle else None
+        return self._data_loader(
+            dataset, batch_size=self.batch_size, shuffle=shuffle, generator=generator
+        )
+
+    def _data_loader(self, dataset: Dataset, **sampling: Any) -> DataLoader:
         return DataLoader(
             dataset,
-            batch_size=self.batch_size,
-            shuffle=shuffle,
-            generator=generator,
             collate_fn=self.collate,
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
             pin_memory=torch.cuda.is_available(),
+            **sampling,
         )
 
     def train_dataloader(self) -> DataLoader:
-        return self.loader(self.train, shuffle=True)
+        graphs = getattr(self.train, "graphs", None)
+        trainer = self.trainer
+        if graphs is None or (trainer is not None and trainer.world_size > 1):
+            return self.loader(self.train, shuffle=True)
+        sizes = [graph.num_nodes() + graph.num_edges() for graph in graphs]
+        sampler = SizeBucketBatchSampler(sizes, self.batch_size, self.seed)
+        return self._data_loader(self.train, batch_sampler=sampler)
 
     def val_dataloader(self) -> DataLoader:
         return self.loader(self.val)

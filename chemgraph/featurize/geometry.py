@@ -67,6 +67,11 @@ class RadiusGraphFeaturizer:
 
     Attributes:
         cutoff: radius graph cutoff in Å (edges for distances strictly below it).
+        max_neighbors: keep at most this many incoming edges per atom, the nearest (None = no
+            cap); equidistant candidates are chosen by atomic number (heavier first), then
+            position, never by the atom order (:func:`chemgraph.graphs.radius_graph`). A cap
+            bounds the ESA tokens of a molecule at ``max_neighbors × atoms`` instead of
+            ``atoms × (atoms − 1)``.
         num_basis: ``K`` Gaussians of :class:`~chemgraph.featurize.GaussianBasis` (centres
             evenly spaced on [0, cutoff], cosine envelope).
         atomic_numbers: elements of the :class:`ElementOneHot` node features.
@@ -80,10 +85,22 @@ class RadiusGraphFeaturizer:
     num_basis: int = 32
     atomic_numbers: tuple[int, ...] = (1, 6, 7, 8, 9)
     name: str = "radius_atom_types"
+    max_neighbors: int | None = None
 
     def __post_init__(self) -> None:
         if not (self.cutoff > 0 and np.isfinite(self.cutoff)):
             raise ValueError(f"cutoff must be a finite number > 0 Å, got {self.cutoff}")
+        if self.max_neighbors is not None:
+            if (
+                isinstance(self.max_neighbors, bool)
+                or int(self.max_neighbors) != self.max_neighbors
+            ):
+                raise ValueError(
+                    f"max_neighbors must be an integer or None, got {self.max_neighbors!r}"
+                )
+            if self.max_neighbors < 1:
+                raise ValueError(f"max_neighbors must be >= 1 or None, got {self.max_neighbors}")
+            object.__setattr__(self, "max_neighbors", int(self.max_neighbors))
         if int(self.num_basis) < 1:
             raise ValueError(f"num_basis must be >= 1, got {self.num_basis}")
         object.__setattr__(

@@ -65,6 +65,10 @@ __all__ = [
 # values whatever N.
 _BLOCK_ELEMENTS = 1 << 22
 
+# With max_neighbors, distances equal to this many decimals (Å) tie: rounding noise of the same
+# distance computed between symmetric atoms does not decide which are kept.
+_TIE_DECIMALS = 6
+
 
 def _check_cutoff(cutoff: float) -> float:
     cutoff = float(cutoff)
@@ -91,16 +95,22 @@ def _as_positions(positions: torch.Tensor | np.ndarray) -> np.ndarray:
 
 
 def _keep_nearest(
-    src: np.ndarray, dst: np.ndarray, dist: np.ndarray, k: int, *tie: np.ndarray
+    src: np.ndarray,
+    dst: np.ndarray,
+    dist: np.ndarray,
+    k: int,
+    *tie: np.ndarray,
+    before_src: tuple[np.ndarray, ...] = (),
 ) -> np.ndarray:
     """Boolean mask keeping, for every ``dst``, its ``k`` nearest sources.
 
-    Ties in distance are broken by ``src`` (then by the extra ``tie`` keys, e.g. image shifts),
-    so the choice is deterministic.
+    Ties in distance are broken by the ``before_src`` keys (in priority order), then by
+    ``src``, then by the extra ``tie`` keys (e.g. image shifts), so the choice is deterministic.
     """
     if len(src) == 0:
         return np.ones(0, dtype=bool)
-    keys = tuple(reversed(tie)) + (src, dist, dst)  # np.lexsort: last key is the primary one
+    # np.lexsort: the last key is the primary one
+    keys = tuple(reversed(tie)) + (src,) + tuple(reversed(before_src)) + (dist, dst)
     order = np.lexsort(keys)
     sorted_dst = dst[order]
     starts = np.flatnonzero(np.r_[True, sorted_dst[1:] != sorted_dst[:-1]])
@@ -132,6 +142,8 @@ def radius_graph(
     cutoff: float,
     max_neighbors: int | None = None,
     self_loops: bool = False,
+    *,
+    atomic_numbers: np.ndarray | torch.Tensor | None = None,
 ) -> dgl.DGLGraph:
     """Connect every pair of points closer than ``cutoff`` (no periodic boundaries).
 
@@ -146,14 +158,18 @@ def radius_graph(
         positions: ``float32 [N, 3]`` coordinates in Å (torch or numpy; any float dtype).
         cutoff: radius in Å, > 0. Pairs at distance ``< cutoff`` (strictly) are connected.
         max_neighbors: keep at most this many incoming edges per node: for each ``dst``, its
-            ``max_neighbors`` nearest sources (ties broken by lower ``src`` index), as PyTorch
-            Geometric's ``max_num_neighbors`` limits the neighbours of each target. The graph
-            may then no longer be symmetric, and when several sources lie at exactly the
-            ``max_neighbors``-th distance, which are kept depends on the atom order (as in
-            PyTorch Geometric). ``None`` (default): no limit, and the graph does not depend on
-            the atom order.
+            ``max_neighbors`` nearest sources, as PyTorch Geometric's ``max_num_neighbors``
+            limits the neighbours of each target. The graph may then no longer be symmetric.
+            Distances equal to 1e-6 Å tie, and ties are broken without the atom order: by
+            higher atomic number of the source (with ``atomic_numbers``: heavy atoms before
+            hydrogens), then by the source's position (lower ``x``, then ``y``, then ``z``),
+            then, only for coincident atoms, by ``src`` index. So the kept edges (up to node
+            numbering) do not depend on the atom order; the position rule does depend on the
+            frame, so among truly equidistant atoms of the same element a rotated molecule
+            may keep others. ``None`` (default): no limit.
         self_loops: also add ``i -> i`` for every node (distance 0, vector 0). Self-loops do
             not count toward ``max_neighbors``.
+        atomic_numbers: ``int [N]``, only used to break ties under ``max_neighbors``.
 
     Returns:
         A graph with ``N`` nodes and ``E`` edges sorted by ``(src, dst)``:
@@ -164,12 +180,16 @@ def radius_graph(
 
     Raises:
         ValueError: positions not ``[N, 3]`` or not finite; ``cutoff <= 0``;
-            ``max_neighbors < 0``.
+            ``max_neighbors < 0``; ``atomic_numbers`` not of length ``N``.
     """
     cutoff = _check_cutoff(cutoff)
     _check_max_neighbors(max_neighbors)
     pos = _as_positions(positions)
     n = len(pos)
+    if atomic_numbers is not None:
+        atomic_numbers = np.asarray(atomic_numbers, dtype=np.int64).reshape(-1)
+        if len(atomic_numbers) != n:
+            raise ValueError(f"{len(atomic_numbers)} atomic numbers but {n} positions")
     pos_t = torch.from_numpy(pos)
     block = max(1, _BLOCK_ELEMENTS // max(n, 1))
     srcs, dsts = [], []
@@ -187,7 +207,11 @@ def radius_graph(
     vector = pos[dst] - pos[src]
     distance = np.linalg.norm(vector, axis=1)
     if max_neighbors is not None:
-        keep = _keep_nearest(src, dst, distance, max_neighbors)
+        ties = () if atomic_numbers is None else (-atomic_numbers[src],)
+        ties += tuple(pos[src].T)
+        keep = _keep_nearest(
+            src, dst, np.round(distance, _TIE_DECIMALS), max_neighbors, before_src=ties
+        )
         src, dst, vector, distance = src[keep], dst[keep], vector[keep], distance[keep]
     if self_loops:
         loops = np.arange(n, dtype=np.int64)
@@ -254,14 +278,15 @@ def mol_to_radius_graph(
             f"(ids: {[c.GetId() for c in mol.GetConformers()]})"
         ) from exc
     pos = np.asarray(conformer.GetPositions(), dtype=np.float64).reshape(-1, 3)
-    graph = radius_graph(pos, cutoff, max_neighbors=max_neighbors, self_loops=self_loops)
+    z = torch.tensor([a.GetAtomicNum() for a in mol.GetAtoms()], dtype=torch.int64)
+    graph = radius_graph(
+        pos, cutoff, max_neighbors=max_neighbors, self_loops=self_loops, atomic_numbers=z.numpy()
+    )
     atom_features = preset.atom.featurize_atoms(mol)
     graph.ndata[NODE_FEATURES] = torch.as_tensor(atom_features, dtype=preset.atom.dtype).reshape(
         mol.GetNumAtoms(), len(preset.atom)
     )
-    graph.ndata[ATOMIC_NUMBERS] = torch.tensor(
-        [a.GetAtomicNum() for a in mol.GetAtoms()], dtype=torch.int64
-    )
+    graph.ndata[ATOMIC_NUMBERS] = z
     return graph
 
 
@@ -287,7 +312,7 @@ def periodic_radius_graph(
         atoms: an ``ase.Atoms`` (positions in Å; they need not be wrapped into the cell).
         cutoff: radius in Å, > 0 (strict, as in ASE: distance ``< cutoff``).
         max_neighbors: keep at most this many incoming edges per node, nearest first (ties by
-            ``src``, then shift: atom-order dependent at an exact tie, see
+            ``src``, then shift: atom-order dependent at an exact tie, unlike
             :func:`radius_graph`). ``None``: no limit.
         self_loops: also add ``i -> i`` with shift 0 (ASE's ``self_interaction=True``); they do
             count toward ``max_neighbors`` here.
@@ -349,7 +374,9 @@ def atoms_to_radius_graph(
     """Radius graph with atom-type node features and Gaussian distance edge features.
 
     The input of 3D ESA in the setup of Buterez et al. 2024 Table 5 (coordinates and atom types
-    only): edges from :func:`radius_graph` (``featurizer.cutoff``), ``ndata["x"]`` the element
+    only): edges from :func:`radius_graph` (``featurizer.cutoff``; at most
+    ``featurizer.max_neighbors`` incoming edges per atom, the nearest, equidistant ones chosen
+    by higher atomic number, then position), ``ndata["x"]`` the element
     one-hot (:class:`chemgraph.featurize.ElementOneHot`) and ``edata["e"]`` the distances
     expanded in :class:`chemgraph.featurize.GaussianBasis` (``featurizer.num_basis`` Gaussians
     on ``[0, cutoff]``, cosine envelope), so :func:`chemgraph.batches.edge_set_batch` builds the
@@ -375,9 +402,9 @@ def atoms_to_radius_graph(
             :func:`radius_graph`.
     """
     z = torch.as_tensor(np.asarray(atomic_numbers), dtype=torch.int64).reshape(-1)
-    graph = radius_graph(positions, featurizer.cutoff)
-    if graph.num_nodes() != len(z):
-        raise ValueError(f"{len(z)} atomic numbers but {graph.num_nodes()} positions")
+    graph = radius_graph(
+        positions, featurizer.cutoff, featurizer.max_neighbors, atomic_numbers=z.numpy()
+    )
     graph.ndata[ATOMIC_NUMBERS] = z
     graph.ndata[NODE_FEATURES] = featurizer.atom(z)
     return add_distance_features(graph, featurizer) if edge_features else graph

@@ -34,7 +34,12 @@ from chemgraph.batches import (
 from chemgraph.models.config import ModelConfig
 from chemgraph.nn import PMA, AttentionBlock, AttentionMask, flex_block_mask
 
-__all__ = ["AUTO_SPARSE_MIN_TOKENS", "ESAConfig", "ESA"]
+__all__ = ["AUTO_SPARSE_MIN_TOKENS", "ESAConfig", "ESA", "SUM_READOUT_SCALE"]
+
+SUM_READOUT_SCALE = 20.0
+"""``readout="seeds+sum"`` divides the sum of a graph's token states by this constant (about
+the token count of a drug-like molecule's edge set halved), so the sum starts at the scale of
+the pooled seeds; Chemprop v2's ``norm`` aggregation divides its atom sum by 100 likewise."""
 
 AUTO_SPARSE_MIN_TOKENS = 1024
 """``attention="auto"`` takes the sparse path when a batch's padded set length ``L`` is at
@@ -49,6 +54,12 @@ as ``P``, not ``L²`` (dense ESA needs 16 GB at 30,000 edges)."""
 @dataclass
 class ESAConfig(ModelConfig):
     """Configuration of an ESA/NSA model (round-trips through YAML and checkpoints).
+
+    The defaults (width 64, 4 heads, ``SMMSPS``, 8 seeds; ~220k parameters with the canonical
+    features) are sized so that an epoch on a CPU costs about what a Chemprop v2 epoch costs
+    (``benchmarks/esa_vs_chemprop.py``); the paper's models are wider and deeper (hidden
+    256-512, 6-10 blocks, Buterez et al. 2024 SI 7) and fit GPU runs, e.g.
+    ``hidden_dim=256, num_heads=16, layer_pattern="SSMMMMPS", num_seeds=32``.
 
     Attributes:
         in_features: token width: ``2·d_n + d_e`` (ESA) or ``d_n`` (NSA).
@@ -78,22 +89,30 @@ class ESAConfig(ModelConfig):
             ``"auto"``: ``"sparse"`` when the padded set length is at least
             :data:`AUTO_SPARSE_MIN_TOKENS`, else ``"dense"``.
             SAB blocks always use SDPA with at most a key-padding mask.
+        readout: ``"seeds"`` (default): the graph embedding is the mean of the ``k`` pooled
+            seeds (the paper's readout); ``"seeds+sum"`` (``chemgraph train``'s default, a
+            departure from the paper, ``ModelSpec.training_options``) adds
+            ``Linear(Σ_t z_t / SUM_READOUT_SCALE)`` over the graph's token states ``z = X +
+            Encoder(X)``. Attention pooling is a weighted mean and cannot count; properties
+            that grow with molecule size (solubility, logP: Crippen logP alone explains 69% of
+            ESOL's variance) need the sum (ESOL test RMSE, 50 epochs: ``benchmarks/README.md``).
     """
 
     in_features: int
     num_outputs: int = 1
     set_type: Literal["edge", "node"] = "edge"
-    hidden_dim: int = 128
-    num_heads: int = 8
+    hidden_dim: int = 64
+    num_heads: int = 4
     layer_pattern: str = "SMMSPS"
     norm: Literal["pre", "post"] = "pre"
     mlp: Literal["standard", "swiglu"] = "standard"
     mlp_hidden_multiplier: int = 2
-    num_seeds: int = 32
+    num_seeds: int = 8
     dropout: float = 0.0
     attention_dropout: float = 0.0
     attend_to_self: bool = True
     attention: Literal["dense", "sparse", "flex", "auto"] = "auto"
+    readout: Literal["seeds", "seeds+sum"] = "seeds"
 
     FIXED = {"in_features": 1, "num_outputs": 1, "set_type": "edge"}
 
@@ -111,7 +130,8 @@ class ESAConfig(ModelConfig):
             )
         choices = {"set_type": ("edge", "node"), "norm": ("pre", "post"),
                    "mlp": ("standard", "swiglu"),
-                   "attention": ("dense", "sparse", "flex", "auto")}  # fmt: skip
+                   "attention": ("dense", "sparse", "flex", "auto"),
+                   "readout": ("seeds", "seeds+sum")}  # fmt: skip
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
@@ -173,6 +193,7 @@ class ESA(nn.Module):
         self.seed_blocks = nn.ModuleList(
             AttentionBlock(norm=config.norm, **block_args) for _ in seed_pattern
         )
+        self.sum_readout = nn.Linear(d, d) if config.readout == "seeds+sum" else None
         self.head = nn.Sequential(
             nn.Linear(d, mlp_hidden),
             nn.GELU(),
@@ -231,13 +252,20 @@ class ESA(nn.Module):
         h0 = torch.where(keep, self.token_encoder(torch.where(keep, x, 0.0)), 0.0)
         # SAB: the whole graph; no mask without padding, so SDPA may pick a flash kernel
         set_mask = None if bool(pad_mask.all()) else pad_mask.unsqueeze(1)
+        # Padded slots hold finite values that no real token attends to and that pooling
+        # ignores (masked_attention zeroes keys no query may use), so no per-block re-zeroing.
         h = h0
         for letter, block in zip(self.encoder_pattern, self.encoder):
-            h = torch.where(keep, block(h, mask if letter == "M" else set_mask), 0.0)
-        pooled = self.pool(h + h0, pad_mask)
+            h = block(h, mask if letter == "M" else set_mask)
+        tokens = h + h0
+        pooled = self.pool(tokens, pad_mask)
         for block in self.seed_blocks:
             pooled = block(pooled)
-        return pooled.mean(dim=1)
+        graph = pooled.mean(dim=1)
+        if self.sum_readout is not None:
+            total = torch.where(keep, tokens, 0.0).sum(dim=1) / SUM_READOUT_SCALE
+            graph = graph + self.sum_readout(total)
+        return graph
 
     def forward(self, batch: EdgeSetBatch | NodeSetBatch) -> torch.Tensor:
         return self.head(self.embed(batch))

@@ -13,28 +13,30 @@ from chemgraph.nn.attention import (
     sparse_attention,
 )
 from chemgraph.nn.blocks import MLP, PMA, AttentionBlock
-from chemgraph.nn.encoders import CategoricalEmbedding
+from chemgraph.nn.encoders import CategoricalEmbedding, flat_categorical_indices
 from chemgraph.nn.gating import (
     GateOutput,
     NoisyTopKGate,
     cv_squared,
-    load_balancing_losses,
     probability_in_top_k,
 )
 from chemgraph.nn.message_passing import (
+    GCNConv,
     MessagePassingLayer,
+    Neighbourhood,
     NeighbourhoodAggregation,
     SubsetBatchNorm,
-    gcn_aggregate,
-    gin_aggregate,
+    message_passing_layer,
     node_transform,
 )
 
 __all__ = [
     "MLP",
     "CategoricalEmbedding",
+    "GCNConv",
     "GateOutput",
     "MessagePassingLayer",
+    "Neighbourhood",
     "NeighbourhoodAggregation",
     "NoisyTopKGate",
     "SubsetBatchNorm",
@@ -45,11 +47,10 @@ __all__ = [
     "cv_squared",
     "flex_block_mask",
     "flex_masked_attention",
-    "gcn_aggregate",
-    "gin_aggregate",
-    "load_balancing_losses",
+    "flat_categorical_indices",
     "probability_in_top_k",
     "masked_attention",
+    "message_passing_layer",
     "node_transform",
     "segment_softmax",
     "sparse_attention",

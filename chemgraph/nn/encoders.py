@@ -14,7 +14,37 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-__all__ = ["CategoricalEmbedding"]
+__all__ = ["CategoricalEmbedding", "flat_categorical_indices"]
+
+
+def flat_categorical_indices(x: torch.Tensor, vocabulary_sizes: Sequence[int]) -> torch.Tensor:
+    """Rows of the columns' embedding tables stacked into one: ``x[..., c] + Σ_{c' < c} V_c'``.
+
+    One gather of the stacked table replaces one gather per column
+    (:attr:`CategoricalEmbedding.weight`).
+
+    Args:
+        x: ``int64 [..., C]`` categorical features.
+        vocabulary_sizes: the ``C`` column sizes ``V_c``.
+
+    Returns:
+        ``int64 [..., C]`` row indices in ``[0, Σ V_c)``.
+
+    Raises:
+        ValueError: ``x`` has another number of columns, or a value outside its column's
+            vocabulary.
+    """
+    if x.shape[-1] != len(vocabulary_sizes):
+        raise ValueError(
+            f"expected {len(vocabulary_sizes)} categorical columns, got {x.shape[-1]}; the "
+            "features come from another featurizer preset than the model was built for"
+        )
+    sizes = torch.tensor(vocabulary_sizes, device=x.device)
+    if bool(((x < 0) | (x >= sizes)).any()):
+        raise ValueError(
+            f"categorical feature outside the vocabulary sizes {tuple(vocabulary_sizes)}"
+        )
+    return x + (sizes.cumsum(0) - sizes)
 
 
 class CategoricalEmbedding(nn.Module):
@@ -43,20 +73,17 @@ class CategoricalEmbedding(nn.Module):
         self.tables = nn.ModuleList(nn.Embedding(size, dim) for size in self.vocabulary_sizes)
         for table in self.tables:
             nn.init.xavier_uniform_(table.weight)
-        # One flat table would be one gather instead of C; offsets map column c to its rows.
-        offsets = torch.tensor((0, *self.vocabulary_sizes[:-1])).cumsum(0)
-        self.register_buffer("offsets", offsets, persistent=False)
+
+    @property
+    def weight(self) -> torch.Tensor:
+        """The columns' tables stacked, ``float32 [Σ V_c, dim]`` (rows of
+        :func:`flat_categorical_indices`)."""
+        return torch.cat([table.weight for table in self.tables])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.shape[-1] != len(self.tables):
-            raise ValueError(
-                f"expected {len(self.tables)} categorical columns, got {x.shape[-1]}; the "
-                "features come from another featurizer preset than the model was built for"
-            )
-        sizes = self.offsets.new_tensor(self.vocabulary_sizes)
-        if bool(((x < 0) | (x >= sizes)).any()):
-            raise ValueError(
-                f"categorical feature outside the vocabulary sizes {self.vocabulary_sizes}"
-            )
-        weight = torch.cat([table.weight for table in self.tables])
-        return nn.functional.embedding(x + self.offsets, weight).sum(dim=-2)
+        indices = flat_categorical_indices(x, self.vocabulary_sizes)
+        # a bag of C rows per item: no [..., C, dim] intermediate
+        flat = nn.functional.embedding_bag(
+            indices.reshape(-1, x.shape[-1]), self.weight, mode="sum"
+        )
+        return flat.reshape(*x.shape[:-1], flat.shape[-1])

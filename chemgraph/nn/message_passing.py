@@ -1,25 +1,45 @@
-"""GCN and GIN message passing on plain tensors (``index_add``; no DGL in models).
+"""GCN and GIN message passing on plain tensors (no DGL in models).
 
-Both layers follow the OGB molecule baselines (Hu et al. 2020, ``ogb/examples/graphproppred/
-mol/conv.py``) that GMoE builds on (Wang et al. 2023, section 4.1): bond features enter each
-message as a learnt embedding, and every layer is ``aggregate -> transform -> BatchNorm``.
+The layers of the OGB molecule baselines (Hu et al. 2020; ``examples/graphproppred/mol/conv.py``
+of the OGB repository) that GMoE builds on (Wang et al. 2023, section 4.1). Bond features enter
+each message as a learnt embedding ``e_ij`` (:class:`CategoricalEmbedding`, one per layer); the
+GCN weights are ``n_ij = 1 / √(d_i d_j)`` with ``d`` = 1 + the edges leaving an atom (the self
+loop counted); ``j -> i`` runs over the edges into atom ``i``.
 
-* GCN (Kipf & Welling 2017; Wang et al. 2023, eq. 1, with bond embeddings ``e_ij``)::
+* GCN, OGB's ``GCNConv`` followed by BatchNorm (:class:`GCNConv`, kind ``"gcn"``)::
 
-      a_i = (x_i + r) / (d_i + 1) + Σ_{j -> i} (x_j + e_ij) / √((d_i + 1)(d_j + 1))
+      u = x W + b
+      a_i = Σ_{j -> i} n_ij · ReLU(u_j + e_ij) + ReLU(u_i + r) / d_i
+      out_i = BN(a_i)
+
+  ``r`` is a learnt self-loop ("root") embedding. The ReLU on every message makes the
+  aggregation non-linear: the transform comes first, and an atom's output needs ``u`` of its
+  neighbours too.
+* Linear GCN (kind ``"linear-gcn"``): Kipf & Welling's linear messages (Wang et al. 2023,
+  eq. 1) with the same bond and root embeddings::
+
+      a_i = (x_i + r) / d_i + Σ_{j -> i} n_ij (x_j + e_ij)
       out_i = BN(a_i W + b)
 
-  ``r`` is a learnt self-loop ("root") embedding. The aggregation is linear, so it is done
-  before the transform (``Â (X W) = (Â X) W``); OGB applies a ReLU to each message, which would
-  forbid this order. Aggregating first is what lets a mixture of GCN experts run each expert
-  on its own nodes only (:class:`chemgraph.models.gmoe.GMoELayer`).
-* GIN (Xu et al. 2019), OGB's ``GINConv``::
+  The aggregation is linear, so it comes before the transform (``Â (X W) = (Â X) W``), and a
+  mixture of experts runs each expert's transform on its own atoms only
+  (:class:`chemgraph.models.gmoe.GMoELayer`). ``Â X`` is one CSR sparse product and the bond and
+  root terms are one small product ``C [E; r]``: ``C`` holds each atom's weighted counts of
+  every bond-feature category (and ``1 / d_i``), ``E`` the stacked bond tables
+  (:meth:`Neighbourhood.adjacency`, :attr:`Neighbourhood.bond_counts`).
+* GIN (Xu et al. 2019), OGB's ``GINConv`` followed by BatchNorm (kind ``"gin"``)::
 
       a_i = (1 + ε) x_i + Σ_{j -> i} ReLU(x_j + e_ij)
       out_i = BN(MLP(a_i)),  MLP = Linear(s, 2s) -> BN -> ReLU -> Linear(2s, s)
 
-Shapes: ``x: float32 [N, s]``, ``edge_index: int64 [2, E]`` (source, target),
-``edge_embedding: float32 [E, s]``.
+A :class:`Neighbourhood` (one hop's edges grouped by target atom, the distinct bond-feature
+rows, the matrices of the linear GCN) is built once per batch and hop and read by every layer
+and expert. Messages with a ReLU are one ``embedding_bag`` over the stacked rows of ``u`` (or
+``x``), of the bond embeddings of the distinct bond rows and of ``r``; as ``n_ij > 0``,
+``n_ij · ReLU(z) = ReLU(n_ij · z)`` folds the weight into the bag's per-sample weights.
+
+Shapes: ``x: float32 [N, s]``; a layer returns ``float32 [N, s]``, or ``[M, s]`` for ``M``
+chosen atoms (:meth:`GCNConv.forward`).
 
 References:
     T. N. Kipf, M. Welling (2017), "Semi-Supervised Classification with Graph Convolutional
@@ -34,6 +54,9 @@ References:
 
 from __future__ import annotations
 
+import functools
+import math
+import warnings
 from collections.abc import Sequence
 from typing import Literal
 
@@ -41,48 +64,216 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from chemgraph.nn.encoders import CategoricalEmbedding
+from chemgraph.nn.encoders import CategoricalEmbedding, flat_categorical_indices
 
 __all__ = [
+    "GCNConv",
     "MessagePassingLayer",
+    "Neighbourhood",
     "NeighbourhoodAggregation",
     "SubsetBatchNorm",
-    "gcn_aggregate",
-    "gin_aggregate",
+    "message_passing_layer",
     "node_transform",
 ]
 
-Kind = Literal["gcn", "gin"]
+Kind = Literal["gcn", "linear-gcn", "gin"]
+KINDS = ("gcn", "linear-gcn", "gin")
+SHARED_AGGREGATION_KINDS = ("linear-gcn", "gin")
+"""Kinds whose aggregation does not depend on the layer's transform, so that the experts of a
+mixture can share it (:class:`NeighbourhoodAggregation` then :func:`node_transform`)."""
 
 
-def gcn_aggregate(
-    x: torch.Tensor,
-    edge_index: torch.Tensor,
-    edge_embedding: torch.Tensor,
-    edge_weight: torch.Tensor,
-    self_weight: torch.Tensor,
-    root: torch.Tensor,
-) -> torch.Tensor:
-    """GCN neighbourhood sum ``a_i`` (module docstring) -> ``[N, s]``.
+class Neighbourhood:
+    """One hop's edges of a batch, grouped by target atom, prepared once for every layer.
 
     Args:
-        edge_weight: ``float32 [E]`` ``1 / √((d_i + 1)(d_j + 1))``.
-        self_weight: ``float32 [N]`` ``1 / (d_i + 1)``.
-        root: ``float32 [s]`` self-loop embedding ``r``.
+        edge_index: ``int64 [2, E]`` edges (source, target).
+        edge_features: ``int64 [E, F]`` categorical edge features.
+        edge_weight: ``float32 [E]`` GCN weights ``n_ij`` (positive).
+        self_weight: ``float32 [N]`` GCN self-loop weights ``1 / d_i``.
+        vocabulary_sizes: the ``F`` feature columns' category counts.
+
+    Attributes:
+        source, target: ``int64 [E]`` the edges, sorted by target (stable).
+        edge_weight: ``float32 [E]`` their weights.
+        self_weight: ``float32 [N]``.
+        row_pointer: ``int64 [N + 1]``: the edges into atom ``i`` are ``row_pointer[i] :
+            row_pointer[i + 1]``.
+        bond_indices: ``int64 [E, F]`` rows of the stacked bond tables
+            (:func:`flat_categorical_indices`).
+
+    Raises:
+        ValueError: an edge feature outside its column's vocabulary, or another number of
+            columns.
     """
-    source, target = edge_index
-    messages = edge_weight.unsqueeze(1).to(x.dtype) * (x[source] + edge_embedding)
-    out = self_weight.unsqueeze(1).to(x.dtype) * (x + root)
-    return out.index_add(0, target, messages.to(out.dtype))
+
+    def __init__(
+        self,
+        edge_index: torch.Tensor,
+        edge_features: torch.Tensor,
+        edge_weight: torch.Tensor,
+        self_weight: torch.Tensor,
+        vocabulary_sizes: Sequence[int],
+    ) -> None:
+        self.vocabulary_sizes = tuple(int(v) for v in vocabulary_sizes)
+        self.num_nodes = self_weight.shape[0]
+        order = torch.argsort(edge_index[1], stable=True)
+        self.source, self.target = edge_index[0, order], edge_index[1, order]
+        self.edge_weight = edge_weight[order]
+        self.self_weight = self_weight
+        self.bond_indices = flat_categorical_indices(edge_features, self.vocabulary_sizes)[order]
+        counts = torch.bincount(self.target, minlength=self.num_nodes)
+        self.row_pointer = F.pad(counts.cumsum(0), (1, 0))
+        self._adjacency: torch.Tensor | None = None
+
+    @functools.cached_property
+    def bond_rows(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(rows int64 [U, F], index int64 [E])``: the distinct rows of
+        :attr:`bond_indices` and the row of each edge (embed ``U`` rows, not ``E``)."""
+        sizes = self.vocabulary_sizes
+        if math.prod(sizes) >= 2**62:
+            raise ValueError(f"too many edge-feature combinations {sizes} for one int64 code")
+        offsets = torch.tensor((0, *sizes[:-1]), device=self.target.device).cumsum(0)
+        strides = torch.tensor((1, *sizes[:-1]), device=self.target.device).cumprod(0)
+        size = torch.tensor(sizes, device=self.target.device)
+        code = ((self.bond_indices - offsets) * strides).sum(1)
+        distinct, index = torch.unique(code, return_inverse=True)
+        rows = distinct.unsqueeze(1) // strides % size + offsets
+        return rows, index
+
+    def adjacency(self, nodes: torch.Tensor | None = None) -> torch.Tensor:
+        """Rows ``nodes`` of ``Â`` (``int64 [M]``, repeats allowed; None = every atom, built
+        once): ``float32 [M, N]`` sparse CSR with ``Â[i, j] = n_ij`` for each edge ``j -> i``
+        (two walks between the same atoms are two entries) and ``Â[i, i] = 1 / d_i``."""
+        if nodes is None:
+            if self._adjacency is None:
+                everything = torch.arange(self.num_nodes, device=self.target.device)
+                self._adjacency = self.adjacency(everything)
+            return self._adjacency
+        edges, local = self.edges_into(nodes)
+        start = self.row_pointer[nodes]
+        degree = self.row_pointer[nodes + 1] - start
+        row_pointer = F.pad((degree + 1).cumsum(0), (1, 0))  # each row: its edges, then i
+        entries = row_pointer[:-1][local] + edges - start[local]
+        diagonal = row_pointer[1:] - 1
+        columns = self.source.new_empty(int(row_pointer[-1]))
+        columns[entries], columns[diagonal] = self.source[edges], nodes
+        values = self.self_weight.new_empty(columns.shape, dtype=torch.float32)
+        values[entries], values[diagonal] = (
+            self.edge_weight[edges].float(),
+            self.self_weight[nodes].float(),
+        )
+        size = (nodes.numel(), self.num_nodes)
+        with warnings.catch_warnings():  # PyTorch's notice that CSR tensors are in beta
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+            return torch.sparse_csr_tensor(
+                row_pointer, columns, values, size, check_invariants=False
+            )
+
+    @functools.cached_property
+    def bond_counts(self) -> torch.Tensor:
+        """``C``, ``float32 [N, Σ V_c + 1]``: ``C[i, v] = Σ n_ij`` over the edges ``j -> i``
+        whose features include category row ``v`` of the stacked bond tables; the last column
+        is ``1 / d_i`` (the root embedding's weight)."""
+        width = sum(self.vocabulary_sizes) + 1
+        counts = self.self_weight.new_zeros(self.num_nodes * width, dtype=torch.float32)
+        cells = self.target.unsqueeze(1) * width + self.bond_indices
+        weights = self.edge_weight.float().unsqueeze(1).expand_as(cells)
+        counts.index_add_(0, cells.flatten(), weights.flatten())
+        counts = counts.view(self.num_nodes, width)
+        counts[:, -1] = self.self_weight
+        return counts
+
+    def edges_into(self, nodes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The edges into ``nodes`` (``int64 [M]``): ``(edges int64 [E_M], local int64
+        [E_M])``, positions in :attr:`source`/:attr:`target`, grouped by target in the order
+        of ``nodes``, and the position in ``nodes`` of each edge's target. A repeated node
+        repeats its edges."""
+        start = self.row_pointer[nodes]
+        counts = self.row_pointer[nodes + 1] - start
+        local = torch.repeat_interleave(torch.arange(nodes.numel(), device=nodes.device), counts)
+        first = counts.cumsum(0) - counts
+        rank = torch.arange(local.numel(), device=nodes.device) - first[local]
+        return start[local] + rank, local
 
 
-def gin_aggregate(
-    x: torch.Tensor, edge_index: torch.Tensor, edge_embedding: torch.Tensor, eps: torch.Tensor
+def _bond_table(encoder: CategoricalEmbedding, neighbourhood: Neighbourhood) -> torch.Tensor:
+    """Embeddings of the neighbourhood's distinct bond rows, ``float32 [U, s]``."""
+    rows, _ = neighbourhood.bond_rows
+    return F.embedding_bag(rows, encoder.weight, mode="sum")
+
+
+def _relu_messages(
+    nodes: torch.Tensor,
+    embeddings: torch.Tensor,
+    node_rows: torch.Tensor,
+    embedding_rows: torch.Tensor,
+    weights: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """GIN neighbourhood sum ``(1 + ε) x_i + Σ ReLU(x_j + e_ij)`` -> ``[N, s]``."""
-    source, target = edge_index
-    messages = F.relu(x[source] + edge_embedding)
-    return ((1 + eps) * x).index_add(0, target, messages.to(x.dtype))
+    """``w_m · ReLU(nodes[node_rows[m]] + embeddings[embedding_rows[m]])`` for every message
+    ``m`` in one pass, ``[M, s]`` (``w > 0``; None = 1)."""
+    table = torch.cat([nodes, embeddings.to(nodes.dtype)])
+    indices = torch.stack([node_rows, embedding_rows + nodes.shape[0]], dim=1)
+    if weights is not None:
+        weights = weights.to(table.dtype).unsqueeze(1).expand(-1, 2)
+    return F.embedding_bag(indices, table, per_sample_weights=weights, mode="sum").relu_()
+
+
+class GCNConv(nn.Module):
+    """OGB's GCN layer followed by BatchNorm (module docstring, kind ``"gcn"``).
+
+    Args:
+        dim: width ``s``.
+        bond_vocabulary_sizes: categories per edge-feature column (``ogb`` bonds; twice the
+            bond columns for GMoE's hop-2 walks, whose features are two bonds').
+
+    Shapes:
+        - input: ``x: float32 [N, s]``, a :class:`Neighbourhood`, optional ``nodes: int64 [M]``
+          (distinct atoms).
+        - output: ``float32 [N, s]``, or ``[M, s]`` for the atoms ``nodes`` only; their batch
+          statistics are those of the ``M`` rows (:class:`SubsetBatchNorm`).
+    """
+
+    def __init__(self, dim: int, bond_vocabulary_sizes: Sequence[int]) -> None:
+        super().__init__()
+        self.linear = nn.Linear(dim, dim)
+        self.bond_encoder = CategoricalEmbedding(bond_vocabulary_sizes, dim)
+        self.root = nn.Parameter(torch.empty(dim))
+        nn.init.normal_(self.root)  # OGB: an nn.Embedding(1, dim), initialised N(0, 1)
+        self.norm = SubsetBatchNorm(dim)
+
+    def forward(
+        self, x: torch.Tensor, neighbourhood: Neighbourhood, nodes: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        hood = neighbourhood
+        _, bond = hood.bond_rows
+        if nodes is None:  # every atom: u of every atom, every edge
+            u = self.linear(x)
+            source, target, weight = hood.source, hood.target, hood.edge_weight
+            nodes = torch.arange(hood.num_nodes, device=x.device)
+            self_rows = nodes
+        else:  # u of the atoms and of their neighbours only, the edges into the atoms
+            edges, target = hood.edges_into(nodes)
+            needed = torch.zeros(hood.num_nodes, dtype=torch.bool, device=x.device)
+            needed[nodes] = True
+            needed[hood.source[edges]] = True
+            row = needed.cumsum(0) - 1
+            u = self.linear(x.index_select(0, needed.nonzero().squeeze(1)))
+            source, bond, weight = row[hood.source[edges]], bond[edges], hood.edge_weight[edges]
+            self_rows = row[nodes]
+        local = torch.arange(nodes.numel(), device=x.device)
+        embeddings = torch.cat([_bond_table(self.bond_encoder, hood), self.root.unsqueeze(0)])
+        root = embeddings.shape[0] - 1
+        messages = _relu_messages(
+            u,
+            embeddings,
+            torch.cat([source, self_rows]),
+            torch.cat([bond, torch.full_like(self_rows, root)]),
+            torch.cat([weight, hood.self_weight[nodes]]),
+        )
+        aggregated = torch.zeros(nodes.numel(), u.shape[1], device=x.device)
+        aggregated.index_add_(0, torch.cat([target, local]), messages.float())
+        return self.norm(aggregated)
 
 
 class SubsetBatchNorm(nn.BatchNorm1d):
@@ -106,12 +297,16 @@ class SubsetBatchNorm(nn.BatchNorm1d):
 
 
 def node_transform(kind: Kind, dim: int) -> nn.Module:
-    """The per-node transform after aggregation, followed by BatchNorm: ``[M, s] -> [M, s]``.
+    """The per-node transform after a shared aggregation, followed by BatchNorm: ``[M, s] ->
+    [M, s]``.
 
-    ``"gcn"``: Linear(s, s) -> BN. ``"gin"``: Linear(s, 2s) -> BN -> ReLU -> Linear(2s, s) -> BN.
-    Costs ``s²`` (GCN) or ``4 s²`` (GIN) multiply-adds per node.
+    ``"linear-gcn"``: Linear(s, s) -> BN. ``"gin"``: Linear(s, 2s) -> BN -> ReLU ->
+    Linear(2s, s) -> BN. Costs ``s²`` or ``4 s²`` multiply-adds per node.
+
+    Raises:
+        ValueError: another kind (``"gcn"`` transforms before it aggregates: :class:`GCNConv`).
     """
-    if kind == "gcn":
+    if kind == "linear-gcn":
         return nn.Sequential(nn.Linear(dim, dim), SubsetBatchNorm(dim))
     if kind == "gin":
         return nn.Sequential(
@@ -121,47 +316,64 @@ def node_transform(kind: Kind, dim: int) -> nn.Module:
             nn.Linear(2 * dim, dim),
             SubsetBatchNorm(dim),
         )
-    raise ValueError(f"unknown message-passing kind {kind!r}; use 'gcn' or 'gin'")
+    raise ValueError(
+        f"no shared aggregation for kind {kind!r}; use one of {SHARED_AGGREGATION_KINDS}"
+    )
 
 
 class NeighbourhoodAggregation(nn.Module):
-    """The neighbourhood sum ``a`` of a GCN or GIN layer, with its bond embedding (module
-    docstring); no transform.
+    """The neighbourhood sum ``a`` of a linear-GCN or GIN layer, with its bond embedding
+    (module docstring); no transform.
 
     Args:
-        kind: ``"gcn"`` or ``"gin"``.
+        kind: ``"linear-gcn"`` or ``"gin"``.
         dim: width ``s``.
-        bond_vocabulary_sizes: categories per edge-feature column (``ogb`` bonds; twice the
-            bond columns for GMoE's hop-2 walks, whose features are two bonds').
+        bond_vocabulary_sizes: as :class:`GCNConv`.
 
     Shapes:
-        - input: ``x: float32 [N, s]``, ``edge_index: int64 [2, E]``, ``edge_features: int64
-          [E, F_e]``, ``edge_weight: float32 [E]``, ``self_weight: float32 [N]`` (the last two
-          are used by GCN only; :func:`chemgraph.batches.gcn_normalisation`).
-        - output: ``float32 [N, s]``.
+        - input: ``x: float32 [N, s]``, a :class:`Neighbourhood`, optional ``nodes: int64 [M]``
+          (repeats allowed).
+        - output: ``float32 [N, s]``, or the ``M`` rows of ``nodes``.
+
+    Raises:
+        ValueError: another kind.
     """
 
     def __init__(self, kind: Kind, dim: int, bond_vocabulary_sizes: Sequence[int]) -> None:
         super().__init__()
-        if kind not in ("gcn", "gin"):
-            raise ValueError(f"unknown message-passing kind {kind!r}; use 'gcn' or 'gin'")
+        if kind not in SHARED_AGGREGATION_KINDS:
+            raise ValueError(
+                f"no shared aggregation for kind {kind!r}; use one of {SHARED_AGGREGATION_KINDS}"
+            )
         self.kind = kind
         self.bond_encoder = CategoricalEmbedding(bond_vocabulary_sizes, dim)
-        if kind == "gcn":
+        if kind == "linear-gcn":
             self.root = nn.Parameter(torch.empty(dim))
             nn.init.normal_(self.root)
         else:
             self.eps = nn.Parameter(torch.zeros(()))
 
-    def forward(self, x, edge_index, edge_features, edge_weight, self_weight) -> torch.Tensor:
-        edge_embedding = self.bond_encoder(edge_features)
-        if self.kind == "gcn":
-            return gcn_aggregate(x, edge_index, edge_embedding, edge_weight, self_weight, self.root)
-        return gin_aggregate(x, edge_index, edge_embedding, self.eps)
+    def forward(
+        self, x: torch.Tensor, neighbourhood: Neighbourhood, nodes: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        hood = neighbourhood
+        if self.kind == "gin":
+            _, bond = hood.bond_rows
+            if nodes is None:
+                source, target, own = hood.source, hood.target, x
+            else:
+                edges, target = hood.edges_into(nodes)
+                source, bond, own = hood.source[edges], bond[edges], x[nodes]
+            messages = _relu_messages(x, _bond_table(self.bond_encoder, hood), source, bond)
+            return ((1 + self.eps) * own).index_add(0, target, messages.to(x.dtype))
+        embeddings = torch.cat([self.bond_encoder.weight, self.root.unsqueeze(0)])
+        counts = hood.bond_counts if nodes is None else hood.bond_counts[nodes]
+        with torch.autocast(x.device.type, enabled=False):  # a CSR product in float32
+            return torch.addmm(hood.adjacency(nodes) @ x.float(), counts, embeddings.float())
 
 
 class MessagePassingLayer(nn.Module):
-    """One GCN or GIN layer over the bonds: :class:`NeighbourhoodAggregation` then
+    """One linear-GCN or GIN layer: :class:`NeighbourhoodAggregation` then
     :func:`node_transform` (module docstring). GMoE with one expert (``n = k = 1``) computes
     the same function (:class:`chemgraph.models.gmoe.GMoELayer`).
 
@@ -175,7 +387,21 @@ class MessagePassingLayer(nn.Module):
         self.aggregate = NeighbourhoodAggregation(kind, dim, bond_vocabulary_sizes)
         self.transform = node_transform(kind, dim)
 
-    def forward(self, x, edge_index, edge_features, edge_weight, self_weight) -> torch.Tensor:
-        return self.transform(
-            self.aggregate(x, edge_index, edge_features, edge_weight, self_weight)
-        )
+    def forward(self, x: torch.Tensor, neighbourhood: Neighbourhood) -> torch.Tensor:
+        return self.transform(self.aggregate(x, neighbourhood))
+
+
+def message_passing_layer(
+    kind: Kind, dim: int, bond_vocabulary_sizes: Sequence[int]
+) -> GCNConv | MessagePassingLayer:
+    """One layer of ``kind`` (module docstring): :class:`GCNConv` for ``"gcn"``, else
+    :class:`MessagePassingLayer`; both are called as ``layer(x, neighbourhood)``.
+
+    Raises:
+        ValueError: an unknown kind.
+    """
+    if kind == "gcn":
+        return GCNConv(dim, bond_vocabulary_sizes)
+    if kind in SHARED_AGGREGATION_KINDS:
+        return MessagePassingLayer(kind, dim, bond_vocabulary_sizes)
+    raise ValueError(f"unknown message-passing kind {kind!r}; use one of {KINDS}")

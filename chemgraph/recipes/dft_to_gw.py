@@ -43,6 +43,7 @@ from chemgraph.train.transfer import (
     pretraining_pool,
     results_table,
     run_transfer,
+    transfer_claim,
 )
 
 __all__ = [
@@ -222,28 +223,59 @@ def run(
     loader = full_data if source == "full" else embedded_data
     data, split = loader(data_config, featurizer)
     pools = {s: len(pretraining_pool(data, split, s)) for s in ("inductive", "transductive")}
+    tokens = np.mean([max(graph.num_edges(), 1) for graph in data.graphs])
+    cap = featurizer.max_neighbors
     log.info(
         "dft_to_gw (%s data): %d molecules with %s labels [%s]; %s labels [%s] split "
         "train %d / val %d / test %d\n"
         "DFT pretraining pools: inductive %d molecules (GW test molecules excluded), "
-        "transductive %d (their DFT labels included); radius graph %s Å, %d Gaussians; "
-        "%d seeds, %d pretraining epochs",
+        "transductive %d (their DFT labels included); radius graph %s Å, %s, %d Gaussians "
+        "(%.1f ESA tokens per molecule); %d seeds, %d pretraining epochs, %s",
         source, len(data), data.low_name, data.low_theory, data.high_name, data.high_theory,
         len(split["train"]), len(split["val"]), len(split["test"]), pools["inductive"],
-        pools["transductive"], featurizer.cutoff, featurizer.num_basis, transfer.seeds,
-        transfer.pretrain_epochs,
+        pools["transductive"], featurizer.cutoff,
+        "no neighbour cap" if cap is None else f"at most {cap} neighbours",
+        featurizer.num_basis, tokens, transfer.seeds, transfer.pretrain_epochs, _budget(transfer),
     )  # fmt: skip
     runs = run_transfer(data, split, transfer, out)
     table = results_table(runs, data.high_name)
+    _, claim = transfer_claim(table, data.high_name, "eV")
+    log.info(
+        "\nTest RMSE (eV) of 3D ESA on %s HOMO/LUMO, mean ± std over %d seeds (%s):\n%s\n"
+        "%s\nepochs run (mean over seeds): %s\nwall time %.0f s (%s); results in %s",
+        data.high_name, transfer.seeds, data.high_theory, format_table(table), claim,
+        _epochs_run(runs), time.perf_counter() - start, _phase_times(runs), out,
+    )  # fmt: skip
+    return table
+
+
+def _budget(config: TransferConfig) -> str:
+    caps = [
+        f"{phase} stops after {minutes:g} min"
+        for phase, minutes in (
+            ("pretraining", config.pretrain_max_minutes),
+            ("fine-tuning", config.finetune_max_minutes),
+        )
+        if minutes is not None
+    ]
+    return (
+        "wall-clock caps: " + ", ".join(caps) + " (results depend on the machine's speed)"
+        if caps
+        else "no wall-clock caps (fixed epochs and seeds: a rerun prints the same table)"
+    )
+
+
+def _epochs_run(runs: pd.DataFrame) -> str:
     epochs = runs.groupby("strategy", sort=False)[["pretrain_epochs", "finetune_epochs"]].mean()
-    epochs_run = "; ".join(
+    return "; ".join(
         f"{name}: pretrain {row.pretrain_epochs:.1f}, fine-tune {row.finetune_epochs:.1f}"
         for name, row in epochs.iterrows()
     )
-    log.info(
-        "\nTest RMSE (eV) of 3D ESA on %s HOMO/LUMO, mean ± std over %d seeds (%s):\n%s\n"
-        "epochs run (mean over seeds): %s\nwall time %.0f s; results in %s",
-        data.high_name, transfer.seeds, data.high_theory, format_table(table), epochs_run,
-        time.perf_counter() - start, out,
-    )  # fmt: skip
-    return table
+
+
+def _phase_times(runs: pd.DataFrame) -> str:
+    once = runs.drop_duplicates(["strategy", "seed"])  # one row per model, not per target
+    return (
+        f"pretraining {once['pretrain_seconds'].sum():.0f} s, "
+        f"fine-tuning {once['finetune_seconds'].sum():.0f} s"
+    )

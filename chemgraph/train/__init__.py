@@ -7,7 +7,8 @@ data); never from :mod:`chemgraph.recipes` or :mod:`chemgraph.cli`.
   configuration), :class:`TrainingConfig` (``chemgraph train``), partial-configuration merging.
 * :mod:`chemgraph.train.trainer`: :func:`make_trainer` (the one ``lightning.Trainer`` factory),
   :func:`quiet_third_party_warnings`.
-* :mod:`chemgraph.train.callbacks`: :class:`LossHistory`, :class:`ValidationLog` (progress).
+* :mod:`chemgraph.train.callbacks`: :class:`EpochProgress`, :class:`LossHistory`,
+  :class:`ValidationLog` (progress).
 * :mod:`chemgraph.train.checkpoint`: :func:`load_checkpoint` (the one loader of trained
   modules), best weights of a fit.
 * :mod:`chemgraph.train.module`: :class:`PropertyPredictionModule`, :func:`masked_loss`;
@@ -21,10 +22,10 @@ data); never from :mod:`chemgraph.recipes` or :mod:`chemgraph.cli`.
   metrics (``chemgraph react``).
 
 Progress and notes are logged (``logging``, INFO) under ``chemgraph.train.*``; nothing here
-prints.
+prints but :class:`EpochProgress`'s bar (stderr, on a terminal).
 """
 
-from chemgraph.train.callbacks import LossHistory, ValidationLog
+from chemgraph.train.callbacks import EpochProgress, LossHistory, ValidationLog
 from chemgraph.train.checkpoint import load_checkpoint
 from chemgraph.train.config import RunConfig, TrainingConfig
 from chemgraph.train.metrics import classification_metrics, format_metrics, regression_metrics
@@ -33,6 +34,7 @@ from chemgraph.train.scaler import TargetScaler
 from chemgraph.train.trainer import make_trainer, quiet_third_party_warnings
 
 __all__ = [
+    "EpochProgress",
     "LossHistory",
     "PropertyPredictionModule",
     "RunConfig",

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 import time
 from collections.abc import Sequence
 
 import lightning as L
+import torch
+from tqdm.auto import tqdm
 
-__all__ = ["LossHistory", "ValidationLog"]
+__all__ = ["EpochProgress", "LossHistory", "ValidationLog"]
 
 log = logging.getLogger(__name__)
 
@@ -17,9 +20,14 @@ log = logging.getLogger(__name__)
 class LossHistory(L.Callback):
     """Records the epoch-mean training and validation losses (for the learning-curve plot).
 
+    Its :meth:`state_dict` is the record, so that a multi-process fit
+    (:func:`chemgraph.train.trainer.make_trainer` with ``devices > 1``) hands it back to the
+    calling process.
+
     Args:
         log_epochs: also log one line per epoch (``epoch   3: train_loss 0.1234  val_loss
-            0.2345  (12 s)``, seconds since the callback was made).
+            0.2345  (12 s)``, seconds since the callback was made), from the global-zero
+            process only.
 
     Attributes:
         epochs: one ``{"epoch", "train_loss", "val_loss"}`` dict per finished training epoch
@@ -40,13 +48,96 @@ class LossHistory(L.Callback):
                 "val_loss": float(metrics.get("val_loss", math.nan)),
             }
         )
-        if self.log_epochs:
+        if self.log_epochs and trainer.is_global_zero:
             last = self.epochs[-1]
             log.info(
                 "epoch %3d: train_loss %.4f  val_loss %.4f  (%.0f s)",
                 last["epoch"], last["train_loss"], last["val_loss"],
                 time.perf_counter() - self._start,
             )  # fmt: skip
+
+    def state_dict(self) -> dict[str, list[dict[str, float]]]:
+        return {"epochs": self.epochs}
+
+    def load_state_dict(self, state_dict: dict[str, list[dict[str, float]]]) -> None:
+        self.epochs = list(state_dict["epochs"])
+
+
+class EpochProgress(L.Callback):
+    """Progress within each training epoch, shown by the global-zero process only.
+
+    With ``bar``, a tqdm bar per epoch on stderr: optimiser steps done of the epoch's, time
+    left and the running training loss (refreshed at most once a second), cleared at the
+    epoch's end. Without, a ``logging`` INFO line every ``ceil(steps / lines_per_epoch)``
+    optimiser steps, the epoch's last step left out (:class:`LossHistory` logs the epoch's
+    line)::
+
+        epoch   3 step 120/500: train_loss 0.1234  (12 s)
+
+    Steps count this process's training batches (chemgraph does not accumulate gradients, so
+    a batch is an optimiser step); the running training loss is the mean of the losses its
+    training steps returned so far this epoch (a mixture of experts' load-balancing loss
+    included); seconds count from when the callback was made. An epoch of unknown length
+    gets a bar without a total and no lines.
+
+    Args:
+        bar: tqdm bar (True) or log lines (False); None = a bar when stderr is a terminal.
+        lines_per_epoch: log lines per epoch, at most (without ``bar``).
+    """
+
+    def __init__(self, bar: bool | None = None, lines_per_epoch: int = 10) -> None:
+        self.bar = sys.stderr.isatty() if bar is None else bar
+        self.lines_per_epoch = lines_per_epoch
+        self._start = time.perf_counter()
+        self._bar: tqdm | None = None
+
+    def on_train_epoch_start(self, trainer: L.Trainer, module: L.LightningModule) -> None:
+        steps = trainer.num_training_batches
+        self._steps = int(steps) if math.isfinite(steps) else None
+        self._loss_sum = torch.zeros(())
+        self._losses = 0
+        self._shown = -math.inf
+        if self.bar and trainer.is_global_zero:
+            self._bar = tqdm(
+                total=self._steps, desc=f"epoch {trainer.current_epoch}", unit="step",
+                leave=False, dynamic_ncols=True,
+            )  # fmt: skip
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx: int) -> None:
+        if not trainer.is_global_zero:
+            return
+        loss = outputs["loss"] if isinstance(outputs, dict) else outputs
+        if loss is not None:  # a training step may skip its batch
+            # summed on the loss's device: a float() per step would wait for the GPU
+            self._loss_sum = self._loss_sum.to(loss.device) + loss.detach().float()
+            self._losses += 1
+        step = batch_idx + 1
+        if self._bar is not None:
+            self._bar.update(step - self._bar.n)
+            if time.perf_counter() - self._shown >= 1.0 or step == self._steps:
+                self._bar.set_postfix(train_loss=f"{self._running_loss():.4f}")
+                self._shown = time.perf_counter()
+        elif self._steps is not None and step < self._steps:
+            if step % math.ceil(self._steps / self.lines_per_epoch) == 0:
+                log.info(
+                    "epoch %3d step %d/%d: train_loss %.4f  (%.0f s)",
+                    trainer.current_epoch, step, self._steps, self._running_loss(),
+                    time.perf_counter() - self._start,
+                )  # fmt: skip
+
+    def on_train_epoch_end(self, trainer: L.Trainer, module: L.LightningModule) -> None:
+        self._close()
+
+    def on_train_end(self, trainer: L.Trainer, module: L.LightningModule) -> None:
+        self._close()  # a fit stopped within an epoch (max_time, max_steps)
+
+    def _running_loss(self) -> float:
+        return float(self._loss_sum) / self._losses if self._losses else math.nan
+
+    def _close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
 
 
 class ValidationLog(L.Callback):

@@ -30,6 +30,7 @@ from chemgraph.models import MODELS, get_model_spec
 
 __all__ = [
     "PROFILE_KEY",
+    "PROTOCOLS",
     "RunConfig",
     "TrainingConfig",
     "dataset_defaults",
@@ -217,14 +218,33 @@ class RunConfig:
         return _plain(asdict(self))
 
 
+PROTOCOLS: dict[str, dict[str, Any]] = {
+    "default": {
+        "max_epochs": 50, "batch_size": 128, "learning_rate": 5e-4, "lr_schedule": "cosine",
+        "warmup_steps": None, "weight_decay": 1e-2, "gradient_clip": 1.0,
+        "early_stopping_patience": 20, "lr_patience": 15,
+    },
+    "paper": {
+        "max_epochs": 1000, "batch_size": 128, "learning_rate": 1e-4, "lr_schedule": "plateau",
+        "warmup_steps": 0, "weight_decay": 1e-2, "gradient_clip": 0.5,
+        "early_stopping_patience": 30, "lr_patience": 15,
+    },
+}  # fmt: skip
+"""Optimisation settings of ``chemgraph train`` by ``protocol``: ``"default"``, sized to learn
+within minutes on a CPU (warm-up and cosine decay over ``max_epochs``; learning rate and batch
+size chosen on the QM9 gap and ESOL, ``benchmarks/README.md``), and ``"paper"``, the
+protocol of Buterez et al. 2024 ("An end-to-end attention-based approach for learning on
+graphs", arXiv:2402.10793, SI 7: AdamW lr 1e-4, batch 128, clipping 0.5, early stopping after
+30 epochs without validation improvement, learning rate halved after 15) for long runs. A
+setting given explicitly wins over the protocol's."""
+
+
 @dataclass
 class TrainingConfig(RunConfig):
     """Everything ``chemgraph train`` needs; round-trips through YAML (``--config``).
 
-    Defaults follow the protocol of ESA (Buterez et al. 2024, "An end-to-end attention-based
-    approach for learning on graphs", arXiv:2402.10793, SI 7): AdamW lr 1e-4, batch 128,
-    gradient clipping 0.5, early stopping after 30 epochs without validation improvement,
-    learning rate halved after 15; random 80/10/10 split.
+    The optimisation settings left at None take the values of the ``protocol``
+    (:data:`PROTOCOLS`), so ``config.yaml`` records the values used.
 
     Attributes:
         data: CSV/TSV/parquet file (optionally gzipped) with a SMILES column and targets, or a
@@ -245,22 +265,43 @@ class TrainingConfig(RunConfig):
         split: ``"random"`` (seeded) or ``"scaffold"`` (Bemis–Murcko, deterministic).
         split_fractions: train/validation/test fractions, summing to 1.
         seed: seeds the split, the weight initialisation and the shuffling.
-        max_epochs: upper bound on training epochs.
+        protocol: ``"default"`` or ``"paper"``: where the optimisation settings left at None
+            come from (:data:`PROTOCOLS`; under ``"default"``, a model family's
+            ``training_settings`` of :class:`chemgraph.models.ModelSpec` first).
+        max_epochs: upper bound on training epochs (the cosine schedule's length).
         max_time_minutes: wall-clock budget of the training loop (None = no limit); when it
-            runs out, training stops and the best checkpoint so far is evaluated.
+            runs out, training stops and the best checkpoint so far is evaluated. A cosine
+            schedule then decays over whichever of the two runs out first.
         max_rows: use only the first N rows of the table (None = all).
-        batch_size, learning_rate, weight_decay, warmup_steps, gradient_clip,
-        early_stopping_patience, lr_patience: optimisation settings (patiences in epochs).
+        batch_size, learning_rate (AdamW peak), weight_decay, gradient_clip,
+        early_stopping_patience (epochs without a lower validation loss): optimisation.
+        lr_schedule: ``"cosine"`` (linear warm-up over ``warmup_steps`` optimiser steps, None
+            = the first 5% of the run, then cosine decay to 1% of ``learning_rate``) or
+            ``"plateau"`` (halved after ``lr_patience`` epochs without improvement), see
+            :class:`chemgraph.train.module.PropertyPredictionModule`.
+        warmup_steps, lr_patience: see ``lr_schedule``.
         featurizer: atom/bond featurizer preset; None = the model's default (ESA/NSA take
             float one-hot features, ``"canonical"``).
         fragments: multi-fragment (salt) policy, ``"keep"`` all fragments or ``"largest"``.
         model_options: fields of the model's configuration, e.g.
             :class:`chemgraph.models.ESAConfig` (hidden_dim, num_heads, layer_pattern, norm,
-            mlp, num_seeds, dropout, attend_to_self, ...).
+            mlp, num_seeds, dropout, attend_to_self, readout, ...); the family's
+            ``training_options`` (:class:`chemgraph.models.ModelSpec`, e.g. ESA's
+            ``readout: seeds+sum``) fill the options not given.
         num_workers: DataLoader worker processes.
         accelerator: Lightning accelerator (``"auto"`` picks CUDA when available).
-        progress: report progress: tqdm bars on a terminal, one line per epoch otherwise
-            (logs, CI).
+        devices: above 1, the fit runs distributed data-parallel (Lightning DDP) over this
+            many forked processes: one per GPU, or CPU processes talking through gloo when
+            the run is on the CPU; each computes on one CPU thread. Each process takes
+            ``batch_size`` molecules per optimiser step, so a step sees ``devices ×
+            batch_size`` molecules and an epoch has ``1/devices`` of the steps. The
+            checkpoint and the progress lines come from the first process, the validation
+            loss is averaged over the processes (their shares padded to equal sizes), and
+            ``metrics.json`` is computed afterwards by one process on the whole validation
+            and test splits, as with one device.
+        progress: report progress: a tqdm bar per epoch on a terminal, else a line every
+            tenth of an epoch (logs, CI), and one line per epoch
+            (:class:`chemgraph.train.callbacks.EpochProgress`).
 
     Raises:
         ConfigError: a bad setting (named, with what is allowed), before any work is done;
@@ -277,21 +318,24 @@ class TrainingConfig(RunConfig):
     split: Literal["random", "scaffold"] = "random"
     split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
     seed: int = 0
-    max_epochs: int = 100
+    protocol: Literal["default", "paper"] = "default"
+    max_epochs: int | None = None
     max_time_minutes: float | None = None
     max_rows: int | None = None
-    batch_size: int = 128
-    learning_rate: float = 1e-4
-    weight_decay: float = 1e-2
-    warmup_steps: int = 0
-    gradient_clip: float = 0.5
-    early_stopping_patience: int = 30
-    lr_patience: int = 15
+    batch_size: int | None = None
+    learning_rate: float | None = None
+    lr_schedule: Literal["cosine", "plateau"] | None = None
+    weight_decay: float | None = None
+    warmup_steps: int | None = None
+    gradient_clip: float | None = None
+    early_stopping_patience: int | None = None
+    lr_patience: int | None = None
     featurizer: str | None = None
     fragments: Literal["keep", "largest"] = "keep"
     model_options: dict[str, Any] = field(default_factory=dict)
     num_workers: int = 0
     accelerator: str = "auto"
+    devices: int = 1
     progress: bool = True
 
     CHOICES = {
@@ -299,15 +343,24 @@ class TrainingConfig(RunConfig):
         "model": tuple(MODELS),
         "split": ("random", "scaffold"),
         "fragments": ("keep", "largest"),
+        "protocol": tuple(PROTOCOLS),
+        "lr_schedule": ("cosine", "plateau", None),
     }
     NUMBERS = {
         "max_epochs": (int, 1), "batch_size": (int, 1), "seed": (int, 0),
         "warmup_steps": (int, 0), "early_stopping_patience": (int, 0), "lr_patience": (int, 0),
         "num_workers": (int, 0), "max_rows": (int, 1), "max_time_minutes": (float, 0.1),
         "learning_rate": (float, 0.0), "weight_decay": (float, 0.0), "gradient_clip": (float, 0.0),
+        "devices": (int, 1),
     }  # fmt: skip
 
     def __post_init__(self) -> None:
+        protocol = dict(PROTOCOLS.get(self.protocol, {}))
+        if self.protocol == "default" and self.model in MODELS:
+            protocol.update(MODELS[self.model].training_settings)
+        for name, value in protocol.items():
+            if getattr(self, name) is None:
+                setattr(self, name, value)
         super().__post_init__()
         fractions = tuple(_number("split_fractions", f, float, 0.0) for f in self.split_fractions)
         if len(fractions) != 3 or abs(sum(fractions) - 1) > 1e-6:
@@ -328,6 +381,7 @@ class TrainingConfig(RunConfig):
                 f"{self.model.upper()} takes {kind} features; featurizer {self.featurizer!r} "
                 f"gives {preset.atom.dtype}: use {spec.default_featurizer!r}"
             )
+        self.model_options = {**spec.training_options, **self.model_options}
         spec.config_class.check_options(self.model_options)
 
     @classmethod

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import math
+import time
 from typing import Literal
 
 import lightning as L
@@ -13,11 +15,45 @@ from chemgraph.models import build_model
 from chemgraph.models.gmoe import expert_usage_table
 from chemgraph.train.scaler import TargetScaler
 
-__all__ = ["PropertyPredictionModule", "masked_loss"]
+__all__ = ["LR_SCHEDULES", "PropertyPredictionModule", "cosine_learning_rate", "masked_loss"]
 
 logger = logging.getLogger(__name__)
 
 Task = Literal["regression", "classification"]
+
+LR_SCHEDULES = ("cosine", "plateau")
+"""Learning-rate schedules of :class:`PropertyPredictionModule`: ``"cosine"`` (linear warm-up,
+then cosine decay to a floor over the planned steps or the time budget, whichever runs out
+first) and ``"plateau"`` (halve on a validation plateau: Buterez et al. 2024, SI 7)."""
+
+DEFAULT_WARMUP_FRACTION = 0.05
+"""Share of a cosine schedule spent in linear warm-up when no ``warmup_steps`` are given."""
+
+
+def cosine_learning_rate(
+    progress: float, peak: float, warmup_fraction: float, final_fraction: float
+) -> float:
+    """Learning rate of the warm-up + cosine schedule at ``progress`` of the run.
+
+    ``lr = peak · progress / w`` for ``progress < w`` (linear warm-up over the first ``w`` =
+    ``warmup_fraction`` of the run), then ``lr = peak · (f + (1 − f) · ½(1 + cos(π·u)))`` with
+    ``u = (progress − w) / (1 − w)`` and ``f`` = ``final_fraction`` (the floor, reached at
+    ``progress = 1``; Loshchilov & Hutter 2017, "SGDR", arXiv:1608.03983, without restarts).
+
+    Args:
+        progress: share of the run done, in [0, 1] (values outside are clamped).
+        peak: learning rate at the end of the warm-up.
+        warmup_fraction: ``w`` in [0, 1).
+        final_fraction: ``f``, the floor as a fraction of ``peak``.
+
+    Returns:
+        The learning rate (same units as ``peak``).
+    """
+    progress = min(max(progress, 0.0), 1.0)
+    if progress < warmup_fraction:
+        return peak * (progress + 1e-12) / warmup_fraction
+    decay = (progress - warmup_fraction) / max(1.0 - warmup_fraction, 1e-12)
+    return peak * (final_fraction + (1 - final_fraction) * 0.5 * (1 + math.cos(math.pi * decay)))
 
 
 def masked_loss(outputs: torch.Tensor, labels: torch.Tensor, task: Task) -> torch.Tensor:
@@ -43,7 +79,7 @@ def masked_loss(outputs: torch.Tensor, labels: torch.Tensor, task: Task) -> torc
 
 
 class PropertyPredictionModule(L.LightningModule):
-    """Graph-level property prediction (Buterez et al. 2024, SI 7 protocol as defaults).
+    """Graph-level property prediction: a model family, a task loss and an AdamW schedule.
 
     Args:
         model_config: the model family's configuration as a dict (e.g.
@@ -54,11 +90,20 @@ class PropertyPredictionModule(L.LightningModule):
             that a checkpoint alone can featurize new molecules.
         scaler: :class:`TargetScaler` as a dict (regression) or None.
         fragments: multi-fragment policy used when featurizing (``"keep"``/``"largest"``).
-        learning_rate: AdamW learning rate (paper: 1e-4).
+        learning_rate: AdamW peak learning rate.
         weight_decay: AdamW weight decay.
-        warmup_steps: linear learning-rate warm-up over this many optimiser steps (0 = none).
-        lr_patience: epochs without validation improvement before the learning rate is halved.
-        lr_factor: multiplicative learning-rate decrease.
+        lr_schedule: ``"cosine"`` (:func:`cosine_learning_rate`, per optimiser step; the run's
+            progress is the larger of steps done / the Trainer's planned steps and, with
+            ``max_minutes``, minutes elapsed / ``max_minutes``) or ``"plateau"``
+            (``ReduceLROnPlateau`` on ``val_loss``, Buterez et al. 2024, SI 7).
+        warmup_steps: linear learning-rate warm-up over this many optimiser steps; None =
+            the first 5% of a cosine schedule (none for ``"plateau"``).
+        final_lr_fraction: the cosine schedule's floor, as a fraction of ``learning_rate``.
+        max_minutes: the run's wall-clock budget in minutes (None = none), so that a cosine
+            schedule decays over the budget when it runs out before the planned steps.
+        lr_patience: ``"plateau"``: epochs without validation improvement before the
+            learning rate is multiplied by ``lr_factor``.
+        lr_factor: ``"plateau"``: multiplicative learning-rate decrease.
         model: registered model family (:data:`chemgraph.models.MODELS`); checkpoints written
             before the registry existed hold ESA/NSA models, hence the default.
 
@@ -76,7 +121,10 @@ class PropertyPredictionModule(L.LightningModule):
         fragments: str = "keep",
         learning_rate: float = 1e-4,
         weight_decay: float = 1e-2,
-        warmup_steps: int = 0,
+        lr_schedule: str = "plateau",
+        warmup_steps: int | None = 0,
+        final_lr_fraction: float = 0.01,
+        max_minutes: float | None = None,
         lr_patience: int = 15,
         lr_factor: float = 0.5,
         model: str = "esa",
@@ -84,6 +132,8 @@ class PropertyPredictionModule(L.LightningModule):
         super().__init__()
         if task not in ("regression", "classification"):
             raise ValueError(f"task must be 'regression' or 'classification', got {task!r}")
+        if lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {lr_schedule!r}")
         self.save_hyperparameters()
         self.model = build_model(model, model_config)
         self.scaler = TargetScaler(**scaler) if scaler is not None else None
@@ -98,28 +148,47 @@ class PropertyPredictionModule(L.LightningModule):
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
         inputs, labels = batch
         loss = masked_loss(self(inputs), self._scaled(labels), self.task)
-        self.log("train_loss", loss, on_step=False, on_epoch=True, batch_size=len(labels))
+        self.log(
+            "train_loss", loss, on_step=False, on_epoch=True, batch_size=len(labels), sync_dist=True
+        )
         # mixture-of-experts models expose the weighted load-balancing loss of their forward
         auxiliary = getattr(self.model, "auxiliary_loss", None)
         if auxiliary is not None:
-            self.log("train_auxiliary_loss", auxiliary, on_epoch=True, batch_size=len(labels))
+            self.log(
+                "train_auxiliary_loss", auxiliary, on_epoch=True, batch_size=len(labels),
+                sync_dist=True,
+            )  # fmt: skip
             loss = loss + auxiliary
         return loss
 
     def on_train_epoch_end(self) -> None:
-        """Log (INFO, and as a Lightning metric) the expert usage of a mixture-of-experts
-        model, so collapse shows."""
-        pop_usage = getattr(self.model, "pop_expert_usage", None)
-        usage = pop_usage() if pop_usage is not None else None
-        if usage is None:
+        """Log the epoch's routing of a mixture-of-experts model per layer, so that a
+        collapse in one layer shows: an INFO table (expert shares, CV² of importance and load;
+        :func:`~chemgraph.models.gmoe.expert_usage_table`) and the Lightning metrics
+        ``expert_usage_max`` (largest expert share, mean over layers) and, per layer ``i``,
+        ``expert_usage_max/layer{i}``, ``expert_importance_cv2/layer{i}`` and
+        ``expert_load_cv2/layer{i}``. The model keeps every epoch's statistics
+        (:attr:`~chemgraph.models.gmoe.GMoE.expert_history`)."""
+        pop_statistics = getattr(self.model, "pop_expert_statistics", None)
+        statistics = pop_statistics() if pop_statistics is not None else None
+        if statistics is None:
             return
-        self.log("expert_usage_max", usage.max(dim=1).values.mean())
-        logger.info("epoch %d %s", self.current_epoch, expert_usage_table(usage))
+        largest = statistics.usage.max(dim=1).values
+        self.log("expert_usage_max", largest.mean(), sync_dist=True)
+        for layer, (share, importance, load) in enumerate(
+            zip(largest, statistics.importance_cv2, statistics.load_cv2)
+        ):
+            self.log(f"expert_usage_max/layer{layer}", share, sync_dist=True)
+            self.log(f"expert_importance_cv2/layer{layer}", importance, sync_dist=True)
+            self.log(f"expert_load_cv2/layer{layer}", load, sync_dist=True)
+        logger.info("epoch %d %s", self.current_epoch, expert_usage_table(statistics))
 
     def validation_step(self, batch, batch_idx: int) -> None:
         inputs, labels = batch
         loss = masked_loss(self(inputs), self._scaled(labels), self.task)
-        self.log("val_loss", loss, on_epoch=True, prog_bar=True, batch_size=len(labels))
+        self.log(
+            "val_loss", loss, on_epoch=True, prog_bar=True, batch_size=len(labels), sync_dist=True
+        )
 
     def predict_step(self, batch, batch_idx: int) -> torch.Tensor:
         """Predictions ``float32 [B, T]`` in target units (regression) or probabilities."""
@@ -129,12 +198,39 @@ class PropertyPredictionModule(L.LightningModule):
             return torch.sigmoid(outputs)
         return self.scaler.inverse_transform(outputs) if self.scaler is not None else outputs
 
+    def on_train_start(self) -> None:
+        self._fit_start = time.perf_counter()
+        self._planned_steps = max(self.trainer.estimated_stepping_batches, 1)
+
+    def _progress(self) -> float:
+        """Share of the run done after the coming step: steps against the planned steps, or
+        time against the budget, whichever is further."""
+        progress = (self.global_step + 1) / self._planned_steps
+        if self.hparams.max_minutes:
+            elapsed = time.perf_counter() - self._fit_start
+            progress = max(progress, elapsed / (60 * self.hparams.max_minutes))
+        return progress
+
+    def scheduled_learning_rate(self) -> float | None:
+        """The learning rate for the next optimiser step; None = leave it to the plateau
+        scheduler (after its warm-up)."""
+        peak, warmup = self.hparams.learning_rate, self.hparams.warmup_steps
+        if self.hparams.lr_schedule == "plateau":
+            if warmup and self.global_step < warmup:
+                return peak * (self.global_step + 1) / warmup
+            return None
+        fraction = (
+            DEFAULT_WARMUP_FRACTION if warmup is None else min(warmup / self._planned_steps, 0.99)
+        )
+        return cosine_learning_rate(
+            self._progress(), peak, fraction, self.hparams.final_lr_fraction
+        )
+
     def on_train_batch_start(self, batch, batch_idx: int) -> None:
-        warmup = self.hparams.warmup_steps
-        if warmup and self.global_step < warmup:
-            scale = (self.global_step + 1) / warmup
+        learning_rate = self.scheduled_learning_rate()
+        if learning_rate is not None:
             for group in self.trainer.optimizers[0].param_groups:
-                group["lr"] = self.hparams.learning_rate * scale
+                group["lr"] = learning_rate
 
     def configure_optimizers(self):
         optimizer = torch.optim.AdamW(
@@ -142,6 +238,8 @@ class PropertyPredictionModule(L.LightningModule):
             lr=self.hparams.learning_rate,
             weight_decay=self.hparams.weight_decay,
         )
+        if self.hparams.lr_schedule != "plateau":
+            return optimizer
         scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
             optimizer, mode="min", factor=self.hparams.lr_factor, patience=self.hparams.lr_patience
         )

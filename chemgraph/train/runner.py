@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import sys
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -33,14 +32,14 @@ from chemgraph.data import (
 from chemgraph.data.datasets import read_data
 from chemgraph.featurize import FeaturizerPreset, get_preset
 from chemgraph.models import get_model_spec
-from chemgraph.train.callbacks import LossHistory
+from chemgraph.train.callbacks import EpochProgress, LossHistory
 from chemgraph.train.checkpoint import best_checkpoint_path, load_weights
 from chemgraph.train.config import TrainingConfig
 from chemgraph.train.metrics import classification_metrics, regression_metrics
 from chemgraph.train.module import PropertyPredictionModule
 from chemgraph.train.plots import plot_learning_curve, plot_parity
 from chemgraph.train.scaler import TargetScaler
-from chemgraph.train.trainer import make_trainer
+from chemgraph.train.trainer import hide_lightning_info, make_trainer
 
 __all__ = ["OUTPUT_FILES", "infer_task", "train"]
 
@@ -59,13 +58,20 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     """Featurize the table, split, train with Lightning, evaluate the best checkpoint.
 
     Writes to ``config.out``: ``rejected.csv`` (row, input, reason), ``best.ckpt``,
-    ``metrics.json`` (``{"val": {...}, "test": {...}, "epochs_trained": n}``: RMSE/MAE/R² in
+    ``metrics.json`` (``{"val": {...}, "test": {...}, "epochs_trained": n}``, and for a
+    mixture of experts ``"experts"``: per training epoch, the expert usage ``[layer][expert]``
+    and the importance and load CV² per layer; RMSE/MAE/R² in
     the targets' units, or MCC/ROC-AUC/accuracy; NaN written as null), ``predictions.csv``
     (split, row, smiles, each target and its ``_pred`` column), ``learning_curve.png``,
     ``parity.png`` (regression) and ``config.yaml`` (the settings, with ``task`` decided when it
     was None). These files of an earlier run in ``config.out`` are replaced, other files are
     left; ``chemgraph train`` refuses a non-empty folder unless given ``--overwrite``
-    (:func:`chemgraph._output.check_output_folder`). Progress is logged (INFO).
+    (:func:`chemgraph._output.check_output_folder`). With ``config.progress``, progress is
+    logged (INFO) and shown within each epoch (:class:`chemgraph.train.callbacks.EpochProgress`).
+
+    With ``config.devices > 1`` only the fit is distributed (DDP over forked processes,
+    :func:`chemgraph.train.trainer.make_trainer`); this process does everything else, and
+    evaluates the best checkpoint on the whole validation and test splits on one device.
 
     Returns:
         The metrics written to ``metrics.json``.
@@ -191,7 +197,9 @@ def _fit(
         fragments=config.fragments,
         learning_rate=config.learning_rate,
         weight_decay=config.weight_decay,
+        lr_schedule=config.lr_schedule,
         warmup_steps=config.warmup_steps,
+        max_minutes=config.max_time_minutes,
         lr_patience=config.lr_patience,
         model=config.model,
     )
@@ -206,17 +214,17 @@ def _fit(
         num_workers=config.num_workers,
         seed=config.seed,
     )
-    progress_bars = config.progress and sys.stderr.isatty()
-    history = LossHistory(log_epochs=config.progress and not progress_bars)
+    history = LossHistory(log_epochs=config.progress)
+    progress = [EpochProgress()] if config.progress else []
     trainer = make_trainer(
         max_epochs=config.max_epochs,
         max_minutes=config.max_time_minutes,
         gradient_clip=config.gradient_clip,
         checkpoint_dir=out,
         early_stopping_patience=config.early_stopping_patience,
-        callbacks=[history],
+        callbacks=[*progress, history],
         accelerator=config.accelerator,
-        progress_bar=progress_bars,
+        devices=config.devices,
         model_summary=config.progress,
     )
     trainer.fit(module, datamodule=data)
@@ -228,12 +236,18 @@ def _fit(
 def _evaluate(
     config: TrainingConfig, fitted: _Fitted, parts: dict[str, MoleculeDataset]
 ) -> tuple[dict, pd.DataFrame]:
-    """Metrics and predictions of the validation and test sets (targets' units)."""
+    """Metrics and predictions of the validation and test sets (targets' units), on one
+    device: the whole splits, also after a DDP fit (whose samplers shard and pad them)."""
     metrics: dict = {}
     frames = []
-    for name in ("val", "test"):
-        outputs = fitted.trainer.predict(fitted.module, fitted.data.loader(parts[name]))
-        predicted = torch.cat(outputs).float().numpy()
+    with hide_lightning_info():  # the fit's Trainer has shown Lightning's banner
+        predictor = make_trainer(max_epochs=1, accelerator=config.accelerator)
+        outputs = {
+            name: predictor.predict(fitted.module, fitted.data.loader(parts[name]))
+            for name in ("val", "test")
+        }
+    for name, batches in outputs.items():
+        predicted = torch.cat(batches).float().numpy()
         truth = parts[name].labels.numpy()
         if config.task == "regression":
             metrics[name] = regression_metrics(truth, predicted)
@@ -241,6 +255,9 @@ def _evaluate(
             metrics[name] = classification_metrics(truth, predicted)
         frames.append(_prediction_frame(name, parts[name], predicted, config.target_columns))
     metrics["epochs_trained"] = fitted.trainer.current_epoch
+    history = getattr(fitted.module.model, "expert_history", None)
+    if history:  # a mixture of experts: its routing per epoch and layer
+        metrics["experts"] = [{"epoch": e, **s.to_dict()} for e, s in enumerate(history)]
     return metrics, pd.concat(frames, ignore_index=True)
 
 

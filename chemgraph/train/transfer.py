@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,11 +48,11 @@ from chemgraph.featurize import RadiusGraphFeaturizer
 from chemgraph.graph_keys import EDGE_FEATURES
 from chemgraph.graphs import add_distance_features
 from chemgraph.models import ESAConfig
-from chemgraph.train.callbacks import LossHistory
+from chemgraph.train.callbacks import EpochProgress, LossHistory
 from chemgraph.train.checkpoint import best_checkpoint_path, load_weights
 from chemgraph.train.config import RunConfig
 from chemgraph.train.metrics import regression_metrics
-from chemgraph.train.module import PropertyPredictionModule
+from chemgraph.train.module import LR_SCHEDULES, PropertyPredictionModule
 from chemgraph.train.plots import plot_learning_curve
 from chemgraph.train.predict import predict_dataset
 from chemgraph.train.scaler import TargetScaler
@@ -67,6 +68,8 @@ __all__ = [
     "format_table",
     "results_table",
     "run_transfer",
+    "transfer_claim",
+    "transfer_margins",
     "transfer_weights",
 ]
 
@@ -207,20 +210,32 @@ class TransferConfig(RunConfig):
         seeds: number of seeds (0 .. seeds-1); the table reports mean ± std over them.
         pretrain_epochs: fixed pretraining epochs (Buterez et al. 2024 SI 4: 150).
         pretrain_max_minutes: wall-clock cap of one pretraining (None = none; the run then
-            stops early and says so in the log and in ``runs.csv``).
+            stops early and says so in the log and in ``runs.csv``). A cap makes the results
+            depend on the machine's speed and load; None keeps them reproducible.
         finetune_max_epochs: upper bound of fine-tuning epochs (early stopping decides).
         finetune_max_minutes: wall-clock cap of one fine-tuning (None = none).
-        early_stopping_patience, lr_patience: in epochs, on the validation loss.
+        early_stopping_patience, lr_patience: in epochs, on the validation loss
+            (``lr_patience``: the ``"plateau"`` schedule only).
         freeze_encoder: fine-tune only the fresh head (default False: full fine-tuning).
         batch_size, learning_rate, finetune_learning_rate (None = learning_rate),
-        weight_decay, warmup_steps, gradient_clip: optimisation (AdamW).
+        weight_decay, gradient_clip: optimisation (AdamW).
+        lr_schedule: ``"plateau"`` (halve the learning rate after ``lr_patience`` epochs
+            without improvement; Buterez et al. 2024 SI 7) or ``"cosine"`` (linear warm-up,
+            then cosine decay to ``final_lr_fraction`` of the peak over the phase's epochs, or
+            over its ``*_max_minutes`` when that runs out first), for both phases
+            (:class:`chemgraph.train.module.PropertyPredictionModule`).
+        warmup_steps: linear warm-up over this many optimiser steps; None = none for
+            ``"plateau"``, the first 5% of each phase for ``"cosine"``.
+        final_lr_fraction: floor of the ``"cosine"`` schedule, as a fraction of the peak.
         pretrain_val_fraction: share of the pretraining pool held out for its learning curve.
         featurizer: :class:`chemgraph.featurize.RadiusGraphFeaturizer` fields.
         model_options: :class:`chemgraph.models.ESAConfig` fields (ESA over radius edges).
         accelerator: Lightning accelerator; ``precision`` ``"auto"`` = bf16-mixed on CUDA,
             32-true on CPU (:func:`chemgraph.train.trainer.make_trainer`).
         num_workers: DataLoader workers.
-        progress: log one line per epoch.
+        progress: show progress within each epoch (a bar on a terminal, else a line every
+            tenth of an epoch, :class:`chemgraph.train.callbacks.EpochProgress`) and log one
+            line per epoch.
 
     Raises:
         ConfigError: a bad setting (named, with what is allowed).
@@ -239,7 +254,9 @@ class TransferConfig(RunConfig):
     learning_rate: float = 1e-4
     finetune_learning_rate: float | None = None
     weight_decay: float = 1e-2
-    warmup_steps: int = 0
+    lr_schedule: str = "plateau"
+    warmup_steps: int | None = None
+    final_lr_fraction: float = 0.01
     gradient_clip: float = 0.5
     pretrain_val_fraction: float = 0.05
     featurizer: dict[str, Any] = field(default_factory=dict)
@@ -256,7 +273,9 @@ class TransferConfig(RunConfig):
         "finetune_learning_rate": (float, 0.0), "weight_decay": (float, 0.0),
         "gradient_clip": (float, 0.0), "pretrain_val_fraction": (float, 0.0),
         "pretrain_max_minutes": (float, 0.0), "finetune_max_minutes": (float, 0.0),
+        "final_lr_fraction": (float, 0.0),
     }  # fmt: skip
+    CHOICES = {"lr_schedule": LR_SCHEDULES}
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -322,6 +341,7 @@ def _fit(
         train_set, val_set, None, builder, config.batch_size, config.num_workers, seed
     )
     history = LossHistory(log_epochs=config.progress)
+    progress = [EpochProgress()] if config.progress else []
     with hide_lightning_info():  # a banner per Trainer would drown the epoch lines
         trainer = make_trainer(
             max_epochs=max_epochs,
@@ -331,7 +351,7 @@ def _fit(
             early_stopping_patience=(
                 None if checkpoint_dir is None else config.early_stopping_patience
             ),
-            callbacks=[history],
+            callbacks=[*progress, history],
             accelerator=config.accelerator,
             precision=config.precision,
         )
@@ -344,16 +364,24 @@ def _fit(
 
 
 def build_module(
-    config: TransferConfig, targets: list[str], labels: torch.Tensor, learning_rate: float
+    config: TransferConfig,
+    targets: list[str],
+    labels: torch.Tensor,
+    learning_rate: float,
+    max_minutes: float | None = None,
 ) -> PropertyPredictionModule:
     """A fresh regression module of ``config``'s ESA (random weights).
 
     Args:
-        config: the model and optimisation settings.
+        config: the model and optimisation settings (``lr_schedule``, ``warmup_steps``,
+            ``final_lr_fraction``, ``lr_patience`` among them).
         targets: the ``T`` target names.
         labels: ``float32 [N, T]`` training labels (NaN = missing): the target scaler is fitted
             to them.
         learning_rate: peak AdamW learning rate (pretraining or fine-tuning).
+        max_minutes: the phase's wall-clock budget (``pretrain_max_minutes`` or
+            ``finetune_max_minutes``), so that a cosine schedule decays over it when it runs
+            out before the planned epochs; None = none.
     """
     return PropertyPredictionModule(
         model_config=_model_config(config, len(targets)),
@@ -363,7 +391,10 @@ def build_module(
         scaler=asdict(TargetScaler.fit(labels)),
         learning_rate=learning_rate,
         weight_decay=config.weight_decay,
+        lr_schedule=config.lr_schedule,
         warmup_steps=config.warmup_steps,
+        final_lr_fraction=config.final_lr_fraction,
+        max_minutes=max_minutes,
         lr_patience=config.lr_patience,
         model="esa",
     )
@@ -399,9 +430,10 @@ def run_transfer(
     """Run every strategy for every seed; write results, table, learning curves.
 
     Writes to ``out``: ``runs.csv`` (strategy, seed, target, test RMSE/MAE in the labels'
-    units, epochs), ``table.md`` / ``table.csv`` (:func:`results_table`),
-    ``learning_curves.csv`` (strategy, seed, phase, epoch, losses), ``curves/*.png``,
-    ``predictions.csv`` (test-set predictions of every run) and ``config.yaml``.
+    units, epochs and wall-clock seconds of each phase), ``table.md`` / ``table.csv``
+    (:func:`results_table`), ``learning_curves.csv`` (strategy, seed, phase, epoch, losses),
+    ``curves/*.png``, ``predictions.csv`` (test-set predictions of every run) and
+    ``config.yaml``.
 
     Returns:
         The rows of ``runs.csv``.
@@ -422,7 +454,7 @@ def run_transfer(
         for strategy in config.strategies:
             L.seed_everything(seed, workers=True, verbose=False)
             pretrained = None
-            pretrain_epochs = 0
+            pretrain_epochs, pretrain_seconds = 0, 0.0
             if strategy != "high_fidelity_only":
                 pool = pretraining_pool(data, split, strategy)
                 held_out = (
@@ -432,11 +464,16 @@ def run_transfer(
                 pre_train = data.dataset(pool[~held_out], "low")
                 pre_val = data.dataset(pool[held_out], "low")
                 log.info("%s seed %d: pretraining on %d molecules", strategy, seed, len(pre_train))
-                pretrained = build_module(config, targets, pre_train.labels, config.learning_rate)
+                pretrained = build_module(
+                    config, targets, pre_train.labels, config.learning_rate,
+                    config.pretrain_max_minutes,
+                )  # fmt: skip
+                started = time.perf_counter()
                 epochs, pretrain_epochs = _fit(
                     pretrained, pre_train, pre_val, config, max_epochs=config.pretrain_epochs,
                     max_minutes=config.pretrain_max_minutes, seed=seed, checkpoint_dir=None,
                 )  # fmt: skip
+                pretrain_seconds = time.perf_counter() - started
                 curves += [
                     dict(strategy=strategy, seed=seed, phase="pretrain", **e) for e in epochs
                 ]
@@ -444,14 +481,18 @@ def run_transfer(
                     epochs, out / "curves" / f"{strategy}_seed{seed}_pretrain.png",
                     f"MSE of standardised {data.low_name} labels",
                 )  # fmt: skip
-            module = build_module(config, targets, high_train.labels, finetune_lr)
+            module = build_module(
+                config, targets, high_train.labels, finetune_lr, config.finetune_max_minutes
+            )
             if pretrained is not None:
                 transfer_weights(pretrained, module, config.freeze_encoder)
+            started = time.perf_counter()
             epochs, finetune_epochs = _fit(
                 module, high_train, high_val, config, max_epochs=config.finetune_max_epochs,
                 max_minutes=config.finetune_max_minutes, seed=seed,
                 checkpoint_dir=out / "checkpoints" / f"{strategy}_seed{seed}",
             )  # fmt: skip
+            finetune_seconds = time.perf_counter() - started
             curves += [dict(strategy=strategy, seed=seed, phase="finetune", **e) for e in epochs]
             plot_learning_curve(
                 epochs, out / "curves" / f"{strategy}_seed{seed}_finetune.png",
@@ -466,7 +507,8 @@ def run_transfer(
                     dict(
                         strategy=strategy, seed=seed, target=target, rmse=metrics["rmse"],
                         mae=metrics["mae"], pretrain_epochs=pretrain_epochs,
-                        finetune_epochs=finetune_epochs,
+                        finetune_epochs=finetune_epochs, pretrain_seconds=pretrain_seconds,
+                        finetune_seconds=finetune_seconds,
                     )
                 )  # fmt: skip
                 log.info("%s seed %d %s: test RMSE %.4f", strategy, seed, target, metrics["rmse"])
@@ -519,6 +561,83 @@ def results_table(runs: pd.DataFrame, high_name: str = "GW", model: str = "ESA")
                 }
             )
     return pd.DataFrame(records)
+
+
+def transfer_margins(table: pd.DataFrame, high_name: str = "GW") -> pd.DataFrame:
+    """How far each transfer strategy beats the no-transfer baseline, against the seed spread.
+
+    For every target and every strategy other than ``high_name`` (the no-transfer row):
+    ``margin = mean RMSE(high_name) − mean RMSE(strategy)`` (positive = transfer helps) and
+    ``spread = max(std(high_name), std(strategy))`` (the larger sample std over seeds).
+
+    Args:
+        table: :func:`results_table` (``target``, ``strategy`` labels, ``rmse_mean``,
+            ``rmse_std``, ``seeds``).
+        high_name: the label of the no-transfer row.
+
+    Returns:
+        Columns ``target``, ``strategy``, ``margin``, ``spread``, ``seeds`` (the fewer of the
+        two rows') and ``shown`` (``margin > spread`` with at least 2 seeds each); one row per
+        target and transfer strategy, in table order. Empty without a ``high_name`` row.
+    """
+    records = []
+    for target, rows in table.groupby("target", sort=False):
+        base = rows[rows["strategy"] == high_name]
+        if base.empty:
+            continue
+        base = base.iloc[0]
+        for row in rows[rows["strategy"] != high_name].itertuples(index=False):
+            margin = float(base["rmse_mean"] - row.rmse_mean)
+            spread = float(max(base["rmse_std"], row.rmse_std))
+            seeds = int(min(base["seeds"], row.seeds))
+            records.append(
+                dict(
+                    target=target, strategy=row.strategy, margin=margin, spread=spread,
+                    seeds=seeds, shown=bool(seeds >= 2 and margin > spread),
+                )
+            )  # fmt: skip
+    columns = ["target", "strategy", "margin", "spread", "seeds", "shown"]
+    return pd.DataFrame(records, columns=columns)
+
+
+def transfer_claim(table: pd.DataFrame, high_name: str = "GW", unit: str = "") -> tuple[bool, str]:
+    """Whether the run shows every transfer strategy beating ``high_name`` only, for every
+    target, by more than the seed-to-seed spread (:func:`transfer_margins`), and two lines that
+    say so plainly: the verdict, then every margin against its spread.
+
+    Returns:
+        ``(shown, text)``; ``shown`` is False with one seed (no spread to compare with), without
+        a no-transfer row or without a transfer strategy.
+    """
+    margins = transfer_margins(table, high_name)
+    if margins.empty:
+        return False, f"No {high_name}-only and transfer rows to compare."
+    units = f" ({unit})" if unit else ""
+    details = ", ".join(
+        f"{m.target} {m.strategy} {m.margin:+.3f} {'>' if m.shown else '≤'} {m.spread:.3f}"
+        for m in margins.itertuples(index=False)
+    )
+    details = (
+        f"margin{units} = mean RMSE of {high_name} only − mean RMSE of the strategy, against "
+        f"the larger std of the two: {details}"
+    )
+    strategies = ", ".join(dict.fromkeys(margins["strategy"]))
+    claim = (
+        f"every transfer strategy ({strategies}) beats {high_name} only for "
+        f"{' and '.join(dict.fromkeys(margins['target']))} by more than the seed-to-seed spread"
+    )
+    if margins["seeds"].min() < 2:
+        verdict = f"One seed gives no seed-to-seed spread: this run cannot show that {claim}."
+        return False, f"{verdict}\n{details}"
+    if margins["shown"].all():
+        return True, f"Shown: {claim}.\n{details}"
+    missing = ", ".join(
+        f"{m.target} {m.strategy}" for m in margins.itertuples(index=False) if not m.shown
+    )
+    verdict = (
+        f"Not shown by this budget that {claim}; the margin is not above the spread for {missing}"
+    )
+    return False, f"{verdict}\n{details}"
 
 
 def format_table(table: pd.DataFrame) -> str:

@@ -1,6 +1,8 @@
 """`chemgraph train` and `chemgraph predict` end to end on a small fixture."""
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +13,7 @@ import torch
 import yaml
 
 from chemgraph.cli import main
+from chemgraph.train.runner import OUTPUT_FILES
 
 VALID = [
     "CCO",
@@ -237,3 +240,41 @@ def test_predict_writes_one_row_per_input_line_blank_lines_included(tmp_path, ca
     assert errors[1].startswith("empty SMILES")
     assert errors[2].startswith("SMILES holds whitespace")
     assert "predicted 2 of 4 rows" in capsys.readouterr().out
+
+
+def test_two_devices_write_what_one_device_writes(tmp_path, table):
+    """``--devices 2``: DDP over two CPU processes (gloo), run as a command; the outputs, each
+    written once, and the metrics of the whole validation and test splits, as with one."""
+    data, _ = table
+    settings = tmp_path / "ddp.yaml"
+    settings.write_text(
+        yaml.safe_dump(
+            {"batch_size": 4, "model_options": {"hidden_dim": 16, "num_heads": 2, "num_seeds": 2}}
+        )
+    )
+    args = ["train", "--data", str(data), "--target-columns", "logp", "--max-epochs", "3",
+            "--config", str(settings)]  # fmt: skip
+    assert main([*args, "--out", str(tmp_path / "one"), "--quiet"]) == 0
+    out = tmp_path / "two"
+    result = subprocess.run(
+        [sys.executable, "-m", "chemgraph", *args, "--out", str(out), "--devices", "2"],
+        capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUT_FILES)
+    one = json.loads((tmp_path / "one" / "metrics.json").read_text())
+    two = json.loads((out / "metrics.json").read_text())
+    assert {k: sorted(v) if isinstance(v, dict) else v for k, v in two.items()} == {
+        k: sorted(v) if isinstance(v, dict) else v for k, v in one.items()
+    }  # the same keys, and epochs_trained 3 in both
+    assert len(pd.read_csv(out / "predictions.csv")) == 6  # every validation and test molecule
+    assert yaml.safe_load((out / "config.yaml").read_text())["devices"] == 2
+    # 24 training molecules: 12 per process, 3 steps of 4; a line after steps 1 and 2
+    lines = result.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines if line.startswith("epoch ")] == [
+        f"epoch {epoch:3d}{step}" for epoch in range(3) for step in (" step 1/3", " step 2/3", "")
+    ]
+    losses = [float(re.search(r"^epoch +\d+: train_loss (\S+)", line)[1])
+              for line in lines if re.match(r"epoch +\d+: ", line)]  # fmt: skip
+    assert losses[-1] < losses[0]
+    assert sum(line.startswith("outputs written to") for line in lines) == 1

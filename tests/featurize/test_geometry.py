@@ -31,3 +31,17 @@ def test_radius_featurizer_widths_and_round_trip():
     assert RadiusGraphFeaturizer.from_dict(featurizer.to_dict()) == featurizer
     with pytest.raises(ValueError, match="cutoff"):
         RadiusGraphFeaturizer(cutoff=0.0)
+
+
+def test_radius_featurizer_max_neighbors_setting():
+    assert RadiusGraphFeaturizer().max_neighbors is None  # no cap unless asked
+    capped = RadiusGraphFeaturizer(cutoff=3.5, max_neighbors=8)
+    assert capped.to_dict()["max_neighbors"] == 8
+    assert RadiusGraphFeaturizer.from_dict(capped.to_dict()) == capped
+    # a featurizer saved before the cap existed (no max_neighbors key) still loads, uncapped
+    old = {k: v for k, v in capped.to_dict().items() if k != "max_neighbors"}
+    assert RadiusGraphFeaturizer.from_dict(old).max_neighbors is None
+    assert RadiusGraphFeaturizer(max_neighbors=8.0).max_neighbors == 8
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="max_neighbors"):
+            RadiusGraphFeaturizer(max_neighbors=bad)

@@ -78,3 +78,66 @@ def test_distance_features_at_batching_time_equal_eager_ones():
     assert "e" not in lazy.edata
     add_distance_features(lazy, featurizer)
     torch.testing.assert_close(lazy.edata[EDGE_FEATURES], eager.edata[EDGE_FEATURES])
+
+
+# A carbon at the origin with neighbours at 1.0 Å (H) and at 1.5 Å (O, N, H, H), and an H
+# beyond the 2 Å cutoff. Index: element, position.
+CAP_Z = [6, 1, 8, 1, 7, 1, 1]
+CAP_POSITIONS = [
+    [0.0, 0.0, 0.0],  # 0 C
+    [1.0, 0.0, 0.0],  # 1 H  1.0 Å
+    [0.0, 1.5, 0.0],  # 2 O  1.5 Å
+    [0.0, 0.0, 1.5],  # 3 H  1.5 Å, y = 0
+    [-1.5, 0.0, 0.0],  # 4 N  1.5 Å
+    [0.0, -1.5, 0.0],  # 5 H  1.5 Å, y = -1.5: before atom 3 (same x, lower y)
+    [3.0, 0.0, 0.0],  # 6 H  3.0 Å: beyond the cutoff
+]
+
+
+def _sources_of(graph, dst: int) -> list[int]:
+    src, dsts = graph.edges()
+    return sorted(src[dsts == dst].tolist())
+
+
+def test_max_neighbors_keeps_nearest_then_heavier_then_lower_position():
+    uncapped = atoms_to_radius_graph(CAP_Z, CAP_POSITIONS, RadiusGraphFeaturizer(cutoff=2.0))
+    assert _sources_of(uncapped, 0) == [1, 2, 3, 4, 5]
+    kept = {}
+    for k in (1, 2, 3, 4, 5, 6):
+        featurizer = RadiusGraphFeaturizer(cutoff=2.0, max_neighbors=k)
+        graph = atoms_to_radius_graph(CAP_Z, CAP_POSITIONS, featurizer)
+        kept[k] = _sources_of(graph, 0)
+        assert graph.in_degrees().max().item() <= k
+    assert kept[1] == [1]  # the nearest: H at 1.0 Å
+    assert kept[2] == [1, 2]  # then, of the four at 1.5 Å, the heaviest: O
+    assert kept[3] == [1, 2, 4]  # then N
+    assert kept[4] == [1, 2, 4, 5]  # two H at 1.5 Å: the lower y (x equal) first
+    assert kept[5] == kept[6] == [1, 2, 3, 4, 5]  # the cap no longer binds; atom 6 is too far
+
+
+def test_max_neighbors_ties_do_not_depend_on_atom_order():
+    # three H at 1.2 Å around a C, at 120°: equal distances up to rounding noise
+    angles = np.deg2rad([90.0, 210.0, 330.0])
+    positions = np.array(
+        [[0.0, 0.0, 0.0]] + [[1.2 * np.cos(a), 1.2 * np.sin(a), 0.0] for a in angles]
+    )
+    z = np.array([6, 1, 1, 1])
+    featurizer = RadiusGraphFeaturizer(cutoff=3.0, max_neighbors=2)
+    kept = set()
+    for order in itertools.permutations(range(4)):
+        order = list(order)
+        graph = atoms_to_radius_graph(z[order], positions[order], featurizer)
+        src, dst = graph.edges()
+        pairs = {
+            (tuple(np.round(positions[order][s], 6)), tuple(np.round(positions[order][d], 6)))
+            for s, d in zip(src.tolist(), dst.tolist())
+        }
+        kept.add(frozenset(pairs))
+    assert len(kept) == 1  # the same edges (by atom position) for all 24 orders
+    pairs = next(iter(kept))
+    key = [tuple(np.round(p, 6)) for p in positions]
+    # of the three equidistant H, the two with the lowest x
+    assert sorted(s for s, d in pairs if d == key[0]) == sorted([key[1], key[2]])
+    # into the H at 210°: the C, then of the H at 90° and at 330° (2.0785 Å, the latter nearer
+    # by 1e-15 Å of rounding noise only: a tie) the one of lower x
+    assert sorted(s for s, d in pairs if d == key[2]) == sorted([key[0], key[1]])

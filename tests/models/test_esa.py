@@ -230,3 +230,26 @@ def test_flex_equals_dense_on_cuda(canonical, graph_of, attend_to_self):
     for flex, dense in zip(results["flex"][1], results["dense"][1]):
         if dense is not None:
             torch.testing.assert_close(flex, dense, atol=1e-4, rtol=1e-4)
+
+
+def test_sum_readout_adds_the_scaled_token_sum(canonical, graph_of):
+    """``seeds+sum`` = ``seeds`` + Linear(Σ_t z_t / SUM_READOUT_SCALE), z = X + Encoder(X),
+    summed over the real tokens only (padding left out)."""
+    from chemgraph.models.esa import SUM_READOUT_SCALE
+
+    with_sum = make_model(canonical, "edge", readout="seeds+sum")
+    seeds_only = make_model(canonical, "edge", readout="seeds")
+    seeds_only.load_state_dict(
+        {k: v for k, v in with_sum.state_dict().items() if not k.startswith("sum_readout")}
+    )
+    graphs = [graph_of("CCO"), graph_of("c1ccccc1O")]
+    batch = edge_set_batch(dgl.batch(graphs))
+    captured = {}
+    hook = with_sum.pool.register_forward_pre_hook(lambda _, args: captured.update(z=args[0]))
+    with torch.no_grad():
+        embedded = with_sum.embed(batch)
+        expected_sum = torch.where(batch.pad_mask[..., None], captured["z"], 0.0).sum(1)
+        expected = seeds_only.embed(batch) + with_sum.sum_readout(expected_sum / SUM_READOUT_SCALE)
+    hook.remove()
+    torch.testing.assert_close(embedded, expected)
+    assert batch.pad_mask[0].sum() < batch.pad_mask.shape[1]  # CCO is padded: pads left out

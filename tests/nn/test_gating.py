@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from chemgraph.nn import NoisyTopKGate, cv_squared, load_balancing_losses, probability_in_top_k
+from chemgraph.nn import NoisyTopKGate, cv_squared, probability_in_top_k
 
 
 def gate_with(weights, k, noisy=True):
@@ -68,7 +68,7 @@ def test_auxiliary_losses_on_a_fixed_example():
     torch.testing.assert_close(out.load, torch.tensor([1.0, 2.0]))
     # CV² of [1, 2]: mean 1.5, variance 0.25 -> 1/9, for each of the two losses
     assert out.auxiliary_loss().item() == pytest.approx(2 / 9)
-    assert load_balancing_losses(out.importance, out.load).item() == pytest.approx(2 / 9)
+    torch.testing.assert_close(out.balance(), torch.tensor([1 / 9, 1 / 9]))
 
 
 def test_collapse_of_64_identical_nodes_gives_large_losses():

@@ -24,6 +24,7 @@ TINY = {
         }
     },
 }  # fmt: skip
+DEMO_RADIUS_GRAPH = (3.0, 6)  # cutoff (Å), max_neighbors of the embedded profile
 
 
 def test_registry_lists_the_recipe():
@@ -37,6 +38,34 @@ def test_registry_lists_the_recipe():
         get_recipe("nope")
 
 
+def test_demo_profile_fixes_its_work_in_epochs():
+    from chemgraph.recipes.dft_to_gw import default_config
+    from chemgraph.train.config import merge_settings
+    from chemgraph.train.transfer import TransferConfig
+
+    values = default_config()
+    demo = TransferConfig.from_dict(
+        merge_settings(values["training"], values["profiles"]["embedded"])
+    )
+    # no wall-clock stop: the table does not depend on how busy the machine is
+    assert demo.pretrain_max_minutes is None and demo.finetune_max_minutes is None
+    # fine-tuning runs all its epochs (early stopping never triggers), keeping the best epoch
+    assert demo.early_stopping_patience >= demo.finetune_max_epochs
+    assert demo.lr_schedule == "cosine" and demo.warmup_steps is None
+    assert (demo.seeds, demo.pretrain_epochs, demo.finetune_max_epochs) == (3, 5, 25)
+    featurizer = demo.graph_featurizer
+    assert (featurizer.cutoff, featurizer.max_neighbors) == DEMO_RADIUS_GRAPH
+    # the paper's protocol keeps its own settings: 5 Å radius graph, no cap, plateau schedule
+    full = TransferConfig.from_dict(merge_settings(values["training"], values["profiles"]["full"]))
+    assert full.lr_schedule == "plateau"
+    assert (full.graph_featurizer.cutoff, full.graph_featurizer.max_neighbors) == (5.0, None)
+    # a time budget stays available as an option
+    capped = TransferConfig.from_dict(
+        merge_settings(values["training"], {"pretrain_max_minutes": 0.5})
+    )
+    assert capped.pretrain_max_minutes == 0.5
+
+
 @pytest.mark.slow  # reads every qm9pack geometry: about 20 s
 @pytest.mark.skipif(importlib.util.find_spec("qm9pack") is None, reason="needs qm9pack")
 def test_tiny_embedded_run(tmp_path, caplog):
@@ -47,6 +76,10 @@ def test_tiny_embedded_run(tmp_path, caplog):
     assert "G0W0@PBE/fc/def2-SVP (pyscf 2.14.0)" in logged
     assert "B3LYP/6-31G(2df,p)" in logged
     assert "inductive 53 molecules" in logged and "transductive 60" in logged
+    assert "no wall-clock caps" in logged
+    # the claim check follows the table, one way or the other
+    assert ("Shown: every transfer strategy" in logged) != ("Not shown by this budget" in logged)
+    assert "margin (eV) = mean RMSE of GW only" in logged
     assert list(table["strategy"]) == ["GW", "Ind.", "Trans."] * 2
     assert (table["seeds"] == 2).all()
     runs = pd.read_csv(tmp_path / "runs.csv")
@@ -67,5 +100,5 @@ def test_user_training_keys_win_over_the_profile(monkeypatch):
     override = {"data": {"source": "embedded"}, "training": {"pretrain_epochs": 1, "seeds": 1}}
     with pytest.raises(RuntimeError, match="stop before"):
         dft_to_gw.run(override)
-    assert seen["pretrain_epochs"] == 1 and seen["seeds"] == 1  # not the profile's 6 and 3
-    assert seen["finetune_max_epochs"] == 60  # the embedded profile still applies elsewhere
+    assert seen["pretrain_epochs"] == 1 and seen["seeds"] == 1  # not the profile's 5 and 3
+    assert seen["finetune_max_epochs"] == 25  # the embedded profile still applies elsewhere

@@ -238,3 +238,21 @@ def test_a_partial_config_merges_over_the_profile_it_names(tmp_path):
     assert over_profile(None, profiles, "config") == read_settings(gpu)
     with pytest.raises(ConfigError, match="unknown profile 'tpu'; available: config, cpu"):
         over_profile({"profile": "tpu"}, profiles, "config")
+
+
+def test_family_training_options_fill_model_options_and_yield_to_the_user():
+    base = {"data": "x.csv", "target_columns": ["y"], "out": "o"}
+    assert TrainingConfig.from_dict(base).model_options == {"readout": "seeds+sum"}
+    paper = TrainingConfig.from_dict({**base, "model_options": {"readout": "seeds"}})
+    assert paper.model_options == {"readout": "seeds"}
+    assert TrainingConfig.from_dict({**base, "model": "gcn"}).model_options == {}
+
+
+def test_a_family_s_training_settings_apply_under_the_default_protocol_only():
+    base = {"data": "x.csv", "target_columns": ["y"], "out": "o", "model": "gcn"}
+    default = TrainingConfig.from_dict(base)
+    assert (default.batch_size, default.learning_rate) == (32, 1e-3)
+    assert default.lr_schedule == "cosine"  # the rest from the default protocol
+    assert TrainingConfig.from_dict({**base, "batch_size": 8}).batch_size == 8
+    paper = TrainingConfig.from_dict({**base, "protocol": "paper"})
+    assert (paper.batch_size, paper.learning_rate) == (128, 1e-4)

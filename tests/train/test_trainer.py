@@ -4,15 +4,17 @@ best weights of a fit, and the one checkpoint loader."""
 from __future__ import annotations
 
 import logging
+import re
 import warnings
 
 import lightning as L
 import pytest
 import torch
+from tqdm.auto import tqdm
 
 from chemgraph.batches.reaction import TokenVocabulary
 from chemgraph.featurize import RadiusGraphFeaturizer
-from chemgraph.train.callbacks import LossHistory, ValidationLog
+from chemgraph.train.callbacks import EpochProgress, LossHistory, ValidationLog
 from chemgraph.train.checkpoint import (
     best_checkpoint_path,
     checkpoint_kind,
@@ -99,6 +101,75 @@ def test_quiet_third_party_warnings_is_idempotent():
     assert not logger.filter(advert)
 
 
+def test_epoch_progress_logs_a_line_every_tenth_of_an_epoch(caplog):
+    caplog.set_level(logging.INFO, logger="chemgraph")
+    one_by_one = torch.utils.data.DataLoader(_loader().dataset, batch_size=1)  # 16 steps
+    trainer = make_trainer(
+        max_epochs=2, callbacks=[EpochProgress(bar=False), LossHistory(log_epochs=True)],
+        accelerator="cpu",
+    )  # fmt: skip
+    trainer.fit(_Linear(), one_by_one, _loader())
+    lines = [m for m in caplog.messages if m.startswith("epoch ")]
+    # every ceil(16 / 10) = 2 steps; the epoch's line stands for its last step
+    expected = []
+    for epoch in (0, 1):
+        expected += [f"epoch {epoch:3d} step {step}/16" for step in range(2, 16, 2)]
+        expected.append(f"epoch {epoch:3d}")
+    assert [m.split(":")[0] for m in lines] == expected
+    steps = [m for m in lines if " step " in m]
+    assert all(re.search(r": train_loss \d+\.\d{4}  \(\d+ s\)$", m) for m in steps)
+
+
+def test_epoch_progress_bar_counts_the_epoch_steps(monkeypatch, caplog):
+    bars = []
+
+    class Recorded(tqdm):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            bars.append(self)
+
+    monkeypatch.setattr("chemgraph.train.callbacks.tqdm", Recorded)
+    caplog.set_level(logging.INFO, logger="chemgraph")
+    trainer = make_trainer(max_epochs=2, callbacks=[EpochProgress(bar=True)], accelerator="cpu")
+    trainer.fit(_Linear(), _loader(), _loader())
+    assert [(bar.desc, bar.total, bar.n) for bar in bars] == [("epoch 0", 4, 4), ("epoch 1", 4, 4)]
+    assert all(float(bar.postfix.removeprefix("train_loss=")) > 0 for bar in bars)
+    assert not [m for m in caplog.messages if " step " in m]
+
+
+class _SyncedLinear(_Linear):
+    """:class:`_Linear` logging its epoch losses averaged over the processes."""
+
+    def training_step(self, batch, batch_idx):
+        loss = self._loss(batch)
+        self.log("train_loss", loss, on_step=False, on_epoch=True, sync_dist=True)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        self.log("val_loss", self._loss(batch), sync_dist=True)
+
+
+def test_two_processes_hand_rank_zero_state_back(tmp_path):
+    history = LossHistory()
+    trainer = make_trainer(
+        max_epochs=3, checkpoint_dir=tmp_path, callbacks=[history], accelerator="cpu", devices=2
+    )
+    module = _SyncedLinear()
+    before = module.layer.weight.detach().clone()
+    trainer.fit(module, _loader(), _loader())
+    assert trainer.world_size == 2 and trainer.current_epoch == 3 and trainer.global_step == 6
+    assert [e["epoch"] for e in history.epochs] == [0, 1, 2]
+    assert history.epochs[-1]["train_loss"] < history.epochs[0]["train_loss"]
+    assert not torch.equal(module.layer.weight, before)  # the last weights came back
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["best.ckpt"]
+    assert best_checkpoint_path(trainer, "") == tmp_path / "best.ckpt"
+
+
+def test_devices_lightning_refuses_are_a_value_error():
+    with pytest.raises(ValueError, match=r"^accelerator 'gpu', devices 10000: "):
+        make_trainer(max_epochs=1, accelerator="gpu", devices=10_000)
+
+
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
     """A property-prediction and a reaction-outcome checkpoint (random weights)."""
@@ -157,3 +228,42 @@ def test_files_that_are_not_checkpoints(tmp_path):
     torch.save({"hyper_parameters": {"hidden": 3}, "state_dict": {}}, other)
     with pytest.raises(ValueError, match="not a chemgraph property checkpoint"):
         load_checkpoint(other)
+
+
+def test_cosine_schedule_runs_over_the_planned_steps(tmp_path):
+    """The learning rate of every optimiser step of a real fit follows the schedule: warm-up
+    over the first 5% of the steps, then cosine decay to 1% of the peak at the last step (step
+    ``i`` of ``n`` runs at progress ``(i + 1) / n``)."""
+    import lightning as L
+    import torch
+
+    from chemgraph.train.module import cosine_learning_rate
+
+    seen = []
+
+    class Record(L.Callback):
+        def on_before_optimizer_step(self, trainer, module, optimizer):
+            seen.append(optimizer.param_groups[0]["lr"])
+
+    import pandas as pd
+    from fixtures.tiny_models import tiny_config
+
+    from chemgraph.data import MoleculeDataModule, featurize_table
+    from chemgraph.featurize import get_preset
+    from chemgraph.models import get_model_spec
+
+    smiles = ["C", "CC", "CCO", "CCN", "c1ccccc1", "CC(=O)O", "CCCC", "OCCO", "CN", "CCCl"]
+    table = pd.DataFrame({"smiles": smiles, "y": [float(i) for i in range(10)]})
+    dataset, _ = featurize_table(table, "smiles", ["y"], get_preset("canonical"), progress=False)
+    module = PropertyPredictionModule(
+        tiny_config("esa"), "regression", ["y"], get_preset("canonical").to_dict(),
+        learning_rate=1e-3, lr_schedule="cosine", warmup_steps=None,
+    )  # fmt: skip
+    build = get_model_spec("esa").batch_builder(module.model.config)
+    data = MoleculeDataModule(dataset, dataset, None, build, batch_size=4)
+    trainer = make_trainer(max_epochs=4, callbacks=[Record()], accelerator="cpu")
+    trainer.fit(module, datamodule=data)
+    steps = len(seen)
+    assert steps == trainer.global_step and steps >= 8
+    expected = [cosine_learning_rate((i + 1) / steps, 1e-3, 0.05, 0.01) for i in range(steps)]
+    assert torch.allclose(torch.tensor(seen), torch.tensor(expected), rtol=1e-6)

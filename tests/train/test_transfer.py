@@ -17,6 +17,8 @@ from chemgraph.train.transfer import (
     pretraining_pool,
     results_table,
     run_transfer,
+    transfer_claim,
+    transfer_margins,
     transfer_weights,
 )
 
@@ -163,3 +165,82 @@ def test_config_rejects_unknown_keys_and_strategies():
         TransferConfig.from_dict({"epochs": 3}, source="training")
     with pytest.raises(ValueError, match="strategies"):
         TransferConfig(strategies=["semi"])
+
+
+def _runs(rmse: dict[tuple[str, str], list[float]]) -> pd.DataFrame:
+    """Per-seed rows of run_transfer from {(strategy, target): [rmse of seed 0, 1, ...]}."""
+    return pd.DataFrame(
+        [
+            {"strategy": strategy, "seed": seed, "target": target, "rmse": value}
+            for (strategy, target), values in rmse.items()
+            for seed, value in enumerate(values)
+        ]
+    )
+
+
+def test_transfer_margins_against_the_seed_spread():
+    runs = _runs(
+        {
+            ("high_fidelity_only", "homo"): [0.60, 0.64, 0.62],  # mean 0.62, std 0.02
+            ("inductive", "homo"): [0.50, 0.50, 0.53],  # mean 0.51, std 0.0173
+            ("transductive", "homo"): [0.58, 0.61, 0.64],  # mean 0.61, std 0.03
+            ("high_fidelity_only", "lumo"): [0.80, 0.80, 0.80],  # std 0
+            ("inductive", "lumo"): [0.70, 0.72, 0.74],  # mean 0.72, std 0.02
+            ("transductive", "lumo"): [0.81, 0.82, 0.83],  # worse than GW only
+        }
+    )
+    margins = transfer_margins(results_table(runs, "GW"), "GW")
+    assert list(zip(margins["target"], margins["strategy"])) == [
+        ("HOMO", "Ind."), ("HOMO", "Trans."), ("LUMO", "Ind."), ("LUMO", "Trans."),
+    ]  # fmt: skip
+    assert margins["margin"].tolist() == pytest.approx([0.11, 0.01, 0.08, -0.02])
+    assert margins["spread"].tolist() == pytest.approx([0.02, 0.03, 0.02, 0.01])
+    assert margins["shown"].tolist() == [True, False, True, False]
+    assert (margins["seeds"] == 3).all()
+    shown, text = transfer_claim(results_table(runs, "GW"), "GW", "eV")
+    assert not shown
+    verdict, details = text.splitlines()
+    assert verdict.startswith("Not shown by this budget")
+    assert verdict.endswith("; the margin is not above the spread for HOMO Trans., LUMO Trans.")
+    assert "margin (eV)" in details
+    assert "HOMO Ind. +0.110 > 0.020" in details and "LUMO Trans. -0.020 ≤ 0.010" in details
+
+
+def test_transfer_claim_shown_and_one_seed():
+    both = {
+        ("high_fidelity_only", "homo"): [0.60, 0.64],
+        ("inductive", "homo"): [0.50, 0.52],
+        ("transductive", "homo"): [0.48, 0.49],
+        ("high_fidelity_only", "lumo"): [0.80, 0.84],
+        ("inductive", "lumo"): [0.70, 0.71],
+        ("transductive", "lumo"): [0.66, 0.70],
+    }
+    shown, text = transfer_claim(results_table(_runs(both), "GW"), "GW")
+    assert shown
+    assert text.startswith(
+        "Shown: every transfer strategy (Ind., Trans.) beats GW only for HOMO and LUMO"
+    )
+    one_seed = {key: values[:1] for key, values in both.items()}
+    shown, text = transfer_claim(results_table(_runs(one_seed), "GW"), "GW")
+    assert not shown and text.startswith("One seed gives no seed-to-seed spread")
+    no_baseline = {key: v for key, v in both.items() if key[0] != "high_fidelity_only"}
+    assert transfer_margins(results_table(_runs(no_baseline), "GW")).empty
+    assert transfer_claim(results_table(_runs(no_baseline), "GW"))[0] is False
+
+
+def test_build_module_schedule_settings():
+    config = TransferConfig(
+        featurizer=FEATURIZER.to_dict(), model_options=TINY_MODEL, lr_schedule="cosine",
+        final_lr_fraction=0.05,
+    )  # fmt: skip
+    module = build_module(config, ["homo", "lumo"], torch.zeros(4, 2), 1e-3, max_minutes=2.5)
+    hparams = module.hparams
+    assert hparams.lr_schedule == "cosine" and hparams.max_minutes == 2.5
+    assert hparams.warmup_steps is None  # cosine: the first 5% of the phase
+    assert hparams.final_lr_fraction == 0.05 and hparams.learning_rate == 1e-3
+    assert TransferConfig().lr_schedule == "plateau"  # the paper's protocol stays the default
+    plain = build_module(TransferConfig(featurizer=FEATURIZER.to_dict(), model_options=TINY_MODEL),
+                         ["homo"], torch.zeros(4, 1), 1e-4)  # fmt: skip
+    assert plain.hparams.lr_schedule == "plateau" and plain.hparams.max_minutes is None
+    with pytest.raises(ValueError, match="lr_schedule must be one of"):
+        TransferConfig(lr_schedule="step")
