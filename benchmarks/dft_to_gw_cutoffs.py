@@ -9,13 +9,19 @@ beat GW only by more than the seed-to-seed spread
 (:func:`chemgraph.train.transfer.transfer_claim`), seconds per pretraining and fine-tuning
 epoch, and the recipe's wall time.
 
-    python benchmarks/dft_to_gw_cutoffs.py                       # 4 settings, ~40 min, 2 cores
+    # the table of recipes/dft_to_gw/README.md: 6 settings, ~1.5 h on a busy 2-core machine
+    python benchmarks/dft_to_gw_cutoffs.py --pretrain-epochs 5 --finetune-epochs 25
     python benchmarks/dft_to_gw_cutoffs.py --settings 5:none,3.5:8 --seeds 2
     python benchmarks/dft_to_gw_cutoffs.py --pretrain-epochs 1 --finetune-epochs 2 --seeds 1
+    python benchmarks/dft_to_gw_cutoffs.py --timing 3           # speed only, ~5 min
 
 Writes ``results.md``, ``results.csv`` and one recipe output folder per setting to ``--out``
 (default ``runs/benchmarks/dft_to_gw_cutoffs``); ``--resume`` reuses the settings already there.
-Times depend on the machine's load; the RMSEs do not (fixed epochs and seeds).
+The RMSEs do not depend on the machine's load (fixed epochs and seeds); the times of these
+runs, one setting after the other, do. ``--timing R`` instead times one pretraining epoch
+(collation, forward, backward, AdamW step over the transductive pool) of every setting in
+turn, R rounds, so that a change of load touches every setting alike, and writes
+``timing.md``: median wall and CPU (user + system) seconds per epoch.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import resource
 import time
 from pathlib import Path
 
@@ -30,13 +37,24 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+import torch  # noqa: E402
 
+from chemgraph.data import MoleculeDataModule  # noqa: E402
 from chemgraph.featurize import RadiusGraphFeaturizer  # noqa: E402
 from chemgraph.recipes import dft_to_gw  # noqa: E402
 from chemgraph.recipes.registry import recipe_settings  # noqa: E402
-from chemgraph.train.transfer import results_table, transfer_claim  # noqa: E402
+from chemgraph.train.config import merge_settings  # noqa: E402
+from chemgraph.train.module import masked_loss  # noqa: E402
+from chemgraph.train.transfer import (  # noqa: E402
+    TransferConfig,
+    _batch_builder,
+    build_module,
+    pretraining_pool,
+    results_table,
+    transfer_claim,
+)
 
-DEFAULT_SETTINGS = "5:none,4:12,3.5:8,3:6"
+DEFAULT_SETTINGS = "5:none,4:12,3.5:8,3:6,2.5:6,2:4"
 
 
 def parse_settings(text: str) -> list[tuple[float, int | None]]:
@@ -97,6 +115,50 @@ def run_setting(
     return row
 
 
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def time_epochs(settings: list[tuple[float, int | None]], rounds: int) -> pd.DataFrame:
+    """Median wall and CPU seconds of one pretraining epoch per setting (see the docstring)."""
+    values = recipe_settings("dft_to_gw", None)
+    training = merge_settings(values["training"], values["profiles"]["embedded"])
+    epochs = []
+    for cutoff, cap in settings:
+        featurizer = {**training["featurizer"], "cutoff": cutoff, "max_neighbors": cap}
+        config = TransferConfig.from_dict({**training, "featurizer": featurizer})
+        data, split = dft_to_gw.embedded_data(values["data"], config.graph_featurizer)
+        pool = data.dataset(pretraining_pool(data, split, "transductive"), "low")
+        torch.manual_seed(0)
+        module = build_module(config, data.targets, pool.labels, config.learning_rate)
+        builder = _batch_builder(config.graph_featurizer, module.model.config.attention)
+        loader = MoleculeDataModule(
+            pool, None, None, builder, config.batch_size, 0, 0
+        ).train_dataloader()
+        optimizer = torch.optim.AdamW(module.parameters(), lr=config.learning_rate)
+        epochs.append((cutoff, cap, module, loader, optimizer))
+    records = []
+    for _ in range(rounds):
+        for cutoff, cap, module, loader, optimizer in epochs:
+            module.train()
+            wall, cpu = time.perf_counter(), _cpu_seconds()
+            for inputs, labels in loader:
+                loss = masked_loss(module(inputs), module._scaled(labels), "regression")
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            records.append(
+                dict(
+                    cutoff=cutoff, max_neighbors="none" if cap is None else cap,
+                    wall=time.perf_counter() - wall, cpu=_cpu_seconds() - cpu,
+                )
+            )  # fmt: skip
+    frame = pd.DataFrame(records).groupby(["cutoff", "max_neighbors"], sort=False).median()
+    frame = frame.reset_index().rename(columns={"wall": "wall s/epoch", "cpu": "CPU s/epoch"})
+    return frame.round(1)
+
+
 def markdown(frame: pd.DataFrame) -> str:
     header = "| " + " | ".join(frame.columns) + " |"
     rule = "|" + "---|" * len(frame.columns)
@@ -113,8 +175,15 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     parser.add_argument("--out", type=Path, default=Path("runs/benchmarks/dft_to_gw_cutoffs"))
     parser.add_argument("--resume", action="store_true", help="reuse finished settings")
     parser.add_argument("--progress", action="store_true", help="log every epoch")
+    parser.add_argument("--timing", type=int, default=0, metavar="R", help="time epochs only")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.timing:
+        frame = time_epochs(parse_settings(args.settings), args.timing)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "timing.md").write_text(markdown(frame) + "\n")
+        print(markdown(frame))
+        return frame
     rows = []
     for cutoff, cap in parse_settings(args.settings):
         folder = args.out / f"cutoff{cutoff:g}_k{'none' if cap is None else cap}"

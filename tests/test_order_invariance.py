@@ -294,15 +294,19 @@ def conformers() -> list[Chem.Mol]:
     return mols
 
 
-def test_3d_esa_on_atom_types_and_distances_ignores_the_atom_order(conformers):
-    model = _esa_3d(RADIUS.edge_token_features, "edge")
+# the second: a neighbour cap that binds (ties broken by element and position, not atom order)
+@pytest.mark.parametrize(
+    "radius", [RADIUS, RadiusGraphFeaturizer(cutoff=3.0, num_basis=16, max_neighbors=3)]
+)
+def test_3d_esa_on_atom_types_and_distances_ignores_the_atom_order(conformers, radius):
+    model = _esa_3d(radius.edge_token_features, "edge")
     z = [np.array([a.GetAtomicNum() for a in m.GetAtoms()]) for m in conformers]
     pos = [m.GetConformer().GetPositions() for m in conformers]
-    expected = predict_3d(model, [atoms_to_radius_graph(*zp, RADIUS) for zp in zip(z, pos)])
+    expected = predict_3d(model, [atoms_to_radius_graph(*zp, radius) for zp in zip(z, pos)])
     rng = np.random.default_rng(0)
     for _ in range(3):
         orders = [rng.permutation(len(numbers)) for numbers in z]
-        graphs = [atoms_to_radius_graph(n[o], p[o], RADIUS) for n, p, o in zip(z, pos, orders)]
+        graphs = [atoms_to_radius_graph(n[o], p[o], radius) for n, p, o in zip(z, pos, orders)]
         torch.testing.assert_close(predict_3d(model, graphs), expected, atol=TOLERANCE, rtol=0)
 
 

@@ -117,7 +117,8 @@ OGB_TRAINING = {"batch_size": 32, "learning_rate": 1e-3}
 """The batch size and learning rate of OGB's GCN/GIN examples (Hu et al. 2020, "Open Graph
 Benchmark", arXiv:2005.00687), which GMoE keeps (Wang et al. 2023, section 4.1): at the default
 protocol's batch 128 and 5e-4 these models barely learn in 50 epochs (ESOL test R² 0.32 for
-GCN, against 0.50 with these; ``benchmarks/README.md``)."""
+GCN, against 0.50 with these). GMoE-GCN does not learn ESOL at either (test R² 0.04 and −0.08):
+an open problem, see ``benchmarks/README.md``."""
 
 
 def _message_passing_spec(name: str, kind: str, plain: bool) -> ModelSpec:

@@ -24,7 +24,7 @@ TINY = {
         }
     },
 }  # fmt: skip
-DEMO_RADIUS_GRAPH = (3.0, 6)  # cutoff (Å), max_neighbors of the embedded profile
+DEMO_RADIUS_GRAPH = (2.0, 4)  # cutoff (Å), max_neighbors of the embedded profile
 
 
 def test_registry_lists_the_recipe():
@@ -52,7 +52,7 @@ def test_demo_profile_fixes_its_work_in_epochs():
     # fine-tuning runs all its epochs (early stopping never triggers), keeping the best epoch
     assert demo.early_stopping_patience >= demo.finetune_max_epochs
     assert demo.lr_schedule == "cosine" and demo.warmup_steps is None
-    assert (demo.seeds, demo.pretrain_epochs, demo.finetune_max_epochs) == (3, 5, 25)
+    assert (demo.seeds, demo.pretrain_epochs, demo.finetune_max_epochs) == (3, 10, 40)
     featurizer = demo.graph_featurizer
     assert (featurizer.cutoff, featurizer.max_neighbors) == DEMO_RADIUS_GRAPH
     # the paper's protocol keeps its own settings: 5 Å radius graph, no cap, plateau schedule
@@ -100,5 +100,5 @@ def test_user_training_keys_win_over_the_profile(monkeypatch):
     override = {"data": {"source": "embedded"}, "training": {"pretrain_epochs": 1, "seeds": 1}}
     with pytest.raises(RuntimeError, match="stop before"):
         dft_to_gw.run(override)
-    assert seen["pretrain_epochs"] == 1 and seen["seeds"] == 1  # not the profile's 5 and 3
-    assert seen["finetune_max_epochs"] == 25  # the embedded profile still applies elsewhere
+    assert seen["pretrain_epochs"] == 1 and seen["seeds"] == 1  # not the profile's 10 and 3
+    assert seen["finetune_max_epochs"] == 40  # the embedded profile still applies elsewhere
