@@ -95,8 +95,9 @@ class TrainCommand(Command):
         parser.add_argument(
             "--max-time-minutes",
             type=float,
-            help="wall-clock budget of training; the best checkpoint so far is kept (default: "
-            "none). Results then depend on machine speed and load: prefer --max-epochs",
+            help="wall-clock budget of training in minutes, at least 0.1; the best checkpoint so "
+            "far is kept (default: none). Results then depend on machine speed and load: prefer "
+            "--max-epochs",
         )
         parser.add_argument(
             "--devices",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -260,7 +261,7 @@ def featurize_table(
         fragments: ``"keep"`` all fragments or only the ``"largest"``
             (see :func:`chemgraph.chem.mol_from_smiles`).
         require_labels: reject rows whose targets are all missing (ignored when ``T == 0``).
-        progress: show a tqdm progress bar over the rows.
+        progress: show a tqdm progress bar over the rows when stderr is a terminal.
 
     Returns:
         ``(dataset, rejected)``: the molecules that were featurised, and a table with columns
@@ -282,9 +283,8 @@ def featurize_table(
     kept_rows: list[int] = []
     kept_smiles: list[str] = []
     rejected: list[tuple[int, str, str]] = []
-    for row in tqdm(
-        range(len(df)), total=len(df), disable=not progress, desc="featurize", unit="mol"
-    ):
+    bar = progress and sys.stderr.isatty()  # a bar in a log file is a line of \r-joined text
+    for row in tqdm(range(len(df)), total=len(df), disable=not bar, desc="featurize", unit="mol"):
         smiles = _smiles_text(smiles_cells[row])
         reason = _reject_reason(
             smiles, target_errors[row], values[row], check_labels, target_columns
