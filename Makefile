@@ -23,7 +23,7 @@ demo: install
 	$(PY) -m chemgraph recipe run dft_to_gw --out runs/demo --overwrite
 
 demo-gap: install
-	$(PY) -m chemgraph.recipes.qm9_gap_demo --out runs/demo_gap --overwrite
+	$(PY) -m chemgraph recipe run qm9_gap --out runs/demo_gap --overwrite
 
 lint: install
 	$(VENV)/bin/ruff check chemgraph tests benchmarks

@@ -49,7 +49,7 @@ def card_path(name: str) -> Path:
 
 
 def recipe_path(*parts: str) -> Path:
-    """A recipe file, e.g. ``recipe_path("property_prediction", "qm9_gap.yaml")``.
+    """A recipe file, e.g. ``recipe_path("qm9_gap", "config.yaml")``.
 
     Raises:
         FileNotFoundError: no such file under ``recipes/``.

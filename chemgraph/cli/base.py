@@ -1,23 +1,80 @@
 """What every ``chemgraph`` command is built on: :class:`Command`, the options all commands
-share (:func:`shared_options`) and the help formatters that show defaults."""
+share (:func:`shared_options`), the help formatters that show defaults, and the layout of
+tables printed to the terminal (:func:`output_width`, :func:`table_lines`)."""
 
 from __future__ import annotations
 
 import argparse
+import shutil
+import textwrap
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 
 __all__ = [
+    "MIN_TEXT_WIDTH",
+    "PIPE_WIDTH",
     "SHARED_DEFAULTS",
     "Command",
     "HelpFormatter",
     "ExamplesHelpFormatter",
     "add_action",
     "add_overwrite_option",
+    "output_width",
     "shared_options",
+    "table_lines",
 ]
 
 #: Values of the shared options when none is given.
 SHARED_DEFAULTS = {"quiet": False, "verbose": False, "debug": False}
+
+
+#: Line width of output that does not go to a terminal (a pipe, a file).
+PIPE_WIDTH = 100
+
+#: Fewest columns :func:`table_lines` leaves to the text column, however narrow the terminal.
+MIN_TEXT_WIDTH = 20
+
+
+def output_width() -> int:
+    """Columns a printed line may take: ``$COLUMNS`` if set, else the width of the terminal
+    that standard output is, else :data:`PIPE_WIDTH`."""
+    return shutil.get_terminal_size((PIPE_WIDTH, 24)).columns
+
+
+def table_lines(
+    rows: Sequence[Sequence[str]], width: int, align: str = "", wrap: bool = False
+) -> list[str]:
+    """The lines of a table whose last column is free text, fitted into ``width`` columns.
+
+    Every column but the last is padded to its widest entry and never cut (names stay whole);
+    the text column takes what is left, at least :data:`MIN_TEXT_WIDTH` (so lines are longer
+    than ``width`` only when the other columns alone nearly fill it). Text that does not fit is
+    shortened at a word boundary and ends with `` …``, or, with ``wrap``, continues on lines
+    indented to the text column; words are never split (URLs stay whole).
+
+    Args:
+        rows: the cells of each row, all rows with the same number of cells.
+        width: the line width to fit (:func:`output_width`).
+        align: ``<`` (left, the default) or ``>`` (right) for each column before the text.
+        wrap: wrap the text instead of shortening it.
+    """
+    fixed = len(rows[0]) - 1
+    widths = [max(len(row[i]) for row in rows) for i in range(fixed)]
+    aligns = align.ljust(fixed, "<")
+    indent = sum(widths) + 2 * fixed
+    text_width = max(width - indent, MIN_TEXT_WIDTH)
+    lines = []
+    for row in rows:
+        left = "".join(f"{cell:{a}{w}}  " for cell, a, w in zip(row, aligns, widths))
+        if wrap:
+            text = textwrap.wrap(
+                row[-1], text_width, break_long_words=False, break_on_hyphens=False
+            ) or [""]
+        else:
+            text = [textwrap.shorten(row[-1], text_width, placeholder=" …")]
+        lines.append((left + text[0]).rstrip())
+        lines.extend(" " * indent + more for more in text[1:])
+    return lines
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import textwrap
+from typing import TYPE_CHECKING, Any
 
-from chemgraph.cli.base import Command, add_action
+from chemgraph.cli.base import Command, add_action, output_width, table_lines
 
-__all__ = ["DatasetsCommand"]
+if TYPE_CHECKING:
+    from chemgraph.data.datasets import DatasetCard, SourceFile
+
+__all__ = ["DatasetsCommand", "card_text"]
 
 
 class DatasetsCommand(Command):
@@ -23,8 +26,12 @@ class DatasetsCommand(Command):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         actions = parser.add_subparsers(dest="action", required=True)
-        add_action(actions, "list", "registered datasets")
-        add_action(actions, "info", "a dataset's card").add_argument("name")
+        add_action(actions, "list", "registered datasets, one a line")
+        info = add_action(
+            actions, "info", "a dataset's card: source, licence, citation, size, columns, split"
+        )
+        info.add_argument("name")
+        info.add_argument("--yaml", action="store_true", help="print the card file as it is")
         verbs = {
             "download": "download and verify the source files",
             "featurize": "parse and featurize into cached graph shards",
@@ -42,18 +49,34 @@ class DatasetsCommand(Command):
                 sub.add_argument("--preset", default="canonical", help="canonical or ogb")
 
     def run(self, args: argparse.Namespace) -> int:
-        from chemgraph.data.datasets import chemgraph_home, dataset_card, get_dataset, list_datasets
+        """List the datasets, print a card, or download or featurize a dataset.
 
+        Raises:
+            chemgraph.errors.DatasetError: ``NAME`` is not a registered dataset (the message
+                lists the registered ones).
+        """
+        from chemgraph.data.datasets import chemgraph_home, dataset_card, get_dataset, list_datasets
+        from chemgraph.errors import DatasetError
+
+        names = list_datasets()
         if args.action == "list":
-            print(f"{'name':<14} {'family':<12} {'rows':>8}  description")
-            for name in list_datasets():
+            rows = [("name", "family", "rows", "description")]
+            for name in names:
                 card = dataset_card(name)
-                rows = f"{card.rows:,}" if card.rows else "-"
-                summary = textwrap.shorten(card.description, 60, placeholder=" …")
-                print(f"{name:<14} {card.family:<12} {rows:>8}  {summary}")
+                count = "-" if card.rows is None else f"{card.rows:,}"
+                rows.append((name, card.family, count, card.description))
+            print("\n".join(table_lines(rows, output_width(), align="<<>")))
             return 0
+        if args.name not in names:
+            raise DatasetError(
+                f"no dataset card {args.name!r} among the registered datasets: {', '.join(names)}"
+            )
         if args.action == "info":
-            print(dataset_card(args.name).path.read_text(encoding="utf-8"), end="")
+            card = dataset_card(args.name)
+            if args.yaml:
+                print(card.path.read_text(encoding="utf-8"), end="")
+            else:
+                print(card_text(card, output_width()))
             return 0
         dataset = get_dataset(args.name, args.root)
         paths = dataset.download(allow_unverified=args.allow_unverified)
@@ -68,3 +91,72 @@ class DatasetsCommand(Command):
         for reason, count in reasons.items():
             print(f"  {count} x {reason}")
         return 0
+
+
+def card_text(card: DatasetCard, width: int) -> str:
+    """A dataset card as ``chemgraph datasets info`` prints it, fitted into ``width`` columns:
+    a title line, the description, then task, targets, split, licence, citation and source,
+    the source files (URL, size, checksum) and the columns with their units."""
+    raw = card.raw
+    metric = f", metric {raw['metric']}" if raw.get("metric") else ""
+    fields = [
+        ("task", f"{raw['task']}{metric}" if raw.get("task") else ""),
+        ("targets", ", ".join(card.targets)),
+        ("split", _split_text(card.split)),
+        ("licence", card.license),
+        ("citation", card.citation),
+        ("source", ", ".join(str(raw[k]) for k in ("canonical_url", "package") if raw.get(k))),
+    ]
+    files = [(spec.name, _file_text(spec)) for spec in card.files]
+    columns = [
+        (column, unit or "-", str((raw["columns"][column] or {}).get("description") or ""))
+        for column, unit in card.units.items()
+    ]
+    blocks = [
+        [f"{card.name}: {card.family} family, {_rows(card.rows)}"],
+        table_lines([("", card.description)], width, wrap=True),
+        table_lines([(k, v) for k, v in fields if v], width, wrap=True),
+        ["files", *table_lines([("", *row) for row in files], width, wrap=True)],
+    ]
+    if columns:
+        rows = [("", "column", "unit", "description"), *(("", *row) for row in columns)]
+        blocks.append(table_lines(rows, width, wrap=True))
+    blocks.append([f"card file: {card.path} (--yaml prints it)"])
+    return "\n\n".join("\n".join(block) for block in blocks)
+
+
+def _rows(number: int | None) -> str:
+    """``1,128 rows``, or ``rows unknown`` where the card gives no number."""
+    return "rows unknown" if number is None else f"{number:,} rows"
+
+
+def _split_text(split: dict[str, Any]) -> str:
+    """A card's split protocol in words: ``random: 80/10/10, seed 0``, ``counts: train 25,000 /
+    valid 5,000 / test 10,000, seed 0``, ``official: validation size 20,000, seed 0``."""
+    parts = []
+    for key, value in split.items():
+        if key == "fractions":
+            parts.append("/".join(f"{100 * fraction:g}" for fraction in value))
+        elif key == "counts":
+            parts.append(" / ".join(f"{part} {count:,}" for part, count in value.items()))
+        elif key != "method":
+            shown = f"{value:,}" if isinstance(value, int) else value
+            parts.append(f"{key.replace('_', ' ')} {shown}")
+    method = str(split.get("method", "not given"))
+    return f"{method}: {', '.join(parts)}" if parts else method
+
+
+def _file_text(spec: SourceFile) -> str:
+    """What a source file is: split, rows, size, checksum, optional, then its URL."""
+    parts = [f"split {spec.split}"] if spec.split else []
+    if spec.rows is not None:
+        parts.append(_rows(spec.rows))
+    if spec.bytes is not None:
+        parts.append(f"{spec.bytes / 1e6:.1f} MB" if spec.bytes >= 1e6 else f"{spec.bytes:,} bytes")
+    if spec.sha256 or spec.md5:
+        parts.append(f"{'sha256' if spec.sha256 else 'md5'} checked")
+    else:
+        parts.append("no published checksum")
+    if spec.optional:
+        parts.append("optional")
+    return f"{', '.join(parts)}; {spec.url or 'no download URL (see the card)'}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from chemgraph.cli.base import Command, add_action, add_overwrite_option
+from chemgraph.cli.base import Command, add_action, add_overwrite_option, output_width, table_lines
 
 __all__ = ["RecipeCommand"]
 
@@ -18,7 +18,7 @@ class RecipeCommand(Command):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         actions = parser.add_subparsers(dest="action", required=True)
-        add_action(actions, "list", "registered recipes")
+        add_action(actions, "list", "registered recipes, each with its description")
         run = add_action(actions, "run", "run a recipe and print its results")
         run.add_argument("name")
         run.add_argument("--config", help="YAML overriding the recipe's config.yaml")
@@ -34,8 +34,8 @@ class RecipeCommand(Command):
         from chemgraph.recipes.registry import RECIPES, get_recipe, recipe_settings
 
         if args.action == "list":
-            for name in RECIPES:
-                print(f"{name:<20} {get_recipe(name).DESCRIPTION}")
+            rows = [(name, get_recipe(name).DESCRIPTION) for name in RECIPES]
+            print("\n".join(table_lines(rows, output_width(), wrap=True)))
             return 0
         from chemgraph.train.trainer import quiet_third_party_warnings
 

@@ -14,5 +14,6 @@ Layer rule: imports from every layer below (chem … data, train); never from
   "An end-to-end attention-based approach for learning on graphs", arXiv:2402.10793).
 * ``reaction_outcome``: GRAT reaction outcome prediction on USPTO-MIT (Yoo et al. 2020,
   "Graph-Aware Transformer: Is Attention All Graphs Need?", arXiv:2006.05213).
-* :mod:`chemgraph.recipes.qm9_gap_demo`: ``make demo-gap`` (``python -m``), ESA on QM9 gaps.
+* ``qm9_gap`` (:mod:`chemgraph.recipes.qm9_gap_demo`, ``make demo-gap``): ESA on the HOMO-LUMO
+  gap of 10,000 QM9 molecules, offline.
 """

@@ -29,6 +29,7 @@ __all__ = ["DEFAULT_PROFILE", "RECIPES", "get_recipe", "recipe_profiles", "recip
 RECIPES: dict[str, str] = {
     "dft_to_gw": "chemgraph.recipes.dft_to_gw",
     "reaction_outcome": "chemgraph.recipes.reaction_outcome",
+    "qm9_gap": "chemgraph.recipes.qm9_gap_demo",
 }
 
 DEFAULT_PROFILE = "config"

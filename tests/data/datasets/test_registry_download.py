@@ -56,7 +56,7 @@ def test_qm9_card_units_and_conversion_constant():
 
 def test_resources_find_cards_and_recipes():
     assert card_path("esol").name == "esol.yaml"
-    assert recipe_path("property_prediction", "qm9_gap.yaml").is_file()
+    assert recipe_path("qm9_gap", "config.yaml").is_file()
     with pytest.raises(FileNotFoundError, match="available: .*esol"):
         card_path("no_such_dataset")
 
@@ -190,4 +190,4 @@ def test_non_editable_install_finds_cards(tmp_path):
     (wheel,) = wheel_dir.glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "chemgraph/_data/datasets/esol.yaml" in names
-    assert "chemgraph/_data/recipes/property_prediction/qm9_gap.yaml" in names
+    assert "chemgraph/_data/recipes/qm9_gap/config.yaml" in names
