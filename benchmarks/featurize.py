@@ -13,11 +13,16 @@ drug-like SMILES), molecules per second for:
 - chemprop v2 ``SimpleMoleculeMolGraphFeaturizer`` (after ``chemprop.utils.make_mol``);
 - deepchem ``MolGraphConvFeaturizer(use_edges=True)`` (on fewer molecules: it is slow).
 
-Then the peak resident memory of ``chemgraph featurize`` on a 1M-row input (2 workers).
-Peers are optional: a missing package is reported as such. Install them with
+Then the peak resident memory of ``chemgraph featurize`` on a 1M-row input (2 workers), and
+the bytes of the graph shards of ``--molecules`` molecules per preset, in 5,000-molecule shards
+as ``chemgraph featurize`` writes them: the previous format (``dgl.save_graphs`` of the batched
+graph, chemgraph before the compact shards) beside :func:`chemgraph.graphs.save_shard`, whose
+shards are checked to load as the graphs saved. Peers are optional: a missing package is
+reported as such. Install them with
 ``pip install dgllife chemprop deepchem && pip install --no-deps molsets``.
 
     python benchmarks/featurize.py [--molecules 20000] [--rss-rows 1000000]
+    python benchmarks/featurize.py --shard-bytes-only --smiles-csv PATH/moleculenet/HIV.csv
 """
 
 from __future__ import annotations
@@ -37,9 +42,10 @@ import pandas as pd  # noqa: E402
 from rdkit import Chem, RDLogger  # noqa: E402
 
 import chemgraph  # noqa: E402, F401  (before torch: OpenMP settings, DGL shim)
+from chemgraph._dgl import dgl  # noqa: E402
 from chemgraph.chem import mols_from_smiles  # noqa: E402
-from chemgraph.featurize import get_preset  # noqa: E402
-from chemgraph.graphs import mols_to_graphs  # noqa: E402
+from chemgraph.featurize import available_presets, get_preset  # noqa: E402
+from chemgraph.graphs import load_shard, mols_to_graphs, save_shard  # noqa: E402
 
 RDLogger.DisableLog("rdApp.*")
 
@@ -52,6 +58,11 @@ def moses_smiles(count: int) -> list[str]:
         raise SystemExit("MOSES SMILES need: pip install --no-deps molsets")
     path = Path(spec.origin).parent / "dataset" / "data" / "train.csv.gz"
     return pd.read_csv(path, nrows=count)["SMILES"].tolist()
+
+
+def csv_smiles(path: Path, count: int) -> list[str]:
+    """The first ``count`` non-empty SMILES of a CSV's ``smiles`` column."""
+    return pd.read_csv(path)["smiles"].dropna().head(count).tolist()
 
 
 def rate(function, smiles: list[str]) -> float:
@@ -110,6 +121,43 @@ def deepchem_graphs(smiles):
     MolGraphConvFeaturizer(use_edges=True).featurize(smiles)
 
 
+def shard_bytes(
+    smiles: list[str], folder: Path, shard: int = 5_000
+) -> tuple[int, list[tuple[str, int, int]]]:
+    """The molecules of ``smiles`` that RDKit parses and, per preset, ``(preset, bytes before,
+    bytes after)`` of their graph shards of ``shard`` molecules."""
+    import torch
+
+    mols = [m for m in mols_from_smiles(smiles) if isinstance(m, Chem.Mol)]
+    sizes = []
+    for preset in available_presets():
+        before = after = 0
+        for start in range(0, len(mols), shard):
+            graph = mols_to_graphs(mols[start : start + shard], get_preset(preset))
+            rows = torch.arange(start, start + graph.batch_size)
+            labels = {"row": rows, "num_nodes": graph.batch_num_nodes(),
+                      "num_edges": graph.batch_num_edges()}  # fmt: skip
+            dgl.save_graphs(str(folder / "before.bin"), [graph], labels)
+            save_shard(folder / "after.bin", graph, rows)
+            graphs, loaded_rows = load_shard(folder / "after.bin")
+            expected = dgl.unbatch(graph)
+            assert torch.equal(loaded_rows, rows) and len(graphs) == len(expected)
+            for a, b in zip(graphs, expected):
+                assert all(torch.equal(a.ndata[k], b.ndata[k]) for k in b.ndata)
+                assert all(torch.equal(a.edata[k], b.edata[k]) for k in b.edata)
+            before += (folder / "before.bin").stat().st_size
+            after += (folder / "after.bin").stat().st_size
+        sizes.append((preset, before, after))
+    return len(mols), sizes
+
+
+def print_shard_bytes(molecules: int, sizes: list[tuple[str, int, int]], source: str) -> None:
+    print(f"graph shards of {molecules:,} molecules ({source}), 5,000 per shard")
+    print(f"{'preset':<12}{'before (bytes)':>16}{'after (bytes)':>16}{'ratio':>8}")
+    for preset, before, after in sizes:
+        print(f"{preset:<12}{before:>16,}{after:>16,}{before / after:>8.1f}")
+
+
 def cli_rate(smiles_file: Path, count: int, workers: int, out: Path) -> tuple[float, float]:
     """(mol/s, peak RSS MiB over the command and its workers) of ``chemgraph featurize``."""
     command = [sys.executable, "-m", "chemgraph", "featurize", str(smiles_file), "--output",
@@ -135,9 +183,27 @@ def main() -> int:
     parser.add_argument(
         "--scaling-rows", type=int, default=100_000, help="rows of the 1 vs 2 workers run"
     )
+    parser.add_argument(
+        "--smiles-csv", type=Path, help="CSV with a smiles column to use instead of MOSES"
+    )
+    parser.add_argument(
+        "--shard-bytes-only", action="store_true", help="measure only the graph shard sizes"
+    )
     args = parser.parse_args()
 
-    smiles = moses_smiles(max(args.molecules, args.rss_rows, args.scaling_rows))
+    if args.shard_bytes_only:
+        smiles = (
+            csv_smiles(args.smiles_csv, args.molecules)
+            if args.smiles_csv
+            else moses_smiles(args.molecules)
+        )
+        with tempfile.TemporaryDirectory() as folder:
+            molecules, sizes = shard_bytes(smiles, Path(folder))
+        print_shard_bytes(molecules, sizes, args.smiles_csv or "MOSES")
+        return 0
+
+    count = max(args.molecules, args.rss_rows, args.scaling_rows)
+    smiles = csv_smiles(args.smiles_csv, count) if args.smiles_csv else moses_smiles(count)
     sample = smiles[: args.molecules]
     rows = [("RDKit parse alone", rate(rdkit_parse, sample))]
     rows.append(("RDKit parse + atom/bond pass (floor)", rate(rdkit_floor, sample)))
@@ -160,6 +226,7 @@ def main() -> int:
         two, _ = cli_rate(scaling, args.scaling_rows, 2, folder / "two")
         rows.append((f"chemgraph featurize {args.scaling_rows:,} rows, 1 worker", one))
         rows.append((f"chemgraph featurize {args.scaling_rows:,} rows, 2 workers", two))
+        molecules, sizes = shard_bytes(sample, folder)
         peak = float("nan")
         if args.rss_rows:
             big = folder / "big.smi.gz"
@@ -186,6 +253,7 @@ def main() -> int:
         f"{ours / dgllife:.2f}x dgllife, {floor / ours:.2f}x below the RDKit floor; "
         f"2 workers {two / one:.2f}x 1 worker"
     )
+    print_shard_bytes(molecules, sizes, args.smiles_csv or "MOSES")
     return 0
 
 

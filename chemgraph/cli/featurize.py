@@ -17,10 +17,12 @@ class FeaturizeCommand(Command):
     name = "featurize"
     help = "featurize a compound library into graph shards, fingerprints and descriptors"
     description = (
-        "Read a SMILES/SDF library streaming, in shards, and write model-ready DGL "
-        "graph shards plus a feature table per shard. Every record that cannot be featurized "
-        "is listed in OUTPUT/rejected.csv with RDKit's reason. The output does not depend on "
-        "--workers; --resume continues an interrupted run."
+        "Read a SMILES/SDF library streaming, in shards, and write compact graph shards "
+        "(chemgraph.graphs.load_shard gives DGL graphs) plus a feature table per shard. Every "
+        "record that cannot be featurized is listed in OUTPUT/rejected.csv with RDKit's reason. "
+        "The output does not depend on --workers, and two runs write the same bytes; --resume "
+        "continues an interrupted run. On a terminal a bar counts the records done, with the "
+        "total and the time left once the input is counted (--quiet: no bar)."
     )
     epilog = (
         "example: chemgraph featurize library.smi.gz --output lib --fingerprint "

@@ -3,7 +3,7 @@
 Output folder::
 
     manifest.json                 input sha256, options, chemgraph version, counts, status
-    graphs/shard-NNNNN.bin        one batched DGL graph per shard (chemgraph.graphs.load_shard)
+    graphs/shard-NNNNN.bin        the shard's graphs, compact (chemgraph.graphs.load_shard)
     features/shard-NNNNN.parquet  id, row, canonical SMILES, fingerprints, named descriptors
     rejected.csv                  row, id, input, reason (every record that was not featurized)
     parts/shard-NNNNN.json        per-shard counts; written last, it marks the shard complete
@@ -17,9 +17,13 @@ index in the file as :mod:`chemgraph.data.readers` defines it per format.
 
 Each shard is a pure function of its records and the options, so the output does not depend on
 the number of workers or on whether the run was resumed. Every file is written to a temporary
-name and renamed. Features, rejected records and the manifest are byte-identical between runs;
-graph shards hold identical tensors but not identical bytes, because ``dgl.save_graphs`` embeds
-process memory addresses in its files.
+name and renamed. Every file, graph shards included (:mod:`chemgraph.graphs.shards`), is
+byte-identical between runs of the same input and options, so a file's sha256 can key a cache.
+
+Progress. On a terminal (never in a log file, where a bar is a line of ``\r``-joined text),
+``progress`` shows a bar of the records finished, counted as the workers finish them (from their
+heartbeat, below), and — once a background thread has counted the input's records with the same
+reader — the total and an estimate of the time left.
 
 Slow records. Local runs featurize shards in worker processes (``forkserver``, else ``spawn``)
 that publish, in shared memory, which record and which step (parse, standardize, conformers,
@@ -108,6 +112,7 @@ _STEP_CODE = {name: code for code, name in enumerate(STEPS)}
 _POLL_SECONDS = 0.1
 _NOTICE_SECONDS = 10.0
 _DUPLICATE_EXAMPLES = 5
+_COUNT_CHUNK = 10_000  # records per chunk of the progress bar's count
 
 
 @dataclass(frozen=True)
@@ -511,9 +516,19 @@ class _RemoteTraceback(Exception):
 
 @dataclass
 class _Task:
+    """A shard to featurize; ``skip`` grows as records time out or crash a worker, and
+    ``counted`` records were reported as finished (a retried shard does not count them again)."""
+
     shard: int
     records: list[Record]
     skip: dict[int, str] = field(default_factory=dict)
+    counted: int = 0
+
+    def finished(self, done: int, advance: Callable[[int], None]) -> None:
+        """Report to ``advance`` the records newly finished, ``done`` of ``records`` now."""
+        if done > self.counted:
+            advance(done - self.counted)
+            self.counted = done
 
 
 class _Worker:
@@ -532,6 +547,9 @@ class _Worker:
         self.tick, self.since, self.noticed = -1, time.monotonic(), False
 
     def assign(self, task: _Task, options: FeaturizeOptions, output: Path) -> None:
+        # the worker waits for the task, so this does not race its own writes: without it, the
+        # previous shard's last phase would count the new shard as finished
+        self.heartbeat[1], self.heartbeat[2] = -1, _STEP_CODE["start"]
         self.task = task
         self.connection.send((task.shard, task.records, options, str(output), task.skip))
 
@@ -575,9 +593,11 @@ def _run_local(
     workers: int,
     record_timeout: float | None,
     say: Callable[[str], None],
+    advance: Callable[[int], None],
 ) -> Iterator[ShardSummary]:
     """Featurize shards in ``workers`` processes, one shard each at a time, watching every
-    record's steps (see the module docstring); yields summaries as shards complete."""
+    record's steps (see the module docstring); yields summaries as shards complete and calls
+    ``advance(n)`` as ``n`` more records are finished (every record once)."""
     context = _context()
     pool: list[_Worker] = []
     retries: deque[_Task] = deque()
@@ -612,17 +632,21 @@ def _run_local(
                     if kind == "error":
                         error, detail = payload
                         raise error from _RemoteTraceback(detail)
+                    task.finished(len(task.records), advance)
                     worker.task = None
                     yield payload
                     continue
                 position, step, seconds = worker.state()
                 alive = worker.process.is_alive()
                 if position < 0:
+                    if step in ("graphs", "write"):  # past the last record
+                        task.finished(len(task.records), advance)
                     if alive:
                         continue
                     raise RuntimeError(
                         f"shard {task.shard}: {_died(worker.process.exitcode)} during {step}"
                     )
+                task.finished(position, advance)  # the records before ``position``
                 record = task.records[position]
                 where = f"shard {task.shard}, row {record.row} (id {record.id!r})"
                 if not alive:
@@ -653,8 +677,10 @@ def _run_dask(
     options: FeaturizeOptions,
     out: Path,
     dask_scheduler: str,
+    advance: Callable[[int], None],
 ) -> Iterator[ShardSummary]:
-    """Featurize shards as dask tasks, at most ``2 × threads`` in flight (memory stays flat).
+    """Featurize shards as dask tasks, at most ``2 × threads`` in flight (memory stays flat);
+    ``advance(n)`` is called with the records of each shard as it completes.
 
     Raises:
         MissingDependencyError: dask.distributed is not installed.
@@ -669,14 +695,20 @@ def _run_dask(
     client = Client(dask_scheduler)
     submit = functools.partial(client.submit, featurize_shard, pure=False)
     window = 2 * max(1, sum(client.nthreads().values()))
+
+    def result(future: Any) -> ShardSummary:
+        summary = future.result()
+        advance(summary.read + summary.blank)
+        return summary
+
     try:
         pending = []
         for shard, records in chunks:
             pending.append(submit(shard, records, options, str(out)))
             if len(pending) >= window:
-                yield pending.pop(0).result()
+                yield result(pending.pop(0))
         for future in pending:
-            yield future.result()
+            yield result(future)
     finally:
         client.close()
 
@@ -783,7 +815,9 @@ def featurize_library(
             shards are kept, the others are computed again.
         dask_scheduler: address of a dask.distributed scheduler; shards then run as dask tasks
             (``output`` must be on a file system the workers share; no per-record limit).
-        progress: show a progress bar (molecules/second).
+        progress: show a progress bar on stderr when it is a terminal: records finished (as
+            the workers finish them), the rate, and once the input's records are counted (by a
+            background thread) the total and the time left.
         record_timeout: the most seconds one record may spend in one step (parse, standardize,
             conformers, canonical SMILES, fingerprints, descriptors); a record over it is
             rejected as ``"timeout: <step> (over N s)"``. None: no limit. Records that take
@@ -850,7 +884,7 @@ def _featurize_shards(
     """Run every shard not already complete; ``(summaries in shard order, duplicate ids)``."""
     summaries: list[ShardSummary] = []
     duplicates = _DuplicateIds()
-    bar = tqdm(unit="mol", unit_scale=True, disable=not progress, desc="featurize")
+    bar = _Progress(input_path, options, show=progress and sys.stderr.isatty())
 
     def say(message: str) -> None:
         tqdm.write(f"featurize: {message}", file=sys.stderr)
@@ -864,23 +898,62 @@ def _featurize_shards(
             done = _completed(out, shard) if resume else None
             if done is not None:
                 summaries.append(done)
-                bar.update(done.read + done.blank)
+                bar.advance(done.read + done.blank)
             else:
                 yield shard, records
 
     if dask_scheduler is not None:
-        results = _run_dask(todo(), options, out, dask_scheduler)
+        results = _run_dask(todo(), options, out, dask_scheduler, bar.advance)
     else:
-        results = _run_local(todo(), options, out, workers, record_timeout, say)
+        results = _run_local(todo(), options, out, workers, record_timeout, say, bar.advance)
     try:
         with contextlib.closing(results):
-            for summary in results:
-                summaries.append(summary)
-                bar.update(summary.read + summary.blank)
+            summaries.extend(results)
     finally:
         bar.close()
     summaries.sort(key=lambda s: s.shard)
     return summaries, duplicates.report(out, shard_size)
+
+
+class _Progress:
+    """The ``featurize`` bar: records finished, out of the input's records once known.
+
+    Args:
+        input_path, options: the input, whose records a daemon thread counts with
+            :func:`~chemgraph.data.readers.iter_record_chunks` (the run's own reader, so blank
+            and malformed records count as they do in the manifest) while the run goes on.
+        show: draw the bar (on stderr); when False nothing is counted or drawn.
+    """
+
+    def __init__(self, input_path: Path, options: FeaturizeOptions, show: bool) -> None:
+        self.bar = tqdm(unit="mol", unit_scale=True, disable=not show, desc="featurize")
+        self._total: int | None = None
+        self._stop = threading.Event()
+        if show:
+            threading.Thread(target=self._count, args=(input_path, options), daemon=True).start()
+
+    def _count(self, input_path: Path, options: FeaturizeOptions) -> None:
+        total = 0
+        try:
+            for chunk in iter_record_chunks(
+                input_path, _COUNT_CHUNK, options.smiles_column, options.id_column
+            ):
+                if self._stop.is_set():
+                    return
+                total += len(chunk)
+        except (OSError, ValueError):  # the run's own reader raises it
+            return
+        self._total = total
+
+    def advance(self, records: int) -> None:
+        """``records`` more are finished (called in the main thread only)."""
+        if self.bar.total is None and self._total is not None:
+            self.bar.total = self._total
+        self.bar.update(records)
+
+    def close(self) -> None:
+        self._stop.set()
+        self.bar.close()
 
 
 def _finish(

@@ -14,7 +14,6 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 from rdkit import Chem
 from rdkit.Chem import rdFingerprintGenerator
 
@@ -129,22 +128,11 @@ def test_output_identical_for_one_and_two_workers(smi, tmp_path):
 
 
 def assert_same_run(a, b):
+    """The same files with the same bytes (graph shards included)."""
     names = sorted(p.relative_to(a).as_posix() for p in a.rglob("*") if p.is_file())
     assert names == sorted(p.relative_to(b).as_posix() for p in b.rglob("*") if p.is_file())
     for name in names:
-        if name.startswith("graphs/"):  # dgl.save_graphs embeds memory addresses: compare tensors
-            (ga, ra), (gb, rb) = load_shard(a / name), load_shard(b / name)
-            assert torch.equal(ra, rb)
-            assert len(ga) == len(gb)
-            for x, y in zip(ga, gb):
-                assert [t.tolist() for t in x.edges()] == [t.tolist() for t in y.edges()]
-                assert sorted(x.ndata) == sorted(y.ndata) and sorted(x.edata) == sorted(y.edata)
-                for key in x.ndata:
-                    assert torch.equal(x.ndata[key], y.ndata[key]), key
-                for key in x.edata:
-                    assert torch.equal(x.edata[key], y.edata[key]), key
-        else:
-            assert (a / name).read_bytes() == (b / name).read_bytes(), name
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
 
 
 def test_sigterm_stops_the_workers_and_resume_equals_an_uninterrupted_run(
