@@ -51,9 +51,11 @@ def test_frozen_reaction_checkpoint_predicts_as_when_written():
     reactions = [parse_input_reaction(text) for text in entry["reactions"]]
     items, _, rejected = encode_reactions(reactions, range(len(reactions)), with_product=False)
     assert not rejected
+    # the search as when they were written: mean log-probability per step, no validity check
     predictions = predict_reactions(
-        module, items, beam_width=entry["beam_width"], top_k=entry["top_k"]
-    )
+        module, items, beam_width=entry["beam_width"], top_k=entry["top_k"],
+        length_penalty=1.0, valid_only=False,
+    )  # fmt: skip
     for prediction, expected in zip(predictions, entry["predictions"], strict=True):
         assert prediction.smiles == expected["smiles"]
         np.testing.assert_allclose(

@@ -46,8 +46,10 @@ from chemgraph.chem.graph_codec import (
 from chemgraph.chem.reactions import Reaction
 
 __all__ = [
+    "BOND_ORDER_HALVES",
     "DELIMITER",
     "IGNORE_INDEX",
+    "MAX_VALENCE_TABLE",
     "NUM_EDGE_TYPES",
     "SELF",
     "SPECIAL_TOKENS",
@@ -56,6 +58,7 @@ __all__ = [
     "ReactionGraphs",
     "TokenVocabulary",
     "generation_mask",
+    "observed_valences",
     "reaction_batch",
     "reaction_graphs",
 ]
@@ -66,6 +69,10 @@ NUM_EDGE_TYPES = NUM_BOND_CLASSES + 3
 """Edge types: 0 no bond, 1-6 the bond classes of :data:`chemgraph.chem.graph_codec.BOND_CLASSES`,
 7 ``DELIMITER`` (delimiter token <-> its atoms), 8 ``VIRTUAL`` (``<G>`` -> earlier atoms), 9
 ``SELF``."""
+
+BOND_ORDER_HALVES = (0, 2, 4, 6, 3, 4, 4)
+"""Bond order of each bond class (:data:`chemgraph.chem.graph_codec.BOND_CLASSES`) in half
+bonds: none 0, single 2, double 4, triple 6, aromatic 3, double cis/trans 4."""
 
 IGNORE_INDEX = -100
 """Target value of padded or undefined label/edge targets (``cross_entropy``'s default)."""
@@ -157,6 +164,38 @@ def reaction_graphs(reaction: Reaction, with_product: bool = True) -> ReactionGr
         product=product,
         product_smiles=product_smiles,
     )
+
+
+MAX_VALENCE_TABLE = 32
+"""Columns of :func:`observed_valences`: bond-order sums 0 … 31 half bonds."""
+
+
+def observed_valences(
+    graphs: Iterable[LabelledGraph], vocabulary: TokenVocabulary
+) -> list[list[int]]:
+    """Per token id, the bond-order sums (half bonds, :data:`BOND_ORDER_HALVES`) its atoms have
+    in ``graphs``: the valences a decoded atom with that label may end with.
+
+    An atom label fixes element, charge, hydrogens and aromaticity, so the bonds an atom of
+    that label has in complete molecules (reactants, reagents and products of the training
+    reactions) are what beam search allows it (:func:`chemgraph.models.grat.beam_search.
+    beam_search_graphs`). Special tokens and labels not seen get ``[]``.
+
+    Returns:
+        ``list[list[int]]`` of ``len(vocabulary)`` sorted lists, values in
+        ``[0, MAX_VALENCE_TABLE)`` (larger sums are left out).
+    """
+    seen: list[set[int]] = [set() for _ in range(len(vocabulary))]
+    for graph in graphs:
+        totals = [0] * graph.num_atoms
+        for i, j, bond_class in graph.bonds:
+            totals[i] += BOND_ORDER_HALVES[bond_class]
+            totals[j] += BOND_ORDER_HALVES[bond_class]
+        for atom, total in zip(graph.atoms, totals):
+            if total < MAX_VALENCE_TABLE:
+                seen[vocabulary[atom.token]].add(total)
+    seen[vocabulary["<UNK>"]] = set()
+    return [sorted(values) for values in seen]
 
 
 def generation_mask(num_nodes: int) -> torch.Tensor:

@@ -72,7 +72,7 @@ class ReactionOutcomeConfig(ReactionTrainingConfig):
     max_test: int | None = None
     beam_width: int = 8
     top_k: int = 5
-    length_penalty: float = 1.0
+    length_penalty: float = 0.0
     eval_batch_size: int = 32
 
     NUMBERS = {

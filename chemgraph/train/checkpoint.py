@@ -19,6 +19,7 @@ from typing import Any, Literal
 import lightning as L
 import torch
 
+from chemgraph.models.grat.translator import LEGACY_OPTIONS
 from chemgraph.train.module import PropertyPredictionModule
 from chemgraph.train.reaction_module import ReactionModule
 
@@ -86,6 +87,11 @@ def load_checkpoint(
     found = checkpoint_kind(parameters)
     if kind is not None and found != kind:
         raise ValueError(f"{path} is {_USE[found]}")
+    if found == "reaction" and "allowed_valences" not in parameters:
+        # written before the bond-head options: the model had the paper's bond head
+        parameters = {
+            **parameters, "model_config": {**LEGACY_OPTIONS, **parameters["model_config"]}
+        }  # fmt: skip
     try:
         module = KINDS[found](**parameters)
     except TypeError as error:  # another Lightning module's checkpoint

@@ -20,7 +20,12 @@ import lightning as L
 import pandas as pd
 import torch
 
-from chemgraph.batches.reaction import ReactionGraphs, TokenVocabulary, reaction_batch
+from chemgraph.batches.reaction import (
+    ReactionGraphs,
+    TokenVocabulary,
+    observed_valences,
+    reaction_batch,
+)
 from chemgraph.chem.graph_codec import (
     AtomLabel,
     GraphDecodingError,
@@ -169,6 +174,10 @@ def train_reaction_model(config: ReactionTrainingConfig) -> Path:
     module = ReactionModule(
         model_config={**config.model_options, "vocab_size": len(vocabulary)},
         vocabulary=vocabulary.tokens,
+        allowed_valences=observed_valences(
+            (g for item in train_items for g in (*item.reactants, *item.reagents, item.product)),
+            vocabulary,
+        ),
         learning_rate=config.learning_rate,
         weight_decay=config.weight_decay,
         warmup_steps=config.warmup_steps,
@@ -184,8 +193,8 @@ def train_reaction_model(config: ReactionTrainingConfig) -> Path:
     )
     (out / "best.ckpt").unlink(missing_ok=True)
     validation_log = ValidationLog(
-        [("val label acc", "val_label_accuracy", 3), ("bond acc", "val_bond_accuracy", 4),
-         ("graph acc", "val_graph_accuracy", 3)],
+        [("val label acc", "val_label_accuracy", 3), ("bond precision", "val_bond_precision", 3),
+         ("bond recall", "val_bond_recall", 3), ("graph acc", "val_graph_accuracy", 3)],
         enabled=config.progress,
     )  # fmt: skip
     trainer = make_trainer(
@@ -228,10 +237,16 @@ def predict_reactions(
     beam_width: int = 8,
     top_k: int = 5,
     batch_size: int = 32,
-    length_penalty: float = 1.0,
+    length_penalty: float = 0.0,
     progress: bool = False,
+    valid_only: bool = True,
 ) -> list[ReactionPrediction]:
     """Beam search every reaction and turn the graphs into deduplicated canonical SMILES.
+
+    With ``valid_only`` the search builds valid molecules only: atoms keep to the valences of
+    the module's ``allowed_valences`` (:class:`chemgraph.models.grat.ValenceRules`), and a graph
+    counts as finished only when RDKit can sanitise it (:func:`graph_to_smiles`); otherwise
+    every finished graph counts and invalid ones are reported.
 
     Args:
         module: a trained module (eval mode), on any device.
@@ -239,8 +254,10 @@ def predict_reactions(
         beam_width: beams per reaction.
         top_k: most predictions kept per reaction.
         batch_size: reactions per beam search (sorted by size: less padding).
-        length_penalty: exponent of the length normalisation of beam scores.
+        length_penalty: exponent of the length normalisation of beam scores (0 = rank by
+            the summed log-probability).
         progress: log one line per batch.
+        valid_only: valence limits and the RDKit check during the search (see above).
 
     Returns:
         One :class:`ReactionPrediction` per item, in order. Invalid graphs (RDKit cannot
@@ -251,12 +268,16 @@ def predict_reactions(
     device = next(module.parameters()).device
     max_distance = module.model.config.max_distance
     order = sorted(range(len(items)), key=lambda i: items[i].num_input_atoms)  # fewer pads
+    rules = module.valence_rules if valid_only else None
+    accept = (lambda h: _graph_smiles(h, vocabulary) is not None) if valid_only else None
     results: dict[int, ReactionPrediction] = {}
     start = time.perf_counter()
     for first in range(0, len(order), batch_size):
         chunk = order[first : first + batch_size]
         batch = reaction_batch([items[i] for i in chunk], vocabulary, max_distance).to(device)
-        beams = module.model.beam_search(batch, beam_width, length_penalty)
+        beams = module.model.beam_search(
+            batch, beam_width, length_penalty, rules=rules, accept=accept
+        )
         for index, hypotheses in zip(chunk, beams):
             results[index] = decode_hypotheses(hypotheses, vocabulary, top_k)
         if progress:
@@ -283,12 +304,8 @@ def decode_hypotheses(
     """
     smiles, scores, invalid, first_invalid = [], [], 0, False
     for rank, hypothesis in enumerate(hypotheses):
-        try:
-            atoms = tuple(AtomLabel.from_token(vocabulary.tokens[i]) for i in hypothesis.labels)
-            text = graph_to_smiles(LabelledGraph(atoms, tuple(hypothesis.bonds)))
-            if not text:
-                raise GraphDecodingError("empty graph")
-        except (GraphDecodingError, ValueError):
+        text = _graph_smiles(hypothesis, vocabulary)
+        if text is None:
             invalid += 1
             first_invalid = first_invalid or rank == 0
             continue
@@ -296,6 +313,16 @@ def decode_hypotheses(
             smiles.append(text)
             scores.append(hypothesis.score)
     return ReactionPrediction(smiles, scores, first_invalid or not hypotheses, invalid)
+
+
+def _graph_smiles(hypothesis: Any, vocabulary: TokenVocabulary) -> str | None:
+    """Canonical SMILES of a decoded graph; None when it is not a valid, non-empty molecule
+    (or holds a token that is not an atom label)."""
+    try:
+        atoms = tuple(AtomLabel.from_token(vocabulary.tokens[i]) for i in hypothesis.labels)
+        return graph_to_smiles(LabelledGraph(atoms, tuple(hypothesis.bonds))) or None
+    except (GraphDecodingError, ValueError):
+        return None
 
 
 def top_k_metrics(

@@ -6,8 +6,15 @@ import torch
 
 from chemgraph._dgl import dgl
 from chemgraph.batches import dense_graph_batch
-from chemgraph.batches.reaction import TokenVocabulary, reaction_batch, reaction_graphs
+from chemgraph.batches.reaction import (
+    SELF,
+    TokenVocabulary,
+    observed_valences,
+    reaction_batch,
+    reaction_graphs,
+)
 from chemgraph.chem import mol_from_smiles, parse_reaction_smiles
+from chemgraph.chem.graph_codec import smiles_to_graph_labels
 from chemgraph.featurize import get_preset
 from chemgraph.graphs import add_shortest_paths, mol_to_graph
 from chemgraph.models.grat import (
@@ -17,6 +24,7 @@ from chemgraph.models.grat import (
     GRATTranslator,
     GRATTranslatorConfig,
 )
+from chemgraph.models.grat.translator import bonds_made_so_far
 
 REACTIONS = (
     "CC(=O)Cl.OCC>c1ccncc1>CCOC(C)=O",
@@ -116,3 +124,28 @@ def test_grat_property_model_is_permutation_invariant_and_neighbour_mask_changes
         masked = model(batch)
     assert torch.allclose(out[0], out[1], atol=1e-5)
     assert not torch.allclose(out, masked)
+
+
+def test_bonds_made_so_far_hand_computed():
+    """Bonds 0-1 single, 1-2 double, 0-3 aromatic, 2-3 single (SELF on the diagonal is no
+    bond): degree and half-bond valence of each atom j over the bonds to atoms before t."""
+    bonds = torch.full((4, 4), SELF)
+    for i, j, bond_class in ((1, 0, 1), (2, 1, 2), (3, 0, 4), (3, 2, 1)):
+        bonds[i, j] = bonds[j, i] = bond_class
+    bonds[0, 2] = bonds[2, 0] = bonds[1, 3] = bonds[3, 1] = 0
+    degree, valence = bonds_made_so_far(bonds.unsqueeze(0))
+    assert degree[0].tolist() == [[0, 0, 0, 0], [0, 1, 0, 1], [1, 1, 1, 1], [1, 2, 1, 2],
+                                  [2, 2, 2, 2]]  # fmt: skip
+    assert valence[0].tolist() == [[0, 0, 0, 0], [0, 2, 0, 3], [2, 2, 4, 3], [2, 6, 4, 5],
+                                   [5, 6, 6, 5]]  # fmt: skip
+    lower = torch.tril(bonds, diagonal=-1)  # the lower triangle alone gives the same counts
+    assert torch.equal(bonds_made_so_far(lower.unsqueeze(0))[1], valence)
+
+
+def test_observed_valences_hand_computed():
+    graphs = [smiles_to_graph_labels(s) for s in ("CC=O", "c1ccccc1", "CO")]
+    vocabulary = TokenVocabulary.from_graphs(graphs)
+    valences = observed_valences(graphs, vocabulary)
+    seen = {vocabulary.tokens[v]: valences[v] for v in range(len(vocabulary)) if valences[v]}
+    assert seen == {"[CH3]": [2], "[CH]": [6], "[O]": [4], "[cH]": [6], "[OH]": [2]}
+    assert valences[vocabulary["<EOG>"]] == []

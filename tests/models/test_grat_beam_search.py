@@ -1,4 +1,5 @@
-"""GRATTranslator.beam_search against brute-force enumeration on a tiny vocabulary."""
+"""GRATTranslator.beam_search against brute-force enumeration on a tiny vocabulary, without and
+with valence rules."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 import torch
 
 from chemgraph.batches.reaction import (
+    BOND_ORDER_HALVES,
     NUM_BOND_CLASSES,
     SPECIAL_TOKENS,
     TokenVocabulary,
@@ -15,7 +17,7 @@ from chemgraph.batches.reaction import (
     reaction_graphs,
 )
 from chemgraph.chem import parse_reaction_smiles
-from chemgraph.models.grat import GRATTranslator, GRATTranslatorConfig
+from chemgraph.models.grat import GRATTranslator, GRATTranslatorConfig, ValenceRules
 
 ATOMS = ("[CH3]", "[OH]")
 EOG = SPECIAL_TOKENS.index("<EOG>")
@@ -86,7 +88,46 @@ def test_wide_beam_finds_exactly_the_brute_force_hypotheses(length_penalty):
             torch.testing.assert_close(
                 torch.tensor([h.log_probability for h in hypotheses]),
                 torch.tensor([lp for _, _, lp in expected]),
-            )
+                rtol=1e-5, atol=1e-5,
+            )  # fmt: skip
             assert [h.score for h in hypotheses] == sorted(
                 (h.score for h in hypotheses), reverse=True
             )
+
+
+def test_valence_rules_keep_exactly_the_brute_force_graphs_that_obey_them():
+    """With :class:`ValenceRules` (``[CH3]`` ends with 2 or 4 half bonds: one single or one
+    double bond; ``[OH]`` with 0 or 2) a beam wider than the search space returns exactly the
+    brute-force graphs that obey them: bond classes past an earlier atom's largest valence are
+    never proposed (the two bond options are the two most likely *allowed* classes), an option
+    past the new atom's largest valence is dropped, and only graphs whose every atom has an
+    allowed valence end (so no empty graph and no lone ``[CH3]``)."""
+    model, items, vocabulary = _model_and_items()
+    atoms = [vocabulary[token] for token in ATOMS]
+    allowed = {atoms[0]: (2, 4), atoms[1]: (0, 2)}
+    rules = ValenceRules.from_lists([list(allowed.get(v, ())) for v in range(len(vocabulary))])
+    assert rules.maximum[atoms].tolist() == [4, 2]
+    width = 1 + len(atoms) + 2 * len(atoms) ** 2
+    with torch.no_grad():
+        found = model.beam_search(
+            reaction_batch(items, vocabulary), beam_width=width, max_nodes=2, rules=rules
+        )
+        for item, hypotheses in zip(items, found):
+            one = reaction_batch([item], vocabulary)
+            expected = [((a,), 0, _log_probabilities(model, one, (a,), 0)[0]) for a in atoms
+                        if 0 in allowed[a]]  # fmt: skip
+            for first, second in itertools.product(atoms, repeat=2):
+                room = [c for c in range(NUM_BOND_CLASSES)
+                        if BOND_ORDER_HALVES[c] <= max(allowed[first])]  # fmt: skip
+                by_bond = [(*_log_probabilities(model, one, (first, second), c), c) for c in room]
+                by_bond.sort(key=lambda e: -e[1])
+                for total, _, c in by_bond[:2]:
+                    valence = BOND_ORDER_HALVES[c]
+                    if valence <= max(allowed[second]) and all(
+                        valence in allowed[a] for a in (first, second)
+                    ):
+                        expected.append(((first, second), c, total))
+            expected.sort(key=lambda e: -e[2])
+            assert [(h.labels, h.bonds) for h in hypotheses] == [
+                (list(labels), [(0, 1, bond)] if bond else []) for labels, bond, _ in expected
+            ]

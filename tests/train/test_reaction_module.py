@@ -27,7 +27,8 @@ def test_translation_loss_of_perfect_logits_is_small_and_accuracies_are_one():
     edges = torch.nn.functional.one_hot(batch.edge_targets.clamp(min=0), 7) * 50.0
     loss, parts = translation_loss(labels.float(), edges.float(), batch)
     assert loss.item() < 1e-6
-    assert parts["label_accuracy"] == parts["bond_accuracy"] == parts["graph_accuracy"] == 1.0
+    assert parts["label_accuracy"] == parts["graph_accuracy"] == 1.0
+    assert parts["bond_precision"] == parts["bond_recall"] == 1.0
     uniform = translation_loss(torch.zeros_like(labels).float(), torch.zeros_like(edges).float(),
                                batch)[0]  # fmt: skip
     assert abs(uniform.item() - (torch.log(torch.tensor(len(vocabulary))) + torch.log(

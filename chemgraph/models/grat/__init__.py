@@ -14,7 +14,7 @@ Reference: S. Yoo, Y.-S. Kim, K. H. Lee, K. Jeong, J. Choi, H. Lee, Y. S. Choi (
   (:class:`GraphHypothesis`).
 """
 
-from chemgraph.models.grat.beam_search import GraphHypothesis
+from chemgraph.models.grat.beam_search import GraphHypothesis, ValenceRules
 from chemgraph.models.grat.encoder import GRAT, GRATConfig
 from chemgraph.models.grat.layers import EdgeConditioning, GRATLayer, GRATStack
 from chemgraph.models.grat.translator import (
@@ -34,5 +34,6 @@ __all__ = [
     "GRATTranslator",
     "GRATTranslatorConfig",
     "GraphHypothesis",
+    "ValenceRules",
     "sinusoidal_encoding",
 ]

@@ -13,17 +13,30 @@ Reference: S. Yoo, Y.-S. Kim, K. H. Lee, K. Jeong, J. Choi, H. Lee, Y. S. Choi (
    hypotheses and the endings among the ``k`` best candidates become finished graphs;
 3. :func:`extend_graphs`: the chosen hypotheses' rows are gathered (decoder cache included)
    and their new atom and bonds written.
+
+With :class:`ValenceRules` (the default of :func:`chemgraph.train.reaction.predict_reactions`)
+the search only builds graphs whose atoms keep to valences seen for their label: a bond class
+that would take an earlier atom past its largest valence is never chosen, a label is never
+given to a new atom whose bonds exceed its largest valence, and a graph ends only when every
+atom has a valence seen for its label. ``accept`` (e.g. RDKit sanitisation) vets each graph
+before it counts as finished; a refused graph is dropped and the search goes on.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 
-from chemgraph.batches.reaction import SPECIAL_TOKENS, ReactionBatch
+from chemgraph.batches.reaction import (
+    BOND_ORDER_HALVES,
+    MAX_VALENCE_TABLE,
+    SPECIAL_TOKENS,
+    ReactionBatch,
+)
 
 if TYPE_CHECKING:
     from chemgraph.models.grat.translator import DecoderCache, GRATTranslator
@@ -33,6 +46,7 @@ __all__ = [
     "Candidates",
     "GraphHypothesis",
     "Selection",
+    "ValenceRules",
     "beam_search_graphs",
     "extend_graphs",
     "score_candidates",
@@ -53,6 +67,33 @@ class GraphHypothesis:
     bonds: list[tuple[int, int, int]]
     log_probability: float
     score: float
+
+
+@dataclass
+class ValenceRules:
+    """The valences each atom label may have, as beam search enforces them.
+
+    Attributes:
+        allowed: ``bool [V, MAX_VALENCE_TABLE]``: ``allowed[v, s]`` when an atom labelled
+            ``v`` may end with bond-order sum ``s`` (half bonds,
+            :data:`chemgraph.batches.reaction.BOND_ORDER_HALVES`).
+        maximum: ``int64 [V]`` the largest allowed sum (``-1``: the label is never generated).
+    """
+
+    allowed: torch.Tensor
+    maximum: torch.Tensor
+
+    @classmethod
+    def from_lists(
+        cls, valences: Sequence[Sequence[int]], device: torch.device | str = "cpu"
+    ) -> ValenceRules:
+        """From per-token lists such as :func:`chemgraph.batches.reaction.observed_valences`."""
+        allowed = torch.zeros(len(valences), MAX_VALENCE_TABLE, dtype=torch.bool)
+        for token, sums in enumerate(valences):
+            allowed[token, list(sums)] = True
+        columns = torch.arange(MAX_VALENCE_TABLE)
+        maximum = torch.where(allowed, columns, -1).amax(dim=1)
+        return cls(allowed.to(device), maximum.to(device))
 
 
 @dataclass
@@ -107,17 +148,17 @@ class BeamState:
             return None, None
         return self.labels[:, t - 1], self.bonds[:, t - 1, : t - 1]
 
-    def finish(self, row: int, num_nodes: int, log_probability: float, length_penalty: float):
-        """Record row ``row``'s first ``num_nodes`` atoms as a finished graph of its reaction."""
+    def hypothesis(
+        self, row: int, num_nodes: int, log_probability: float, length_penalty: float
+    ) -> GraphHypothesis:
+        """Row ``row``'s first ``num_nodes`` atoms as a finished graph."""
         lower = self.bonds[row, :num_nodes, :num_nodes].tolist()
         found = [(j, i, lower[i][j]) for i in range(num_nodes) for j in range(i) if lower[i][j]]
-        self.finished[row // self.beam_width].append(
-            GraphHypothesis(
-                labels=self.labels[row, :num_nodes].tolist(),
-                bonds=found,
-                log_probability=log_probability,
-                score=log_probability / (num_nodes + 1) ** length_penalty,
-            )
+        return GraphHypothesis(
+            labels=self.labels[row, :num_nodes].tolist(),
+            bonds=found,
+            log_probability=log_probability,
+            score=log_probability / (num_nodes + 1) ** length_penalty,
         )
 
 
@@ -190,6 +231,7 @@ def score_candidates(
     edge_logits: torch.Tensor,
     t: int,
     alternatives: int,
+    rules: ValenceRules | None = None,
 ) -> Candidates:
     """Score every extension and ending of the live hypotheses at step ``t``.
 
@@ -199,6 +241,8 @@ def score_candidates(
         edge_logits: ``float [R·k, t, C]`` from :meth:`GRATTranslator.step`.
         t: the step.
         alternatives: most single-bond changes per hypothesis.
+        rules: valence limits (module docstring); None = none. Uses the bond-order sums the
+            decoder cache keeps (:attr:`DecoderCache.valence`).
     """
     k = state.beam_width
     num_reactions = len(state.done)
@@ -208,8 +252,22 @@ def score_candidates(
     atom_logp = torch.where((t < state.limits)[:, None], label_logp, float("-inf"))
     atom_logp[:, EOG] = float("-inf")
     edge_logp = F.log_softmax(edge_logits.float(), dim=-1)  # [R·k, t, C]
+    end_logp = label_logp[:, EOG]
+    halves = torch.tensor(BOND_ORDER_HALVES, device=edge_logp.device)
+    if rules is not None:
+        atom_logp = atom_logp.masked_fill(rules.maximum < 0, float("-inf"))
+        if t:
+            used, earlier = state.cache.valence, state.labels[:, :t]  # [R·k, t]
+            room = (rules.maximum[earlier] - used).unsqueeze(-1)
+            edge_logp = edge_logp.masked_fill((halves > room) & (halves > 0), float("-inf"))
+            final = rules.allowed[earlier, used.clamp(max=MAX_VALENCE_TABLE - 1)]
+            complete = (final & (used < MAX_VALENCE_TABLE)).all(dim=1)
+            end_logp = end_logp.masked_fill(~complete, float("-inf"))
+        else:
+            end_logp = torch.full_like(end_logp, float("-inf"))  # no empty product
     best_logp, best_bonds = edge_logp.max(-1)
     options = best_logp.sum(-1, keepdim=True)  # [R·k, 1]
+    option_valence = halves[best_bonds].sum(-1, keepdim=True)
     flip_at = flip_class = None
     if t and alternatives:
         top2 = edge_logp.topk(2, dim=-1)
@@ -217,9 +275,14 @@ def score_candidates(
         delta, flip_at = delta.topk(min(alternatives, t), dim=-1)
         flip_class = top2.indices[..., 1].gather(1, flip_at)
         options = torch.cat([options, options + delta], dim=1)
+        change = halves[flip_class] - halves[best_bonds.gather(1, flip_at)]
+        option_valence = torch.cat([option_valence, option_valence + change], dim=1)
     top_label_logp, top_label = atom_logp.topk(min(k, atom_logp.shape[1]), dim=-1)
     extend = state.log_prob.view(-1, 1, 1) + top_label_logp[:, :, None] + options[:, None, :]
-    end = (state.log_prob + label_logp[:, EOG]).view(num_reactions, k)
+    if rules is not None:  # the new atom's own bonds within its label's largest valence
+        too_many = option_valence[:, None, :] > rules.maximum[top_label][:, :, None]
+        extend = extend.masked_fill(too_many, float("-inf"))
+    end = (state.log_prob + end_logp).view(num_reactions, k)
     return Candidates(
         scores=torch.cat([extend.view(num_reactions, -1), end], dim=1),
         labels=top_label,
@@ -231,13 +294,17 @@ def score_candidates(
 
 
 def select_per_reaction(
-    state: BeamState, candidates: Candidates, t: int, length_penalty: float
+    state: BeamState,
+    candidates: Candidates,
+    t: int,
+    length_penalty: float,
+    accept: Callable[[GraphHypothesis], bool] | None = None,
 ) -> Selection:
     """Per reaction still searching, walk its ``2k`` best candidates in order: the first ``k``
     extensions fill its slots, and an ending ranked among the ``k`` best finishes a graph
-    (while the reaction has fewer than ``k``). A reaction is done once it has ``k`` finished
-    graphs or no extension is left; its slots are then emptied. Updates ``state.finished``
-    and ``state.done``."""
+    (while the reaction has fewer than ``k``, and when ``accept`` is None or accepts it). A
+    reaction is done once it has ``k`` finished graphs or no extension is left; its slots are
+    then emptied. Updates ``state.finished`` and ``state.done``."""
     k = state.beam_width
     rows, device = state.log_prob.shape[0], state.log_prob.device
     selection = Selection(
@@ -258,7 +325,10 @@ def select_per_reaction(
                 break
             if index >= num_extensions:
                 if rank < k and len(state.finished[b]) < k:
-                    state.finish(b * k + index - num_extensions, t, score, length_penalty)
+                    found = state.hypothesis(b * k + index - num_extensions, t, score,
+                                             length_penalty)  # fmt: skip
+                    if accept is None or accept(found):
+                        state.finished[b].append(found)
                 continue
             beam, label_rank, option = candidates.extension(index)
             slot, row = b * k + chosen, b * k + beam
@@ -291,6 +361,8 @@ def beam_search_graphs(
     length_penalty: float,
     edge_alternatives: int | None,
     max_nodes: int | None,
+    rules: ValenceRules | None = None,
+    accept: Callable[[GraphHypothesis], bool] | None = None,
 ) -> list[list[GraphHypothesis]]:
     """The search of :meth:`GRATTranslator.beam_search` (see there for the arguments), with
     ``model`` as it is (no gradient or mode handling)."""
@@ -301,8 +373,8 @@ def beam_search_graphs(
     state = BeamState.start(model.start(batch), limits, beam_width)
     for t in range(max(limits) + 1):
         label_logits, edge_logits = model.step(state.cache, t, *state.newest_atom(t))
-        candidates = score_candidates(state, label_logits, edge_logits, t, alternatives)
-        selection = select_per_reaction(state, candidates, t, length_penalty)
+        candidates = score_candidates(state, label_logits, edge_logits, t, alternatives, rules)
+        selection = select_per_reaction(state, candidates, t, length_penalty, accept)
         if all(state.done):
             break
         extend_graphs(state, candidates, selection, t)

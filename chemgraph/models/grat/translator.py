@@ -12,11 +12,30 @@ canonically, Appendix B). :meth:`GRATTranslator.step` decodes step by step with 
 values: the encoding path of a step computes only the newest atom (the paper's reuse of
 ``h_0 … h_{t-1}``); :meth:`GRATTranslator.beam_search` searches with it
 (:mod:`chemgraph.models.grat.beam_search`).
+
+Two additions to the paper's bond head, both options of :class:`GRATTranslatorConfig` and on by
+default (:data:`LEGACY_OPTIONS` turns them off; the measured effect is in
+``recipes/reaction_outcome/README.md``):
+
+* ``bond_scoring = "additive+bilinear"``: besides ``f_e``'s ``GELU(left + right)``, each bond
+  class scores an atom pair by a query-key product of the two projected states, so the head
+  can tell one earlier atom from a similar one (an additive score cannot rank ``j`` by how
+  well it matches ``t``).
+* ``atom_valence_state``: an earlier atom ``x_j`` is encoded once, at step ``j + 1``, and never
+  sees the bonds made to it afterwards. The bond head therefore also gets, for every pair
+  ``(t, j)``, ``x_j``'s degree and bond-order sum over the bonds to ``x_0 … x_{t-1}``
+  (:func:`bonds_made_so_far`): what it needs to know how much valence ``x_j`` has left when a
+  ring is closed or a branch returns. The same counts are kept step by step in the
+  :class:`DecoderCache`, so teacher forcing and step decoding agree.
+
+The token embedding starts at standard deviation ``d^-½`` before its ``√d`` scaling, so tokens
+and positions start at the same scale.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -24,6 +43,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from chemgraph.batches.reaction import (
+    BOND_ORDER_HALVES,
     DELIMITER,
     NUM_BOND_CLASSES,
     NUM_EDGE_TYPES,
@@ -34,10 +54,47 @@ from chemgraph.batches.reaction import (
 )
 from chemgraph.chem.graph_codec import NO_BOND
 from chemgraph.models.config import ModelConfig
-from chemgraph.models.grat.beam_search import GraphHypothesis, beam_search_graphs
+from chemgraph.models.grat.beam_search import GraphHypothesis, ValenceRules, beam_search_graphs
 from chemgraph.models.grat.layers import GRATStack, check_grat_config
 
-__all__ = ["DecoderCache", "GRATTranslator", "GRATTranslatorConfig", "sinusoidal_encoding"]
+__all__ = [
+    "LEGACY_OPTIONS",
+    "DecoderCache",
+    "GRATTranslator",
+    "GRATTranslatorConfig",
+    "bonds_made_so_far",
+    "sinusoidal_encoding",
+]
+
+MAX_DEGREE = 8
+"""Degrees above this share the last degree embedding."""
+MAX_VALENCE_HALVES = 16
+"""Bond-order sums (in half bonds) above this share the last valence embedding."""
+BOND_SCORING = ("additive", "additive+bilinear")
+
+LEGACY_OPTIONS = {"bond_scoring": "additive", "atom_valence_state": False}
+"""The bond head of checkpoints written before these options existed (the paper's ``f_e``)."""
+
+
+def bonds_made_so_far(bonds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Degree and bond-order sum of each earlier atom at each generation step.
+
+    Args:
+        bonds: ``int64 [R, n, n]`` bond classes among the atoms ``x_0 … x_{n-1}`` (symmetric
+            or lower-triangular; values ``>= NUM_BOND_CLASSES``, e.g. ``SELF`` on a diagonal,
+            count as no bond).
+
+    Returns:
+        ``degree, valence: int64 [R, n + 1, n]``: at ``[r, t, j]`` the number of bonds and the
+        bond-order sum in half bonds (:data:`chemgraph.batches.reaction.BOND_ORDER_HALVES`:
+        single 2, aromatic 3, double 4, triple 6) of ``x_j`` to ``x_0 … x_{t-1}``.
+    """
+    lower = torch.tril(torch.where(bonds < NUM_BOND_CLASSES, bonds, NO_BOND), diagonal=-1)
+    symmetric = lower + lower.transpose(1, 2)
+    halves = torch.tensor(BOND_ORDER_HALVES, device=bonds.device)[symmetric]
+    counts = torch.stack([(symmetric != NO_BOND).long(), halves], dim=0).cumsum(dim=2)
+    counts = F.pad(counts, (0, 0, 1, 0))  # step t counts the bonds to atoms before t
+    return counts[0], counts[1]
 
 
 def sinusoidal_encoding(positions: torch.Tensor, dim: int) -> torch.Tensor:
@@ -69,6 +126,11 @@ class GRATTranslatorConfig(ModelConfig):
         neighbour_only: encoder atoms attend only to bonded atoms, themselves and their
             delimiter (the paper's encoder attends to all pairs).
         dropout: dropout in attention weights, after attention and in MLPs.
+        bond_scoring: ``"additive"`` (the paper's ``f_e`` on ``f_p(h'_t)`` and ``f_p(h_j)``)
+            or ``"additive+bilinear"`` (plus a query-key product per bond class; module
+            docstring).
+        atom_valence_state: the bond head also sees each earlier atom's degree and bond-order
+            sum so far (module docstring; not in the paper).
     """
 
     vocab_size: int
@@ -82,6 +144,8 @@ class GRATTranslatorConfig(ModelConfig):
     projection_dim: int = 64
     neighbour_only: bool = False
     dropout: float = 0.1
+    bond_scoring: str = "additive+bilinear"
+    atom_valence_state: bool = True
 
     def __post_init__(self) -> None:
         check_grat_config(
@@ -89,6 +153,8 @@ class GRATTranslatorConfig(ModelConfig):
             ("vocab_size", "max_distance", "hidden_dim", "num_heads", "encoder_layers",
              "decoder_layers", "mlp_hidden_multiplier", "edge_hidden", "projection_dim"),
         )  # fmt: skip
+        if self.bond_scoring not in BOND_SCORING:
+            raise ValueError(f"bond_scoring {self.bond_scoring!r} is not one of {BOND_SCORING}")
 
 
 @dataclass
@@ -103,6 +169,8 @@ class DecoderCache:
             and the decoded atoms, ``float32 [R, H, T, d/H]``; None before ``<PRODUCT>``.
         node_states: final decoder states of ``x_0 … x_{t-1}``, ``float32 [R, t, d]``; None
             before step 1.
+        degree, valence: ``int64 [R, t]`` bonds and bond-order sum (half bonds) of
+            ``x_0 … x_{t-1}`` among themselves (:func:`bonds_made_so_far`); None before step 1.
     """
 
     memory: list[tuple[torch.Tensor, torch.Tensor]]
@@ -110,6 +178,8 @@ class DecoderCache:
     keys: list[torch.Tensor | None] = field(init=False)
     values: list[torch.Tensor | None] = field(init=False)
     node_states: torch.Tensor | None = None
+    degree: torch.Tensor | None = None
+    valence: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         self.keys = [None] * len(self.memory)
@@ -123,6 +193,20 @@ class DecoderCache:
         self.values = [v[rows] for v in self.values]
         if self.node_states is not None:
             self.node_states = self.node_states[rows]
+            self.degree, self.valence = self.degree[rows], self.valence[rows]
+
+    def add_atom(self, state: torch.Tensor, bonds: torch.Tensor) -> None:
+        """Append ``x_{t-1}``: its final state ``float32 [R, 1, d]`` and its bond classes
+        ``int64 [R, t - 1]`` to ``x_0 … x_{t-2}`` (which gain them in their counts)."""
+        bonded = (bonds != NO_BOND).long()
+        halves = torch.tensor(BOND_ORDER_HALVES, device=bonds.device)[bonds]
+        degree, valence = bonded.sum(1, keepdim=True), halves.sum(1, keepdim=True)
+        if self.node_states is None:
+            self.node_states, self.degree, self.valence = state, degree, valence
+            return
+        self.node_states = torch.cat([self.node_states, state], 1)
+        self.degree = torch.cat([self.degree + bonded, degree], 1)
+        self.valence = torch.cat([self.valence + halves, valence], 1)
 
 
 class GRATTranslator(nn.Module):
@@ -145,6 +229,11 @@ class GRATTranslator(nn.Module):
         d = config.hidden_dim
         mlp_hidden = config.mlp_hidden_multiplier * d
         self.token_embedding = nn.Embedding(config.vocab_size, d, padding_idx=0)
+        # × √d in _embed: token vectors then have unit-scale entries, as the positions do
+        # (std 1 before scaling would swamp the positions and make all <G> states alike)
+        nn.init.normal_(self.token_embedding.weight, std=d**-0.5)
+        with torch.no_grad():
+            self.token_embedding.weight[0].zero_()
         self.encoder = GRATStack(
             d, config.num_heads, config.encoder_layers, mlp_hidden, NUM_EDGE_TYPES,
             config.max_distance + 1, config.edge_hidden, config.dropout, cross_attention=False,
@@ -160,6 +249,13 @@ class GRATTranslator(nn.Module):
         self.edge_generation = nn.Linear(p, p)
         self.edge_node = nn.Linear(p, p, bias=False)
         self.edge_out = nn.Linear(p, NUM_BOND_CLASSES)
+        self.edge_query = self.edge_key = self.degree_embedding = self.valence_embedding = None
+        if config.bond_scoring == "additive+bilinear":
+            self.edge_query = nn.Linear(p, NUM_BOND_CLASSES * p)
+            self.edge_key = nn.Linear(p, NUM_BOND_CLASSES * p, bias=False)
+        if config.atom_valence_state:
+            self.degree_embedding = nn.Embedding(MAX_DEGREE + 1, p)
+            self.valence_embedding = nn.Embedding(MAX_VALENCE_HALVES + 1, p)
 
     def _embed(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         x = self.token_embedding(tokens) * math.sqrt(self.config.hidden_dim)
@@ -178,11 +274,40 @@ class GRATTranslator(nn.Module):
             keep=keep,
         )  # fmt: skip
 
-    def edge_logits(self, generation: torch.Tensor, nodes: torch.Tensor) -> torch.Tensor:
-        """``f_e(f_p(h'_t), f_p(h_j))``: ``[R, M, d]``, ``[R, N, d]`` -> ``[R, M, N, C]``."""
-        left = self.edge_generation(self.projection(generation)).unsqueeze(2)
-        right = self.edge_node(self.projection(nodes)).unsqueeze(1)
-        return self.edge_out(F.gelu(left + right))
+    def edge_logits(
+        self,
+        generation: torch.Tensor,
+        nodes: torch.Tensor,
+        degree: torch.Tensor | None = None,
+        valence: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Bond-class logits of every (generation step, earlier atom) pair.
+
+        Args:
+            generation: ``h'_t``, ``float32 [R, M, d]``.
+            nodes: ``h_j``, ``float32 [R, N, d]``.
+            degree, valence: ``int64 [R, M, N]`` bonds and bond-order sum (half bonds) of
+                ``x_j`` before step ``t`` (:func:`bonds_made_so_far`); needed when
+                ``atom_valence_state``.
+
+        Returns:
+            ``float32 [R, M, N, C]``: ``f_e(f_p(h'_t), f_p(h_j))`` (eq. 5), plus the module
+            docstring's additions when configured.
+        """
+        query, key = self.projection(generation), self.projection(nodes)
+        left = self.edge_generation(query).unsqueeze(2)
+        right = self.edge_node(key).unsqueeze(1)
+        if self.degree_embedding is not None:
+            degree, valence = degree.clamp(max=MAX_DEGREE), valence.clamp(max=MAX_VALENCE_HALVES)
+            right = right + self.degree_embedding(degree) + self.valence_embedding(valence)
+        logits = self.edge_out(F.gelu(left + right))
+        if self.edge_query is None:
+            return logits
+        r, m, p = query.shape
+        n = key.shape[1]
+        per_class_query = self.edge_query(query).view(r, m, NUM_BOND_CLASSES, p)
+        per_class_key = self.edge_key(key).view(r, n, NUM_BOND_CLASSES, p)
+        return logits + torch.einsum("rmcp,rncp->rmnc", per_class_query, per_class_key) * p**-0.5
 
     def forward(self, batch: ReactionBatch) -> tuple[torch.Tensor, torch.Tensor]:
         memory = self.encode(batch)
@@ -194,7 +319,8 @@ class GRATTranslator(nn.Module):
             memory=memory, memory_mask=batch.pad_mask.unsqueeze(1),
         )  # fmt: skip
         generation, nodes = h[:, 1::2], h[:, 2::2]
-        return self.label_head(generation), self.edge_logits(generation, nodes)
+        degree, valence = bonds_made_so_far(batch.decoder_edge_type[:, 2::2, 2::2])
+        return self.label_head(generation), self.edge_logits(generation, nodes, degree, valence)
 
     # ------------------------------------------------------------------ step decoding
 
@@ -272,24 +398,26 @@ class GRATTranslator(nn.Module):
             edge_type = torch.stack([node_row, g_row], dim=1)
         h = self._advance(cache, x, edge_type, num_cached=x.shape[1] - 1)
         if step > 0:
-            new = h[:, :1]
-            cache.node_states = (
-                new if cache.node_states is None else torch.cat([cache.node_states, new], 1)
-            )
+            cache.add_atom(h[:, :1], previous_bonds.view(rows, step - 1))
         h_generation = h[:, -1:]
         label_logits = self.label_head(h_generation)[:, 0]
         if step == 0:
             return label_logits, label_logits.new_zeros(rows, 0, NUM_BOND_CLASSES)
-        return label_logits, self.edge_logits(h_generation, cache.node_states)[:, 0]
+        edge_logits = self.edge_logits(
+            h_generation, cache.node_states, cache.degree[:, None], cache.valence[:, None]
+        )
+        return label_logits, edge_logits[:, 0]
 
     @torch.no_grad()
     def beam_search(
         self,
         batch: ReactionBatch,
         beam_width: int = 8,
-        length_penalty: float = 1.0,
+        length_penalty: float = 0.0,
         edge_alternatives: int | None = None,
         max_nodes: int | None = None,
+        rules: ValenceRules | None = None,
+        accept: Callable[[GraphHypothesis], bool] | None = None,
     ) -> list[list[GraphHypothesis]]:
         """Beam search over product graphs (Yoo et al. 2020, section 4.2: beam 8), in eval mode.
 
@@ -299,18 +427,22 @@ class GRATTranslator(nn.Module):
         bond options: the most likely bond class for every earlier atom, plus the
         ``edge_alternatives`` best single changes of one bond to its second most likely class.
         Special tokens other than ``<EOG>`` (and ``<UNK>``) are never generated. Ranking uses the
-        summed log-probability divided by ``steps ** length_penalty`` (steps = atoms + 1;
-        ``length_penalty = 1``: mean log-probability per step). A reaction stops when it has
-        ``beam_width`` finished graphs; a graph has at most ``max_nodes`` atoms (default: the
-        reaction's input atom count, since every product atom of a mapped reaction comes from
-        the inputs). The steps are those of :func:`beam_search_graphs`.
+        summed log-probability divided by ``steps ** length_penalty`` (steps = atoms + 1); the
+        default ``length_penalty = 0`` ranks by the exact log-probability of the graph. A
+        reaction stops when it has ``beam_width`` finished graphs; a graph has at most
+        ``max_nodes`` atoms (default: the reaction's input atom count, since every product atom
+        of a mapped reaction comes from the inputs). The steps are those of
+        :func:`beam_search_graphs`.
 
         Args:
             batch: :class:`ReactionBatch` (its decoder fields are ignored).
             beam_width: hypotheses kept per reaction.
-            length_penalty: exponent ``α`` of the length normalisation.
+            length_penalty: exponent ``α`` of the length normalisation (0 = none).
             edge_alternatives: bond options beyond the most likely set (default ``beam_width - 1``).
             max_nodes: atom limit for every reaction (default per reaction, see above).
+            rules: valence limits on labels, bonds and endings (None = none; see
+                :mod:`chemgraph.models.grat.beam_search`).
+            accept: vets each finished graph (None = all count).
 
         Returns:
             Per reaction, its finished :class:`GraphHypothesis` objects, best score first.
@@ -319,7 +451,8 @@ class GRATTranslator(nn.Module):
         self.eval()
         try:
             return beam_search_graphs(
-                self, batch, beam_width, length_penalty, edge_alternatives, max_nodes
-            )
+                self, batch, beam_width, length_penalty, edge_alternatives, max_nodes, rules,
+                accept,
+            )  # fmt: skip
         finally:
             self.train(was_training)
