@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from chemgraph.cli.base import Command, ExamplesHelpFormatter
 
-__all__ = ["ReactCommand"]
+__all__ = ["NO_PRODUCT", "ReactCommand", "reaction_lines"]
 
 
 class ReactCommand(Command):
@@ -15,27 +16,45 @@ class ReactCommand(Command):
     name = "react"
     help = "predict reaction products with a trained GRAT checkpoint (beam search)"
     description = (
-        "Predict the products of reactions given as reaction SMILES "
-        "'reactants>reagents>' with a checkpoint of the reaction_outcome recipe: GRAT decodes "
-        "product graphs by beam search; they are written as canonical SMILES, deduplicated. "
-        "With --input, lines that already hold products are scored (top-1/2/3/5 accuracy)."
+        "Predict the products of reactions given as reaction SMILES 'reactants>reagents>'\n"
+        "with a checkpoint of the reaction_outcome recipe: GRAT decodes product graphs by beam\n"
+        "search; each reaction's products are printed as canonical SMILES, deduplicated, best\n"
+        "first, with their log-probabilities, or 'no valid product graph was decoded'.\n\n"
+        "--input reads one reaction SMILES a line (text after the first whitespace ignored),\n"
+        "or a .csv/.tsv with a reaction, reactions or rxn_smiles column (USPTO-50K files too),\n"
+        "plain or gzipped; --output gets one row per reaction, in input order. Reactions that\n"
+        "already hold products are scored (top-1/2/3/5 accuracy)."
     )
     epilog = (
-        'examples:\n  chemgraph react "CC(=O)Cl.OCC>c1ccncc1>" --checkpoint best.ckpt '
-        "--top-k 5\n  chemgraph react --input reactions.txt --checkpoint best.ckpt --output "
-        "predictions.csv"
+        "examples:\n"
+        '  chemgraph react "CC(=O)Cl.OCC>c1ccncc1>" --checkpoint best.ckpt --top-k 5\n'
+        "  chemgraph react --input reactions.txt --checkpoint best.ckpt --output predictions.csv\n"
+        "  chemgraph react --input uspto50k_test_raw.csv.gz --checkpoint best.ckpt \\\n"
+        "      --output predictions.csv --show 5"
     )
     formatter_class = ExamplesHelpFormatter
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("reaction", nargs="?", help="one reaction SMILES 'reactants>reagents>'")
-        parser.add_argument("--input", help="file with one reaction SMILES a line (plain or .gz)")
+        parser.add_argument(
+            "--input",
+            help="file of reactions: one reaction SMILES a line, or a .csv/.tsv with a reaction "
+            "column (plain or .gz)",
+        )
         parser.add_argument("--checkpoint", required=True, help="best.ckpt of reaction_outcome")
         parser.add_argument(
             "--output",
             help="CSV to write (with --input): one row per non-blank input line, in input order "
-            "(row = 0-based line number), predictions, and an error column saying why a "
-            "reaction was not decoded",
+            "(row = 0-based line number, or data row of a .csv/.tsv), prediction_k and score_k "
+            "for k up to --top-k, and an error column saying why a reaction was not decoded",
+        )
+        parser.add_argument(
+            "--show",
+            type=int,
+            default=20,
+            metavar="N",
+            help="with --input, print the predictions of the first N reactions (0 = only the "
+            "summary; all are in --output)",
         )
         parser.add_argument("--top-k", type=int, default=5, help="predictions per reaction")
         parser.add_argument("--beam-width", type=int, default=8, help="beam width")
@@ -58,6 +77,8 @@ class ReactCommand(Command):
             if getattr(args, option) < 1:
                 name = "--" + option.replace("_", "-")
                 raise ConfigError(f"{name} must be at least 1, got {getattr(args, option)}")
+        if args.show < 0:
+            raise ConfigError(f"--show must be at least 0, got {args.show}")
         if args.top_k > args.beam_width:
             raise ConfigError(f"--top-k {args.top_k} exceeds --beam-width {args.beam_width}")
         if args.input is not None:
@@ -67,6 +88,10 @@ class ReactCommand(Command):
                 args.checkpoint, args.input, args.output, args.top_k, args.beam_width,
                 args.batch_size,
             )  # fmt: skip
+            for line in reaction_lines(table.head(args.show), args.top_k):
+                print(line)
+            if len(table) > args.show > 0:
+                print(f"... {len(table) - args.show} more reactions in {args.output}")
             decoded = int((table["error"] == "").sum())
             valid = int((table["prediction_1"] != "").sum())
             print(f"{len(table)} reactions read, {decoded} decoded, {valid} with a valid "
@@ -82,7 +107,37 @@ class ReactCommand(Command):
             raise GraphEncodingError(bad[0][2])
         (prediction,) = predict_reactions(module, items, args.beam_width, args.top_k, 1)
         if not prediction.smiles:
-            print("no valid product graph was decoded")
+            print(NO_PRODUCT)
         for rank, (smiles, score) in enumerate(zip(prediction.smiles, prediction.scores), 1):
             print(f"{rank}\t{smiles}\t{score:.4f}")
         return 0
+
+
+NO_PRODUCT = "no valid product graph was decoded"
+"""What ``chemgraph react`` prints for a reaction whose beams hold no valid molecule."""
+
+
+def reaction_lines(table: Any, top_k: int) -> list[str]:
+    """The printed predictions of the rows of a :func:`chemgraph.train.reaction.predict_file`
+    table: per reaction a line ``row N: <reaction>``, then one line ``  rank<TAB>SMILES<TAB>
+    score`` per valid prediction (``<TAB>= target`` ending the one that matches the products
+    given), or ``  no valid product graph was decoded``, or ``  not predicted: <error>``."""
+    import pandas as pd
+
+    lines = []
+    for record in table.to_dict("records"):
+        lines.append(f"row {record['row']}: {record['reaction']}")
+        if record["error"]:
+            lines.append(f"  not predicted: {record['error']}")
+            continue
+        if not record.get("prediction_1"):
+            lines.append(f"  {NO_PRODUCT}")
+            continue
+        hit = record["target_rank"]
+        for rank in range(1, top_k + 1):
+            smiles = record[f"prediction_{rank}"]
+            if not smiles:
+                break
+            mark = "\t= target" if not pd.isna(hit) and int(hit) == rank else ""
+            lines.append(f"  {rank}\t{smiles}\t{record[f'score_{rank}']:.4f}{mark}")
+    return lines

@@ -21,7 +21,28 @@ class RecipeCommand(Command):
         add_action(actions, "list", "registered recipes, each with its description")
         run = add_action(actions, "run", "run a recipe and print its results")
         run.add_argument("name")
-        run.add_argument("--config", help="YAML overriding the recipe's config.yaml")
+        run.add_argument(
+            "--config",
+            help="YAML with the settings to change, merged over the recipe's config.yaml (or "
+            "over the profile its 'profile' key names, e.g. 'profile: cpu' for cpu.yaml)",
+        )
+        run.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="change one setting, over --config (repeatable); KEY may be dotted for a "
+            "nested block (model_options.hidden_dim=64, training.seeds=1); VALUE is read as "
+            "YAML (5, 1.0e-3, true, null, [a, b], text); an unknown key is refused with the "
+            "valid ones",
+        )
+        run.add_argument(
+            "--max-time-minutes",
+            type=float,
+            metavar="N",
+            help="wall-clock budget of the training, for the recipes with a max_time_minutes "
+            "setting (= --set max_time_minutes=N)",
+        )
         run.add_argument("--seeds", type=int, help="number of seeds (overrides the config)")
         run.add_argument(
             "--out",
@@ -31,7 +52,15 @@ class RecipeCommand(Command):
 
     def run(self, args: argparse.Namespace) -> int:
         from chemgraph._output import check_output_folder
-        from chemgraph.recipes.registry import RECIPES, get_recipe, recipe_settings
+        from chemgraph.errors import ConfigError
+        from chemgraph.recipes.registry import (
+            RECIPES,
+            get_recipe,
+            recipe_settings,
+            valid_setting_keys,
+            with_overrides,
+        )
+        from chemgraph.train.config import merge_settings, parse_assignments
 
         if args.action == "list":
             rows = [(name, get_recipe(name).DESCRIPTION) for name in RECIPES]
@@ -41,7 +70,23 @@ class RecipeCommand(Command):
 
         quiet_third_party_warnings()
         module = get_recipe(args.name)
-        out = args.out or recipe_settings(args.name, args.config).get("out") or f"runs/{args.name}"
+        overrides = parse_assignments(args.set)
+        if args.max_time_minutes is not None:
+            if "max_time_minutes" not in valid_setting_keys(args.name):
+                raise ConfigError(
+                    f"--max-time-minutes: recipe {args.name} has no max_time_minutes setting; "
+                    + _BUDGET_HINTS.get(args.name, "see its config.yaml")
+                )
+            overrides = merge_settings({"max_time_minutes": args.max_time_minutes}, overrides)
+        config = with_overrides(args.name, args.config, overrides)
+        out = args.out or recipe_settings(args.name, config).get("out") or f"runs/{args.name}"
         check_output_folder(out, "--out", args.overwrite, "--overwrite")
-        module.run(config=args.config, seeds=args.seeds, out=out)
+        module.run(config=config, seeds=args.seeds, out=out)
         return 0
+
+
+#: What to use instead of --max-time-minutes for a recipe without a max_time_minutes setting.
+_BUDGET_HINTS = {
+    "dft_to_gw": "its wall-clock caps are per training phase: --set "
+    "training.pretrain_max_minutes=N --set training.finetune_max_minutes=N",
+}

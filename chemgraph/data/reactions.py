@@ -1,15 +1,30 @@
 """Reaction data for reaction outcome prediction: files of reactions -> labelled graphs ->
 batches of similar size.
 
-Reactions (USPTO-MIT ``.txt`` lines, or any reaction SMILES ``reactants>reagents>products``)
-become :class:`chemgraph.batches.reaction.ReactionGraphs`; reactions that cannot be read or
-turned into graphs are reported in ``row, input, reason, file`` tables, never dropped silently.
-:class:`LengthBucketSampler` and :func:`reaction_loader` batch them for training and
+Reactions become :class:`chemgraph.batches.reaction.ReactionGraphs`; reactions that cannot be
+read or turned into graphs are reported in ``row, input, reason, file`` tables, never dropped
+silently. :class:`LengthBucketSampler` and :func:`reaction_loader` batch them for training and
 evaluation.
+
+Files of reactions (:func:`reaction_records`; plain, gzip, bzip2, or an archive of one file):
+
+- a text file (any name but ``.csv``/``.tsv``: USPTO-MIT ``.txt``, ``.smi``, ...): one reaction
+  SMILES ``reactants>reagents>products`` a line, atom maps optional; text after the first
+  whitespace (USPTO-MIT edit labels, a name, an id) is ignored; blank lines are skipped;
+  ``row`` is the 0-based line number.
+- a table, ``.csv`` (comma) or ``.tsv`` (tab), with a header naming a reaction column
+  (:data:`REACTION_COLUMNS`, any case: ``reaction``, ``reactions``, ``rxn_smiles``,
+  ``reaction_smiles``, ``rxn``, or USPTO-50K's ``reactants>reagents>production``); other
+  columns are ignored; ``row`` is the 0-based data row (the header not counted).
+
+Reactions whose products are all written on the left of ``>>`` with atom maps (USPTO-MIT,
+USPTO-50K) are split into reactants and reagents by the maps
+(:func:`chemgraph.chem.reactions.parse_reaction_smiles`).
 """
 
 from __future__ import annotations
 
+import csv
 import functools
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -25,44 +40,137 @@ from chemgraph.batches.reaction import (
     reaction_graphs,
 )
 from chemgraph.chem.graph_codec import GraphEncodingError
-from chemgraph.chem.reactions import Reaction, parse_reaction_smiles
+from chemgraph.chem.reactions import Reaction, ReactionParseError, parse_reaction_smiles
 from chemgraph.data.datasets.base import rejected_frame
-from chemgraph.data.datasets.uspto import read_uspto_mit
+from chemgraph.data.datasets.download import open_text
 
 __all__ = [
+    "REACTION_COLUMNS",
+    "TABLE_DELIMITERS",
     "LengthBucketSampler",
     "encode_reactions",
     "load_reaction_graphs",
     "parse_input_reaction",
     "reaction_loader",
+    "reaction_records",
     "read_reaction_file",
 ]
+
+#: Header names (compared in lower case) of the column holding reaction SMILES in a table of
+#: reactions, in order of preference; the last is USPTO-50K's (GLN ``raw_*.csv``).
+REACTION_COLUMNS = (
+    "reaction",
+    "reactions",
+    "rxn_smiles",
+    "reaction_smiles",
+    "rxn",
+    "reactants>reagents>production",
+)
+
+#: File suffix (before any ``.gz``/``.bz2``) -> delimiter of a table of reactions; any other
+#: file is read as one reaction a line.
+TABLE_DELIMITERS = {".csv": ",", ".tsv": "\t"}
+
+_COMPRESSED = {".gz", ".bz2", ".tar", ".tgz", ".zip"}
+
+
+def _table_delimiter(path: Path) -> str | None:
+    """The delimiter when ``path`` names a table (``x.csv``, ``x.tsv.gz``), else None."""
+    suffixes = [s.lower() for s in path.suffixes]
+    while suffixes and suffixes[-1] in _COMPRESSED:
+        suffixes.pop()
+    return TABLE_DELIMITERS.get(suffixes[-1]) if suffixes else None
+
+
+def _first_field(text: str) -> str:
+    """The reaction SMILES of a record: its text up to the first whitespace."""
+    fields = text.split()
+    return fields[0] if fields else ""
+
+
+def reaction_records(
+    path: str | Path, limit: int | None = None
+) -> Iterator[tuple[int, str, str | None]]:
+    """The reaction SMILES of a file of reactions, in file order, without parsing them (see the
+    module docstring for the formats).
+
+    Args:
+        path: the file.
+        limit: read only the first N lines of a text file or data rows of a table (blank ones
+            included; None = all).
+
+    Yields:
+        ``(row, text, reason)``: the 0-based line number (text file) or data row (table), the
+        reaction SMILES (text after its first whitespace dropped), and None, or why the record
+        holds no reaction (then ``text`` is the record as read). Blank lines and rows are
+        skipped.
+
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: a table whose header names no reaction column (the accepted names and the
+            header are given).
+    """
+    path = Path(path)
+    delimiter = _table_delimiter(path)
+    with open_text(path) as lines:
+        if delimiter is None:
+            for row, line in enumerate(lines):
+                if limit is not None and row >= limit:
+                    break
+                if line.strip():
+                    yield row, _first_field(line), None
+            return
+        reader = csv.reader(lines, delimiter=delimiter)
+        header = next(reader, [])
+        names = [name.strip().lower() for name in header]
+        found = [name for name in REACTION_COLUMNS if name in names]
+        if not found:
+            raise ValueError(
+                f"{path}: no reaction column; the header must name one of "
+                f"{', '.join(REACTION_COLUMNS)} (any case); found {header}"
+            )
+        column = names.index(found[0])
+        for row, fields in enumerate(reader):
+            if limit is not None and row >= limit:
+                break
+            if not any(field.strip() for field in fields):
+                continue
+            if column >= len(fields):
+                record = delimiter.join(fields)
+                reason = f"no {header[column].strip()!r} field: {len(fields)} of {len(header)}"
+                yield row, record, reason
+            elif not fields[column].strip():
+                yield row, delimiter.join(fields), f"empty {header[column].strip()!r} field"
+            else:
+                yield row, _first_field(fields[column]), None
 
 
 def read_reaction_file(
     path: str | Path, limit: int | None = None
 ) -> tuple[list[Reaction], list[int], pd.DataFrame]:
-    """Reactions of a USPTO-MIT ``.txt`` (or one reaction SMILES a line; plain or gzip), of
-    the first ``limit`` lines (None = all).
+    """The reactions of a file (:func:`reaction_records`: one reaction SMILES a line, USPTO-MIT
+    ``.txt``, or a ``.csv``/``.tsv`` with a reaction column such as USPTO-50K's), of the first
+    ``limit`` lines or data rows (None = all). Every reaction needs products.
 
     Returns:
-        ``(reactions, rows, rejected)``: parsed reactions, their 0-based line numbers, and the
-        ``row, input, reason, file`` table of lines that could not be parsed.
+        ``(reactions, rows, rejected)``: parsed reactions, their rows (0-based line number, or
+        data row of a table), and the ``row, input, reason, file`` table of the records that
+        could not be read.
 
     Raises:
-        OSError: the file cannot be read.
+        OSError: the file cannot be read. ValueError: a table without a reaction column.
     """
-    table, rejected = read_uspto_mit(path, max_lines=limit)
-    reactions = [
-        Reaction(
-            reactants=tuple(r.split(".")),
-            reagents=tuple(g.split(".")) if g else (),
-            products=tuple(p.split(".")),
-            mapped=m,
-        )
-        for r, g, p, m in zip(table.reactants, table.reagents, table.products, table.reaction)
-    ]
-    return reactions, table["row"].tolist(), rejected
+    reactions, rows, bad = [], [], []
+    for row, text, reason in reaction_records(path, limit):
+        if reason is None:
+            try:
+                reactions.append(parse_reaction_smiles(text))
+                rows.append(row)
+                continue
+            except ReactionParseError as error:
+                reason = error.reason
+        bad.append((row, text, reason))
+    return reactions, rows, rejected_frame(bad).assign(file=Path(path).name)
 
 
 def parse_input_reaction(text: str) -> Reaction:

@@ -156,6 +156,8 @@ def run(
     device = "cuda" if torch.cuda.is_available() else "cpu"
     module = load_checkpoint(checkpoint, kind="reaction", device=device)
     items, rows, rejected = load_reaction_graphs(config.test, config.max_test)
+    if not rejected.empty:  # next to the training and validation rejects
+        rejected.to_csv(out / "rejected.csv", mode="a", header=False, index=False)
     start = time.perf_counter()
     predictions = predict_reactions(
         module, items, config.beam_width, config.top_k, config.eval_batch_size,

@@ -10,6 +10,14 @@ Profiles. Each YAML file of ``recipes/NAME/`` is a profile of the recipe, named 
 only the keys it changes: :func:`recipe_settings` merges it over the profile it names with a
 ``profile`` key (``profile: cpu``), or over ``config.yaml`` when it names none
 (:func:`chemgraph.train.config.over_profile`).
+
+Command-line settings. ``chemgraph recipe run NAME --set key=value`` (and
+``--max-time-minutes N``, short for ``--set max_time_minutes=N``) are merged over the
+``--config`` file by :func:`with_overrides`, so they win over it and over the profile; their
+keys are checked first (:func:`check_setting_keys`): a key must be a key of the recipe's YAML
+files at that place or a field of the settings class that reads that block
+(:data:`SETTINGS_CLASSES`); keys below such a field (``model_options.hidden_dim``) are left to
+that class's own checks.
 """
 
 from __future__ import annotations
@@ -21,15 +29,42 @@ from types import ModuleType
 from typing import Any
 
 from chemgraph._resources import recipe_path
-from chemgraph.train.config import over_profile
+from chemgraph.errors import ConfigError
+from chemgraph.train.config import (
+    PROFILE_KEY,
+    merge_settings,
+    over_profile,
+    read_settings,
+)
 
-__all__ = ["DEFAULT_PROFILE", "RECIPES", "get_recipe", "recipe_profiles", "recipe_settings"]
+__all__ = [
+    "DEFAULT_PROFILE",
+    "RECIPES",
+    "SETTINGS_CLASSES",
+    "check_setting_keys",
+    "get_recipe",
+    "recipe_profiles",
+    "recipe_settings",
+    "valid_setting_keys",
+    "with_overrides",
+]
 
 #: Recipe name -> module path (imported on use, so listing imports nothing heavy).
 RECIPES: dict[str, str] = {
     "dft_to_gw": "chemgraph.recipes.dft_to_gw",
     "reaction_outcome": "chemgraph.recipes.reaction_outcome",
     "qm9_gap": "chemgraph.recipes.qm9_gap_demo",
+}
+
+#: Recipe name -> dotted place in its settings ("" = the top level) -> the settings class that
+#: reads the block there ("module:Class", imported on use), whose fields are its valid keys.
+SETTINGS_CLASSES: dict[str, dict[str, str]] = {
+    "dft_to_gw": {
+        place: "chemgraph.train.transfer:TransferConfig"
+        for place in ("training", "profiles.full", "profiles.embedded")
+    },
+    "reaction_outcome": {"": "chemgraph.recipes.reaction_outcome:ReactionOutcomeConfig"},
+    "qm9_gap": {"": "chemgraph.train.config:TrainingConfig"},
 }
 
 DEFAULT_PROFILE = "config"
@@ -66,3 +101,80 @@ def recipe_settings(name: str, config: str | Path | Mapping[str, Any] | None) ->
         ValueError: an unknown profile (the available ones are listed).
     """
     return over_profile(config, recipe_profiles(name), DEFAULT_PROFILE)
+
+
+def _settings_class_fields(name: str, place: str) -> list[str] | None:
+    """The fields of the settings class at ``place`` of recipe ``name``; None when none."""
+    target = SETTINGS_CLASSES.get(name, {}).get(place)
+    if target is None:
+        return None
+    module, _, attribute = target.partition(":")
+    return list(getattr(importlib.import_module(module), attribute).field_names())
+
+
+def valid_setting_keys(name: str, place: str = "") -> list[str] | None:
+    """The valid keys of recipe ``name`` at the dotted ``place`` of its settings (``""`` = the
+    top level): the keys found there in any of its YAML files, the fields of the settings
+    class of that place (:data:`SETTINGS_CLASSES`), and ``profile`` at the top level. None
+    when ``place`` lies inside a field of a settings class (checked by that class)."""
+    parts = place.split(".") if place else []
+    for depth in range(len(parts)):
+        fields = _settings_class_fields(name, ".".join(parts[:depth]))
+        if fields is not None:
+            return None  # inside a field of a settings class
+    keys = set(_settings_class_fields(name, place) or ())
+    for path in recipe_profiles(name).values():
+        block: Any = read_settings(path)
+        for part in parts:
+            block = block.get(part) if isinstance(block, Mapping) else None
+        if isinstance(block, Mapping):
+            keys.update(block)
+    if not parts:
+        keys.add(PROFILE_KEY)
+    return sorted(keys)
+
+
+def check_setting_keys(name: str, values: Mapping[str, Any], source: str = "--set") -> None:
+    """Refuse keys of ``values`` (a partial configuration) that recipe ``name`` does not have
+    (:func:`valid_setting_keys`), before any work is done.
+
+    Raises:
+        ConfigError: ``"<source>: unknown keys [...]; valid keys: [...]"`` (the dotted keys of a
+            nested block: ``"... unknown keys ['data.sourse']; valid keys of data: [...]"``).
+    """
+
+    def check(block: Mapping[str, Any], place: str) -> None:
+        valid = valid_setting_keys(name, place)
+        if valid is None:
+            return
+        unknown = sorted(str(key) for key in block if key not in valid)
+        if unknown:
+            where = f" of {place}" if place else ""
+            shown = [f"{place}.{key}" if place else key for key in unknown]
+            raise ConfigError(f"{source}: unknown keys {shown}; valid keys{where}: {valid}")
+        for key, value in block.items():
+            if isinstance(value, Mapping):
+                check(value, f"{place}.{key}" if place else str(key))
+
+    check(values, "")
+
+
+def with_overrides(
+    name: str,
+    config: str | Path | Mapping[str, Any] | None,
+    overrides: Mapping[str, Any],
+    source: str = "--set",
+) -> str | Path | Mapping[str, Any] | None:
+    """``config`` (a ``--config`` file, a mapping or None) with ``overrides`` (command-line
+    settings, :func:`chemgraph.train.config.parse_assignments`) merged over it, as a mapping
+    that :func:`recipe_settings` and the recipe's ``run`` take; ``config`` itself when there
+    are no overrides. ``overrides`` may name the profile (``profile: cpu``).
+
+    Raises:
+        ConfigError: an unknown key in ``overrides`` (:func:`check_setting_keys`), or a
+            ``config`` file that does not hold a mapping.
+    """
+    if not overrides:
+        return config
+    check_setting_keys(name, overrides, source)
+    return merge_settings(read_settings(config), overrides)

@@ -9,13 +9,16 @@ plain-dict form written back as ``config.yaml``.
 
 A partial configuration is merged over a complete one with :func:`merge_settings` (nested
 mappings key by key, everything else replaced); :func:`over_profile` merges it over the profile
-it names with its ``profile`` key (a recipe's YAML files, ``chemgraph.recipes.registry``).
+it names with its ``profile`` key (a recipe's YAML files, ``chemgraph.recipes.registry``);
+:func:`parse_assignments` turns command-line ``key=value`` settings (``--set``) into such a
+partial configuration.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
@@ -36,6 +39,7 @@ __all__ = [
     "dataset_defaults",
     "merge_settings",
     "over_profile",
+    "parse_assignments",
     "read_settings",
 ]
 
@@ -75,6 +79,39 @@ def merge_settings(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict
         else:
             merged[key] = copy.deepcopy(value)
     return merged
+
+
+_EXPONENT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
+def parse_assignments(assignments: Sequence[str], option: str = "--set") -> dict[str, Any]:
+    """Command-line settings ``key=value`` as a partial configuration (a nested dict).
+
+    A dotted key sets a key of a nested block (``model_options.hidden_dim=64`` gives
+    ``{"model_options": {"hidden_dim": 64}}``); the value is read as YAML (``5`` an integer,
+    ``0.5``, ``1.0e-3`` and ``1e-3`` numbers, ``true``/``false``, ``null`` or nothing at all None,
+    ``[a, b]`` a list, anything else text). A later assignment of the same key wins.
+
+    Raises:
+        ConfigError: ``"<option> <text>: expected key=value"``, an empty key part, or a value
+            YAML cannot read.
+    """
+    values: dict[str, Any] = {}
+    for text in assignments:
+        key, equals, raw = text.partition("=")
+        parts = key.strip().split(".")
+        if not equals or not all(part.strip() for part in parts):
+            raise ConfigError(f"{option} {text!r}: expected key=value (e.g. max_epochs=5)")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError:
+            raise ConfigError(f"{option} {text!r}: {raw!r} is not a YAML value") from None
+        if isinstance(value, str) and _EXPONENT.fullmatch(value):
+            value = float(value)  # YAML 1.1 reads 1e-3 (no dot) as text
+        for part in reversed(parts[1:]):
+            value = {part.strip(): value}
+        values = merge_settings(values, {parts[0].strip(): value})
+    return values
 
 
 def over_profile(

@@ -34,12 +34,12 @@ from chemgraph.chem.graph_codec import (
     same_molecules,
 )
 from chemgraph.chem.reactions import ReactionParseError
-from chemgraph.data.datasets.download import open_text
 from chemgraph.data.reactions import (
     encode_reactions,
     load_reaction_graphs,
     parse_input_reaction,
     reaction_loader,
+    reaction_records,
 )
 from chemgraph.errors import ConfigError
 from chemgraph.models.grat import GRATTranslatorConfig
@@ -369,16 +369,17 @@ def prediction_frame(
     predictions: Sequence[ReactionPrediction],
     top_k: int | None = None,
 ) -> pd.DataFrame:
-    """One row per reaction: row, target (when known), rank of the target (1-based, empty
-    when missed), top1_invalid, prediction_1 … and score_1 … (``top_k`` of each; None = as
-    many as the reaction with the most valid predictions has). The columns are there even when
-    ``rows`` is empty."""
+    """One row per reaction: ``row`` (int64), ``target`` (canonical SMILES of the products,
+    ``""`` when unknown), ``target_rank`` (Int64: 1-based rank of the target among the
+    predictions, missing when it is not among them), ``top1_invalid`` (boolean),
+    ``prediction_1, score_1`` … (``top_k`` of each; None = as many as the reaction with the
+    most valid predictions has; ``""`` and NaN past a reaction's last valid prediction). The
+    columns and their dtypes are there even when ``rows`` is empty."""
     if top_k is None:
         top_k = max((len(p.smiles) for p in predictions), default=0)
+    ranks = range(1, top_k + 1)
     columns = ["row", "target", "target_rank", "top1_invalid"]
-    columns += [
-        f"{name}_{rank}" for rank in range(1, top_k + 1) for name in ("prediction", "score")
-    ]
+    columns += [f"{name}_{rank}" for rank in ranks for name in ("prediction", "score")]
     records = []
     for row, item, prediction in zip(rows, items, predictions):
         record = {"row": row, "target": item.product_smiles}
@@ -390,7 +391,10 @@ def prediction_frame(
             record[f"prediction_{rank + 1}"] = prediction.smiles[rank] if found else ""
             record[f"score_{rank + 1}"] = prediction.scores[rank] if found else None
         records.append(record)
-    return pd.DataFrame(records, columns=columns)
+    dtypes = {"row": "int64", "target": str, "target_rank": "Int64", "top1_invalid": "boolean"}
+    dtypes |= {f"prediction_{rank}": str for rank in ranks}
+    dtypes |= {f"score_{rank}": "float64" for rank in ranks}
+    return pd.DataFrame(records, columns=columns).astype(dtypes)
 
 
 def predict_file(
@@ -403,56 +407,60 @@ def predict_file(
 ) -> tuple[pd.DataFrame, dict[str, float] | None]:
     """``chemgraph react --input``: predict the products of every reaction of a file.
 
-    Each line holds a reaction SMILES ``reactants>reagents>[products]`` (text after the first
-    whitespace, such as USPTO-MIT edit labels, is ignored); blank lines are skipped. Every
-    other line gives one row, in input order; a line that cannot be parsed or turned into
-    graphs keeps its row with the reason in ``error`` and no prediction. Runs on CUDA when
-    available.
+    The file is read by :func:`chemgraph.data.reactions.reaction_records`: one reaction SMILES
+    ``reactants>reagents>[products]`` a line (text after the first whitespace, such as
+    USPTO-MIT edit labels, is ignored; blank lines are skipped), or a ``.csv``/``.tsv`` with a
+    reaction column (``reaction``, ``rxn_smiles``, ``reactions``, USPTO-50K's
+    ``reactants>reagents>production``, ...). Every other record gives one row, in input
+    order; a record that cannot be parsed or turned into graphs keeps its row with the reason
+    in ``error`` and no prediction. Runs on CUDA when available.
 
     Returns:
-        The table written to ``output``, one row per non-blank line: ``row`` (0-based line
-        number, int64), ``reaction`` (the reaction SMILES as read), ``target`` (canonical
-        SMILES of the products given, ``""`` when none), ``target_rank`` (Int64, 1-based rank
-        of the target among the predictions, missing when it is not among them),
-        ``top1_invalid`` (nullable boolean: the best-scoring decoded graph is not a valid
-        molecule; missing for a line with an error), ``prediction_1, score_1`` …
-        ``prediction_{top_k}, score_{top_k}`` (valid canonical product SMILES, best first,
-        ``""`` past the last valid one; their length-normalised log-probabilities, NaN past
-        the last) and ``error`` (``""`` for a decoded reaction). Also, when every usable line
+        The table written to ``output``, one row per non-blank record: ``row`` (int64, the
+        0-based line number of a text file or data row of a table), ``reaction`` (the reaction
+        SMILES as read), ``target`` (canonical SMILES of the products given, ``""`` when none),
+        ``target_rank`` (Int64, 1-based rank of the target among the predictions, missing when
+        it is not among them), ``top1_invalid`` (nullable boolean: the best-scoring decoded
+        graph is not a valid molecule; missing for a row with an error), ``prediction_1,
+        score_1`` … ``prediction_{top_k}, score_{top_k}`` (valid canonical product SMILES,
+        best first, ``""`` past the last valid one; their log-probabilities, NaN past the
+        last) and ``error`` (``""`` for a decoded reaction). Also, when every decoded reaction
         has products, the :func:`top_k_metrics` of the predictions (else None).
 
     Raises:
         FileNotFoundError, ValueError: see :func:`chemgraph.train.checkpoint.load_checkpoint`
             (a property-prediction checkpoint is refused); OSError: ``input_path`` cannot be
-            read.
+            read; ValueError: a table without a reaction column.
     """
     device = "cuda" if torch.cuda.is_available() else "cpu"
     module = load_checkpoint(checkpoint, kind="reaction", device=device)
-    reactions, rows, errors, texts = [], [], {}, {}
-    with open_text(Path(input_path)) as lines:
-        for row, line in enumerate(lines):
-            if not line.strip():
-                continue
-            texts[row] = line.split()[0]
+    items, kept, errors, texts = [], [], {}, {}
+    for row, text, reason in reaction_records(input_path):
+        texts[row] = text
+        if reason is None:
             try:
-                reactions.append(parse_input_reaction(line))
-                rows.append(row)
+                reaction = parse_input_reaction(text)
             except ReactionParseError as error:
-                errors[row] = error.reason
-    scored = bool(reactions) and all(r.products for r in reactions)
-    items, kept, bad = encode_reactions(reactions, rows, with_product=scored)
-    errors.update({row: reason for row, _, reason in bad})
+                reason = error.reason
+        if reason is not None:
+            errors[row] = reason
+            continue
+        # the products, when given, are the target (top-k accuracy, target_rank)
+        graphs, _, bad = encode_reactions([reaction], [row], with_product=bool(reaction.products))
+        items += graphs
+        kept += [row] * len(graphs)
+        errors.update({bad_row: bad_reason for bad_row, _, bad_reason in bad})
     predictions = predict_reactions(module, items, beam_width, top_k, batch_size)
     table = pd.DataFrame(
         {"row": pd.Series(list(texts), dtype="int64"), "reaction": list(texts.values())}
     )
-    table = table.merge(prediction_frame(kept, items, predictions, top_k), on="row", how="left")
-    ranks = range(1, top_k + 1)
-    text_columns = ["target"] + [f"prediction_{rank}" for rank in ranks]
+    frame = prediction_frame(kept, items, predictions, top_k)
+    table = table.merge(frame, on="row", how="left")
+    text_columns = ["target"] + [f"prediction_{rank}" for rank in range(1, top_k + 1)]
     table[text_columns] = table[text_columns].fillna("")
-    dtypes = {"target_rank": "Int64", "top1_invalid": "boolean"}
-    table = table.astype(dtypes | {f"score_{rank}": "float64" for rank in ranks})
+    table = table.astype(frame.dtypes.to_dict())
     table["error"] = [errors.get(row, "") for row in table["row"]]
     table.to_csv(output, index=False)
+    scored = bool(items) and all(item.product_smiles for item in items)
     metrics = top_k_metrics(predictions, [i.product_smiles for i in items]) if scored else None
     return table, metrics

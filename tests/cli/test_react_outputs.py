@@ -1,0 +1,159 @@
+"""What ``chemgraph react`` prints and writes: the top-k products with scores of each reaction,
+a per-reaction message when no valid product was decoded or the reaction was not read, and the
+--output table (one row per record, in input order, integer rows, an error column). The frozen
+checkpoint was trained on a few reactions: these tests pin formats, not accuracy."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from chemgraph.batches.reaction import TokenVocabulary
+from chemgraph.cli import main
+from chemgraph.cli.react import NO_PRODUCT, reaction_lines
+from chemgraph.train.reaction_module import ReactionModule
+
+FROZEN = str(
+    Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints" / "reaction_grat.ckpt"
+)
+ESTER_INPUT = "CC(=O)Cl.OCC>c1ccncc1>"
+SCORE = r"-?\d+\.\d{4}"
+SEPARATORS = "expected 'reactants>reagents>products' (2 '>' separators), found 0"
+
+
+@pytest.fixture(scope="module")
+def untrained(tmp_path_factory):
+    """Random weights, a vocabulary of special tokens only: never decodes a valid product."""
+    torch.manual_seed(0)
+    vocabulary = TokenVocabulary([]).tokens
+    options = {"vocab_size": len(vocabulary), "hidden_dim": 16, "num_heads": 2,
+               "encoder_layers": 1, "decoder_layers": 1, "projection_dim": 8,
+               "dropout": 0.0}  # fmt: skip
+    module = ReactionModule(model_config=options, vocabulary=vocabulary)
+    path = tmp_path_factory.mktemp("untrained") / "untrained.ckpt"
+    torch.save({"hyper_parameters": dict(module.hparams), "state_dict": module.state_dict()}, path)
+    return str(path)
+
+
+def _react(*argv: str) -> int:
+    return main(["react", *argv, "--beam-width", "4", "--top-k", "2"])
+
+
+def test_one_reaction_prints_ranked_products_with_scores(capsys):
+    assert _react(ESTER_INPUT, "--checkpoint", FROZEN) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert 1 <= len(lines) <= 2
+    for rank, line in enumerate(lines, 1):
+        assert re.fullmatch(rf"{rank}\t\S+\t{SCORE}", line), line
+    assert lines[0].split("\t")[1] == "CCOC(C)=O"  # what the fixture learned
+
+
+def test_one_reaction_without_a_valid_product_says_so(capsys, untrained):
+    assert _react(ESTER_INPUT, "--checkpoint", untrained) == 0
+    assert capsys.readouterr().out.splitlines() == [NO_PRODUCT]
+    assert NO_PRODUCT == "no valid product graph was decoded"
+
+
+def test_input_file_prints_each_reaction_then_the_summary(tmp_path, capsys):
+    inputs = tmp_path / "reactions.txt"
+    inputs.write_text(
+        f"{ESTER_INPUT}\nnot a reaction\n\nCCN.O=C(Cl)c1ccccc1>>CCNC(=O)c1ccccc1 amide\n"
+        "O->[Mg+2]<-O.CCBr>>CCO\n"
+    )
+    output = tmp_path / "predictions.csv"
+    assert _react("--input", str(inputs), "--checkpoint", FROZEN, "--output", str(output)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    table = pd.read_csv(output, keep_default_na=False)
+    assert table["row"].tolist() == [0, 1, 3, 4]
+    assert table["error"].tolist()[:3] == ["", SEPARATORS, ""]
+    assert lines[0] == f"row 0: {ESTER_INPUT}"
+    assert re.fullmatch(rf"  1\tCCOC\(C\)=O\t{SCORE}", lines[1])
+    assert lines[lines.index("row 1: not") + 1] == f"  not predicted: {SEPARATORS}"
+    amide = lines.index("row 3: CCN.O=C(Cl)c1ccccc1>>CCNC(=O)c1ccccc1")
+    assert re.fullmatch(rf"  1\tCCNC\(=O\)c1ccccc1\t{SCORE}\t= target", lines[amide + 1])
+    assert lines[-2] == (
+        "  not predicted: graph: bond 0 has type DATIVE; representable: single, double, "
+        "triple, aromatic"
+    )
+    valid = int((table["prediction_1"] != "").sum())
+    assert valid == 2
+    assert lines[-1] == (
+        f"4 reactions read, 2 decoded, 2 with a valid product (written to {output}; its error "
+        "column says why a reaction was not decoded)"
+    )
+
+
+def test_input_file_without_valid_products_says_so_per_reaction(tmp_path, capsys, untrained):
+    inputs = tmp_path / "reactions.csv"
+    inputs.write_text("id,reaction\na,CC(=O)Cl.OCC>c1ccncc1>\nb,CO.[Na+]>>\nc,CCO>>CC=O\n")
+    output = tmp_path / "predictions.csv"
+    assert _react("--input", str(inputs), "--checkpoint", untrained, "--output", str(output)) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "row 0: CC(=O)Cl.OCC>c1ccncc1>",
+        f"  {NO_PRODUCT}",
+        "row 1: CO.[Na+]>>",
+        f"  {NO_PRODUCT}",
+        "row 2: CCO>>CC=O",
+        f"  {NO_PRODUCT}",
+        f"3 reactions read, 3 decoded, 0 with a valid product (written to {output}; its error "
+        "column says why a reaction was not decoded)",
+    ]
+    assert output.read_text().splitlines() == [
+        "row,reaction,target,target_rank,top1_invalid,prediction_1,score_1,prediction_2,"
+        "score_2,error",
+        "0,CC(=O)Cl.OCC>c1ccncc1>,,,True,,,,,",
+        "1,CO.[Na+]>>,,,True,,,,,",
+        "2,CCO>>CC=O,CC=O,,True,,,,,",
+    ]
+
+
+def test_show_limits_the_printed_reactions(tmp_path, capsys, untrained):
+    inputs = tmp_path / "reactions.txt"
+    inputs.write_text("CCO>>CC=O\n" * 5)
+    output = tmp_path / "predictions.csv"
+    argv = ["--input", str(inputs), "--checkpoint", untrained, "--output", str(output)]
+    assert _react(*argv, "--show", "2") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:5] == [
+        "row 0: CCO>>CC=O",
+        f"  {NO_PRODUCT}",
+        "row 1: CCO>>CC=O",
+        f"  {NO_PRODUCT}",
+        f"... 3 more reactions in {output}",
+    ]
+    assert lines[5].startswith("5 reactions read, 5 decoded, 0 with a valid product")
+    assert "top-1" in lines[6]  # every reaction has products: top-k accuracy follows
+    assert _react(*argv, "--show", "0") == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("5 reactions read")
+    assert _react(*argv, "--show", "-1") == 2
+    assert "--show must be at least 0, got -1" in capsys.readouterr().err
+
+
+def test_reaction_lines_mark_the_target():
+    table = pd.DataFrame(
+        {
+            "row": [2], "reaction": ["CCO.CC(=O)O>>CCOC(C)=O"], "target": ["CCOC(C)=O"],
+            "target_rank": pd.array([2], dtype="Int64"), "top1_invalid": [False],
+            "prediction_1": ["CCO"], "score_1": [-0.5], "prediction_2": ["CCOC(C)=O"],
+            "score_2": [-1.25], "error": [""],
+        }
+    )  # fmt: skip
+    assert reaction_lines(table, 2) == [
+        "row 2: CCO.CC(=O)O>>CCOC(C)=O",
+        "  1\tCCO\t-0.5000",
+        "  2\tCCOC(C)=O\t-1.2500\t= target",
+    ]
+
+
+def test_input_table_without_a_reaction_column_is_one_error_line(tmp_path, capsys):
+    inputs = tmp_path / "molecules.csv"
+    inputs.write_text("smiles\nCCO\n")
+    argv = ["--input", str(inputs), "--checkpoint", FROZEN, "--output", str(tmp_path / "o.csv")]
+    assert _react(*argv) == 2
+    assert "no reaction column; the header must name one of reaction, reactions" in (
+        capsys.readouterr().err
+    )
