@@ -96,8 +96,28 @@ def load_checkpoint(
         module = KINDS[found](**parameters)
     except TypeError as error:  # another Lightning module's checkpoint
         raise ValueError(f"{path} is not a chemgraph {found} checkpoint: {error}") from error
+    if _saved_per_head_edge_conditioning(module, parameters, checkpoint["state_dict"]):
+        model_config = {**parameters["model_config"], "edge_conditioning": "per_head"}
+        module = KINDS[found](**{**parameters, "model_config": model_config})
     module.load_state_dict(checkpoint["state_dict"])
     return module.to(device).eval()
+
+
+def _saved_per_head_edge_conditioning(
+    module: L.LightningModule, parameters: dict[str, Any], state_dict: dict[str, torch.Tensor]
+) -> bool:
+    """Whether a GRAT checkpoint written before the ``edge_conditioning`` option holds one
+    ``(γ, β)`` per head (the form of that time; see :class:`chemgraph.models.grat.
+    EdgeConditioning`): its ``f_a`` output layer is wider than the per-pair one just built."""
+    if "edge_conditioning" in parameters.get("model_config", {}):
+        return False
+    built = module.state_dict()
+    return any(
+        name.endswith("edge_conditioning.mlp.2.weight")
+        and name in state_dict
+        and state_dict[name].shape != tensor.shape
+        for name, tensor in built.items()
+    )
 
 
 def load_weights(module: torch.nn.Module, path: str | Path) -> None:

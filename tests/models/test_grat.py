@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from chemgraph._dgl import dgl
@@ -21,6 +22,7 @@ from chemgraph.models.grat import (
     GRAT,
     EdgeConditioning,
     GRATConfig,
+    GRATStack,
     GRATTranslator,
     GRATTranslatorConfig,
 )
@@ -49,14 +51,28 @@ def _translator_and_batch(seed: int = 0):
     return model.eval(), items, vocabulary
 
 
-def test_edge_conditioning_starts_as_plain_attention():
-    f_a = EdgeConditioning(num_edge_types=5, num_distances=3, hidden=8, num_layers=2, num_heads=4)
+@pytest.mark.parametrize("per_head, heads_out", [(False, 1), (True, 4)])
+def test_edge_conditioning_starts_as_plain_attention(per_head, heads_out):
+    """One (γ, β) per atom pair and layer (eq. 2) by default, one per head as an option."""
+    f_a = EdgeConditioning(
+        num_edge_types=5, num_distances=3, hidden=8, num_layers=2, num_heads=4, per_head=per_head
+    )
     table = f_a.table()
-    assert table.shape == (15, 2, 4, 2)
-    assert torch.equal(table[..., 0], torch.ones(15, 2, 4))  # γ = 1
-    assert torch.equal(table[..., 1], torch.zeros(15, 2, 4))  # β = 0
+    assert table.shape == (15, 2, heads_out, 2)
+    assert f_a.mlp[2].out_features == 2 * heads_out * 2
+    assert torch.equal(table[..., 0], torch.ones(15, 2, heads_out))  # γ = 1
+    assert torch.equal(table[..., 1], torch.zeros(15, 2, heads_out))  # β = 0
     index = f_a(torch.tensor([[[4, 0]]]), torch.tensor([[[2, 1]]]))
     assert index.tolist() == [[[14, 1]]]
+
+
+def test_per_pair_edge_conditioning_gives_every_head_the_same_gamma_and_beta():
+    stack = GRATStack(8, 4, 2, 16, 5, 3, 8, 0.0, cross_attention=False)
+    torch.nn.init.normal_(stack.edge_conditioning.mlp[2].weight)
+    edge_type, distance = torch.tensor([[[0, 4], [2, 1]]]), torch.tensor([[[0, 2], [1, 0]]])
+    for _, _, gamma, beta in stack.conditioned_layers(edge_type, distance):
+        assert gamma.shape == beta.shape == (1, 1, 2, 2)  # broadcast over the 4 heads
+        assert not torch.equal(gamma, torch.ones_like(gamma))
 
 
 def test_teacher_forced_parallel_logits_equal_step_by_step_decoding():

@@ -41,6 +41,8 @@ class GRATConfig(ModelConfig):
         head_hidden: readout MLP hidden width (paper: 512).
         neighbour_only: atoms attend only to bonded atoms, themselves and ``<CLS>``.
         dropout: dropout in attention weights, after attention and in MLPs.
+        edge_conditioning: ``"per_pair"`` (one ``(γ, β)`` per atom pair and layer, eq. 2) or
+            ``"per_head"`` (one per head too); :class:`chemgraph.models.grat.EdgeConditioning`.
     """
 
     atom_vocabulary_sizes: list[int]
@@ -55,6 +57,7 @@ class GRATConfig(ModelConfig):
     head_hidden: int = 512
     neighbour_only: bool = False
     dropout: float = 0.0
+    edge_conditioning: str = "per_pair"
 
     FIXED = {"atom_vocabulary_sizes": [1], "num_bond_types": 1, "num_outputs": 1}
 
@@ -97,6 +100,7 @@ class GRAT(nn.Module):
             d, config.num_heads, config.num_layers, config.mlp_hidden_multiplier * d,
             config.num_bond_types + 2, config.max_distance + 2, config.edge_hidden,
             config.dropout, cross_attention=False,
+            per_head=config.edge_conditioning == "per_head",
         )  # fmt: skip
         self.head = nn.Sequential(
             nn.Linear(d, config.head_hidden),

@@ -6,7 +6,9 @@ Reference: S. Yoo, Y.-S. Kim, K. H. Lee, K. Jeong, J. Choi, H. Lee, Y. S. Choi (
 Attention (section 3.1, eq. 2-3): ``softmax((Γ ⊙ QKᵀ + B) / √d_k) V`` with
 ``(γ_ij, β_ij) = f_a(e_ij)``. ``f_a`` (:class:`EdgeConditioning`) is one MLP (hidden width 32,
 tanh; Appendix A/B) of the one-hot edge type, concatenated with the one-hot distance bucket when
-distances are given, that outputs ``γ`` and ``β`` for every layer and head. Its last layer starts
+distances are given, that outputs ``γ`` and ``β`` for every layer: one pair per atom pair, shared
+by the heads, as in eq. 2 (``per_head=True``, a labelled choice, gives each head its own). Its
+last layer starts
 at zero and ``γ = 1 + output``, so training starts from plain attention. The edge types and
 distances are discrete, so ``f_a`` is evaluated once per (type, distance) combination and
 gathered. The same :class:`GRATStack` of :class:`GRATLayer` blocks is the property encoder
@@ -25,7 +27,13 @@ from torch import nn
 from chemgraph.models.config import ModelConfig
 from chemgraph.nn import MLP, MultiHeadAttention, masked_attention
 
-__all__ = ["EdgeConditioning", "GRATLayer", "GRATStack", "check_grat_config"]
+__all__ = [
+    "EDGE_CONDITIONING",
+    "EdgeConditioning",
+    "GRATLayer",
+    "GRATStack",
+    "check_grat_config",
+]
 
 
 class EdgeConditioning(nn.Module):
@@ -35,21 +43,30 @@ class EdgeConditioning(nn.Module):
         num_edge_types: edge-type vocabulary ``T`` (one-hot input).
         num_distances: distance buckets ``D`` (one-hot input), 0 = no distance input.
         hidden: hidden width (paper: 32, tanh).
-        num_layers, num_heads: outputs ``γ, β`` for each.
+        num_layers: outputs ``γ, β`` for each layer.
+        num_heads: with ``per_head``, outputs ``γ, β`` for each head too.
+        per_head: one ``(γ, β)`` per head instead of one per atom pair shared by the heads
+            (eq. 2's form, the default).
 
     Shapes:
         - input: ``edge_type: int64 [B, L_q, L_k]`` in ``[0, T)``, ``distance: int64
           [B, L_q, L_k]`` in ``[0, D)`` (None when ``D = 0``).
         - output: the pair index ``int64 [B, L_q, L_k]`` into :meth:`table`
-          (``float32 [T·max(D, 1), layers, heads, 2]``).
+          (``float32 [T·max(D, 1), layers, H', 2]``, ``H'`` = heads with ``per_head``, else 1).
     """
 
     def __init__(
-        self, num_edge_types: int, num_distances: int, hidden: int, num_layers: int, num_heads: int
+        self,
+        num_edge_types: int,
+        num_distances: int,
+        hidden: int,
+        num_layers: int,
+        num_heads: int,
+        per_head: bool = False,
     ) -> None:
         super().__init__()
         self.num_distances = num_distances
-        self.num_layers, self.num_heads = num_layers, num_heads
+        self.num_layers, self.num_heads = num_layers, num_heads if per_head else 1
         types = torch.eye(num_edge_types).repeat_interleave(max(1, num_distances), dim=0)
         inputs = [types]
         if num_distances:
@@ -58,13 +75,13 @@ class EdgeConditioning(nn.Module):
         self.mlp = nn.Sequential(
             nn.Linear(self.inputs.shape[1], hidden),
             nn.Tanh(),
-            nn.Linear(hidden, num_layers * num_heads * 2),
+            nn.Linear(hidden, num_layers * self.num_heads * 2),
         )
         nn.init.zeros_(self.mlp[2].weight)
         nn.init.zeros_(self.mlp[2].bias)
 
     def table(self) -> torch.Tensor:
-        """``float32 [T·D, layers, heads, 2]``: ``(γ, β)`` of every (type, distance) pair."""
+        """``float32 [T·D, layers, H', 2]``: ``(γ, β)`` of every (type, distance) pair."""
         out = self.mlp(self.inputs).view(-1, self.num_layers, self.num_heads, 2)
         return out + torch.tensor([1.0, 0.0], device=out.device)
 
@@ -77,7 +94,8 @@ class EdgeConditioning(nn.Module):
     def layer_terms(
         table: torch.Tensor, index: torch.Tensor, layer: int, head_dim: int
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``Γ`` and ``B / √d_k`` of one layer, ``float [B, H, L_q, L_k]`` each."""
+        """``Γ`` and ``B / √d_k`` of one layer, ``float [B, H', L_q, L_k]`` each (``H' = 1``
+        broadcasts over the heads)."""
         film = table[:, layer][index]  # [B, L_q, L_k, H, 2]
         gamma = film[..., 0].permute(0, 3, 1, 2)
         beta = film[..., 1].permute(0, 3, 1, 2) * head_dim**-0.5
@@ -175,6 +193,7 @@ class GRATStack(nn.Module):
         num_edge_types, num_distances, edge_hidden: of the shared :class:`EdgeConditioning`.
         dropout: in attention weights, after attention and in MLPs.
         cross_attention: decoder blocks (cross-attention to the encoder output).
+        per_head: ``f_a`` gives each head its own ``(γ, β)`` (:class:`EdgeConditioning`).
 
     Shapes (all tokens at once):
         - input: ``x: float32 [B, L, d]``, ``mask: bool [B, L, L]``, ``edge_type`` and
@@ -195,11 +214,12 @@ class GRATStack(nn.Module):
         edge_hidden: int,
         dropout: float,
         cross_attention: bool,
+        per_head: bool = False,
     ) -> None:
         super().__init__()
         self.head_dim = dim // num_heads
         self.edge_conditioning = EdgeConditioning(
-            num_edge_types, num_distances, edge_hidden, num_layers, num_heads
+            num_edge_types, num_distances, edge_hidden, num_layers, num_heads, per_head
         )
         self.layers = nn.ModuleList(
             GRATLayer(dim, num_heads, mlp_hidden, dropout, cross_attention)
@@ -211,7 +231,7 @@ class GRATStack(nn.Module):
         self, edge_type: torch.Tensor, distance: torch.Tensor | None = None
     ) -> Iterator[tuple[int, GRATLayer, torch.Tensor, torch.Tensor]]:
         """Each layer's number, the layer, and its ``Γ`` and ``B / √d_k`` (``float32
-        [B, H, L_q, L_k]``) for the pairs of ``edge_type`` and ``distance``
+        [B, H', L_q, L_k]``) for the pairs of ``edge_type`` and ``distance``
         (``int64 [B, L_q, L_k]``)."""
         table = self.edge_conditioning.table()
         index = self.edge_conditioning(edge_type, distance)
@@ -239,10 +259,20 @@ class GRATStack(nn.Module):
         return self.norm(x)
 
 
+EDGE_CONDITIONING = ("per_pair", "per_head")
+"""Forms of ``f_a``: one ``(γ, β)`` per atom pair and layer (Yoo et al. 2020, eq. 2), or one
+per head as well."""
+
+
 def check_grat_config(config: ModelConfig, names: tuple[str, ...]) -> None:
     """The checks of both GRAT configurations: ``names`` are positive integers, ``hidden_dim``
-    is even (sinusoidal positions) and divisible by ``num_heads``, ``dropout`` is a fraction."""
+    is even (sinusoidal positions) and divisible by ``num_heads``, ``dropout`` is a fraction,
+    ``edge_conditioning`` is one of :data:`EDGE_CONDITIONING`."""
     config.check_positive_integers(names)
+    if config.edge_conditioning not in EDGE_CONDITIONING:
+        raise ValueError(
+            f"edge_conditioning {config.edge_conditioning!r} is not one of {EDGE_CONDITIONING}"
+        )
     if config.hidden_dim % config.num_heads or config.hidden_dim % 2:
         raise ValueError(
             f"hidden_dim {config.hidden_dim} must be even and divisible by num_heads "

@@ -131,6 +131,8 @@ class GRATTranslatorConfig(ModelConfig):
             docstring).
         atom_valence_state: the bond head also sees each earlier atom's degree and bond-order
             sum so far (module docstring; not in the paper).
+        edge_conditioning: ``"per_pair"`` (one ``(γ, β)`` per atom pair and layer, eq. 2) or
+            ``"per_head"``; :class:`chemgraph.models.grat.EdgeConditioning`.
     """
 
     vocab_size: int
@@ -146,6 +148,7 @@ class GRATTranslatorConfig(ModelConfig):
     dropout: float = 0.1
     bond_scoring: str = "additive+bilinear"
     atom_valence_state: bool = True
+    edge_conditioning: str = "per_pair"
 
     def __post_init__(self) -> None:
         check_grat_config(
@@ -237,10 +240,12 @@ class GRATTranslator(nn.Module):
         self.encoder = GRATStack(
             d, config.num_heads, config.encoder_layers, mlp_hidden, NUM_EDGE_TYPES,
             config.max_distance + 1, config.edge_hidden, config.dropout, cross_attention=False,
+            per_head=config.edge_conditioning == "per_head",
         )  # fmt: skip
         self.decoder = GRATStack(
             d, config.num_heads, config.decoder_layers, mlp_hidden, NUM_EDGE_TYPES, 0,
             config.edge_hidden, config.dropout, cross_attention=True,
+            per_head=config.edge_conditioning == "per_head",
         )  # fmt: skip
         self.label_head = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, config.vocab_size))
         self.projection = nn.Linear(d, config.projection_dim)  # f_p
