@@ -23,6 +23,10 @@ trains only the head), standardises the high-fidelity labels anew and trains wit
 on the high-fidelity validation set; the best checkpoint is evaluated on the high-fidelity test
 set. Each seed repeats every strategy (weights, shuffling, pretraining hold-out); the high-
 fidelity split stays fixed.
+
+By default every target gets its own chain, one pretraining and one fine-tuning of a model with
+one output, as in the authors' code for Buterez et al. 2024 Table 5 (one target per run);
+``joint_targets`` trains one model with an output per target instead (:func:`target_groups`).
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ __all__ = [
     "format_table",
     "results_table",
     "run_transfer",
+    "target_groups",
     "transfer_claim",
     "transfer_margins",
     "transfer_weights",
@@ -123,17 +128,23 @@ class MultiFidelityData:
     def __len__(self) -> int:
         return len(self.graphs)
 
-    def dataset(self, index: np.ndarray, fidelity: str) -> MoleculeDataset:
-        """Molecules ``index`` with their ``"low"`` or ``"high"`` labels only."""
+    def dataset(
+        self, index: np.ndarray, fidelity: str, columns: list[int] | None = None
+    ) -> MoleculeDataset:
+        """Molecules ``index`` with their ``"low"`` or ``"high"`` labels only; ``columns``:
+        only these targets (positions in :attr:`targets`; None = all)."""
         labels = (self.low if fidelity == "low" else self.high)[torch.as_tensor(index)]
+        columns = list(range(len(self.targets))) if columns is None else list(columns)
+        if columns != list(range(len(self.targets))):
+            labels = labels[:, columns]
         return MoleculeDataset(
             [self.graphs[i] for i in index],
             labels,
             np.asarray(index),
             [str(self.ids[i]) for i in index],
             [
-                f"{self.high_name if fidelity == 'high' else self.low_name} {t}"
-                for t in self.targets
+                f"{self.high_name if fidelity == 'high' else self.low_name} {self.targets[c]}"
+                for c in columns
             ],
         )
 
@@ -179,13 +190,17 @@ def high_fidelity_split(
 
 
 def pretraining_pool(
-    data: MultiFidelityData, split: dict[str, np.ndarray], strategy: str
+    data: MultiFidelityData,
+    split: dict[str, np.ndarray],
+    strategy: str,
+    columns: list[int] | None = None,
 ) -> np.ndarray:
     """Positions of the molecules whose low-fidelity labels pretrain the model.
 
-    Every molecule with all low-fidelity labels, minus the high-fidelity test molecules for
-    ``"inductive"``; empty for ``"high_fidelity_only"``. Only ``data.low`` is ever read for
-    these molecules (:meth:`MultiFidelityData.dataset` with ``"low"``).
+    Every molecule with all low-fidelity labels of ``columns`` (positions in ``data.targets``;
+    None = every target), minus the high-fidelity test molecules for ``"inductive"``; empty
+    for ``"high_fidelity_only"``. Only ``data.low`` is ever read for these molecules
+    (:meth:`MultiFidelityData.dataset` with ``"low"``).
 
     Raises:
         ValueError: unknown strategy.
@@ -194,7 +209,8 @@ def pretraining_pool(
         raise ValueError(f"unknown strategy {strategy!r}; choose from {STRATEGIES}")
     if strategy == "high_fidelity_only":
         return np.zeros(0, dtype=np.int64)
-    pool = np.flatnonzero(~torch.isnan(data.low).any(dim=1).numpy())
+    low = data.low if columns is None else data.low[:, list(columns)]
+    pool = np.flatnonzero(~torch.isnan(low).any(dim=1).numpy())
     if strategy == "inductive":
         pool = np.setdiff1d(pool, split["test"])
     return pool
@@ -217,6 +233,9 @@ class TransferConfig(RunConfig):
         early_stopping_patience, lr_patience: in epochs, on the validation loss
             (``lr_patience``: the ``"plateau"`` schedule only).
         freeze_encoder: fine-tune only the fresh head (default False: full fine-tuning).
+        joint_targets: one model predicts every target (one pretraining and one fine-tuning
+            per strategy and seed); default False: one chain per target, each model with one
+            output (the authors' code for Buterez et al. 2024 Table 5: one target per model).
         batch_size, learning_rate, finetune_learning_rate (None = learning_rate),
         weight_decay, gradient_clip: optimisation (AdamW).
         lr_schedule: ``"plateau"`` (halve the learning rate after ``lr_patience`` epochs
@@ -250,6 +269,7 @@ class TransferConfig(RunConfig):
     early_stopping_patience: int = 30
     lr_patience: int = 15
     freeze_encoder: bool = False
+    joint_targets: bool = False
     batch_size: int = 128
     learning_rate: float = 1e-4
     finetune_learning_rate: float | None = None
@@ -282,6 +302,8 @@ class TransferConfig(RunConfig):
         unknown = [s for s in self.strategies if s not in STRATEGIES]
         if unknown or not self.strategies:
             raise ConfigError(f"strategies must be a non-empty subset of {STRATEGIES}: {unknown}")
+        if not isinstance(self.joint_targets, bool):
+            raise ConfigError(f"joint_targets must be true or false, got {self.joint_targets!r}")
         if not 0 < self.pretrain_val_fraction < 1:
             raise ConfigError(
                 f"pretrain_val_fraction must be in (0, 1), got {self.pretrain_val_fraction}"
@@ -421,19 +443,33 @@ def transfer_weights(
             parameter.requires_grad_(name.startswith("head."))
 
 
+def target_groups(targets: list[str], joint: bool) -> list[list[int]]:
+    """The targets of each model a run trains, as positions in ``targets``: one group of every
+    target (``joint``) or one group per target."""
+    if joint:
+        return [list(range(len(targets)))]
+    return [[t] for t in range(len(targets))]
+
+
 def run_transfer(
     data: MultiFidelityData,
     split: dict[str, np.ndarray],
     config: TransferConfig,
     out: str | Path,
 ) -> pd.DataFrame:
-    """Run every strategy for every seed; write results, table, learning curves.
+    """Run every strategy for every seed and every model (:func:`target_groups`); write
+    results, table, learning curves.
 
-    Writes to ``out``: ``runs.csv`` (strategy, seed, target, test RMSE/MAE in the labels'
-    units, epochs and wall-clock seconds of each phase), ``table.md`` / ``table.csv``
-    (:func:`results_table`), ``learning_curves.csv`` (strategy, seed, phase, epoch, losses),
-    ``curves/*.png``, ``predictions.csv`` (test-set predictions of every run) and
-    ``config.yaml``.
+    Each model is one chain: pretraining on the low-fidelity labels of its targets (not for
+    ``high_fidelity_only``), then fine-tuning on their high-fidelity labels. With
+    ``config.joint_targets`` one model per strategy and seed predicts every target; otherwise
+    each target has its own chain and a model with one output.
+
+    Writes to ``out``: ``runs.csv`` (strategy, seed, target, model (its targets joined by
+    ``+``), test RMSE/MAE in the labels' units, epochs and wall-clock seconds of each phase of
+    that model), ``table.md`` / ``table.csv`` (:func:`results_table`), ``learning_curves.csv``
+    (strategy, seed, model, phase, epoch, losses), ``curves/*.png``, ``predictions.csv``
+    (test-set predictions of every run) and ``config.yaml``.
 
     Returns:
         The rows of ``runs.csv``.
@@ -444,82 +480,43 @@ def run_transfer(
     out = Path(out)
     (out / "curves").mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
-    high_train = data.dataset(split["train"], "high")
-    high_val = data.dataset(split["val"], "high")
-    high_test = data.dataset(split["test"], "high")
     targets = list(data.targets)
+    groups = target_groups(targets, config.joint_targets)
     finetune_lr = config.finetune_learning_rate or config.learning_rate
     rows, curves, predictions = [], [], []
     for seed in range(config.seeds):
         for strategy in config.strategies:
-            L.seed_everything(seed, workers=True, verbose=False)
-            pretrained = None
-            pretrain_epochs, pretrain_seconds = 0, 0.0
-            if strategy != "high_fidelity_only":
-                pool = pretraining_pool(data, split, strategy)
-                held_out = (
-                    np.random.default_rng(seed).random(len(pool)) < config.pretrain_val_fraction
-                )
-                held_out[0] |= not held_out.any()  # the learning curve needs one molecule
-                pre_train = data.dataset(pool[~held_out], "low")
-                pre_val = data.dataset(pool[held_out], "low")
-                log.info("%s seed %d: pretraining on %d molecules", strategy, seed, len(pre_train))
-                pretrained = build_module(
-                    config, targets, pre_train.labels, config.learning_rate,
-                    config.pretrain_max_minutes,
-                )  # fmt: skip
-                started = time.perf_counter()
-                epochs, pretrain_epochs = _fit(
-                    pretrained, pre_train, pre_val, config, max_epochs=config.pretrain_epochs,
-                    max_minutes=config.pretrain_max_minutes, seed=seed, checkpoint_dir=None,
-                )  # fmt: skip
-                pretrain_seconds = time.perf_counter() - started
-                curves += [
-                    dict(strategy=strategy, seed=seed, phase="pretrain", **e) for e in epochs
-                ]
-                plot_learning_curve(
-                    epochs, out / "curves" / f"{strategy}_seed{seed}_pretrain.png",
-                    f"MSE of standardised {data.low_name} labels",
-                )  # fmt: skip
-            module = build_module(
-                config, targets, high_train.labels, finetune_lr, config.finetune_max_minutes
-            )
-            if pretrained is not None:
-                transfer_weights(pretrained, module, config.freeze_encoder)
-            started = time.perf_counter()
-            epochs, finetune_epochs = _fit(
-                module, high_train, high_val, config, max_epochs=config.finetune_max_epochs,
-                max_minutes=config.finetune_max_minutes, seed=seed,
-                checkpoint_dir=out / "checkpoints" / f"{strategy}_seed{seed}",
-            )  # fmt: skip
-            finetune_seconds = time.perf_counter() - started
-            curves += [dict(strategy=strategy, seed=seed, phase="finetune", **e) for e in epochs]
-            plot_learning_curve(
-                epochs, out / "curves" / f"{strategy}_seed{seed}_finetune.png",
-                f"MSE of standardised {data.high_name} labels",
-            )  # fmt: skip
-            builder = _batch_builder(config.graph_featurizer, module.model.config.attention)
-            predicted = predict_dataset(module, high_test, builder, config.batch_size)
-            truth = high_test.labels.numpy()
-            for t, target in enumerate(targets):
-                metrics = regression_metrics(truth[:, t], predicted[:, t])
-                rows.append(
-                    dict(
-                        strategy=strategy, seed=seed, target=target, rmse=metrics["rmse"],
-                        mae=metrics["mae"], pretrain_epochs=pretrain_epochs,
-                        finetune_epochs=finetune_epochs, pretrain_seconds=pretrain_seconds,
-                        finetune_seconds=finetune_seconds,
-                    )
-                )  # fmt: skip
-                log.info("%s seed %d %s: test RMSE %.4f", strategy, seed, target, metrics["rmse"])
             frame = pd.DataFrame(
                 {"strategy": strategy, "seed": seed, "id": data.ids[split["test"]]}
             )
-            for t, target in enumerate(targets):
-                frame[target] = truth[:, t]
-                frame[f"{target}_pred"] = predicted[:, t]
+            for columns in groups:
+                names = [targets[c] for c in columns]
+                model = "+".join(names)
+                # one chain per model; the joint model keeps the names of the files before
+                # per-target chains existed
+                stem = f"{strategy}_seed{seed}" + ("" if config.joint_targets else f"_{model}")
+                truth, predicted, chain = _train_chain(
+                    data, split, config, strategy, seed, columns, finetune_lr, out, stem
+                )
+                curves += [
+                    dict(strategy=strategy, seed=seed, model=model, **e)
+                    for e in chain.pop("curves")
+                ]
+                for t, target in enumerate(names):
+                    metrics = regression_metrics(truth[:, t], predicted[:, t])
+                    rows.append(
+                        dict(
+                            strategy=strategy, seed=seed, target=target, model=model,
+                            rmse=metrics["rmse"], mae=metrics["mae"], **chain,
+                        )
+                    )  # fmt: skip
+                    log.info(
+                        "%s seed %d %s: test RMSE %.4f", strategy, seed, target, metrics["rmse"]
+                    )
+                    frame[target] = truth[:, t]
+                    frame[f"{target}_pred"] = predicted[:, t]
+                pd.DataFrame(rows).to_csv(out / "runs.csv", index=False)  # partial results survive
             predictions.append(frame)
-            pd.DataFrame(rows).to_csv(out / "runs.csv", index=False)  # partial results survive
     runs = pd.DataFrame(rows)
     pd.DataFrame(curves).to_csv(out / "learning_curves.csv", index=False)
     pd.concat(predictions, ignore_index=True).to_csv(out / "predictions.csv", index=False)
@@ -527,6 +524,81 @@ def run_transfer(
     table.to_csv(out / "table.csv", index=False)
     (out / "table.md").write_text(format_table(table) + "\n")
     return runs
+
+
+def _train_chain(
+    data: MultiFidelityData,
+    split: dict[str, np.ndarray],
+    config: TransferConfig,
+    strategy: str,
+    seed: int,
+    columns: list[int],
+    finetune_lr: float,
+    out: Path,
+    stem: str,
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """One model of :func:`run_transfer`: pretraining (unless ``high_fidelity_only``) and
+    fine-tuning on the targets ``columns``.
+
+    Returns:
+        ``(truth, predicted, chain)``: high-fidelity test labels and predictions
+        ``[n_test, len(columns)]``, and ``pretrain_epochs``, ``finetune_epochs``,
+        ``pretrain_seconds``, ``finetune_seconds`` and ``curves`` (the per-epoch losses, each
+        with its ``phase``).
+    """
+    targets = [data.targets[c] for c in columns]
+    label = f"{strategy} seed {seed}" + ("" if config.joint_targets else f" {targets[0]}")
+    high_train = data.dataset(split["train"], "high", columns)
+    high_val = data.dataset(split["val"], "high", columns)
+    high_test = data.dataset(split["test"], "high", columns)
+    L.seed_everything(seed, workers=True, verbose=False)
+    pretrained = None
+    pretrain_epochs, pretrain_seconds, curves = 0, 0.0, []
+    if strategy != "high_fidelity_only":
+        pool = pretraining_pool(data, split, strategy, columns)
+        held_out = np.random.default_rng(seed).random(len(pool)) < config.pretrain_val_fraction
+        held_out[0] |= not held_out.any()  # the learning curve needs one molecule
+        pre_train = data.dataset(pool[~held_out], "low", columns)
+        pre_val = data.dataset(pool[held_out], "low", columns)
+        log.info("%s: pretraining on %d molecules", label, len(pre_train))
+        pretrained = build_module(
+            config, targets, pre_train.labels, config.learning_rate, config.pretrain_max_minutes
+        )
+        started = time.perf_counter()
+        epochs, pretrain_epochs = _fit(
+            pretrained, pre_train, pre_val, config, max_epochs=config.pretrain_epochs,
+            max_minutes=config.pretrain_max_minutes, seed=seed, checkpoint_dir=None,
+        )  # fmt: skip
+        pretrain_seconds = time.perf_counter() - started
+        curves += [dict(phase="pretrain", **e) for e in epochs]
+        plot_learning_curve(
+            epochs, out / "curves" / f"{stem}_pretrain.png",
+            f"MSE of standardised {data.low_name} labels",
+        )  # fmt: skip
+    module = build_module(
+        config, targets, high_train.labels, finetune_lr, config.finetune_max_minutes
+    )
+    if pretrained is not None:
+        transfer_weights(pretrained, module, config.freeze_encoder)
+    started = time.perf_counter()
+    epochs, finetune_epochs = _fit(
+        module, high_train, high_val, config, max_epochs=config.finetune_max_epochs,
+        max_minutes=config.finetune_max_minutes, seed=seed,
+        checkpoint_dir=out / "checkpoints" / stem,
+    )  # fmt: skip
+    finetune_seconds = time.perf_counter() - started
+    curves += [dict(phase="finetune", **e) for e in epochs]
+    plot_learning_curve(
+        epochs, out / "curves" / f"{stem}_finetune.png",
+        f"MSE of standardised {data.high_name} labels",
+    )  # fmt: skip
+    builder = _batch_builder(config.graph_featurizer, module.model.config.attention)
+    predicted = predict_dataset(module, high_test, builder, config.batch_size)
+    chain = dict(
+        pretrain_epochs=pretrain_epochs, finetune_epochs=finetune_epochs,
+        pretrain_seconds=pretrain_seconds, finetune_seconds=finetune_seconds, curves=curves,
+    )  # fmt: skip
+    return high_test.labels.numpy(), predicted, chain
 
 
 STRATEGY_LABELS = {"inductive": "Ind.", "transductive": "Trans."}

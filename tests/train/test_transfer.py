@@ -152,7 +152,7 @@ def test_tiny_end_to_end_run(data, split, tmp_path):
     assert set(predictions["id"]) == set(data.ids[split["test"]])
     curves = pd.read_csv(tmp_path / "learning_curves.csv")
     assert set(curves["phase"]) == {"pretrain", "finetune"}
-    assert (tmp_path / "curves" / "transductive_seed1_pretrain.png").exists()
+    assert (tmp_path / "curves" / "transductive_seed1_homo_pretrain.png").exists()
     # the RMSE in runs.csv is the RMSE of the written predictions
     mine = predictions[(predictions.strategy == "inductive") & (predictions.seed == 0)]
     rmse = np.sqrt(np.mean((mine["homo"] - mine["homo_pred"]) ** 2))

@@ -9,8 +9,12 @@ mapping (``db_new_qm9_gw.yaml``) whose keys are the six-digit QM9 index (``"0000
 values hold, per level of theory, the HOMO and LUMO. The card's ``layout.fields`` maps each
 output column to a key path in a record (e.g. ``g0w0_homo: [G0W0, HOMO]``);
 ``layout.optional`` lists the columns that may be absent (evGW did not converge for every
-molecule). Anything else stops the parse with an error that names the record, the key path
-expected and the keys found.
+molecule); ``layout.unit`` (``eV``, the descriptor's unit, or ``hartree``) is the unit of the
+file's values, which are returned in eV. Anything else stops the parse with an error that names
+the record, the key path expected and the keys found.
+
+Columns: the DFT level of the file itself (``pbe_homo``, ``pbe_lumo``: PBE, the starting point
+of the GW calculations) and the GW levels (``g0w0_*``, ``evgw_*``), all in eV.
 """
 
 from __future__ import annotations
@@ -27,15 +31,19 @@ import yaml
 from chemgraph.data.datasets.base import CardDataset, rejected_frame
 from chemgraph.data.datasets.download import open_text
 from chemgraph.data.datasets.qm9 import QM9Dataset, build_qm9_graphs
+from chemgraph.data.qm9pack import HARTREE_TO_EV
 from chemgraph.data.table import MoleculeDataset
 from chemgraph.errors import DatasetError
 from chemgraph.featurize import FeaturizerPreset
 
-__all__ = ["QM9GWDataset", "QM9GWLayoutError", "count_split", "read_qm9_gw"]
+__all__ = ["UNITS", "QM9GWDataset", "QM9GWLayoutError", "count_split", "read_qm9_gw"]
 
 logger = logging.getLogger(__name__)
 
 _INDEX = re.compile(r"^\d{6}$")
+
+UNITS = {"eV": 1.0, "hartree": HARTREE_TO_EV}
+"""``layout.unit`` -> factor to eV."""
 
 
 class QM9GWLayoutError(DatasetError, ValueError):
@@ -48,7 +56,8 @@ def read_qm9_gw(path: str | Path, layout: dict[str, Any]) -> pd.DataFrame:
     Args:
         path: ``db_new_qm9_gw.yaml`` (plain, gzip, or inside a zip/tar as that member).
         layout: the card's ``layout``: ``member`` (archive member name), ``fields`` (column ->
-            key path) and ``optional`` (columns that may be missing).
+            key path), ``optional`` (columns that may be missing) and ``unit`` (of the values
+            in the file, a key of :data:`UNITS`; default ``eV``).
 
     Returns:
         One row per molecule: ``qm9_index`` (int) and the ``fields`` columns (float64, eV;
@@ -61,6 +70,10 @@ def read_qm9_gw(path: str | Path, layout: dict[str, Any]) -> pd.DataFrame:
     """
     fields: dict[str, list[str]] = {k: list(v) for k, v in layout["fields"].items()}
     optional = set(layout.get("optional", ()))
+    unit = layout.get("unit", "eV")
+    if unit not in UNITS:
+        raise QM9GWLayoutError(f"layout.unit must be one of {sorted(UNITS)}, got {unit!r}")
+    to_ev = UNITS[unit]
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with open_text(path, layout.get("member")) as fh:
         data = yaml.load(fh, Loader=loader)  # noqa: S506 (safe loader)
@@ -93,7 +106,7 @@ def read_qm9_gw(path: str | Path, layout: dict[str, Any]) -> pd.DataFrame:
                     f"{path}: record {key}: {column!r} at {key_path} is {value!r}, "
                     "not a number (eV)"
                 )
-            row[column] = np.nan if value is None else float(value)
+            row[column] = np.nan if value is None else float(value) * to_ev
         rows.append(row)
     return pd.DataFrame(rows).sort_values("qm9_index", ignore_index=True)
 
