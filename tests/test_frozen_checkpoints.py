@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from rdkit import Chem
 
 from chemgraph.data.reactions import encode_reactions, parse_input_reaction
 from chemgraph.models import MODELS
@@ -33,9 +34,10 @@ def test_frozen_property_checkpoint_predicts_as_when_written(name, tmp_path):
     entry = EXPECTED["property"][name]
     table = tmp_path / "molecules.csv"
     pd.DataFrame({"smiles": EXPECTED["smiles"]}).to_csv(table, index=False)
-    result = predict_table(FOLDER / entry["file"], table, tmp_path / "out.csv", progress=False)
-    assert result["smiles"].tolist() == EXPECTED["smiles"]
-    assert result["error"].fillna("").eq("").all()
+    summary = predict_table(FOLDER / entry["file"], table, tmp_path / "out.csv", progress=False)
+    result = pd.read_csv(summary.output, keep_default_na=False)
+    assert result["smiles"].tolist() == [Chem.CanonSmiles(s) for s in EXPECTED["smiles"]]
+    assert result["error"].eq("").all()
     predicted = result[[f"{target}_pred" for target in entry["targets"]]].to_numpy()
     np.testing.assert_allclose(predicted, entry["predictions"], rtol=TOLERANCE, atol=TOLERANCE)
 

@@ -1,46 +1,147 @@
-"""``chemgraph predict``: properties of the molecules in a table, from a trained checkpoint."""
+"""``chemgraph predict``: score a compound library with trained checkpoints."""
 
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
 
-from chemgraph.cli.base import Command
+from chemgraph.cli.base import Command, ExamplesHelpFormatter
 
 __all__ = ["PredictCommand"]
 
+PREDICT_EPILOG = """\
+examples:
+  chemgraph predict --checkpoint runs/esol/best.ckpt --input new.csv --output predicted.csv
+  chemgraph featurize library.smi.gz --output lib/ --workers 4
+  chemgraph predict --checkpoint best.ckpt --input lib/ --output hits.parquet --top 100
+  chemgraph train ... --ensemble 5 --out runs/ens
+  chemgraph predict --checkpoint runs/ens --input library.sdf --output scores.csv
+
+output columns: row, id, smiles (canonical), <target>_pred (and <target>_std for an ensemble),
+max_similarity_to_train, in_domain, error: one row per input record, in input order; records
+that could not be featurized keep their row with the reason in error. Until it is complete the
+run keeps its state in OUTPUT.partial/ (--resume continues it).
+"""
+
 
 class PredictCommand(Command):
-    """Every input row with its predictions (:func:`chemgraph.train.predict.predict_table`)."""
+    """Predictions for every record of a library (:func:`chemgraph.train.predict.predict_table`)."""
 
     name = "predict"
-    help = "predict properties of the molecules in a table with a trained checkpoint"
+    help = "predict properties of the molecules of a library with trained checkpoints"
     description = (
-        "Read a table, featurize each SMILES exactly as in training, and write "
-        "every input row, in order, with one <target>_pred column per trained target and an "
-        "error column for rows that could not be featurized."
+        "Featurize each record of a library (.smi, .sdf, .csv, .tsv, .parquet, optionally .gz) "
+        "exactly as in training, or take the graph shards of a chemgraph featurize output "
+        "folder as they are, and write one row per record with the predictions, the record's "
+        "greatest Tanimoto similarity to the training molecules (Morgan radius 2, 2048 bits) "
+        "and whether it reaches --similarity-threshold (the applicability domain)."
     )
+    epilog = PREDICT_EPILOG
+    formatter_class = ExamplesHelpFormatter
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--checkpoint", required=True, help="best.ckpt written by train")
-        parser.add_argument("--input", required=True, help="CSV, TSV or parquet file with SMILES")
-        parser.add_argument("--smiles-column", default="smiles", help="column holding SMILES")
-        parser.add_argument("--output", required=True, help="CSV file to write")
-        parser.add_argument("--batch-size", type=int, default=256, help="molecules per batch")
+        parser.add_argument(
+            "--checkpoint",
+            required=True,
+            action="append",
+            help="best.ckpt written by train, a train --out folder, or an ensemble folder "
+            "(train --ensemble); repeat it to average several checkpoints",
+        )
+        parser.add_argument(
+            "--input",
+            required=True,
+            help="library file (.smi, .sdf, .csv, .tsv, .parquet, optionally .gz) or a "
+            "chemgraph featurize output folder",
+        )
+        parser.add_argument(
+            "--output", required=True, help="file to write: .csv, .csv.gz or .parquet"
+        )
+        parser.add_argument(
+            "--smiles-column", help="SMILES column of a table (default: smiles, SMILES, ...)"
+        )
+        parser.add_argument(
+            "--id-column", help="identifier column of a table, or SD property of an SDF"
+        )
+        parser.add_argument(
+            "--top",
+            type=int,
+            metavar="N",
+            help="also write the N best-scoring molecules to OUTPUT_STEM.topN.EXT, best first",
+        )
+        parser.add_argument(
+            "--top-target",
+            help="target ranked by --top: its _pred column, a probability for classification "
+            "(default: the first target)",
+        )
+        parser.add_argument(
+            "--ascending", action="store_true", help="--top ranks the lowest values first"
+        )
+        parser.add_argument(
+            "--similarity-threshold",
+            type=float,
+            help="in_domain is max_similarity_to_train >= this: a Tanimoto similarity of "
+            "Morgan radius-2, 2048-bit fingerprints, which unrelated molecules rarely reach "
+            "(default: 0.3)",
+        )
+        parser.add_argument(
+            "--batch-size", type=int, default=256, help="molecules per forward pass"
+        )
+        parser.add_argument(
+            "--workers", type=int, default=1, help="featurization processes (a file input)"
+        )
+        parser.add_argument(
+            "--shard-size", type=int, default=5_000, help="records per shard (a file input)"
+        )
+        again = parser.add_mutually_exclusive_group()
+        again.add_argument(
+            "--resume", action="store_true", help="continue an interrupted run (OUTPUT.partial/)"
+        )
+        again.add_argument(
+            "--overwrite",
+            action="store_true",
+            help="write over an existing output and discard an interrupted run",
+        )
 
     def run(self, args: argparse.Namespace) -> int:
+        """Predict; an interrupt (Ctrl-C, or SIGTERM while featurizing) prints how to resume
+        and returns 128 + the signal number."""
         from chemgraph.train.predict import predict_table
 
-        result = predict_table(
-            args.checkpoint,
-            args.input,
-            args.output,
-            smiles_column=args.smiles_column,
-            batch_size=args.batch_size,
-            progress=not args.quiet,
-        )
-        failed = int((result["error"] != "").sum())
+        threshold = {}
+        if args.similarity_threshold is not None:
+            threshold["similarity_threshold"] = args.similarity_threshold
+        try:
+            summary = predict_table(
+                args.checkpoint,
+                args.input,
+                args.output,
+                smiles_column=args.smiles_column,
+                id_column=args.id_column,
+                batch_size=args.batch_size,
+                workers=args.workers,
+                shard_size=args.shard_size,
+                top=args.top,
+                top_target=args.top_target,
+                ascending=args.ascending,
+                **threshold,
+                resume=args.resume,
+                overwrite=args.overwrite,
+                progress=not args.quiet,
+            )
+        except KeyboardInterrupt as stop:  # FeaturizeInterrupted too (SIGINT or SIGTERM)
+            print(
+                "chemgraph predict: stopped; complete shards are kept: run the same command "
+                "with --resume to continue",
+                file=sys.stderr,
+            )
+            return 128 + getattr(stop, "signum", signal.SIGINT)
         print(
-            f"predicted {len(result) - failed} of {len(result)} rows; {failed} could not be "
-            f"featurized (see the error column of {args.output})"
+            f"predicted {summary.predicted:,} of {summary.records:,} records; "
+            f"{summary.failed:,} could not be featurized (see the error column); "
+            f"{summary.out_of_domain:,} predicted outside the applicability domain"
         )
+        print(f"predictions written to {summary.output}")
+        if summary.top is not None:
+            print(f"top {args.top} written to {summary.top}")
         return 0

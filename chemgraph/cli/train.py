@@ -18,9 +18,12 @@ examples:
   chemgraph train --data tox21.csv.gz --target-columns NR-AR,NR-AhR --task classification \\
       --split scaffold --out runs/tox21 --config my_settings.yaml
 
-outputs in --out: best.ckpt, metrics.json, predictions.csv, rejected.csv, learning_curve.png,
-parity.png (regression) and config.yaml (every setting used; reusable with --config). --out must
-be a new or empty folder; --overwrite writes over an earlier run (replacing these files).
+outputs in --out: best.ckpt, metrics.json (overall and per task), predictions.csv, rejected.csv,
+learning_curve.png, test-split plots (parity.png and residuals.png for regression; roc_curve.png,
+pr_curve.png and confusion_matrix.png for classification) and config.yaml (every setting used;
+reusable with --config). --out must
+be a new or empty folder; --overwrite writes over an earlier run (replacing these files). With
+--ensemble K, each of the K models writes these files to --out/model-<k>.
 """
 
 
@@ -35,7 +38,8 @@ class TrainCommand(Command):
     description = (
         "Featurize the molecules of a table with RDKit, split them, train a graph "
         "model (--model) with PyTorch Lightning and report "
-        "test metrics (RMSE/MAE/R² for regression, MCC/ROC-AUC/accuracy for classification). "
+        "test metrics (RMSE/MAE/R² for regression; ROC-AUC, PR-AUC, MCC and balanced "
+        "accuracy for classification), overall and per task. "
         "Rows whose SMILES RDKit cannot read are skipped and listed in rejected.csv."
     )
     epilog = TRAIN_EPILOG
@@ -110,6 +114,14 @@ class TrainCommand(Command):
         parser.add_argument("--out", help="output folder, new or empty (see --overwrite)")
         add_overwrite_option(parser)
         parser.add_argument(
+            "--ensemble",
+            type=int,
+            metavar="K",
+            help="train K >= 2 models with seeds SEED, SEED+1, ..., SEED+K-1, each in "
+            "OUT/model-<k> with all its outputs; chemgraph predict --checkpoint OUT gives their "
+            "mean prediction and its standard deviation",
+        )
+        parser.add_argument(
             "--config",
             help="YAML file with any training setting (keys as in the config.yaml a run "
             "writes); command-line options override it",
@@ -119,7 +131,7 @@ class TrainCommand(Command):
         from chemgraph._output import check_output_folder
         from chemgraph.train.config import TrainingConfig
         from chemgraph.train.metrics import format_metrics
-        from chemgraph.train.runner import train
+        from chemgraph.train.runner import ensemble_member, train, train_ensemble
         from chemgraph.train.trainer import quiet_third_party_warnings
 
         quiet_third_party_warnings()
@@ -145,7 +157,12 @@ class TrainCommand(Command):
         else:
             config = TrainingConfig.from_dict({k: v for k, v in overrides.items() if v is not None})
         check_output_folder(config.out, "--out", args.overwrite, "--overwrite")
-        metrics = train(config)
-        print(format_metrics(metrics))
+        if args.ensemble is None:
+            print(format_metrics(train(config)))
+        else:
+            for index, metrics in enumerate(train_ensemble(config, args.ensemble)):
+                member = ensemble_member(config, index)
+                print(f"model-{index} (seed {member.seed}):")
+                print(format_metrics(metrics))
         print(f"outputs written to {Path(config.out).resolve()}")
         return 0

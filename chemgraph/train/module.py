@@ -106,6 +106,10 @@ class PropertyPredictionModule(L.LightningModule):
         lr_factor: ``"plateau"``: multiplicative learning-rate decrease.
         model: registered model family (:data:`chemgraph.models.MODELS`); checkpoints written
             before the registry existed hold ESA/NSA models, hence the default.
+        train_fingerprints: the training molecules' Morgan fingerprints, packed
+            (:meth:`chemgraph.data.applicability.TrainingFingerprints.to_dict`: 256 bytes per
+            molecule), for the applicability domain of ``chemgraph predict``; None in
+            checkpoints written before chemgraph stored them. Not used by the model.
 
     The checkpoint's ``hyper_parameters`` hold only plain Python values, so it loads with
     ``torch.load(..., weights_only=True)``.
@@ -128,6 +132,7 @@ class PropertyPredictionModule(L.LightningModule):
         lr_patience: int = 15,
         lr_factor: float = 0.5,
         model: str = "esa",
+        train_fingerprints: dict | None = None,
     ) -> None:
         super().__init__()
         if task not in ("regression", "classification"):

@@ -1,20 +1,85 @@
-"""Predictions for new molecules from a checkpoint alone (what ``chemgraph predict`` runs)."""
+"""Predictions for a compound library from trained checkpoints (what ``chemgraph predict`` runs).
+
+The input is a library file in any format ``chemgraph featurize`` reads (``.smi``, ``.sdf``,
+``.csv``, ``.tsv``, ``.parquet``, each optionally gzipped; :mod:`chemgraph.data.readers`) or the
+output folder of ``chemgraph featurize`` (:mod:`chemgraph.data.library`). A file is first
+featurized by :func:`chemgraph.data.library.featurize_library` itself, with the checkpoint's
+graph preset, into a folder of the run's work folder: its worker processes (``workers``), its
+per-record time limit and crash isolation, its reasons for rejected records. Either way the
+graph shards are then scored one shard at a time, so memory does not grow with the library.
+
+Output: one row per input record, in input order, bad records included::
+
+    row                      int64    0-based record of the input (as the readers count)
+    id                       string   the record's id (id column, .smi name, SDF title, or row)
+    smiles                   string   canonical SMILES (RDKit); "" when not featurized
+    <target>_pred            float32  target units (regression) or probability of class 1
+    <target>_std             float32  ensembles only: standard deviation over the members
+    max_similarity_to_train  float32  applicability domain (:mod:`chemgraph.data.applicability`)
+    in_domain                bool     max_similarity_to_train >= the threshold
+    error                    string   "" or why the record could not be featurized
+
+Predictions, similarity and ``in_domain`` are empty (NaN / null) for records with an error, and
+the last two for checkpoints written before chemgraph stored the training fingerprints.
+
+Work folder and resuming. Until the output is complete, the run keeps its state in
+``<output>.partial/``: ``run.json`` (the sha256 of the checkpoints and the input, the options),
+``featurized/`` (a file input's featurization) and ``predictions/shard-NNNNN.parquet`` (one per
+scored shard, written atomically). An interrupted run is continued with ``resume`` (complete
+shards are kept) and refused otherwise; ``overwrite`` starts again. The output is written to a
+temporary name and renamed, then the work folder is removed.
+"""
 
 from __future__ import annotations
 
+import csv
+import gzip
+import json
+import logging
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import torch
+from tqdm.auto import tqdm
 
-from chemgraph.data import MoleculeDataModule, MoleculeDataset, featurize_table, read_table
+from chemgraph.chem import mols_from_smiles
+from chemgraph.data import MoleculeDataModule, MoleculeDataset
+from chemgraph.data.applicability import (
+    DEFAULT_SIMILARITY_THRESHOLD,
+    FINGERPRINT,
+    TrainingFingerprints,
+)
+from chemgraph.data.library import FeaturizeOptions, featurize_library, file_sha256
+from chemgraph.data.readers import iter_record_chunks
 from chemgraph.featurize import FeaturizerPreset
+from chemgraph.graphs.shards import atomic_path, load_shard
 from chemgraph.models import get_model_spec
 from chemgraph.train.checkpoint import load_checkpoint
 from chemgraph.train.module import PropertyPredictionModule
 
-__all__ = ["predict_dataset", "predict_table"]
+__all__ = [
+    "OUTPUT_SUFFIXES",
+    "PredictionSummary",
+    "checkpoint_files",
+    "predict_dataset",
+    "predict_table",
+    "top_path",
+]
+
+log = logging.getLogger(__name__)
+
+OUTPUT_SUFFIXES = (".csv", ".csv.gz", ".parquet")
+"""File names the output may end with (case-insensitive); the suffix sets the format."""
 
 
 def predict_dataset(
@@ -22,6 +87,10 @@ def predict_dataset(
 ) -> np.ndarray:
     """Predictions of ``module`` for every molecule of ``dataset``, in order, on the module's
     device.
+
+    Molecules are batched in order of size (atoms + bonds), so that a padded batch holds little
+    padding (1.5 times the molecules per second of an ESA on HIV molecules); the predictions
+    come back in dataset order.
 
     Args:
         module: a trained module (put in eval mode here).
@@ -33,71 +102,505 @@ def predict_dataset(
         ``float32 [N, T]``: target units for regression, probability of class 1 for
         classification.
     """
-    loader = MoleculeDataModule(dataset, None, None, batch_builder, batch_size).loader(dataset)
+    num_targets = len(module.hparams.target_columns)
+    if len(dataset) == 0:
+        return np.empty((0, num_targets), np.float32)
+    order = np.argsort([g.num_nodes() + g.num_edges() for g in dataset.graphs], kind="stable")
+    ordered = dataset.subset(order)
+    loader = MoleculeDataModule(ordered, None, None, batch_builder, batch_size).loader(ordered)
     module.eval()
     device = next(module.parameters()).device
     outputs = []
     with torch.inference_mode():
         for inputs, labels in loader:
             outputs.append(module.predict_step((inputs.to(device), labels), 0).float().cpu())
-    num_targets = len(module.hparams.target_columns)
-    return torch.cat(outputs).numpy() if outputs else np.empty((0, num_targets), np.float32)
+    predicted = np.empty((len(dataset), num_targets), np.float32)
+    predicted[order] = torch.cat(outputs).numpy()
+    return predicted
+
+
+def checkpoint_files(checkpoints: str | Path | Sequence[str | Path]) -> list[Path]:
+    """The checkpoint files named by ``checkpoints``.
+
+    Args:
+        checkpoints: one or several of: a checkpoint file; a ``chemgraph train`` output folder
+            (its ``best.ckpt``); an ensemble folder of ``chemgraph train --ensemble K`` (the
+            ``best.ckpt`` of each ``model-<k>`` sub-folder, in member order).
+
+    Raises:
+        FileNotFoundError: a path that does not exist, or a folder with no checkpoint.
+    """
+    if isinstance(checkpoints, (str, Path)):
+        checkpoints = [checkpoints]
+    files: list[Path] = []
+    for path in map(Path, checkpoints):
+        if path.is_file():
+            files.append(path)
+        elif (path / "best.ckpt").is_file():
+            files.append(path / "best.ckpt")
+        else:
+            members = sorted(
+                (p for p in path.glob("model-*/best.ckpt") if _member(p) is not None),
+                key=_member,
+            )
+            if not members:
+                raise FileNotFoundError(
+                    f"checkpoint {path} does not exist"
+                    if not path.exists()
+                    else f"{path} holds no best.ckpt and no model-<k>/best.ckpt"
+                )
+            files.extend(members)
+    return files
+
+
+def _member(checkpoint: Path) -> int | None:
+    """``k`` of ``model-<k>/best.ckpt``, else None."""
+    suffix = checkpoint.parent.name.removeprefix("model-")
+    return int(suffix) if suffix.isdigit() else None
+
+
+class _Models:
+    """The checkpoints of one prediction: one model, or the members of an ensemble.
+
+    Raises:
+        ValueError: a checkpoint that is not a property checkpoint, or members that differ in
+            targets, task, featurizer or fragment policy.
+    """
+
+    def __init__(self, files: list[Path], device: str | torch.device) -> None:
+        self.modules = [load_checkpoint(f, kind="property", device=device) for f in files]
+        first = self.modules[0].hparams
+        for file, module in zip(files[1:], self.modules[1:]):
+            for key in ("target_columns", "task", "featurizer", "fragments"):
+                if module.hparams[key] != first[key]:
+                    raise ValueError(
+                        f"{file} and {files[0]} differ in {key} ({module.hparams[key]!r} and "
+                        f"{first[key]!r}); an ensemble's members must predict the same targets "
+                        "from the same features"
+                    )
+        self.targets: list[str] = list(first.target_columns)
+        self.preset = FeaturizerPreset.from_dict(first.featurizer)
+        self.fragments: str = first.fragments
+        stored = [m.hparams.get("train_fingerprints") for m in self.modules]
+        missing = [str(f) for f, values in zip(files, stored) if values is None]
+        self.fingerprints: TrainingFingerprints | None = None
+        if missing:
+            log.warning(
+                "no training fingerprints in %s (written before chemgraph stored them): "
+                "max_similarity_to_train and in_domain are left empty",
+                ", ".join(missing),
+            )
+        else:
+            parts = [TrainingFingerprints.from_dict(values) for values in stored]
+            self.fingerprints = TrainingFingerprints.concatenate(parts)
+
+    def columns(self) -> list[str]:
+        """The prediction columns: ``<target>_pred`` (and ``<target>_std`` for an ensemble)."""
+        suffixes = ("_pred", "_std") if len(self.modules) > 1 else ("_pred",)
+        return [f"{target}{suffix}" for target in self.targets for suffix in suffixes]
+
+    def predict(self, graphs: list, rows: np.ndarray, batch_size: int) -> dict[str, np.ndarray]:
+        """``{column: float32 [N]}`` for :meth:`columns`: each member's predictions, their mean
+        and (ensembles) their standard deviation (over the members, ``ddof=0``)."""
+        predictions = []
+        for module in self.modules:
+            spec = get_model_spec(module.hparams.model)
+            dataset = MoleculeDataset(
+                graphs=spec.transform_graphs(module.model.config, graphs),
+                labels=torch.empty(len(graphs), 0),
+                rows=rows,
+                smiles=[""] * len(graphs),
+                target_columns=[],
+            )
+            builder = spec.batch_builder(module.model.config)
+            predictions.append(predict_dataset(module, dataset, builder, batch_size))
+        stacked = np.stack(predictions)  # [K, N, T]
+        columns = {}
+        for index, target in enumerate(self.targets):
+            columns[f"{target}_pred"] = stacked[:, :, index].mean(axis=0)
+            if len(self.modules) > 1:
+                columns[f"{target}_std"] = stacked[:, :, index].std(axis=0)
+        return columns
+
+
+@dataclass(frozen=True)
+class PredictionSummary:
+    """What :func:`predict_table` wrote.
+
+    Attributes:
+        records: input records (rows of the output).
+        predicted: records with predictions.
+        failed: records with an ``error`` (``records - predicted``).
+        out_of_domain: predicted records with ``in_domain`` False (0 without fingerprints).
+        output: the output file.
+        top: the ``--top`` file, or None.
+    """
+
+    records: int
+    predicted: int
+    failed: int
+    out_of_domain: int
+    output: Path
+    top: Path | None
+
+
+def top_path(output: str | Path, count: int) -> Path:
+    """``<output stem>.top<count>.<ext>``: ``hits.parquet`` -> ``hits.top100.parquet``."""
+    output = Path(output)
+    suffix = _output_suffix(output)
+    return output.with_name(f"{output.name[: -len(suffix)]}.top{count}{suffix}")
+
+
+def _output_suffix(path: Path) -> str:
+    name = path.name.lower()
+    for suffix in sorted(OUTPUT_SUFFIXES, key=len, reverse=True):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return path.name[-len(suffix) :]
+    raise ValueError(f"{path}: the output must end with {', '.join(OUTPUT_SUFFIXES)}")
 
 
 def predict_table(
-    checkpoint: str | Path,
+    checkpoint: str | Path | Sequence[str | Path],
     input_path: str | Path,
     output_path: str | Path,
-    smiles_column: str = "smiles",
+    smiles_column: str | None = None,
+    id_column: str | None = None,
     batch_size: int = 256,
+    workers: int = 1,
+    shard_size: int = 5_000,
+    top: int | None = None,
+    top_target: str | None = None,
+    ascending: bool = False,
+    similarity_threshold: float = DEFAULT_SIMILARITY_THRESHOLD,
+    resume: bool = False,
+    overwrite: bool = False,
     progress: bool = True,
-) -> pd.DataFrame:
-    """Predict every row of a table and write it with the predictions.
+    device: str | torch.device | None = None,
+) -> PredictionSummary:
+    """Predict every record of a library and write the table described in the module
+    docstring.
 
     Args:
-        checkpoint: ``best.ckpt`` written by ``chemgraph train``.
-        input_path: CSV/TSV/parquet (optionally gzipped) with a SMILES column.
-        output_path: CSV to write.
-        smiles_column: the SMILES column of the input.
+        checkpoint: ``best.ckpt`` of ``chemgraph train``, a run or ensemble folder, or several
+            checkpoints (an ensemble; see :func:`checkpoint_files`).
+        input_path: a library file (``.smi``, ``.sdf``, ``.csv``, ``.tsv``, ``.parquet``,
+            optionally ``.gz``) or a ``chemgraph featurize`` output folder whose graphs were
+            made with the checkpoint's preset (then used as they are).
+        output_path: ``.csv``, ``.csv.gz`` or ``.parquet`` file to write.
+        smiles_column, id_column: a table's SMILES and id columns (SDF: the id property);
+            default: the first of :data:`chemgraph.data.readers.SMILES_COLUMN_NAMES`, and the
+            ``.smi`` name / SDF title / row number. Only for a file.
         batch_size: molecules per forward pass.
-        progress: show a progress bar while featurizing.
+        workers: featurization worker processes (a file only).
+        shard_size: records per shard when featurizing a file.
+        top: also write the ``top`` best-scoring molecules to :func:`top_path`, best first
+            (ties: input order); None: no such file.
+        top_target: the target ranked by (default: the first); the score is its ``_pred``
+            column (the ensemble mean; a probability for classification).
+        ascending: rank the lowest scores first.
+        similarity_threshold: ``in_domain`` is ``max_similarity_to_train >=`` this.
+        resume: continue an interrupted run with the same checkpoints, input and options.
+        overwrite: replace an existing output and discard an interrupted run.
+        progress: progress bars on stderr when it is a terminal (featurization, then scoring;
+            both count records).
+        device: where the models run; None: CUDA when available, else the CPU.
 
     Returns:
-        The written table: every input column, in input order, one row per input row, then
-        ``<target>_pred`` per target (target units for regression, probability of class 1 for
-        classification; empty for rejected rows) and ``error`` (empty, or why the row could
-        not be featurized).
+        The counts and the files written.
 
     Raises:
-        FileNotFoundError, ValueError: see :func:`chemgraph.train.checkpoint.load_checkpoint`
-            (a reaction-outcome checkpoint is refused); ValueError: no ``smiles_column``.
+        FileNotFoundError: no such checkpoint or input.
+        ValueError: a bad option, an output that exists (without ``overwrite``) or an
+            interrupted run in the way (without ``resume``), a run to resume with other
+            settings, a folder featurized otherwise than the checkpoint needs (its preset,
+            conformers or no graphs; the message names both and what to do), a checkpoint
+            trained on the largest fragment only, or see
+            :func:`chemgraph.train.checkpoint.load_checkpoint` and
+            :func:`chemgraph.data.library.featurize_library`.
+        chemgraph.data.library.FeaturizeInterrupted: SIGINT or SIGTERM while featurizing a
+            file (complete shards are kept for ``resume``).
     """
-    module = load_checkpoint(checkpoint, kind="property")
-    hparams = module.hparams
-    preset = FeaturizerPreset.from_dict(hparams.featurizer)
-    table = read_table(input_path, keep_blank_lines=True)
-    dataset, rejected = featurize_table(
-        table,
-        smiles_column,
-        [],
-        preset,
-        fragments=hparams.fragments,
-        require_labels=False,
-        progress=progress,
+    output, source = Path(output_path), Path(input_path)
+    suffix = _output_suffix(output)
+    if top is not None and top < 1:
+        raise ValueError(f"top must be at least 1, got {top}")
+    if resume and overwrite:
+        raise ValueError("resume and overwrite exclude each other")
+    if not source.exists():
+        raise FileNotFoundError(f"input {source} does not exist")
+    files = checkpoint_files(checkpoint)
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    models = _Models(files, device)
+    top_target = models.targets[0] if top_target is None else top_target
+    if top_target not in models.targets:
+        raise ValueError(f"top target {top_target!r} is not one of the targets {models.targets}")
+    if models.fragments != "keep":
+        raise ValueError(
+            f"{files[0]} was trained on the largest fragment of each molecule (fragments: "
+            f"{models.fragments}), which chemgraph featurize does not select; strip salts and "
+            "solvents from the library first (e.g. chemgraph featurize --standardize basic "
+            "keeps the largest organic fragment)"
+        )
+    folder = source if source.is_dir() else None
+    if folder is not None:
+        _check_folder(folder, models, files[0])
+    elif next(iter_record_chunks(source, 1, smiles_column, id_column), None) is None:
+        raise ValueError(f"{source} holds no records")  # (the reader checks format and columns)
+    identity = {
+        "checkpoints_sha256": [file_sha256(f) for f in files],
+        "input_sha256": file_sha256(source / "manifest.json" if folder else source),
+        "smiles_column": smiles_column,
+        "id_column": id_column,
+        "shard_size": shard_size,
+        "similarity_threshold": similarity_threshold,
+    }
+    work = _prepare_work(output, identity, resume, overwrite)
+    if folder is None:
+        folder = work / "featurized"
+        options = FeaturizeOptions(
+            graphs=models.preset.name,
+            fingerprints=(FINGERPRINT.spec,) if models.fingerprints is not None else (),
+            smiles_column=smiles_column,
+            id_column=id_column,
+        )
+        if _status(folder) != "complete":
+            featurize_library(
+                source, folder, options, workers, shard_size, resume=resume, progress=progress
+            )
+    manifest = json.loads((folder / "manifest.json").read_text())
+    schema = _schema(models)
+    parts = work / "predictions"
+    parts.mkdir(exist_ok=True)
+    counts = manifest["counts"]
+    show = progress and sys.stderr.isatty()
+    bar = tqdm(total=counts["read"] + counts["blank"], unit="mol", desc="predict", disable=not show)
+    with closing(bar):
+        for shard in range(counts["shards"]):
+            part = parts / f"shard-{shard:05d}.parquet"
+            if not part.exists():
+                table = _score_shard(folder, shard, models, batch_size, similarity_threshold)
+                _write_atomically(pa.Table.from_pandas(table, schema, preserve_index=False), part)
+            bar.update(pq.ParquetFile(part).metadata.num_rows)
+    summary = _write_output(
+        parts, counts["shards"], schema, output, suffix, top, f"{top_target}_pred", ascending
     )
-    spec = get_model_spec(hparams.model)
-    dataset.graphs = spec.transform_graphs(module.model.config, dataset.graphs)
-    builder = spec.batch_builder(module.model.config)
-    predicted = predict_dataset(module, dataset, builder, batch_size)
+    shutil.rmtree(work)
+    return summary
 
-    result = table.copy()
-    for index, target in enumerate(hparams.target_columns):
-        column = np.full(len(table), np.nan)
-        column[dataset.rows] = predicted[:, index]
-        result[f"{target}_pred"] = column
-    errors = pd.Series("", index=range(len(table)), dtype=object)
-    errors.iloc[rejected["row"].to_numpy(dtype=int)] = rejected["reason"].to_numpy()
-    result["error"] = errors.to_numpy()
-    Path(output_path).parent.mkdir(parents=True, exist_ok=True)
-    result.to_csv(output_path, index=False)
-    return result
+
+# -- the work folder -----------------------------------------------------------------------
+
+
+def _work_folder(output: Path) -> Path:
+    return output.with_name(f"{output.name}.partial")
+
+
+def _prepare_work(output: Path, identity: dict[str, Any], resume: bool, overwrite: bool) -> Path:
+    """The run's work folder, created, or the interrupted run's (``resume``).
+
+    Raises:
+        ValueError: the output exists (without ``overwrite``); an interrupted run in the way
+            (without ``resume`` or ``overwrite``); a run to resume that differs.
+    """
+    work = _work_folder(output)
+    record = work / "run.json"
+    if overwrite:
+        shutil.rmtree(work, ignore_errors=True)
+    elif resume and record.exists():
+        previous = json.loads(record.read_text())
+        changed = [key for key in identity if previous.get(key) != identity[key]]
+        if changed:
+            raise ValueError(
+                f"cannot resume the run in {work}: {', '.join(changed)} differ from it; "
+                "pass --overwrite to start again"
+            )
+        return work
+    elif output.exists():
+        raise ValueError(
+            f"{output} exists; choose a new --output, or pass --overwrite to write over it"
+            + (" (it is complete: there is nothing to resume)" if resume else "")
+        )
+    elif work.exists():
+        raise ValueError(
+            f"{work} holds an interrupted run; pass --resume to continue it, or --overwrite to "
+            "start again"
+        )
+    work.mkdir(parents=True)
+    record.write_text(json.dumps(identity, indent=2) + "\n")
+    return work
+
+
+def _status(folder: Path) -> str | None:
+    manifest = folder / "manifest.json"
+    return json.loads(manifest.read_text()).get("status") if manifest.exists() else None
+
+
+def _check_folder(folder: Path, models: _Models, checkpoint: Path) -> None:
+    """A ``chemgraph featurize`` folder whose graphs the checkpoint can score as they are.
+
+    Raises:
+        ValueError: no manifest, an incomplete run, no graphs, another graph preset, or graphs
+            with conformers (explicit hydrogens and positions, which training never had).
+    """
+    if not (folder / "manifest.json").is_file():
+        raise ValueError(
+            f"{folder} is a folder but not a chemgraph featurize output (no manifest.json)"
+        )
+    manifest = json.loads((folder / "manifest.json").read_text())
+    options = manifest["options"]
+    redo = (
+        f"featurize the library again with `chemgraph featurize LIBRARY --graphs "
+        f"{models.preset.name} --output NEW_FOLDER`, or pass the library file as --input"
+    )
+    if manifest.get("status") != "complete":
+        raise ValueError(
+            f"{folder} is not a complete featurization (status {manifest.get('status')!r}); "
+            "finish it with the same chemgraph featurize command and --resume"
+        )
+    if options["graphs"] is None:
+        raise ValueError(f"{folder} holds no graphs (featurized with --graphs none); {redo}")
+    preset = FeaturizerPreset.from_dict(manifest["graph_featurizer"])
+    if preset.name != models.preset.name:
+        raise ValueError(
+            f"{folder} holds graphs of the {preset.name!r} preset but {checkpoint} was trained "
+            f"on the {models.preset.name!r} preset; {redo}"
+        )
+    if options["conformers"]:
+        raise ValueError(
+            f"{folder} holds 3D graphs with explicit hydrogens (featurized with --conformers "
+            f"{options['conformers']}) but {checkpoint} was trained on 2D graphs; {redo}"
+        )
+
+
+def _write_atomically(table: pa.Table, path: Path) -> None:
+    temporary = atomic_path(path)
+    pq.write_table(table, temporary)
+    os.replace(temporary, path)
+
+
+# -- scoring a shard -----------------------------------------------------------------------
+
+
+def _schema(models: _Models) -> pa.Schema:
+    fields = [("row", pa.int64()), ("id", pa.string()), ("smiles", pa.string())]
+    fields += [(name, pa.float32()) for name in models.columns()]
+    fields += [("max_similarity_to_train", pa.float32()), ("in_domain", pa.bool_())]
+    return pa.schema(fields + [("error", pa.string())])
+
+
+def _score_shard(
+    folder: Path, shard: int, models: _Models, batch_size: int, threshold: float
+) -> pd.DataFrame:
+    """The output rows of one shard of a featurize folder, in input order."""
+    name = f"shard-{shard:05d}"
+    graphs, rows = load_shard(folder / "graphs" / f"{name}.bin")
+    path = folder / "features" / f"{name}.parquet"
+    columns = ["row", "id", "smiles"]
+    if models.fingerprints is not None and FINGERPRINT.name in pq.read_schema(path).names:
+        columns.append(FINGERPRINT.name)
+    features = pq.read_table(path, columns=columns)
+    if features["row"].to_pylist() != rows.tolist():
+        raise ValueError(f"{folder}: graphs and features of {name} differ; featurize it again")
+    featurized = pd.DataFrame(
+        {
+            "row": rows.numpy(),
+            "id": features["id"].to_pylist(),
+            "smiles": features["smiles"].to_pylist(),
+            **models.predict(graphs, rows.numpy(), batch_size),
+        }
+    )
+    similarity = np.full(len(featurized), np.nan, dtype=np.float32)
+    if models.fingerprints is not None:
+        similarity = models.fingerprints.max_similarity(_fingerprint_bits(features))
+    featurized["max_similarity_to_train"] = similarity
+    featurized["in_domain"] = pd.array(similarity >= threshold, dtype="boolean")
+    featurized.loc[np.isnan(similarity), "in_domain"] = pd.NA
+    featurized["error"] = ""
+    with open(folder / "parts" / f"{name}.csv", encoding="utf-8", newline="") as handle:
+        rejected = [
+            (int(row), identifier, reason) for row, identifier, _, reason in csv.reader(handle)
+        ]
+    failed = pd.DataFrame(rejected, columns=["row", "id", "error"]).assign(smiles="")
+    table = pd.concat([featurized, failed], ignore_index=True) if len(failed) else featurized
+    return table.sort_values("row", kind="stable", ignore_index=True)
+
+
+def _fingerprint_bits(features: pa.Table) -> np.ndarray:
+    """``uint8 [N, 2048]``: the :data:`FINGERPRINT` column of a feature table (``chemgraph
+    featurize --fingerprint morgan:radius=2,size=2048``; featurizing a file asks for it), else
+    computed from the canonical SMILES; all-zero for one RDKit cannot read back."""
+    if FINGERPRINT.name in features.column_names:
+        values = features[FINGERPRINT.name].combine_chunks().flatten()
+        return values.to_numpy().reshape(len(features), FINGERPRINT.size)
+    bits = np.zeros((len(features), FINGERPRINT.size), dtype=np.uint8)
+    for index, mol in enumerate(mols_from_smiles(features["smiles"].to_pylist())):
+        if not isinstance(mol, Exception):
+            bits[index] = FINGERPRINT(mol)
+    return bits
+
+
+# -- the output ----------------------------------------------------------------------------
+
+
+def _write_output(
+    parts: Path,
+    shards: int,
+    schema: pa.Schema,
+    output: Path,
+    suffix: str,
+    top: int | None,
+    score: str,
+    ascending: bool,
+) -> PredictionSummary:
+    """Concatenate the shards' parts into ``output`` (and the ``top`` file), atomically."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    temporary = atomic_path(output)
+    writer = _TableWriter(temporary, suffix, schema)
+    best = schema.empty_table().to_pandas()
+    records = predicted = out_of_domain = 0
+    with closing(writer):
+        for shard in range(shards):
+            table = pq.read_table(parts / f"shard-{shard:05d}.parquet")
+            writer.write(table)
+            frame = table.to_pandas()
+            records += len(frame)
+            predicted += int((frame["error"] == "").sum())
+            out_of_domain += int((frame["in_domain"] == False).sum())  # noqa: E712 (None too)
+            if top is not None:
+                candidates = pd.concat([best, frame[frame[score].notna()]])
+                best = candidates.sort_values(score, ascending=ascending, kind="stable")[:top]
+    os.replace(temporary, output)
+    written = None
+    if top is not None:
+        written = top_path(output, top)
+        temporary = atomic_path(written)
+        with closing(_TableWriter(temporary, suffix, schema)) as top_writer:
+            top_writer.write(pa.Table.from_pandas(best, schema, preserve_index=False))
+        os.replace(temporary, written)
+    return PredictionSummary(
+        records, predicted, records - predicted, out_of_domain, output, written
+    )
+
+
+class _TableWriter:
+    """Appends tables of one schema to a CSV (``.csv``, ``.csv.gz``) or parquet file."""
+
+    def __init__(self, path: Path, suffix: str, schema: pa.Schema) -> None:
+        self.parquet = suffix.lower() == ".parquet"
+        if self.parquet:
+            self.handle = pq.ParquetWriter(path, schema)
+        else:
+            opener = gzip.open if suffix.lower().endswith(".gz") else open
+            self.handle = opener(path, "wt", encoding="utf-8", newline="")
+            self.header = True
+
+    def write(self, table: pa.Table) -> None:
+        if self.parquet:
+            self.handle.write_table(table)
+        else:
+            table.to_pandas().to_csv(self.handle, header=self.header, index=False)
+            self.header = False
+
+    def close(self) -> None:
+        self.handle.close()

@@ -20,6 +20,7 @@ import pandas as pd
 import torch
 import yaml
 
+from chemgraph.chem import mols_from_smiles
 from chemgraph.data import (
     MoleculeDataModule,
     MoleculeDataset,
@@ -29,25 +30,34 @@ from chemgraph.data import (
     warn_single_class,
     write_rejected,
 )
-from chemgraph.data.datasets import read_data
+from chemgraph.data.applicability import TrainingFingerprints
+from chemgraph.data.datasets import dataset_card, list_datasets, read_data
 from chemgraph.featurize import FeaturizerPreset, get_preset
 from chemgraph.models import get_model_spec
 from chemgraph.train.callbacks import EpochProgress, LossHistory
 from chemgraph.train.checkpoint import best_checkpoint_path, load_weights
 from chemgraph.train.config import TrainingConfig
-from chemgraph.train.metrics import classification_metrics, regression_metrics
+from chemgraph.train.metrics import mean_over_tasks, per_task_metrics
 from chemgraph.train.module import PropertyPredictionModule
-from chemgraph.train.plots import plot_learning_curve, plot_parity
+from chemgraph.train.plots import (
+    plot_confusion_matrices,
+    plot_learning_curve,
+    plot_parity,
+    plot_precision_recall,
+    plot_residuals,
+    plot_roc,
+)
 from chemgraph.train.scaler import TargetScaler
 from chemgraph.train.trainer import hide_lightning_info, make_trainer
 
-__all__ = ["OUTPUT_FILES", "infer_task", "train"]
+__all__ = ["OUTPUT_FILES", "ensemble_member", "infer_task", "train", "train_ensemble"]
 
 log = logging.getLogger(__name__)
 
 OUTPUT_FILES = (
     "best.ckpt", "metrics.json", "predictions.csv", "rejected.csv", "learning_curve.png",
-    "parity.png", "config.yaml",
+    "parity.png", "residuals.png", "roc_curve.png", "pr_curve.png", "confusion_matrix.png",
+    "config.yaml",
 )  # fmt: skip
 """The files :func:`train` writes to ``config.out`` (those of an earlier run are replaced)."""
 
@@ -61,13 +71,16 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     ``metrics.json`` (``{"val": {...}, "test": {...}, "epochs_trained": n}``, and for a
     mixture of experts ``"experts"``: per training epoch, the expert usage ``[layer][expert]``
     and the importance and load CV² per layer; RMSE/MAE/R² in
-    the targets' units, or MCC/ROC-AUC/accuracy; NaN written as null), ``predictions.csv``
-    (split, row, smiles, each target and its ``_pred`` column), ``learning_curve.png``,
-    ``parity.png`` (regression) and ``config.yaml`` (the settings, with ``task`` decided when it
-    was None). These files of an earlier run in ``config.out`` are replaced, other files are
-    left; ``chemgraph train`` refuses a non-empty folder unless given ``--overwrite``
-    (:func:`chemgraph._output.check_output_folder`). With ``config.progress``, progress is
-    logged (INFO) and shown within each epoch (:class:`chemgraph.train.callbacks.EpochProgress`).
+    the targets' units, or ROC-AUC/PR-AUC/MCC/balanced accuracy/accuracy, averaged over tasks,
+    and ``"per_task"``: the same per split and task; NaN written as null), ``predictions.csv``
+    (split, row, smiles, each target and its ``_pred`` column), ``learning_curve.png``, plots of
+    the test split (``parity.png`` and ``residuals.png`` for regression, ``roc_curve.png``,
+    ``pr_curve.png`` and ``confusion_matrix.png`` for classification) and ``config.yaml`` (the
+    settings, with ``task`` decided when it was None). These files of an earlier run in
+    ``config.out`` are replaced, other files are left; ``chemgraph train`` refuses a non-empty
+    folder unless given ``--overwrite`` (:func:`chemgraph._output.check_output_folder`). With
+    ``config.progress``, progress is logged (INFO) and shown within each epoch
+    (:class:`chemgraph.train.callbacks.EpochProgress`).
 
     With ``config.devices > 1`` only the fit is distributed (DDP over forked processes,
     :func:`chemgraph.train.trainer.make_trainer`); this process does everything else, and
@@ -95,6 +108,29 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     metrics, predictions = _evaluate(config, fitted, parts)
     _write_results(config, out, metrics, predictions, fitted.history)
     return metrics
+
+
+def ensemble_member(config: TrainingConfig, index: int) -> TrainingConfig:
+    """The settings of member ``index`` of an ensemble of ``config``: seed ``config.seed +
+    index``, output folder ``<config.out>/model-<index>``."""
+    return replace(config, seed=config.seed + index, out=str(Path(config.out) / f"model-{index}"))
+
+
+def train_ensemble(config: TrainingConfig, size: int) -> list[dict[str, dict[str, float]]]:
+    """Train ``size`` models of ``config`` that differ only in their seed (split, weights,
+    shuffling): member ``k`` is :func:`train` of :func:`ensemble_member` ``(config, k)``, with
+    all its files in ``<config.out>/model-<k>``. ``chemgraph predict --checkpoint <config.out>``
+    then reports the members' mean prediction and its standard deviation.
+
+    Returns:
+        The metrics of each member, in member order.
+
+    Raises:
+        ValueError: ``size`` below 2; see :func:`train`.
+    """
+    if size < 2:
+        raise ValueError(f"an ensemble needs at least 2 models, got {size}")
+    return [train(ensemble_member(config, index)) for index in range(size)]
 
 
 def _featurize(config: TrainingConfig, out: Path) -> tuple[MoleculeDataset, FeaturizerPreset]:
@@ -202,6 +238,7 @@ def _fit(
         max_minutes=config.max_time_minutes,
         lr_patience=config.lr_patience,
         model=config.model,
+        train_fingerprints=_training_fingerprints(parts["train"], config.fragments),
     )
     for part in parts.values():  # e.g. Graphormer's shortest paths, once per molecule
         part.graphs = spec.transform_graphs(module.model.config, part.graphs)
@@ -233,12 +270,23 @@ def _fit(
     return _Fitted(module, trainer, data, history)
 
 
+def _training_fingerprints(part: MoleculeDataset, fragments: str) -> dict:
+    """The packed Morgan fingerprints of the training molecules, for the checkpoint
+    (:class:`chemgraph.data.applicability.TrainingFingerprints`); each SMILES parsed as it was
+    featurized, so every one parses."""
+    return TrainingFingerprints.from_mols(mols_from_smiles(part.smiles, fragments)).to_dict()
+
+
 def _evaluate(
     config: TrainingConfig, fitted: _Fitted, parts: dict[str, MoleculeDataset]
 ) -> tuple[dict, pd.DataFrame]:
     """Metrics and predictions of the validation and test sets (targets' units), on one
-    device: the whole splits, also after a DDP fit (whose samplers shard and pad them)."""
+    device: the whole splits, also after a DDP fit (whose samplers shard and pad them).
+
+    ``metrics[split]`` holds each metric's mean over tasks, ``metrics["per_task"][split]`` the
+    table of :func:`chemgraph.train.metrics.per_task_metrics`."""
     metrics: dict = {}
+    per_task: dict = {}
     frames = []
     with hide_lightning_info():  # the fit's Trainer has shown Lightning's banner
         predictor = make_trainer(max_epochs=1, accelerator=config.accelerator)
@@ -249,11 +297,10 @@ def _evaluate(
     for name, batches in outputs.items():
         predicted = torch.cat(batches).float().numpy()
         truth = parts[name].labels.numpy()
-        if config.task == "regression":
-            metrics[name] = regression_metrics(truth, predicted)
-        else:
-            metrics[name] = classification_metrics(truth, predicted)
+        per_task[name] = per_task_metrics(truth, predicted, config.task, config.target_columns)
+        metrics[name] = mean_over_tasks(per_task[name])
         frames.append(_prediction_frame(name, parts[name], predicted, config.target_columns))
+    metrics["per_task"] = per_task
     metrics["epochs_trained"] = fitted.trainer.current_epoch
     history = getattr(fitted.module.model, "expert_history", None)
     if history:  # a mixture of experts: its routing per epoch and layer
@@ -268,8 +315,10 @@ def _write_results(
     predictions: pd.DataFrame,
     history: LossHistory,
 ) -> None:
-    """``metrics.json``, ``predictions.csv``, ``learning_curve.png`` and (regression)
-    ``parity.png``."""
+    """``metrics.json``, ``predictions.csv``, ``learning_curve.png``, and plots of the test
+    split: ``parity.png`` and ``residuals.png`` (regression, units from the dataset card when
+    ``config.data`` names one) or ``roc_curve.png``, ``pr_curve.png`` and
+    ``confusion_matrix.png`` (classification)."""
     (out / "metrics.json").write_text(json.dumps(_json_safe(metrics), indent=2))
     predictions.to_csv(out / "predictions.csv", index=False)
     loss_name = {
@@ -277,9 +326,24 @@ def _write_results(
         "classification": "binary cross-entropy",
     }[config.task]
     plot_learning_curve(history.epochs, out / "learning_curve.png", loss_name)
+    test = predictions[predictions["split"] == "test"]
+    targets = config.target_columns
     if config.task == "regression":
-        test = predictions[predictions["split"] == "test"]
-        plot_parity(test, config.target_columns, out / "parity.png")
+        units = _target_units(config.data)
+        plot_parity(test, targets, out / "parity.png", "test", units)
+        plot_residuals(test, targets, out / "residuals.png", "test", units)
+    else:
+        plot_roc(test, targets, out / "roc_curve.png", "test")
+        plot_precision_recall(test, targets, out / "pr_curve.png", "test")
+        plot_confusion_matrices(test, targets, out / "confusion_matrix.png", "test")
+
+
+def _target_units(data) -> dict[str, str | None]:
+    """Column -> unit from the card of the registered dataset ``data`` names (not a file);
+    ``{}`` for a table file."""
+    if Path(str(data)).is_file() or str(data) not in list_datasets():
+        return {}
+    return dataset_card(str(data)).units
 
 
 def _values_other_than_0_and_1(column: torch.Tensor) -> torch.Tensor:

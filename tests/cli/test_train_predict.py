@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
+from rdkit import Chem
 
 from chemgraph.cli import main
 from chemgraph.train.runner import OUTPUT_FILES
@@ -77,7 +78,12 @@ def table(tmp_path):
     "task,target,metric_names,model",
     [
         ("regression", "logp", {"rmse", "mae", "r2"}, "esa"),
-        ("classification", "active", {"mcc", "roc_auc", "accuracy"}, "nsa"),
+        (
+            "classification",
+            "active",
+            {"roc_auc", "pr_auc", "mcc", "balanced_accuracy", "accuracy"},
+            "nsa",
+        ),
     ],
 )
 def test_train_then_predict(tmp_path, table, task, target, metric_names, model):
@@ -144,7 +150,11 @@ def test_train_then_predict(tmp_path, table, task, target, metric_names, model):
     assert status == 0
     result = pd.read_csv(output)
     source = pd.read_csv(data)
-    assert result["smiles"].tolist() == source["smiles"].tolist()
+    assert result["row"].tolist() == list(range(len(source)))
+    canonical = [
+        "" if row in INVALID else Chem.CanonSmiles(s) for row, s in enumerate(source["smiles"])
+    ]
+    assert result["smiles"].fillna("").tolist() == canonical
     failed = result["error"].notna()
     assert failed[failed].index.tolist() == sorted(INVALID)
     predicted = result[f"{target}_pred"]
@@ -220,7 +230,7 @@ def test_binary_target_without_task_trains_a_classifier(tmp_path, table, capsys)
         "(pass --task regression" in capsys.readouterr().out
     )
     assert json.loads((out / "metrics.json").read_text())["test"].keys() == {
-        "mcc", "roc_auc", "accuracy"
+        "roc_auc", "pr_auc", "mcc", "balanced_accuracy", "accuracy"
     }  # fmt: skip
     assert yaml.safe_load((out / "config.yaml").read_text())["task"] == "classification"
     assert not (out / "parity.png").exists()
@@ -232,14 +242,14 @@ def test_predict_writes_one_row_per_input_line_blank_lines_included(tmp_path, ca
     table.write_text("smiles,name\nCCO,ethanol\n\nCC O,spaced\nc1ccccc1,benzene\n")
     output = tmp_path / "predicted.csv"
     assert main(["predict", "--checkpoint", str(checkpoint), "--input", str(table),
-                 "--output", str(output)]) == 0  # fmt: skip
+                 "--output", str(output), "--id-column", "name"]) == 0  # fmt: skip
     result = pd.read_csv(output, keep_default_na=False)
-    assert result["name"].tolist() == ["ethanol", "", "spaced", "benzene"]
+    assert result["id"].tolist() == ["ethanol", "1", "spaced", "benzene"]
     errors = result["error"].tolist()
     assert errors[0] == "" and errors[3] == ""
-    assert errors[1].startswith("empty SMILES")
+    assert errors[1] == "blank record"
     assert errors[2].startswith("SMILES holds whitespace")
-    assert "predicted 2 of 4 rows" in capsys.readouterr().out
+    assert "predicted 2 of 4 records" in capsys.readouterr().out
 
 
 def test_two_devices_write_what_one_device_writes(tmp_path, table):
@@ -261,7 +271,8 @@ def test_two_devices_write_what_one_device_writes(tmp_path, table):
         capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUT_FILES)
+    classification_plots = {"roc_curve.png", "pr_curve.png", "confusion_matrix.png"}
+    assert sorted(p.name for p in out.iterdir()) == sorted(set(OUTPUT_FILES) - classification_plots)
     one = json.loads((tmp_path / "one" / "metrics.json").read_text())
     two = json.loads((out / "metrics.json").read_text())
     assert {k: sorted(v) if isinstance(v, dict) else v for k, v in two.items()} == {

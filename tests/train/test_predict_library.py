@@ -1,0 +1,253 @@
+"""Scoring a library: files and featurize folders, row order, errors, --top, resume, domain."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from rdkit import Chem
+
+from chemgraph.data.applicability import TrainingFingerprints
+from chemgraph.data.library import FeaturizeOptions, featurize_library
+from chemgraph.train import predict
+from chemgraph.train.predict import checkpoint_files, predict_table, top_path
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
+ESA, NSA = FIXTURES / "esa.ckpt", FIXTURES / "nsa.ckpt"
+EXPECTED = json.loads((FIXTURES / "expected.json").read_text())
+
+# (record, name) per .smi line; None = a blank line
+LINES = [
+    ("CCO", "ethanol"), ("c1ccc(O)cc1", "phenol"), (None, None), ("CC(=O)Nc1ccccc1", None),
+    ("N[C@@H](C)C(=O)O", "alanine"), ("C1CC", "unclosed"), ("[Na+].[Cl-]", "salt"),
+    ("CCCCCCCCO", "octanol"), ("N(C)(C)(C)(C)C", "pentavalent"), ("c1ccc2ccccc2c1", "naphth"),
+    ("CC(C)Cc1ccc(cc1)C(C)C(=O)O", "ibuprofen"), ("O=C=O", "co2"), ("ClC(Cl)(Cl)Cl", "ccl4"),
+]  # fmt: skip
+ERRORS = {2: "blank record", 5: "SMILES parse error", 8: "Explicit valence"}
+TARGETS = ["logp", "tpsa"]
+
+
+@pytest.fixture()
+def library(tmp_path):
+    path = tmp_path / "library.smi"
+    text = "".join("\n" if s is None else f"{s} {n}\n" if n else f"{s}\n" for s, n in LINES)
+    path.write_text(text)
+    return path
+
+
+def _featurized(library, tmp_path, **options):
+    folder = tmp_path / "lib"
+    featurize_library(library, folder, FeaturizeOptions(**options), shard_size=4, progress=False)
+    return folder
+
+
+def _predict(checkpoint, source, output, **options):
+    summary = predict_table(checkpoint, source, output, progress=False, **options)
+    return summary, pd.read_parquet(output)
+
+
+def test_shards_and_smiles_give_the_same_predictions_as_when_the_checkpoint_was_written(
+    library, tmp_path
+):
+    _, from_shards = _predict(ESA, _featurized(library, tmp_path), tmp_path / "a.parquet")
+    _, from_smiles = _predict(ESA, library, tmp_path / "b.parquet", shard_size=3)
+    columns = [f"{t}_pred" for t in TARGETS]
+    np.testing.assert_allclose(
+        from_shards[columns].to_numpy(), from_smiles[columns].to_numpy(), atol=1e-6
+    )
+    pd.testing.assert_frame_equal(
+        from_shards.drop(columns=columns), from_smiles.drop(columns=columns)
+    )
+    # the molecules of the frozen-checkpoint fixture: the predictions written with it
+    rows = [0, 1, 3, 4, 6]
+    assert [LINES[r][0] for r in rows] == EXPECTED["smiles"]
+    np.testing.assert_allclose(
+        from_smiles.loc[rows, columns].to_numpy(), EXPECTED["property"]["esa"]["predictions"],
+        rtol=1e-5, atol=1e-5,
+    )  # fmt: skip
+
+
+def test_every_record_keeps_its_row_in_input_order(library, tmp_path):
+    summary, result = _predict(ESA, library, tmp_path / "out.parquet")
+    assert result.columns.tolist() == [
+        "row", "id", "smiles", "logp_pred", "tpsa_pred", "max_similarity_to_train", "in_domain",
+        "error",
+    ]  # fmt: skip
+    assert result["row"].tolist() == list(range(len(LINES)))
+    assert result["id"].tolist() == [n or str(r) for r, (_, n) in enumerate(LINES)]
+    for row, (smiles, _) in enumerate(LINES):
+        if row in ERRORS:
+            assert result["error"][row].startswith(ERRORS[row])
+            assert result["smiles"][row] == "" and np.isnan(result["logp_pred"][row])
+        else:
+            assert result["error"][row] == ""
+            assert result["smiles"][row] == Chem.CanonSmiles(smiles)
+            assert np.isfinite(result.loc[row, ["logp_pred", "tpsa_pred"]].astype(float)).all()
+    assert (summary.records, summary.predicted, summary.failed) == (13, 10, 3)
+    assert summary.output == tmp_path / "out.parquet" and summary.top is None
+    assert not (tmp_path / "out.parquet.partial").exists()
+
+
+def test_tables_and_sdf_files_with_their_ids(tmp_path):
+    table = tmp_path / "library.tsv"
+    table.write_text("name\tstructure\nethanol\tCCO\nbad\tC1CC\n\t\nbenzene\tc1ccccc1\n")
+    output = tmp_path / "table.csv"
+    predict_table(ESA, table, output, smiles_column="structure", id_column="name", progress=False)
+    result = pd.read_csv(output, keep_default_na=False)
+    assert result["id"].tolist() == ["ethanol", "bad", "2", "benzene"]
+    assert result["smiles"].tolist() == ["CCO", "", "", "c1ccccc1"]
+    assert result["error"][1].startswith("SMILES parse error") and result["error"][2] == (
+        "blank record"
+    )
+    sdf = tmp_path / "library.sdf"
+    with Chem.SDWriter(str(sdf)) as writer:
+        for smiles, title in [("CCO", "first"), ("c1ccccc1O", "second")]:
+            mol = Chem.MolFromSmiles(smiles)
+            mol.SetProp("_Name", title)
+            writer.write(mol)
+    _, result = _predict(ESA, sdf, tmp_path / "sdf.parquet")
+    assert result["id"].tolist() == ["first", "second"]
+    assert result["smiles"].tolist() == ["CCO", "Oc1ccccc1"]
+
+
+def test_top_holds_the_best_scores_best_first(library, tmp_path):
+    output = tmp_path / "hits.csv"
+    summary = predict_table(ESA, library, output, top=3, progress=False)
+    assert summary.top == tmp_path / "hits.top3.csv" == top_path(output, 3)
+    full, top = pd.read_csv(output), pd.read_csv(summary.top)
+    predicted = full[full["error"].isna()]
+    assert top["row"].tolist() == predicted.nlargest(3, "logp_pred")["row"].tolist()
+    assert top["logp_pred"].is_monotonic_decreasing and len(top) == 3
+
+    predict_table(ESA, library, tmp_path / "low.parquet", top=4, top_target="tpsa",
+                  ascending=True, progress=False)  # fmt: skip
+    top = pd.read_parquet(tmp_path / "low.top4.parquet")
+    assert top["row"].tolist() == predicted.nsmallest(4, "tpsa_pred")["row"].tolist()
+    with pytest.raises(ValueError, match="top target 'mass' is not one of the targets"):
+        predict_table(ESA, library, tmp_path / "x.csv", top=1, top_target="mass", progress=False)
+
+
+def test_an_interrupted_run_is_resumed_never_overwritten(library, tmp_path, monkeypatch):
+    _, expected = _predict(ESA, library, tmp_path / "expected.parquet", shard_size=4)
+    output = tmp_path / "out.parquet"
+    scored = []
+    score = predict._score_shard
+
+    def interrupted(folder, shard, *args):
+        if shard == 2:
+            raise KeyboardInterrupt
+        scored.append(shard)
+        return score(folder, shard, *args)
+
+    monkeypatch.setattr(predict, "_score_shard", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        predict_table(ESA, library, output, shard_size=4, progress=False)
+    assert scored == [0, 1] and not output.exists()
+    with pytest.raises(ValueError, match="holds an interrupted run; pass --resume"):
+        predict_table(ESA, library, output, shard_size=4, progress=False)
+    with pytest.raises(ValueError, match="shard_size differ from it"):
+        predict_table(ESA, library, output, shard_size=5, resume=True, progress=False)
+    monkeypatch.setattr(predict, "_score_shard", lambda *a: scored.append(a[1]) or score(*a))
+    predict_table(ESA, library, output, shard_size=4, resume=True, progress=False)
+    assert scored == [0, 1, 2, 3]  # shards 0 and 1 were kept
+    pd.testing.assert_frame_equal(pd.read_parquet(output), expected)
+    with pytest.raises(ValueError, match="exists; choose a new --output, or pass --overwrite"):
+        predict_table(ESA, library, output, progress=False)
+    predict_table(ESA, library, output, overwrite=True, progress=False)
+    pd.testing.assert_frame_equal(pd.read_parquet(output), expected)
+
+
+def test_a_folder_featurized_otherwise_is_refused_with_both_presets(library, tmp_path):
+    folder = _featurized(library, tmp_path, graphs="ogb")
+    with pytest.raises(ValueError) as error:
+        predict_table(ESA, folder, tmp_path / "out.csv", progress=False)
+    message = str(error.value)
+    assert "'ogb' preset" in message and "'canonical' preset" in message
+    assert "chemgraph featurize LIBRARY --graphs canonical" in message
+    assert not (tmp_path / "out.csv.partial").exists()
+    without = tmp_path / "fingerprints"
+    featurize_library(library, without, FeaturizeOptions(graphs=None, fingerprints=("maccs",)),
+                      progress=False)  # fmt: skip
+    with pytest.raises(ValueError, match="holds no graphs"):
+        predict_table(ESA, without, tmp_path / "out.csv", progress=False)
+
+
+def _with_fingerprints(source: Path, smiles: list[str], path: Path) -> Path:
+    checkpoint = torch.load(source, weights_only=True)
+    fingerprints = TrainingFingerprints.from_mols([Chem.MolFromSmiles(s) for s in smiles])
+    checkpoint["hyper_parameters"]["train_fingerprints"] = fingerprints.to_dict()
+    torch.save(checkpoint, path)
+    return path
+
+
+def test_applicability_domain_columns(library, tmp_path):
+    checkpoint = _with_fingerprints(ESA, ["CCO", "CCCO", "c1ccccc1"], tmp_path / "ad.ckpt")
+    summary, result = _predict(checkpoint, library, tmp_path / "out.parquet")
+    similarity = result["max_similarity_to_train"]
+    assert similarity.dtype == np.float32
+    assert similarity[0] == 1.0 and result["in_domain"][0]  # ethanol was a training molecule
+    assert similarity[11] < 0.3 and not result["in_domain"][11]  # CO2
+    assert similarity[list(ERRORS)].isna().all() and result["in_domain"][list(ERRORS)].isna().all()
+    assert summary.out_of_domain == int((result["in_domain"] == False).sum()) > 0  # noqa: E712
+    # shards without a fingerprint column: computed from the canonical SMILES, equally
+    _, from_shards = _predict(checkpoint, _featurized(library, tmp_path), tmp_path / "f.parquet")
+    pd.testing.assert_series_equal(from_shards["max_similarity_to_train"], similarity)
+    _, loose = _predict(checkpoint, library, tmp_path / "loose.parquet", similarity_threshold=0.0)
+    assert loose["in_domain"].notna().sum() == 10 and loose["in_domain"].dropna().all()
+
+
+def test_a_checkpoint_without_fingerprints_leaves_the_columns_empty_and_says_why(
+    library, tmp_path, caplog
+):
+    with caplog.at_level(logging.WARNING, logger="chemgraph"):
+        _, result = _predict(ESA, library, tmp_path / "out.parquet")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [
+        f"no training fingerprints in {ESA} (written before chemgraph stored them): "
+        "max_similarity_to_train and in_domain are left empty"
+    ]
+    assert result["max_similarity_to_train"].isna().all() and result["in_domain"].isna().all()
+
+
+def test_an_ensemble_reports_the_mean_and_standard_deviation(library, tmp_path):
+    _, esa = _predict(ESA, library, tmp_path / "esa.parquet")
+    _, nsa = _predict(NSA, library, tmp_path / "nsa.parquet")
+    _, ensemble = _predict([ESA, NSA], library, tmp_path / "both.parquet")
+    assert ensemble.columns.tolist()[3:7] == ["logp_pred", "logp_std", "tpsa_pred", "tpsa_std"]
+    for target in TARGETS:
+        members = np.stack([esa[f"{target}_pred"], nsa[f"{target}_pred"]])
+        np.testing.assert_allclose(ensemble[f"{target}_pred"], members.mean(0), rtol=1e-6)
+        np.testing.assert_allclose(ensemble[f"{target}_std"], members.std(0), rtol=1e-5)
+    assert (
+        ensemble["logp_std"][list(ERRORS)].isna().all() and (ensemble["logp_std"] > 0).sum() == 10
+    )
+
+
+def test_checkpoint_files_of_runs_and_ensembles(tmp_path):
+    for member in (0, 1, 10, 2):
+        (tmp_path / "ens" / f"model-{member}").mkdir(parents=True)
+        (tmp_path / "ens" / f"model-{member}" / "best.ckpt").write_bytes(b"")
+    assert [p.parent.name for p in checkpoint_files(tmp_path / "ens")] == [
+        "model-0", "model-1", "model-2", "model-10"
+    ]  # fmt: skip
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "best.ckpt").write_bytes(b"")
+    assert checkpoint_files([tmp_path / "run", ESA]) == [tmp_path / "run" / "best.ckpt", ESA]
+    with pytest.raises(FileNotFoundError, match="holds no best.ckpt"):
+        checkpoint_files(tmp_path)
+
+
+def test_checkpoints_that_cannot_score_a_library_as_featurized_are_refused(library, tmp_path):
+    checkpoint = torch.load(ESA, weights_only=True)
+    checkpoint["hyper_parameters"]["fragments"] = "largest"
+    torch.save(checkpoint, tmp_path / "largest.ckpt")
+    with pytest.raises(ValueError, match="trained on the largest fragment of each molecule"):
+        predict_table(tmp_path / "largest.ckpt", library, tmp_path / "a.csv", progress=False)
+    with pytest.raises(ValueError, match="differ in featurizer"):
+        predict_table([ESA, FIXTURES / "gin.ckpt"], library, tmp_path / "b.csv", progress=False)
+    assert not list(tmp_path.glob("*.partial"))
