@@ -5,7 +5,7 @@ drug-like SMILES), molecules per second for:
 
 - RDKit parse alone (``Chem.MolFromSmiles``);
 - the floor: RDKit parse + one pass reading the atom and bond properties the canonical preset
-  uses (nothing can featurize faster from Python);
+  uses, a plain Python loop over the atoms and bonds;
 - chemgraph: parse + :func:`chemgraph.graphs.mols_to_graphs` per 5,000-molecule shard (what
   ``chemgraph featurize`` computes), and ``chemgraph featurize`` end to end (start-up, reading,
   canonical SMILES, writing shards) with 1 and 2 workers on ``--scaling-rows`` rows;
@@ -21,8 +21,16 @@ shards are checked to load as the graphs saved. Peers are optional: a missing pa
 reported as such. Install them with
 ``pip install dgllife chemprop deepchem && pip install --no-deps molsets``.
 
+``--whole-command`` measures only the floor, the in-memory featurizer and ``chemgraph featurize
+--workers 1`` end to end on the same ``--molecules`` SMILES, in CPU time (the command's: the
+command, its worker and the worker's forkserver), so that the ratios hold on a busy machine; it
+also gives the command's fixed start-up cost and the ratio it extrapolates to at 100k and 1M
+rows.
+
     python benchmarks/featurize.py [--molecules 20000] [--rss-rows 1000000]
     python benchmarks/featurize.py --shard-bytes-only --smiles-csv PATH/moleculenet/HIV.csv
+    python benchmarks/featurize.py --whole-command --molecules 40000 --repeats 2 \
+        --smiles-csv PATH/moleculenet/HIV.csv
 """
 
 from __future__ import annotations
@@ -77,6 +85,8 @@ def rdkit_parse(smiles):
 
 def rdkit_floor(smiles):
     for mol in rdkit_parse(smiles):
+        if mol is None:  # a SMILES RDKit rejects (MoleculeNet files hold a few)
+            continue
         for a in mol.GetAtoms():
             (a.GetSymbol(), a.GetTotalDegree(), a.GetFormalCharge(), a.GetChiralTag(),
              a.GetTotalNumHs(), a.GetHybridization(), a.GetIsAromatic(), a.IsInRing(),
@@ -158,21 +168,98 @@ def print_shard_bytes(molecules: int, sizes: list[tuple[str, int, int]], source:
         print(f"{preset:<12}{before:>16,}{after:>16,}{before / after:>8.1f}")
 
 
-def cli_rate(smiles_file: Path, count: int, workers: int, out: Path) -> tuple[float, float]:
-    """(mol/s, peak RSS MiB over the command and its workers) of ``chemgraph featurize``."""
+def cpu_rate(function, smiles: list[str]) -> float:
+    """Molecules per second of this process's CPU time (user + system) for ``function``: on a
+    machine that other jobs share, CPU time moves far less than the wall clock does."""
+    start = time.process_time()
+    function(smiles)
+    return len(smiles) / (time.process_time() - start)
+
+
+# Runs a command and waits for every process it started, its workers' forkserver included (a
+# child subreaper adopts them when the command exits), then prints the wall seconds, the CPU
+# seconds (user + system) of all of them, and the peak RSS (KiB) of the largest one.
+_MEASURE = """
+import ctypes, os, resource, subprocess, sys, time
+try:
+    ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER (Linux)
+except (AttributeError, OSError):
+    pass
+start = time.perf_counter()
+subprocess.run(sys.argv[1:], check=True)
+wall = time.perf_counter() - start
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss)
+"""
+
+
+def cli_run(smiles_file: Path, workers: int, out: Path) -> tuple[float, float, float]:
+    """``(wall s, CPU s, peak RSS MiB)`` of ``chemgraph featurize --workers N``: the CPU time
+    of the command and of every process it started (its workers and their forkserver, on
+    Linux), the RSS of the largest single process."""
     command = [sys.executable, "-m", "chemgraph", "featurize", str(smiles_file), "--output",
                str(out), "--workers", str(workers), "--quiet"]  # fmt: skip
-    start = time.perf_counter()
-    code = (
-        "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True); "
-        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    result = subprocess.run(
+        [sys.executable, "-c", _MEASURE, *command], capture_output=True, text=True
     )
-    result = subprocess.run([sys.executable, "-c", code, *command], capture_output=True, text=True)
-    elapsed = time.perf_counter() - start
     if result.returncode:
         raise SystemExit(result.stderr)
-    peak_kib = int(result.stdout.strip().splitlines()[-1])
-    return count / elapsed, peak_kib / 1024
+    wall, cpu, peak_kib = result.stdout.strip().splitlines()[-1].split()
+    return float(wall), float(cpu), int(peak_kib) / 1024
+
+
+def cli_rate(smiles_file: Path, count: int, workers: int, out: Path) -> tuple[float, float]:
+    """(mol/s by the wall clock, peak RSS MiB over the command and its workers) of
+    ``chemgraph featurize``."""
+    wall, _, peak = cli_run(smiles_file, workers, out)
+    return count / wall, peak
+
+
+def whole_command(smiles: list[str], repeats: int) -> None:
+    """The floor, ``mols_to_graphs`` in memory and ``chemgraph featurize --workers 1`` end to end
+    (start-up, reading, parsing, canonical SMILES, graphs, writing the shards, the parquet
+    tables and the report), each in CPU time (the command's: all of its processes) on the same
+    SMILES, interleaved ``repeats`` times, the best of each; then the start-up alone (the
+    command on a one-row input: the imports of the command and of its worker's forkserver)."""
+    best: dict[str, float] = {}
+    walls: list[float] = []
+    with tempfile.TemporaryDirectory() as folder:
+        folder = Path(folder)
+        library = folder / "library.smi"
+        library.write_text("\n".join(smiles) + "\n")
+        (folder / "one.smi").write_text(smiles[0] + "\n")
+        for repeat in range(repeats):
+            for name, function in (("floor", rdkit_floor), ("in memory", chemgraph_graphs)):
+                best[name] = max(best.get(name, 0.0), cpu_rate(function, smiles))
+            wall, cpu, _ = cli_run(library, 1, folder / f"run{repeat}")
+            walls.append(wall)
+            best["command"] = max(best.get("command", 0.0), len(smiles) / cpu)
+            _, startup, _ = cli_run(folder / "one.smi", 1, folder / f"one{repeat}")
+            best["start-up"] = min(best.get("start-up", float("inf")), startup)
+    floor = best["floor"]
+    print(f"{len(smiles):,} SMILES, CPU time (best of {repeats}), {os.cpu_count()} CPUs")
+    print(f"{'':<60}{'mol/s':>9}{'vs floor':>10}")
+    for label, name in (
+        ("RDKit parse + atom/bond pass (floor)", "floor"),
+        ("chemgraph mols_to_graphs (in memory)", "in memory"),
+        ("chemgraph featurize --workers 1 (whole command)", "command"),
+    ):
+        print(f"{label:<60}{best[name]:>9,.0f}{best[name] / floor:>10.2f}")
+    startup = best["start-up"]
+    per_molecule = 1 / best["command"] - startup / len(smiles)
+    print(
+        f"whole command: {startup:.1f} CPU s of start-up (a one-row input), then "
+        f"{per_molecule * 1e6:,.0f} µs a molecule ({1 / per_molecule / floor:.2f}x the floor); "
+        f"wall {min(walls):.1f} s"
+    )
+    for rows in (100_000, 1_000_000):
+        seconds = startup + rows * per_molecule
+        print(f"  at {rows:,} rows: {rows / seconds / floor:.2f}x the floor")
 
 
 def main() -> int:
@@ -189,7 +276,23 @@ def main() -> int:
     parser.add_argument(
         "--shard-bytes-only", action="store_true", help="measure only the graph shard sizes"
     )
+    parser.add_argument(
+        "--whole-command",
+        action="store_true",
+        help="only the floor, the in-memory featurizer and chemgraph featurize --workers 1 on "
+        "--molecules SMILES, in CPU time",
+    )
+    parser.add_argument("--repeats", type=int, default=1, help="--whole-command runs (best of)")
     args = parser.parse_args()
+
+    if args.whole_command:
+        smiles = (
+            csv_smiles(args.smiles_csv, args.molecules)
+            if args.smiles_csv
+            else moses_smiles(args.molecules)
+        )
+        whole_command(smiles, args.repeats)
+        return 0
 
     if args.shard_bytes_only:
         smiles = (

@@ -69,7 +69,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
-from rdkit import Chem
+from rdkit import Chem, rdBase
 from tqdm.auto import tqdm
 
 import chemgraph
@@ -234,7 +234,14 @@ def _parse(record: Record) -> Chem.Mol:
         return mol_from_sdf_block(record.text)
     if "\ufffd" in record.text:
         raise MoleculeParseError("input is not valid UTF-8", record.text)
-    (result,) = mols_from_smiles([record.text])
+    # mols_from_smiles([record.text]) without its per-call BlockLogs: featurize_shard blocks
+    # RDKit's logs once for all its records (a BlockLogs per record cost about 30 µs a molecule)
+    text = record.text.strip()
+    if len(text.split()) == 1:
+        mol = Chem.MolFromSmiles(text)
+        if mol is not None and mol.GetNumAtoms():
+            return mol
+    (result,) = mols_from_smiles([record.text])  # rejected: the reason, as mols_from_smiles says
     if isinstance(result, MoleculeParseError):
         raise result
     return result
@@ -385,20 +392,29 @@ def featurize_shard(
     rejected: list[tuple] = []
     kept_records: list[Record] = []
     results: list[_Featurized] = []
-    for position, record in enumerate(records):
-        steps.position = position
-        reason = (skip or {}).get(record.row)
-        if reason is None:
-            try:
-                results.append(_featurize_record(record, options, fingerprints, descriptors, steps))
-                kept_records.append(record)
-                continue
-            except MoleculeParseError as error:
-                reason = error.reason
-            except Exception as error:  # noqa: BLE001 - one bad record never stops a library
-                reason = f"{steps.step} failed: {type(error).__name__}: {error}"
-        text = record.text if record.kind != "molblock" else record.text.split("\n", 1)[0].strip()
-        rejected.append((record.row, record.id, text, reason))
+    skip = skip or {}
+    # RDKit's logs stay blocked for all the records (parsing, standardising, conformers and
+    # descriptors blocked them record by record before; a BlockLogs per record cost more than a
+    # tenth of the parsing); rejection reasons are still captured (chemgraph.chem.parse)
+    with rdBase.BlockLogs():
+        for position, record in enumerate(records):
+            steps.position = position
+            reason = skip.get(record.row)
+            if reason is None:
+                try:
+                    results.append(
+                        _featurize_record(record, options, fingerprints, descriptors, steps)
+                    )
+                    kept_records.append(record)
+                    continue
+                except MoleculeParseError as error:
+                    reason = error.reason
+                except Exception as error:  # noqa: BLE001 - one bad record never stops a library
+                    reason = f"{steps.step} failed: {type(error).__name__}: {error}"
+            text = (
+                record.text if record.kind != "molblock" else record.text.split("\n", 1)[0].strip()
+            )
+            rejected.append((record.row, record.id, text, reason))
 
     steps.position = -1
     steps("graphs")

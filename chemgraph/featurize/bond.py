@@ -20,7 +20,7 @@ relative to two "stereo atoms" picked by atom order, so ``Cl/C(F)=C/C`` is TRANS
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -30,13 +30,14 @@ import torch
 from rdkit import Chem
 from rdkit.Chem.rdchem import BondStereo, BondType
 
-from chemgraph.featurize.atom import _PENDING, _fill_stereo, _index_of, cip_descriptors
+from chemgraph.featurize.atom import _PENDING, _fill_stereo, _index_of, _indices, cip_descriptors
 
 __all__ = [
     "BOND_STEREO_LABELS",
     "BondFeaturizer",
     "CanonicalBondFeaturizer",
     "OGBBondFeaturizer",
+    "bond_ends_and_features",
     "bond_stereo_labels",
     "bonds_of",
 ]
@@ -45,6 +46,52 @@ __all__ = [
 def bonds_of(mol: Chem.Mol) -> Iterator[Chem.Bond]:
     """The bonds of ``mol`` in index order (twice as fast as ``mol.GetBonds()`` iteration)."""
     return map(mol.GetBondWithIdx, range(mol.GetNumBonds()))
+
+
+def _bond_columns(
+    mols: Sequence[Chem.Mol], getters: Sequence[Callable[[Chem.Bond], Any]]
+) -> list[list]:
+    """Per getter (an unbound ``Chem.Bond`` method), its value for every bond of ``mols``,
+    molecule after molecule: each bond's Python object made once, in a per-molecule list, and
+    the getters applied by ``map`` (see :func:`chemgraph.featurize.atom._atom_columns`)."""
+    columns: list[list] = [[] for _ in getters]
+    for mol in mols:
+        bonds = list(map(mol.GetBondWithIdx, range(mol.GetNumBonds())))
+        for column, getter in zip(columns, getters):
+            column += map(getter, bonds)
+    return columns
+
+
+def _stereo_indices(stereo: list[BondStereo], none: int) -> np.ndarray:
+    """``int64``: ``_PENDING`` for a bond with stereo (not ``STEREONONE``), else ``none``."""
+    values = np.fromiter(stereo, dtype=np.int64, count=len(stereo))
+    return np.where(values != int(BondStereo.STEREONONE), _PENDING, none)
+
+
+_ENDS = (Chem.Bond.GetBeginAtomIdx, Chem.Bond.GetEndAtomIdx)
+
+
+def bond_ends_and_features(
+    featurizer: BondFeaturizer, mols: Sequence[Chem.Mol]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The atoms of every bond and the bond features, in one pass over the bonds.
+
+    Returns:
+        ``(ends, features)``: ``int64 [total bonds, 2]``, the begin and end atom index (within
+        its molecule) of every bond of ``mols``, molecule after molecule, and
+        ``featurizer.featurize_bonds_of(mols)``. The presets' featurizers read their columns
+        in the same pass; another featurizer makes its own.
+    """
+    getters = getattr(featurizer, "_GETTERS", None)
+    if getters is None or not hasattr(featurizer, "_encode_columns"):
+        features = featurizer.featurize_bonds_of(mols)
+        columns = _bond_columns(mols, _ENDS)
+    else:
+        *columns, begin, end = _bond_columns(mols, (*getters, *_ENDS))
+        features = featurizer._encode_columns(columns, mols)
+        columns = [begin, end]
+    ends = np.array(columns, dtype=np.int64).reshape(2, -1).T
+    return np.ascontiguousarray(ends), features
 
 
 #: The stereo values of a bond (:func:`bond_stereo_labels`), in the order of the canonical
@@ -244,12 +291,42 @@ class CanonicalBondFeaturizer:
         """``float32 [num_bonds, 15]``; row ``i`` is bond ``i``; ``(0, 15)`` without bonds."""
         return self.featurize_bonds_of([mol])
 
+    # what featurize_bonds_of reads of every bond (_bond_columns)
+    _GETTERS: ClassVar[tuple[Callable[[Chem.Bond], Any], ...]] = (
+        Chem.Bond.GetBondType,
+        Chem.Bond.GetIsConjugated,
+        Chem.Bond.IsInRing,
+        Chem.Bond.GetStereo,
+    )
+
+    def _encode_columns(self, columns: list[list], mols: Sequence[Chem.Mol]) -> np.ndarray:
+        """One-hot rows of the bonds of ``mols`` from their ``_GETTERS`` columns."""
+        bond_type, conjugated, ring, stereo = columns
+        out = np.zeros((len(bond_type), len(self)), dtype=np.float32)
+        if len(out):
+            types, type_unknown, conjugated_at, ring_at, stereos, stereo_unknown = self._offsets
+            hot = np.stack(
+                [
+                    _indices(bond_type, types, type_unknown),
+                    _stereo_indices(stereo, stereos.get("none", stereo_unknown)),
+                ],
+                axis=1,
+            )
+            _fill_stereo(
+                hot[:, 1], mols, Chem.Mol.GetNumBonds, _stereo_bond_labels, self._stereo_column
+            )
+            np.put_along_axis(out, hot, 1.0, axis=1)
+            out[:, conjugated_at] = np.array(conjugated, dtype=np.int64)
+            out[:, ring_at] = np.array(ring, dtype=np.int64)
+        return out
+
     def featurize_bonds_of(self, mols: Sequence[Chem.Mol]) -> np.ndarray:
         """``float32 [total bonds, 15]``: the bonds of every molecule, molecule after molecule.
 
-        One pass over the bonds, then one vectorised one-hot encoding.
+        One pass over the bonds, column by column (:func:`_bond_columns`), then one vectorised
+        one-hot encoding; row ``i`` equals ``self(bond i)``.
         """
-        return self._encode([self._row(bond) for mol in mols for bond in bonds_of(mol)], mols)
+        return self._encode_columns(_bond_columns(mols, self._GETTERS), mols)
 
 
 _OGB_BOND_TYPES: tuple[BondType, ...] = (
@@ -258,6 +335,7 @@ _OGB_BOND_TYPES: tuple[BondType, ...] = (
     BondType.TRIPLE,
     BondType.AROMATIC,
 )
+_OGB_BOND_TYPE_INDEX = _index_of(_OGB_BOND_TYPES)
 _OGB_STEREO = _index_of(("none", "Z", "E", "M", "P", "any"))
 
 
@@ -338,11 +416,32 @@ class OGBBondFeaturizer:
         """``int64 [num_bonds, 3]``; row ``i`` is bond ``i``; ``(0, 3)`` without bonds."""
         return self.featurize_bonds_of([mol])
 
-    def featurize_bonds_of(self, mols: Sequence[Chem.Mol]) -> np.ndarray:
-        """``int64 [total bonds, 3]``: the bonds of every molecule, molecule after molecule."""
-        rows = [self._values(bond) for mol in mols for bond in bonds_of(mol)]
-        table = np.array(rows, dtype=np.int64).reshape(len(rows), 3)
+    # what featurize_bonds_of reads of every bond (_bond_columns)
+    _GETTERS: ClassVar[tuple[Callable[[Chem.Bond], Any], ...]] = (
+        Chem.Bond.GetBondType,
+        Chem.Bond.GetStereo,
+        Chem.Bond.GetIsConjugated,
+    )
+
+    def _encode_columns(self, columns: list[list], mols: Sequence[Chem.Mol]) -> np.ndarray:
+        """Category indices of the bonds of ``mols`` from their ``_GETTERS`` columns."""
+        bond_type, stereo, conjugated = columns
+        if not bond_type:
+            return np.zeros((0, 3), dtype=np.int64)
+        table = np.stack(
+            [
+                _indices(bond_type, _OGB_BOND_TYPE_INDEX, len(_OGB_BOND_TYPES)),
+                _stereo_indices(stereo, 0),
+                np.array(conjugated, dtype=np.int64),
+            ],
+            axis=1,
+        )
         _fill_stereo(
             table[:, 1], mols, Chem.Mol.GetNumBonds, _stereo_bond_labels, self._stereo_index
         )
         return table
+
+    def featurize_bonds_of(self, mols: Sequence[Chem.Mol]) -> np.ndarray:
+        """``int64 [total bonds, 3]``: the bonds of every molecule, molecule after molecule,
+        read column by column (:func:`_bond_columns`); row ``i`` equals ``self(bond i)``."""
+        return self._encode_columns(_bond_columns(mols, self._GETTERS), mols)

@@ -16,7 +16,7 @@ from rdkit import Chem
 from chemgraph._dgl import dgl
 from chemgraph.chem import positions
 from chemgraph.featurize import FeaturizerPreset
-from chemgraph.featurize.bond import bonds_of
+from chemgraph.featurize.bond import bond_ends_and_features
 from chemgraph.graph_keys import EDGE_FEATURES, NODE_FEATURES, POSITIONS
 
 __all__ = ["mol_to_graph", "mols_to_graphs"]
@@ -45,10 +45,9 @@ def mols_to_graphs(
     Raises:
         ValueError: ``with_positions`` is set but a molecule has no conformer.
     """
-    atom_counts = np.array([mol.GetNumAtoms() for mol in mols], dtype=np.int64)
-    bond_counts = np.array([mol.GetNumBonds() for mol in mols], dtype=np.int64)
-    ends = [(b.GetBeginAtomIdx(), b.GetEndAtomIdx()) for mol in mols for b in bonds_of(mol)]
-    pairs = np.array(ends, dtype=np.int64).reshape(-1, 2)
+    atom_counts = np.fromiter(map(Chem.Mol.GetNumAtoms, mols), dtype=np.int64, count=len(mols))
+    bond_counts = np.fromiter(map(Chem.Mol.GetNumBonds, mols), dtype=np.int64, count=len(mols))
+    pairs, bond_features = bond_ends_and_features(preset.bond, mols)  # one pass over the bonds
     pairs += np.repeat(np.cumsum(atom_counts) - atom_counts, bond_counts)[:, None]
     src = pairs.reshape(-1)  # u0, v0, u1, v1, ...
     dst = pairs[:, ::-1].reshape(-1)  # v0, u0, v1, u1, ...
@@ -59,7 +58,7 @@ def mols_to_graphs(
     graph.ndata[NODE_FEATURES] = torch.as_tensor(
         preset.atom.featurize_atoms_of(mols), dtype=preset.atom.dtype
     )
-    bond_features = np.repeat(preset.bond.featurize_bonds_of(mols), 2, axis=0)
+    bond_features = np.repeat(bond_features, 2, axis=0)
     graph.edata[EDGE_FEATURES] = torch.as_tensor(bond_features, dtype=preset.bond.dtype).reshape(
         -1, len(preset.bond)
     )
