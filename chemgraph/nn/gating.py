@@ -12,6 +12,20 @@ Shazeer et al. 2017, as used per node by GMoE (Wang et al. 2023, section 3.1):
   its noise (``kth_ex``: the ``k``-th largest noisy score among the other experts). Without
   noise (evaluation) or with ``k = n`` the load is the number of nodes routed to each expert.
 
+Gate initialisation (``init``): ``"zeros"`` (default) is the reference implementation's (both
+weight matrices zero). Every expert then has the same clean score for every node: in training
+only the noise chooses (routing at random), and without noise ``topk`` breaks the tie the same
+way for every node (for 4 experts: ``0 … k−1``), so every node goes to the same ``k`` experts and
+the other experts' scores get no gradient.
+``"normal"`` (a departure, ``chemgraph train``'s choice for GMoE: see
+:mod:`chemgraph.models.gmoe`) draws ``W_g ~ N(0, 1/s)``, so that the clean scores of an input
+of unit scale have unit scale and routing depends on the node from the first step; ``W_n``
+stays zero.
+
+With ``k = 1`` the gate value is a softmax over one score, always 1: the task loss gives the
+gate no gradient, which reaches it only through the balancing losses. With ``k ≥ 2`` the
+softmax over the ``k`` chosen scores weights the experts' outputs, and the task loss trains it.
+
 ``CV(x)² = Var(x) / mean(x)²`` with the population variance; it is 0 for perfectly balanced
 experts and ``n − 1`` when every node picks the same expert (``k = 1``). The variance is a
 choice: the paper names only the coefficient of variation; Shazeer et al.'s TensorFlow code
@@ -35,6 +49,7 @@ import torch.nn.functional as F
 from torch import nn
 
 __all__ = [
+    "GATE_INITS",
     "GateOutput",
     "NoisyTopKGate",
     "cv_squared",
@@ -42,6 +57,9 @@ __all__ = [
 ]
 
 _NOISE_FLOOR = 1e-2
+
+GATE_INITS = ("zeros", "normal")
+"""Initialisations of :class:`NoisyTopKGate` (module docstring)."""
 
 
 def cv_squared(x: torch.Tensor) -> torch.Tensor:
@@ -88,14 +106,19 @@ class GateOutput:
 class NoisyTopKGate(nn.Module):
     """Noisy top-k gating network (Wang et al. 2023, eq. 3-4).
 
-    Both weight matrices start at zero, as in the reference implementation: at initialisation
-    every expert has the same score and only the training noise breaks the tie.
+    With ``init="zeros"`` both weight matrices start at zero, as in the reference
+    implementation: every expert has the same score and only the training noise breaks the tie.
+    ``init="normal"`` draws ``W_g ~ N(0, 1/s)`` (module docstring). Without noise
+    (``noisy=False``, or evaluation) the routing is a deterministic function of the input, the
+    same in training and evaluation.
 
     Args:
         dim: input width ``s``.
         num_experts: ``n``.
         k: experts per node, ``1 ≤ k ≤ n``.
-        noisy: add the learnable Gaussian noise in training (eq. 4); False = plain top-k.
+        noisy: add the learnable Gaussian noise in training (eq. 4); False = plain top-k (the
+            load of eq. 8 is then the count of nodes per expert, without gradient).
+        init: ``"zeros"`` (reference) or ``"normal"`` (:data:`GATE_INITS`).
 
     Shapes:
         - input: ``x: float [N, s]``.
@@ -103,13 +126,19 @@ class NoisyTopKGate(nn.Module):
           ``importance``/``load: float32 [num_experts]``).
     """
 
-    def __init__(self, dim: int, num_experts: int, k: int, noisy: bool = True) -> None:
+    def __init__(
+        self, dim: int, num_experts: int, k: int, noisy: bool = True, init: str = "zeros"
+    ) -> None:
         super().__init__()
         if not 1 <= k <= num_experts:
             raise ValueError(f"k must be in [1, num_experts={num_experts}], got {k}")
+        if init not in GATE_INITS:
+            raise ValueError(f"init must be one of {GATE_INITS}, got {init!r}")
         self.num_experts, self.k, self.noisy = num_experts, k, noisy
         self.w_gate = nn.Parameter(torch.zeros(dim, num_experts))
         self.w_noise = nn.Parameter(torch.zeros(dim, num_experts))
+        if init == "normal":
+            nn.init.normal_(self.w_gate, std=dim**-0.5)
 
     def forward(self, x: torch.Tensor) -> GateOutput:
         # the weights as [n, s] rows: 3x faster on the CPU than x @ w_gate for a few experts

@@ -32,6 +32,14 @@ loop counted); ``j -> i`` runs over the edges into atom ``i``.
       a_i = (1 + ε) x_i + Σ_{j -> i} ReLU(x_j + e_ij)
       out_i = BN(MLP(a_i)),  MLP = Linear(s, 2s) -> BN -> ReLU -> Linear(2s, s)
 
+``BN`` is BatchNorm (OGB's, and GMoE's reference code), or with ``norm="layer"`` LayerNorm
+over each atom's features (:func:`normalisation`; a departure, GMoE's ``chemgraph train``
+default, :mod:`chemgraph.models.gmoe`): BatchNorm normalises an atom with statistics of the
+other atoms of its training batch and with running statistics in evaluation, so that a model
+trained on batches of similar molecules (``chemgraph train``'s size-bucketed batches) can
+predict very differently in evaluation; LayerNorm computes the same function in training and
+evaluation, whatever the batch.
+
 A :class:`Neighbourhood` (one hop's edges grouped by target atom, the distinct bond-feature
 rows, the matrices of the linear GCN) is built once per batch and hop and read by every layer
 and expert. Messages with a ReLU are one ``embedding_bag`` over the stacked rows of ``u`` (or
@@ -67,6 +75,7 @@ from torch import nn
 from chemgraph.nn.encoders import CategoricalEmbedding, flat_categorical_indices
 
 __all__ = [
+    "NORMS",
     "GCNConv",
     "MessagePassingLayer",
     "Neighbourhood",
@@ -74,6 +83,7 @@ __all__ = [
     "SubsetBatchNorm",
     "message_passing_layer",
     "node_transform",
+    "normalisation",
 ]
 
 Kind = Literal["gcn", "linear-gcn", "gin"]
@@ -81,6 +91,24 @@ KINDS = ("gcn", "linear-gcn", "gin")
 SHARED_AGGREGATION_KINDS = ("linear-gcn", "gin")
 """Kinds whose aggregation does not depend on the layer's transform, so that the experts of a
 mixture can share it (:class:`NeighbourhoodAggregation` then :func:`node_transform`)."""
+Norm = Literal["batch", "layer"]
+NORMS = ("batch", "layer")
+"""The layers' normalisations (:func:`normalisation`)."""
+
+
+def normalisation(norm: Norm, dim: int) -> nn.Module:
+    """The normalisation of a layer's atoms, ``[M, dim] -> [M, dim]``: ``"batch"``
+    (:class:`SubsetBatchNorm`, OGB's) or ``"layer"`` (:class:`torch.nn.LayerNorm` over the
+    features of each atom; the same in training and evaluation, independent of the batch).
+
+    Raises:
+        ValueError: another name.
+    """
+    if norm == "batch":
+        return SubsetBatchNorm(dim)
+    if norm == "layer":
+        return nn.LayerNorm(dim)
+    raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
 
 
 class Neighbourhood:
@@ -226,6 +254,7 @@ class GCNConv(nn.Module):
         dim: width ``s``.
         bond_vocabulary_sizes: categories per edge-feature column (``ogb`` bonds; twice the
             bond columns for GMoE's hop-2 walks, whose features are two bonds').
+        norm: ``"batch"`` (OGB) or ``"layer"`` (:func:`normalisation`).
 
     Shapes:
         - input: ``x: float32 [N, s]``, a :class:`Neighbourhood`, optional ``nodes: int64 [M]``
@@ -234,13 +263,15 @@ class GCNConv(nn.Module):
           statistics are those of the ``M`` rows (:class:`SubsetBatchNorm`).
     """
 
-    def __init__(self, dim: int, bond_vocabulary_sizes: Sequence[int]) -> None:
+    def __init__(
+        self, dim: int, bond_vocabulary_sizes: Sequence[int], norm: Norm = "batch"
+    ) -> None:
         super().__init__()
         self.linear = nn.Linear(dim, dim)
         self.bond_encoder = CategoricalEmbedding(bond_vocabulary_sizes, dim)
         self.root = nn.Parameter(torch.empty(dim))
         nn.init.normal_(self.root)  # OGB: an nn.Embedding(1, dim), initialised N(0, 1)
-        self.norm = SubsetBatchNorm(dim)
+        self.norm = normalisation(norm, dim)
 
     def forward(
         self, x: torch.Tensor, neighbourhood: Neighbourhood, nodes: torch.Tensor | None = None
@@ -296,25 +327,27 @@ class SubsetBatchNorm(nn.BatchNorm1d):
         return super().forward(x)
 
 
-def node_transform(kind: Kind, dim: int) -> nn.Module:
+def node_transform(kind: Kind, dim: int, norm: Norm = "batch") -> nn.Module:
     """The per-node transform after a shared aggregation, followed by BatchNorm: ``[M, s] ->
     [M, s]``.
 
     ``"linear-gcn"``: Linear(s, s) -> BN. ``"gin"``: Linear(s, 2s) -> BN -> ReLU ->
-    Linear(2s, s) -> BN. Costs ``s²`` or ``4 s²`` multiply-adds per node.
+    Linear(2s, s) -> BN. Costs ``s²`` or ``4 s²`` multiply-adds per node. With
+    ``norm="layer"`` every BN is a LayerNorm (:func:`normalisation`).
 
     Raises:
-        ValueError: another kind (``"gcn"`` transforms before it aggregates: :class:`GCNConv`).
+        ValueError: another kind (``"gcn"`` transforms before it aggregates: :class:`GCNConv`),
+            or another norm.
     """
     if kind == "linear-gcn":
-        return nn.Sequential(nn.Linear(dim, dim), SubsetBatchNorm(dim))
+        return nn.Sequential(nn.Linear(dim, dim), normalisation(norm, dim))
     if kind == "gin":
         return nn.Sequential(
             nn.Linear(dim, 2 * dim),
-            SubsetBatchNorm(2 * dim),
+            normalisation(norm, 2 * dim),
             nn.ReLU(),
             nn.Linear(2 * dim, dim),
-            SubsetBatchNorm(dim),
+            normalisation(norm, dim),
         )
     raise ValueError(
         f"no shared aggregation for kind {kind!r}; use one of {SHARED_AGGREGATION_KINDS}"
@@ -377,31 +410,34 @@ class MessagePassingLayer(nn.Module):
     :func:`node_transform` (module docstring). GMoE with one expert (``n = k = 1``) computes
     the same function (:class:`chemgraph.models.gmoe.GMoELayer`).
 
-    Args: as :class:`NeighbourhoodAggregation`.
+    Args: as :class:`NeighbourhoodAggregation`, and ``norm`` (:func:`node_transform`).
 
     Shapes: as :class:`NeighbourhoodAggregation` (``float32 [N, s]`` out).
     """
 
-    def __init__(self, kind: Kind, dim: int, bond_vocabulary_sizes: Sequence[int]) -> None:
+    def __init__(
+        self, kind: Kind, dim: int, bond_vocabulary_sizes: Sequence[int], norm: Norm = "batch"
+    ) -> None:
         super().__init__()
         self.aggregate = NeighbourhoodAggregation(kind, dim, bond_vocabulary_sizes)
-        self.transform = node_transform(kind, dim)
+        self.transform = node_transform(kind, dim, norm)
 
     def forward(self, x: torch.Tensor, neighbourhood: Neighbourhood) -> torch.Tensor:
         return self.transform(self.aggregate(x, neighbourhood))
 
 
 def message_passing_layer(
-    kind: Kind, dim: int, bond_vocabulary_sizes: Sequence[int]
+    kind: Kind, dim: int, bond_vocabulary_sizes: Sequence[int], norm: Norm = "batch"
 ) -> GCNConv | MessagePassingLayer:
     """One layer of ``kind`` (module docstring): :class:`GCNConv` for ``"gcn"``, else
-    :class:`MessagePassingLayer`; both are called as ``layer(x, neighbourhood)``.
+    :class:`MessagePassingLayer`; both are called as ``layer(x, neighbourhood)``. ``norm``:
+    :func:`normalisation`.
 
     Raises:
-        ValueError: an unknown kind.
+        ValueError: an unknown kind or norm.
     """
     if kind == "gcn":
-        return GCNConv(dim, bond_vocabulary_sizes)
+        return GCNConv(dim, bond_vocabulary_sizes, norm)
     if kind in SHARED_AGGREGATION_KINDS:
-        return MessagePassingLayer(kind, dim, bond_vocabulary_sizes)
+        return MessagePassingLayer(kind, dim, bond_vocabulary_sizes, norm)
     raise ValueError(f"unknown message-passing kind {kind!r}; use one of {KINDS}")
