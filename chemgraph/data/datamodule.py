@@ -101,11 +101,13 @@ class MoleculeDataModule(L.LightningDataModule):
         batch_size: graphs per batch.
         num_workers: DataLoader worker processes.
         seed: seed of the training-set shuffle.
+        size_buckets: draw training batches by size (for batch builders that pad).
 
-    Training batches are drawn by :class:`SizeBucketBatchSampler` (graphs of about one size per
-    batch) when the training set has ``graphs`` (:class:`chemgraph.data.MoleculeDataset`) and
-    the run is on one process; otherwise (or under distributed training, where Lightning
-    shards a plain sampler) they are plain shuffled batches.
+    With ``size_buckets``, training batches are drawn by :class:`SizeBucketBatchSampler`
+    (graphs of about one size per batch) when the training set has ``graphs``
+    (:class:`chemgraph.data.MoleculeDataset`) and the run is on one process; otherwise (or under
+    distributed training, where Lightning shards a plain sampler) they are plain shuffled
+    batches.
     """
 
     def __init__(
@@ -117,9 +119,11 @@ class MoleculeDataModule(L.LightningDataModule):
         batch_size: int = 128,
         num_workers: int = 0,
         seed: int = 0,
+        size_buckets: bool = True,
     ) -> None:
         super().__init__()
         self.train, self.val, self.test = train, val, test
+        self.size_buckets = size_buckets
         self.collate = partial(collate_graphs, batch_builder=batch_builder)
         self.batch_size = batch_size
         self.num_workers = num_workers
@@ -145,7 +149,8 @@ class MoleculeDataModule(L.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         graphs = getattr(self.train, "graphs", None)
         trainer = self.trainer
-        if graphs is None or (trainer is not None and trainer.world_size > 1):
+        distributed = trainer is not None and trainer.world_size > 1
+        if graphs is None or distributed or not self.size_buckets:
             return self.loader(self.train, shuffle=True)
         sizes = [graph.num_nodes() + graph.num_edges() for graph in graphs]
         sampler = SizeBucketBatchSampler(sizes, self.batch_size, self.seed)

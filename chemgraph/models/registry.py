@@ -62,6 +62,10 @@ class ModelSpec:
             that this family overrides (:data:`chemgraph.train.config.PROTOCOLS`), e.g. the
             smaller batches and larger learning rate message passing needs to learn in 50
             epochs.
+        padded_batches: the batch builder pads graphs to the largest of the batch, so training
+            batches are drawn by size (:class:`chemgraph.data.datamodule.
+            SizeBucketBatchSampler`); False for disjoint-union batches, which have no padding
+            to save and whose BatchNorm statistics would be skewed by batches of one size.
     """
 
     name: str
@@ -74,6 +78,7 @@ class ModelSpec:
     graph_transform: Callable[[Any], Callable[[dgl.DGLGraph], dgl.DGLGraph]] | None = None
     training_options: Mapping[str, Any] = field(default_factory=dict)
     training_settings: Mapping[str, Any] = field(default_factory=dict)
+    padded_batches: bool = True
 
     @property
     def description(self) -> str:
@@ -146,6 +151,7 @@ def _message_passing_spec(name: str, kind: str, plain: bool) -> ModelSpec:
         batch_builder=lambda config: sparse_batch_builder(two_hop=config.two_hop),
         training_options={} if plain else GMOE_TRAINING_OPTIONS,
         training_settings=OGB_TRAINING,
+        padded_batches=False,
     )
 
 

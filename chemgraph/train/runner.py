@@ -250,6 +250,7 @@ def _fit(
         batch_size=config.batch_size,
         num_workers=config.num_workers,
         seed=config.seed,
+        size_buckets=spec.padded_batches,
     )
     history = LossHistory(log_epochs=config.progress)
     progress = [EpochProgress()] if config.progress else []

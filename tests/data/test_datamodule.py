@@ -1,10 +1,14 @@
-"""SizeBucketBatchSampler: every item once per epoch, similar sizes per batch, reproducible."""
+"""SizeBucketBatchSampler: every item once per epoch, similar sizes per batch, reproducible;
+used only for families whose batches pad."""
 
 from __future__ import annotations
 
 import torch
+from torch.utils.data import BatchSampler
 
-from chemgraph.data.datamodule import SizeBucketBatchSampler
+from chemgraph._dgl import dgl
+from chemgraph.data.datamodule import MoleculeDataModule, SizeBucketBatchSampler
+from chemgraph.models import MODELS
 
 
 def _sizes(n: int = 1000) -> list[int]:
@@ -43,3 +47,21 @@ def test_reproducible_from_the_seed_and_new_order_each_epoch():
     epoch0, epoch1 = list(first), list(first)
     assert epoch0 == list(second) and epoch1 == list(second)
     assert epoch0 != epoch1
+
+
+def test_only_families_with_padded_batches_draw_training_batches_by_size():
+    """Disjoint-union batches (GCN, GIN, GMoE) have no padding to save and BatchNorm layers whose
+    statistics batches of one size would skew: they get plain shuffled batches."""
+    assert {name for name, spec in MODELS.items() if not spec.padded_batches} == {
+        "gcn", "gin", "gmoe-gcn", "gmoe-gin"
+    }  # fmt: skip
+
+    class Graphs(list):  # a dataset of (graph, labels) items with their ``graphs``
+        pass
+
+    graphs = [dgl.graph(([0], [1]), num_nodes=n) for n in range(2, 12)]
+    train = Graphs((graph, torch.zeros(1)) for graph in graphs)
+    train.graphs = graphs
+    for size_buckets, sampler_type in ((True, SizeBucketBatchSampler), (False, BatchSampler)):
+        module = MoleculeDataModule(train, None, None, lambda g: g, 4, size_buckets=size_buckets)
+        assert type(module.train_dataloader().batch_sampler) is sampler_type
