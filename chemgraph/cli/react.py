@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from chemgraph.cli.base import Command, ExamplesHelpFormatter
@@ -56,6 +57,9 @@ class ReactCommand(Command):
             help="with --input, print the predictions of the first N reactions (0 = only the "
             "summary; all are in --output)",
         )
+        parser.add_argument(
+            "--overwrite", action="store_true", help="replace an existing --output file"
+        )
         parser.add_argument("--top-k", type=int, default=5, help="predictions per reaction")
         parser.add_argument("--beam-width", type=int, default=8, help="beam width")
         parser.add_argument("--batch-size", type=int, default=32, help="reactions per beam search")
@@ -82,8 +86,15 @@ class ReactCommand(Command):
         if args.top_k > args.beam_width:
             raise ConfigError(f"--top-k {args.top_k} exceeds --beam-width {args.beam_width}")
         if args.input is not None:
+            if not Path(args.input).is_file():
+                raise ConfigError(f"input {args.input} does not exist")
             if args.output is None:
                 raise ConfigError("--input needs --output FILE.csv")
+            if Path(args.output).exists() and not args.overwrite:
+                raise ConfigError(
+                    f"{args.output} exists; pass --overwrite to replace it or choose another "
+                    "--output"
+                )
             table, metrics = predict_file(
                 args.checkpoint, args.input, args.output, args.top_k, args.beam_width,
                 args.batch_size,

@@ -127,7 +127,7 @@ def test_show_limits_the_printed_reactions(tmp_path, capsys, untrained):
     ]
     assert lines[5].startswith("5 reactions read, 5 decoded, 0 with a valid product")
     assert "top-1" in lines[6]  # every reaction has products: top-k accuracy follows
-    assert _react(*argv, "--show", "0") == 0
+    assert _react(*argv, "--show", "0", "--overwrite") == 0
     assert capsys.readouterr().out.splitlines()[0].startswith("5 reactions read")
     assert _react(*argv, "--show", "-1") == 2
     assert "--show must be at least 0, got -1" in capsys.readouterr().err
@@ -157,3 +157,19 @@ def test_input_table_without_a_reaction_column_is_one_error_line(tmp_path, capsy
     assert "no reaction column; the header must name one of reaction, reactions" in (
         capsys.readouterr().err
     )
+
+
+def test_react_input_refuses_an_existing_output_and_a_missing_input(tmp_path, capsys):
+    reactions = tmp_path / "reactions.txt"
+    reactions.write_text("CCN.O=C(Cl)c1ccccc1>>CCNC(=O)c1ccccc1\n")
+    output = tmp_path / "out.csv"
+    output.write_text("my earlier results\n")
+    assert _react("--input", str(reactions), "--checkpoint", FROZEN, "--output", str(output)) == 2
+    assert f"{output} exists; pass --overwrite" in capsys.readouterr().err
+    assert output.read_text() == "my earlier results\n"  # untouched
+    assert _react("--input", str(reactions), "--checkpoint", FROZEN, "--output", str(output),
+                  "--overwrite") == 0  # fmt: skip
+    assert pd.read_csv(output)["row"].tolist() == [0]
+    missing = tmp_path / "missing.txt"
+    assert _react("--input", str(missing), "--checkpoint", FROZEN, "--output", "x.csv") == 2
+    assert f"input {missing} does not exist" in capsys.readouterr().err

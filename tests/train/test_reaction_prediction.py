@@ -91,7 +91,7 @@ def untrained_checkpoint(tmp_path_factory):
 
 def _react_file(inputs, checkpoint, output) -> int:
     return main(["react", "--input", str(inputs), "--checkpoint", checkpoint, "--output",
-                 str(output), "--beam-width", "3", "--top-k", "2"])  # fmt: skip
+                 str(output), "--beam-width", "3", "--top-k", "2", "--overwrite"])  # fmt: skip
 
 
 def test_react_input_counts_no_valid_product_and_writes_integer_rows(
