@@ -136,10 +136,14 @@ class PredictCommand(Command):
                 file=sys.stderr,
             )
             return 128 + getattr(stop, "signum", signal.SIGINT)
+        domain = (
+            "applicability domain unknown (the checkpoint holds no training fingerprints)"
+            if summary.out_of_domain is None
+            else f"{summary.out_of_domain:,} predicted outside the applicability domain"
+        )
         print(
             f"predicted {summary.predicted:,} of {summary.records:,} records; "
-            f"{summary.failed:,} could not be featurized (see the error column); "
-            f"{summary.out_of_domain:,} predicted outside the applicability domain"
+            f"{summary.failed:,} could not be featurized (see the error column); {domain}"
         )
         print(f"predictions written to {summary.output}")
         if summary.top is not None:

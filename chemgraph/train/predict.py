@@ -231,7 +231,8 @@ class PredictionSummary:
         records: input records (rows of the output).
         predicted: records with predictions.
         failed: records with an ``error`` (``records - predicted``).
-        out_of_domain: predicted records with ``in_domain`` False (0 without fingerprints).
+        out_of_domain: predicted records with ``in_domain`` False; None when no prediction
+            has an ``in_domain`` value (a checkpoint without training fingerprints).
         output: the output file.
         top: the ``--top`` file, or None.
     """
@@ -239,7 +240,7 @@ class PredictionSummary:
     records: int
     predicted: int
     failed: int
-    out_of_domain: int
+    out_of_domain: int | None
     output: Path
     top: Path | None
 
@@ -558,7 +559,7 @@ def _write_output(
     temporary = atomic_path(output)
     writer = _TableWriter(temporary, suffix, schema)
     best = schema.empty_table().to_pandas()
-    records = predicted = out_of_domain = 0
+    records = predicted = out_of_domain = judged = 0
     with closing(writer):
         for shard in range(shards):
             table = pq.read_table(parts / f"shard-{shard:05d}.parquet")
@@ -567,6 +568,7 @@ def _write_output(
             records += len(frame)
             predicted += int((frame["error"] == "").sum())
             out_of_domain += int((frame["in_domain"] == False).sum())  # noqa: E712 (None too)
+            judged += int(frame["in_domain"].notna().sum())
             if top is not None:
                 candidates = pd.concat([best, frame[frame[score].notna()]])
                 best = candidates.sort_values(score, ascending=ascending, kind="stable")[:top]
@@ -579,7 +581,7 @@ def _write_output(
             top_writer.write(pa.Table.from_pandas(best, schema, preserve_index=False))
         os.replace(temporary, written)
     return PredictionSummary(
-        records, predicted, records - predicted, out_of_domain, output, written
+        records, predicted, records - predicted, out_of_domain if judged else None, output, written
     )
 
 

@@ -37,6 +37,7 @@ def test_featurize_a_library_then_score_its_shards_with_top(tmp_path, capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "predicted 20 of 21 records; 1 could not be featurized" in out
+    assert "applicability domain unknown (the checkpoint holds no training fingerprints)" in out
     assert f"top 5 written to {tmp_path / 'hits.top5.parquet'}" in out
     result = pd.read_parquet(hits)
     assert result["row"].tolist() == list(range(21))

@@ -205,7 +205,8 @@ def test_a_checkpoint_without_fingerprints_leaves_the_columns_empty_and_says_why
     library, tmp_path, caplog
 ):
     with caplog.at_level(logging.WARNING, logger="chemgraph"):
-        _, result = _predict(ESA, library, tmp_path / "out.parquet")
+        summary, result = _predict(ESA, library, tmp_path / "out.parquet")
+    assert summary.out_of_domain is None  # unknown, not "none outside the domain"
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings == [
         f"no training fingerprints in {ESA} (written before chemgraph stored them): "
