@@ -9,13 +9,9 @@ import re
 from pathlib import Path
 
 import pandas as pd
-import pytest
-import torch
 
-from chemgraph.batches.reaction import TokenVocabulary
 from chemgraph.cli import main
 from chemgraph.cli.react import NO_PRODUCT, reaction_lines
-from chemgraph.train.reaction_module import ReactionModule
 
 FROZEN = str(
     Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints" / "reaction_grat.ckpt"
@@ -23,20 +19,6 @@ FROZEN = str(
 ESTER_INPUT = "CC(=O)Cl.OCC>c1ccncc1>"
 SCORE = r"-?\d+\.\d{4}"
 SEPARATORS = "expected 'reactants>reagents>products' (2 '>' separators), found 0"
-
-
-@pytest.fixture(scope="module")
-def untrained(tmp_path_factory):
-    """Random weights, a vocabulary of special tokens only: never decodes a valid product."""
-    torch.manual_seed(0)
-    vocabulary = TokenVocabulary([]).tokens
-    options = {"vocab_size": len(vocabulary), "hidden_dim": 16, "num_heads": 2,
-               "encoder_layers": 1, "decoder_layers": 1, "projection_dim": 8,
-               "dropout": 0.0}  # fmt: skip
-    module = ReactionModule(model_config=options, vocabulary=vocabulary)
-    path = tmp_path_factory.mktemp("untrained") / "untrained.ckpt"
-    torch.save({"hyper_parameters": dict(module.hparams), "state_dict": module.state_dict()}, path)
-    return str(path)
 
 
 def _react(*argv: str) -> int:
@@ -52,8 +34,8 @@ def test_one_reaction_prints_ranked_products_with_scores(capsys):
     assert lines[0].split("\t")[1] == "CCOC(C)=O"  # what the fixture learned
 
 
-def test_one_reaction_without_a_valid_product_says_so(capsys, untrained):
-    assert _react(ESTER_INPUT, "--checkpoint", untrained) == 0
+def test_one_reaction_without_a_valid_product_says_so(capsys, untrained_checkpoint):
+    assert _react(ESTER_INPUT, "--checkpoint", untrained_checkpoint) == 0
     assert capsys.readouterr().out.splitlines() == [NO_PRODUCT]
     assert NO_PRODUCT == "no valid product graph was decoded"
 
@@ -87,11 +69,18 @@ def test_input_file_prints_each_reaction_then_the_summary(tmp_path, capsys):
     )
 
 
-def test_input_file_without_valid_products_says_so_per_reaction(tmp_path, capsys, untrained):
+def test_input_file_without_valid_products_says_so_per_reaction(
+    tmp_path, capsys, untrained_checkpoint
+):
     inputs = tmp_path / "reactions.csv"
     inputs.write_text("id,reaction\na,CC(=O)Cl.OCC>c1ccncc1>\nb,CO.[Na+]>>\nc,CCO>>CC=O\n")
     output = tmp_path / "predictions.csv"
-    assert _react("--input", str(inputs), "--checkpoint", untrained, "--output", str(output)) == 0
+    assert (
+        _react(
+            "--input", str(inputs), "--checkpoint", untrained_checkpoint, "--output", str(output)
+        )
+        == 0
+    )
     assert capsys.readouterr().out.splitlines() == [
         "row 0: CC(=O)Cl.OCC>c1ccncc1>",
         f"  {NO_PRODUCT}",
@@ -111,11 +100,11 @@ def test_input_file_without_valid_products_says_so_per_reaction(tmp_path, capsys
     ]
 
 
-def test_show_limits_the_printed_reactions(tmp_path, capsys, untrained):
+def test_show_limits_the_printed_reactions(tmp_path, capsys, untrained_checkpoint):
     inputs = tmp_path / "reactions.txt"
     inputs.write_text("CCO>>CC=O\n" * 5)
     output = tmp_path / "predictions.csv"
-    argv = ["--input", str(inputs), "--checkpoint", untrained, "--output", str(output)]
+    argv = ["--input", str(inputs), "--checkpoint", untrained_checkpoint, "--output", str(output)]
     assert _react(*argv, "--show", "2") == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[:5] == [

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-import torch
 
-from chemgraph.batches.reaction import TokenVocabulary
 from chemgraph.cli import main
 from chemgraph.train import reaction
 from chemgraph.train.reaction import (
@@ -16,7 +14,6 @@ from chemgraph.train.reaction import (
     predict_file,
     top_k_metrics,
 )
-from chemgraph.train.reaction_module import ReactionModule
 
 
 def test_top_k_metrics_hand_computed():
@@ -72,21 +69,6 @@ def test_react_user_errors_are_one_line(tmp_path, capsys):
     for option in ("--top-k", "--beam-width", "--batch-size"):
         assert main(["react", reaction, "--checkpoint", "x.ckpt", option, "0"]) == 2
         assert f"{option} must be at least 1, got 0" in capsys.readouterr().err
-
-
-@pytest.fixture(scope="module")
-def untrained_checkpoint(tmp_path_factory):
-    """A GRAT checkpoint, random weights, whose vocabulary holds only the special tokens: it
-    reads any reaction (atoms become <UNK>) and never decodes a valid product."""
-    torch.manual_seed(0)
-    vocabulary = TokenVocabulary([]).tokens
-    options = {"vocab_size": len(vocabulary), "hidden_dim": 16, "num_heads": 2,
-               "encoder_layers": 1, "decoder_layers": 1, "projection_dim": 8,
-               "dropout": 0.0}  # fmt: skip
-    module = ReactionModule(model_config=options, vocabulary=vocabulary)
-    path = tmp_path_factory.mktemp("untrained") / "untrained.ckpt"
-    torch.save({"hyper_parameters": dict(module.hparams), "state_dict": module.state_dict()}, path)
-    return str(path)
 
 
 def _react_file(inputs, checkpoint, output) -> int:
