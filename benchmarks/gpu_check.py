@@ -2,9 +2,14 @@
 
 Prints, per model, the mean step time (forward + backward + AdamW step) and the peak GPU
 memory. Molecules: QM9 from qm9pack (offline) or ``--smiles-file`` (CSV with a ``smiles``
-column). Run it when a GPU machine is available:
+column). With ``--reactions-file`` (reaction SMILES, one per line, e.g. USPTO-MIT) the GRAT
+reaction translator is checked too: a training step at the paper's size (24 + 24 layers,
+d = 128) and a beam search (width 8, valence rules and the RDKit check on) of an untrained
+small translator, whose output graphs only have to decode without error. Run it when a GPU
+machine is available:
 
-    python benchmarks/gpu_check.py [--batch-size 128] [--steps 20]
+    python benchmarks/gpu_check.py [--batch-size 128] [--steps 20] \
+        [--reactions-file ../shared/data/uspto/uspto_mit_valid.txt.gz]
 
 On a machine without CUDA it says so and exits with status 1, unless ``--device cpu`` is given
 (a smoke test of this script; fp32, since bf16 autocast is slower on CPU).
@@ -44,7 +49,9 @@ def main() -> int:
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--smiles-file", default=None)
+    parser.add_argument("--reactions-file", default=None)
     args = parser.parse_args()
+    begin = time.perf_counter()
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         print("CUDA is not available on this machine: the GPU path is untested here.")
@@ -93,8 +100,69 @@ def main() -> int:
         peak = torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda" else float("nan")
         tokens = batch.x.shape[0 if batch.x.dim() == 2 else 1]  # sparse: atoms of the batch
         print(f"{name:<24}{tokens:>8}{1000 * sum(times) / len(times):>10.1f}{peak:>10.0f}")
-    print("gpu_check: all models ran forward and backward")
+    if args.reactions_file and not check_reaction_translator(args, device, dtype):
+        return 1
+    print(f"gpu_check: all models ran forward and backward ({time.perf_counter() - begin:.0f} s)")
     return 0
+
+
+def check_reaction_translator(args: argparse.Namespace, device, dtype) -> bool:
+    """Training step of the paper-sized GRAT translator and a beam search of a small one."""
+    from chemgraph.batches.reaction import TokenVocabulary, observed_valences, reaction_batch
+    from chemgraph.data.reactions import load_reaction_graphs
+    from chemgraph.train.reaction import predict_reactions
+    from chemgraph.train.reaction_module import ReactionModule, translation_loss
+
+    items, _, _ = load_reaction_graphs(args.reactions_file, args.batch_size)
+    graphs = [g for item in items for g in (*item.reactants, *item.reagents, item.product)]
+    vocabulary = TokenVocabulary.from_graphs(graphs)
+    valences = observed_valences(graphs, vocabulary)
+    sizes = {
+        "GRAT translator 24+24": dict(hidden_dim=128, num_heads=8, encoder_layers=24,
+                                      decoder_layers=24, edge_hidden=32, projection_dim=64),
+        "GRAT translator 3+3": dict(hidden_dim=96, num_heads=4, encoder_layers=3,
+                                    decoder_layers=3, edge_hidden=32, projection_dim=32),
+    }  # fmt: skip
+    batch = reaction_batch(items, vocabulary).to(device)
+    for name, options in sizes.items():
+        torch.manual_seed(0)
+        module = ReactionModule(
+            dict(vocab_size=len(vocabulary), dropout=0.0, **options),
+            vocabulary.tokens,
+            allowed_valences=valences,
+        ).to(device)
+        optimizer = torch.optim.AdamW(module.parameters(), lr=1e-4)
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+        times = []
+        for step in range(args.steps + 3):
+            start = time.perf_counter()
+            with torch.autocast(device.type, dtype=dtype, enabled=device.type == "cuda"):
+                loss, _ = translation_loss(*module(batch), batch)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            if step >= 3:
+                times.append(time.perf_counter() - start)
+            if not torch.isfinite(loss):
+                print(f"{name}: non-finite loss at step {step}")
+                return False
+        peak = torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda" else float("nan")
+        tokens = int(batch.encoder_tokens.shape[1] + batch.decoder_tokens.shape[1])
+        print(f"{name:<24}{tokens:>8}{1000 * sum(times) / len(times):>10.1f}{peak:>10.0f}")
+    module.eval()
+    start = time.perf_counter()
+    with torch.autocast(device.type, dtype=dtype, enabled=device.type == "cuda"):
+        predictions = predict_reactions(module, items, beam_width=8, top_k=5, batch_size=64)
+    seconds = time.perf_counter() - start
+    decoded = sum(bool(p.smiles) for p in predictions)
+    print(
+        f"beam search (3+3, width 8, untrained): {len(items)} reactions in {seconds:.1f} s "
+        f"({len(items) / seconds:.1f} reactions/s), {decoded} with a valid product"
+    )
+    return True
 
 
 if __name__ == "__main__":

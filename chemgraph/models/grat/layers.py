@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from chemgraph.models.config import ModelConfig
@@ -92,14 +93,23 @@ class EdgeConditioning(nn.Module):
 
     @staticmethod
     def layer_terms(
-        table: torch.Tensor, index: torch.Tensor, layer: int, head_dim: int
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``Γ`` and ``B / √d_k`` of one layer, ``float [B, H', L_q, L_k]`` each (``H' = 1``
-        broadcasts over the heads)."""
-        film = table[:, layer][index]  # [B, L_q, L_k, H, 2]
-        gamma = film[..., 0].permute(0, 3, 1, 2)
-        beta = film[..., 1].permute(0, 3, 1, 2) * head_dim**-0.5
-        return gamma, beta
+        table: torch.Tensor, index: torch.Tensor, head_dim: int
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """``Γ`` and ``B / √d_k`` of each layer in turn, ``float [B, H', L_q, L_k]`` each
+        (``H' = 1`` broadcasts over the heads), from :meth:`table` and the pair ``index``.
+
+        All layers are gathered in one embedding lookup and split with ``unbind``: the
+        gradient of gathering from a table of ~100 rows into B·L² pairs is a scatter-add
+        whose cost is per pair, not per value (on CUDA, advanced indexing's gradient even runs
+        serially per table row: 15.9 s a training step of the 24 + 24-layer translator at
+        batch 128 on an H200 when each layer gathered on its own).
+        """
+        film = F.embedding(index, table.flatten(1)).unflatten(-1, table.shape[1:])
+        for layer in film.unbind(3):  # [B, L_q, L_k, H', 2]
+            yield (
+                layer[..., 0].permute(0, 3, 1, 2),
+                layer[..., 1].permute(0, 3, 1, 2) * head_dim**-0.5,
+            )
 
 
 class GRATLayer(nn.Module):
@@ -233,10 +243,9 @@ class GRATStack(nn.Module):
         """Each layer's number, the layer, and its ``Γ`` and ``B / √d_k`` (``float32
         [B, H', L_q, L_k]``) for the pairs of ``edge_type`` and ``distance``
         (``int64 [B, L_q, L_k]``)."""
-        table = self.edge_conditioning.table()
         index = self.edge_conditioning(edge_type, distance)
-        for number, layer in enumerate(self.layers):
-            gamma, beta = EdgeConditioning.layer_terms(table, index, number, self.head_dim)
+        terms = EdgeConditioning.layer_terms(self.edge_conditioning.table(), index, self.head_dim)
+        for number, (layer, (gamma, beta)) in enumerate(zip(self.layers, terms)):
             yield number, layer, gamma, beta
 
     def forward(
