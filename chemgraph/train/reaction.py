@@ -245,10 +245,8 @@ def predict_reactions(
 
     With ``valid_only`` the search builds valid molecules only: atoms keep to the valences of
     the module's ``allowed_valences`` (:class:`chemgraph.models.grat.ValenceRules`), and a graph
-    counts as finished only when RDKit can sanitise it (:func:`graph_to_smiles`); a reaction
-    whose search finishes no graph under the valence rules (every hypothesis pruned) is
-    searched again with the RDKit check alone. Otherwise every finished graph counts and
-    invalid ones are reported.
+    counts as finished only when RDKit can sanitise it (:func:`graph_to_smiles`). Otherwise
+    every finished graph counts and invalid ones are reported.
 
     Args:
         module: a trained module (eval mode), on any device.
@@ -280,14 +278,6 @@ def predict_reactions(
         beams = module.model.beam_search(
             batch, beam_width, length_penalty, rules=rules, accept=accept
         )
-        unfinished = [k for k, hypotheses in enumerate(beams) if not hypotheses]
-        if rules is not None and unfinished:  # search those again with the RDKit check only
-            again = reaction_batch([items[chunk[k]] for k in unfinished], vocabulary, max_distance)
-            found = module.model.beam_search(
-                again.to(device), beam_width, length_penalty, accept=accept
-            )
-            for k, hypotheses in zip(unfinished, found):
-                beams[k] = hypotheses
         for index, hypotheses in zip(chunk, beams):
             results[index] = decode_hypotheses(hypotheses, vocabulary, top_k)
         if progress:

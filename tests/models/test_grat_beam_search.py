@@ -4,6 +4,7 @@ with valence rules."""
 from __future__ import annotations
 
 import itertools
+import math
 
 import pytest
 import torch
@@ -18,6 +19,7 @@ from chemgraph.batches.reaction import (
 )
 from chemgraph.chem import parse_reaction_smiles
 from chemgraph.models.grat import GRATTranslator, GRATTranslatorConfig, ValenceRules
+from chemgraph.models.grat.beam_search import beam_search_graphs
 
 ATOMS = ("[CH3]", "[OH]")
 EOG = SPECIAL_TOKENS.index("<EOG>")
@@ -131,3 +133,45 @@ def test_valence_rules_keep_exactly_the_brute_force_graphs_that_obey_them():
             assert [(h.labels, h.bonds) for h in hypotheses] == [
                 (list(labels), [(0, 1, bond)] if bond else []) for labels, bond, _ in expected
             ]
+
+
+class _FixedDistributions:
+    """The real model's decoder cache, with fixed label probabilities per step and every bond
+    single."""
+
+    def __init__(self, model, probabilities):
+        self.model, self.probabilities = model, probabilities
+
+    def start(self, batch):
+        return self.model.start(batch)
+
+    def step(self, cache, t, *previous):
+        label_logits, edge_logits = self.model.step(cache, t, *previous)
+        labels = torch.full_like(label_logits, float("-inf"))
+        for token, probability in self.probabilities[t].items():
+            labels[:, token] = math.log(probability)
+        edges = torch.full_like(edge_logits, float("-inf"))
+        edges[..., 1] = 0.0  # bond class 1: single
+        return labels, edges
+
+
+def test_an_ending_outranked_by_an_extension_still_finishes_a_graph():
+    """Width 1: after ``[CH3]`` (p 0.6) the ending (p 0.3) ranks below the extension to
+    ``[CH3]-[CH3]`` (0.7), whose own ending is unlikely (0.2). The search must return
+    ``[CH3]`` (0.6 · 0.3 = 0.18), not the pair (0.6 · 0.7 · 0.2 = 0.084): every ending on the
+    path is a finished graph when it is among the best found."""
+    model, items, vocabulary = _model_and_items()
+    methyl, hydroxyl = vocabulary["[CH3]"], vocabulary["[OH]"]
+    fixed = _FixedDistributions(model, [
+        {methyl: 0.6, hydroxyl: 0.4},
+        {EOG: 0.3, methyl: 0.7},
+        {EOG: 0.2, methyl: 0.8},
+    ])  # fmt: skip
+    with torch.no_grad():
+        found = beam_search_graphs(
+            fixed, reaction_batch(items, vocabulary), beam_width=1, length_penalty=0.0,
+            edge_alternatives=None, max_nodes=2,
+        )  # fmt: skip
+    for hypotheses in found:
+        assert [(h.labels, h.bonds) for h in hypotheses] == [([methyl], [])]
+        assert hypotheses[0].log_probability == pytest.approx(math.log(0.18))

@@ -10,7 +10,8 @@ Reference: S. Yoo, Y.-S. Kim, K. H. Lee, K. Jeong, J. Choi, H. Lee, Y. S. Choi (
 1. :func:`score_candidates`: every live hypothesis's extensions (one of its ``k`` best atom
    labels times a bond option) and its ending (``<EOG>``), scored by summed log-probability;
 2. :func:`select_per_reaction`: per reaction, the ``k`` best extensions become the next
-   hypotheses and the endings among the ``k`` best candidates become finished graphs;
+   hypotheses, and the endings of the live hypotheses are kept when among the ``k`` best
+   finished graphs so far;
 3. :func:`extend_graphs`: the chosen hypotheses' rows are gathered (decoder cache included)
    and their new atom and bonds written.
 
@@ -300,11 +301,17 @@ def select_per_reaction(
     length_penalty: float,
     accept: Callable[[GraphHypothesis], bool] | None = None,
 ) -> Selection:
-    """Per reaction still searching, walk its ``2k`` best candidates in order: the first ``k``
-    extensions fill its slots, and an ending ranked among the ``k`` best finishes a graph
-    (while the reaction has fewer than ``k``, and when ``accept`` is None or accepts it). A
-    reaction is done once it has ``k`` finished graphs or no extension is left; its slots are
-    then emptied. Updates ``state.finished`` and ``state.done``."""
+    """Per reaction still searching: its ``k`` best extensions fill its slots, and the ending
+    of each live hypothesis joins its finished graphs when it is among the ``k`` best endings
+    found so far (and ``accept`` is None or accepts it). Endings do not compete with extensions
+    for slots, so every graph the search passes through that may end is considered.
+
+    A reaction is done when no extension is left, or when it has ``k`` finished graphs and no
+    extension can still beat the worst of them: a summed log-probability only falls as a graph
+    grows, so the best score a hypothesis can still reach is its log-probability normalised by
+    the longest length allowed (with ``length_penalty`` 0: its log-probability; the search is
+    then exact over the hypotheses it keeps). Its slots are then emptied. Updates
+    ``state.finished`` and ``state.done``."""
     k = state.beam_width
     rows, device = state.log_prob.shape[0], state.log_prob.device
     selection = Selection(
@@ -314,22 +321,27 @@ def select_per_reaction(
         log_prob=torch.full((rows,), float("-inf"), device=device),
     )
     num_extensions = candidates.num_extensions
-    scores = candidates.scores
-    top_score, top_index = scores.topk(min(2 * k, scores.shape[1]), dim=-1)
+    extensions = candidates.scores[:, :num_extensions]
+    top_score, top_index = extensions.topk(min(k, num_extensions), dim=-1)
+    endings = candidates.scores[:, num_extensions:].tolist()
+    limits = state.limits[::k].tolist()
     for b, (best_scores, best_indices) in enumerate(zip(top_score.tolist(), top_index.tolist())):
         if state.done[b]:
             continue
-        chosen = 0
-        for rank, (score, index) in enumerate(zip(best_scores, best_indices)):
-            if score == float("-inf") or chosen == k:
+        finished = state.finished[b]
+        for beam, score in sorted(enumerate(endings[b]), key=lambda pair: -pair[1]):
+            normalised = score / (t + 1) ** length_penalty
+            if score == float("-inf") or (len(finished) == k and normalised <= finished[-1].score):
                 break
-            if index >= num_extensions:
-                if rank < k and len(state.finished[b]) < k:
-                    found = state.hypothesis(b * k + index - num_extensions, t, score,
-                                             length_penalty)  # fmt: skip
-                    if accept is None or accept(found):
-                        state.finished[b].append(found)
-                continue
+            found = state.hypothesis(b * k + beam, t, score, length_penalty)
+            if accept is None or accept(found):
+                finished.append(found)
+                finished.sort(key=lambda h: -h.score)
+                del finished[k:]
+        chosen = 0
+        for score, index in zip(best_scores, best_indices):
+            if score == float("-inf"):
+                break
             beam, label_rank, option = candidates.extension(index)
             slot, row = b * k + chosen, b * k + beam
             selection.source[slot] = row
@@ -337,7 +349,8 @@ def select_per_reaction(
             selection.options[slot] = option
             selection.log_prob[slot] = score
             chosen += 1
-        if len(state.finished[b]) >= k or chosen == 0:
+        reachable = best_scores[0] / (limits[b] + 1) ** length_penalty if chosen else None
+        if chosen == 0 or (len(finished) == k and reachable <= finished[-1].score):
             state.done[b] = True
             selection.log_prob[b * k : (b + 1) * k] = float("-inf")
     return selection

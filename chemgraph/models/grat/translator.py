@@ -433,8 +433,10 @@ class GRATTranslator(nn.Module):
         ``edge_alternatives`` best single changes of one bond to its second most likely class.
         Special tokens other than ``<EOG>`` (and ``<UNK>``) are never generated. Ranking uses the
         summed log-probability divided by ``steps ** length_penalty`` (steps = atoms + 1); the
-        default ``length_penalty = 0`` ranks by the exact log-probability of the graph. A
-        reaction stops when it has ``beam_width`` finished graphs; a graph has at most
+        default ``length_penalty = 0`` ranks by the exact log-probability of the graph. Every
+        graph on a kept hypothesis's path that may end is a candidate finished graph; a
+        reaction stops when it has ``beam_width`` finished graphs that no live hypothesis can
+        still beat (:func:`select_per_reaction`), or none is left; a graph has at most
         ``max_nodes`` atoms (default: the reaction's input atom count, since every product atom
         of a mapped reaction comes from the inputs). The steps are those of
         :func:`beam_search_graphs`.
