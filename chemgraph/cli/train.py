@@ -117,9 +117,9 @@ class TrainCommand(Command):
             "--ensemble",
             type=int,
             metavar="K",
-            help="train K >= 2 models with seeds SEED, SEED+1, ..., SEED+K-1, each in "
-            "OUT/model-<k> with all its outputs; chemgraph predict --checkpoint OUT gives their "
-            "mean prediction and its standard deviation",
+            help="train K >= 2 models on the split of SEED with weight seeds SEED, SEED+1, ..., "
+            "SEED+K-1, each in OUT/model-<k> with all its outputs; chemgraph predict "
+            "--checkpoint OUT gives their mean prediction and its standard deviation",
         )
         parser.add_argument(
             "--config",

@@ -303,7 +303,11 @@ class TrainingConfig(RunConfig):
             (edge-set attention) or ``"nsa"`` (node-set attention).
         split: ``"random"`` (seeded) or ``"scaffold"`` (Bemis–Murcko, deterministic).
         split_fractions: train/validation/test fractions, summing to 1.
-        seed: seeds the split, the weight initialisation and the shuffling.
+        seed: seeds the split (unless ``split_seed`` is set), the weight initialisation and
+            the shuffling.
+        split_seed: seeds the random split instead of ``seed`` (None = ``seed``); the members
+            of an ensemble (:func:`chemgraph.train.runner.ensemble_member`) keep the first
+            member's, so they share one split and their test metrics compare.
         protocol: ``"default"`` or ``"paper"``: where the optimisation settings left at None
             come from (:data:`PROTOCOLS`; under ``"default"``, a model family's
             ``training_settings`` of :class:`chemgraph.models.ModelSpec` first).
@@ -358,6 +362,7 @@ class TrainingConfig(RunConfig):
     split: Literal["random", "scaffold"] = "random"
     split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
     seed: int = 0
+    split_seed: int | None = None
     protocol: Literal["default", "paper"] = "default"
     max_epochs: int | None = None
     max_time_minutes: float | None = None
@@ -387,7 +392,7 @@ class TrainingConfig(RunConfig):
         "lr_schedule": ("cosine", "plateau", None),
     }
     NUMBERS = {
-        "max_epochs": (int, 1), "batch_size": (int, 1), "seed": (int, 0),
+        "max_epochs": (int, 1), "batch_size": (int, 1), "seed": (int, 0), "split_seed": (int, 0),
         "warmup_steps": (int, 0), "early_stopping_patience": (int, 0), "lr_patience": (int, 0),
         "num_workers": (int, 0), "max_rows": (int, 1), "max_time_minutes": (float, 0.1),
         "learning_rate": (float, 0.0), "weight_decay": (float, 0.0), "gradient_clip": (float, 0.0),

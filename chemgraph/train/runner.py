@@ -112,15 +112,23 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
 
 def ensemble_member(config: TrainingConfig, index: int) -> TrainingConfig:
     """The settings of member ``index`` of an ensemble of ``config``: seed ``config.seed +
-    index``, output folder ``<config.out>/model-<index>``."""
-    return replace(config, seed=config.seed + index, out=str(Path(config.out) / f"model-{index}"))
+    index`` (weights and shuffling), the split of ``config`` (``split_seed``), output folder
+    ``<config.out>/model-<index>``."""
+    split_seed = config.seed if config.split_seed is None else config.split_seed
+    return replace(
+        config,
+        seed=config.seed + index,
+        split_seed=split_seed,
+        out=str(Path(config.out) / f"model-{index}"),
+    )
 
 
 def train_ensemble(config: TrainingConfig, size: int) -> list[dict[str, dict[str, float]]]:
-    """Train ``size`` models of ``config`` that differ only in their seed (split, weights,
-    shuffling): member ``k`` is :func:`train` of :func:`ensemble_member` ``(config, k)``, with
-    all its files in ``<config.out>/model-<k>``. ``chemgraph predict --checkpoint <config.out>``
-    then reports the members' mean prediction and its standard deviation.
+    """Train ``size`` models of ``config`` on one split that differ only in their seed
+    (weights, shuffling): member ``k`` is :func:`train` of :func:`ensemble_member`
+    ``(config, k)``, with all its files in ``<config.out>/model-<k>``. ``chemgraph predict
+    --checkpoint <config.out>`` then reports the members' mean prediction and its standard
+    deviation.
 
     Returns:
         The metrics of each member, in member order.
@@ -176,7 +184,8 @@ def _split(config: TrainingConfig, dataset: MoleculeDataset) -> dict[str, Molecu
         ValueError: an empty split; classification labels other than 0 and 1.
     """
     if config.split == "random":
-        index = random_split(len(dataset), config.split_fractions, seed=config.seed)
+        seed = config.seed if config.split_seed is None else config.split_seed
+        index = random_split(len(dataset), config.split_fractions, seed=seed)
     else:
         index = scaffold_split(dataset.smiles, config.split_fractions)
     splits = dict(zip(SPLITS, index))

@@ -76,6 +76,12 @@ def test_train_an_ensemble_and_predict_with_its_folder(tmp_path, capsys):
         assert stored["count"] == 16  # 80% of 20 molecules, all distinct
         training = TrainingFingerprints.from_dict(stored)
         assert len(training) == 16
+    splits = [
+        pd.read_csv(out / f"model-{member}" / "predictions.csv").sort_values("row")
+        for member in (0, 1)
+    ]  # one split (seed 3's) for both members, so their test metrics compare
+    assert splits[0]["split"].tolist() == splits[1]["split"].tolist()
+    assert (splits[0]["split"] == "test").sum() == 2
 
     output = tmp_path / "predicted.csv"
     argv = ["predict", "--checkpoint", str(out), "--input", str(data), "--output", str(output),
