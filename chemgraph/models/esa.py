@@ -32,7 +32,7 @@ from chemgraph.batches import (
     node_pairs,
 )
 from chemgraph.models.config import ModelConfig
-from chemgraph.nn import PMA, AttentionBlock, AttentionMask, flex_block_mask
+from chemgraph.nn import PMA, AttentionBlock, AttentionMask, DenseMask, flex_block_mask
 
 __all__ = ["AUTO_SPARSE_MIN_TOKENS", "ESAConfig", "ESA", "SUM_READOUT_SCALE"]
 
@@ -246,12 +246,14 @@ class ESA(nn.Module):
     def embed(self, batch: EdgeSetBatch | NodeSetBatch) -> torch.Tensor:
         """Graph embeddings ``float32 [B, hidden_dim]`` (mean of the ``k`` pooled seeds)."""
         mask = self._masked_block_mask(batch)
+        if torch.is_tensor(mask) and mask.dtype == torch.bool:
+            mask = DenseMask.of(mask)  # derived once for all the masked blocks
         x, pad_mask = batch.x, batch.pad_mask
         keep = pad_mask.unsqueeze(-1)
         # where(), not multiplication: a NaN or Inf in a padded slot must not leak.
         h0 = torch.where(keep, self.token_encoder(torch.where(keep, x, 0.0)), 0.0)
         # SAB: the whole graph; no mask without padding, so SDPA may pick a flash kernel
-        set_mask = None if bool(pad_mask.all()) else pad_mask.unsqueeze(1)
+        set_mask = None if bool(pad_mask.all()) else DenseMask.of(pad_mask.unsqueeze(1))
         # Padded slots hold finite values that no real token attends to and that pooling
         # ignores (masked_attention zeroes keys no query may use), so no per-block re-zeroing.
         h = h0

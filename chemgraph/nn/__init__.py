@@ -5,6 +5,7 @@ Plain PyTorch on plain tensors: imports no other chemgraph package.
 
 from chemgraph.nn.attention import (
     AttentionMask,
+    DenseMask,
     MultiHeadAttention,
     flex_block_mask,
     flex_masked_attention,
@@ -43,6 +44,7 @@ __all__ = [
     "PMA",
     "AttentionBlock",
     "AttentionMask",
+    "DenseMask",
     "MultiHeadAttention",
     "cv_squared",
     "flex_block_mask",

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -33,6 +34,7 @@ from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex
 
 __all__ = [
     "AttentionMask",
+    "DenseMask",
     "MultiHeadAttention",
     "flex_block_mask",
     "flex_masked_attention",
@@ -41,10 +43,53 @@ __all__ = [
     "sparse_attention",
 ]
 
-AttentionMask = torch.Tensor | BlockMask | None
-"""Which keys each query may attend to: ``None`` (all), a ``bool`` mask (dense,
-:func:`masked_attention`), an ``int64 [2, P]`` pair list (:func:`sparse_attention`) or a
-:class:`BlockMask` (:func:`flex_masked_attention`)."""
+
+@dataclass(frozen=True)
+class DenseMask:
+    """A dense boolean attention mask and what :func:`masked_attention` derives from it, built
+    once (:meth:`of`) for all the layers that share it instead of once per layer.
+
+    Attributes:
+        pairs: ``bool [B, L_q, L_k]`` or ``bool [B, 1, L_k]``: True where a query may attend to
+            a key.
+        has_key: ``bool [B, 1, L_q or 1, 1]``: the query may attend to some key.
+        attended: ``bool [B, 1, L_k, 1]``: some query may attend to the key.
+        allowed: ``bool [B, 1, L_q or 1, L_k]``: ``pairs``, with every key allowed for a query
+            that has none (its output is zeroed afterwards).
+    """
+
+    pairs: torch.Tensor
+    has_key: torch.Tensor
+    attended: torch.Tensor
+    allowed: torch.Tensor
+    _additive: dict[torch.dtype, torch.Tensor] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def of(cls, mask: torch.Tensor | DenseMask) -> DenseMask:
+        """The :class:`DenseMask` of a ``bool`` mask (a :class:`DenseMask` is returned as is)."""
+        if isinstance(mask, DenseMask):
+            return mask
+        has_key = mask.any(dim=-1, keepdim=True)  # [B, L_q or 1, 1]
+        return cls(
+            pairs=mask,
+            has_key=has_key.unsqueeze(1),
+            attended=mask.any(dim=-2)[:, None, :, None],
+            allowed=(mask | ~has_key).unsqueeze(1),
+        )
+
+    def additive(self, dtype: torch.dtype) -> torch.Tensor:
+        """``[B, 1, L_q or 1, L_k]`` of ``dtype``: 0 where :attr:`allowed`, ``-inf`` elsewhere
+        (SDPA turns a boolean mask into this on every call; cached per dtype)."""
+        if dtype not in self._additive:
+            zero = torch.zeros((), dtype=dtype, device=self.allowed.device)
+            self._additive[dtype] = zero.masked_fill(~self.allowed, float("-inf"))
+        return self._additive[dtype]
+
+
+AttentionMask = torch.Tensor | DenseMask | BlockMask | None
+"""Which keys each query may attend to: ``None`` (all), a ``bool`` mask or its
+:class:`DenseMask` (dense, :func:`masked_attention`), an ``int64 [2, P]`` pair list
+(:func:`sparse_attention`) or a :class:`BlockMask` (:func:`flex_masked_attention`)."""
 
 # Gathered [pairs, heads, head width] temporaries are cut into chunks of at most this many
 # elements (1 MiB in float32), so their memory does not grow with the number of pairs. Cache-
@@ -71,7 +116,8 @@ def masked_attention(
         key: ``[B, H, L_k, D]``.
         value: ``[B, H, L_k, D_v]``.
         mask: ``bool [B, L_q, L_k]``, or ``bool [B, 1, L_k]`` for a key-padding mask shared by
-            all queries (True = may attend); shared by all heads through broadcasting (a
+            all queries (True = may attend), or its :class:`DenseMask` (built once for the
+            layers that share it); shared by all heads through broadcasting (a
             size-1 head dimension: no copy per head; on the CPU, torch 2.13's SDPA copies a
             mask ``expand``-ed over heads but not a broadcast one). ``None`` = attend
             everywhere.
@@ -109,23 +155,22 @@ def masked_attention(
         if score_scale is not None:
             return _scaled_score_attention(query, key, value, None, dropout, bias, score_scale)
         return F.scaled_dot_product_attention(query, key, value, attn_mask=bias, dropout_p=dropout)
-    has_key = mask.any(dim=-1, keepdim=True)  # [B, L_q or 1, 1]
-    attended = mask.any(dim=-2)[:, None, :, None]  # [B, 1, L_k, 1]: keys some query may use
-    query = torch.where(has_key.unsqueeze(1), query, 0.0)
-    key = torch.where(attended, key, 0.0)
-    value = torch.where(attended, value, 0.0)
-    allowed = (mask | ~has_key).unsqueeze(1)
+    mask = DenseMask.of(mask)
+    query = torch.where(mask.has_key, query, 0.0)
+    key = torch.where(mask.attended, key, 0.0)
+    value = torch.where(mask.attended, value, 0.0)
+    pairs = mask.pairs.unsqueeze(1)
     if bias is not None:
-        bias = torch.where(mask.unsqueeze(1), bias, 0.0)
+        bias = torch.where(pairs, bias, 0.0)
     if score_scale is not None:
-        score_scale = torch.where(mask.unsqueeze(1), score_scale, 0.0)
-        out = _scaled_score_attention(query, key, value, allowed, dropout, bias, score_scale)
+        score_scale = torch.where(pairs, score_scale, 0.0)
+        out = _scaled_score_attention(query, key, value, mask.allowed, dropout, bias, score_scale)
     else:  # with a bias, masked keys get -inf
-        attn_mask = allowed if bias is None else torch.where(allowed, bias, float("-inf"))
+        attn_mask = mask.additive(query.dtype) if bias is None else bias + mask.additive(bias.dtype)
         out = F.scaled_dot_product_attention(
             query, key, value, attn_mask=attn_mask, dropout_p=dropout
         )
-    return out * has_key.unsqueeze(1).to(out.dtype)
+    return out * mask.has_key.to(out.dtype)
 
 
 def _scaled_score_attention(
@@ -337,10 +382,10 @@ class MultiHeadAttention(nn.Module):
     Shapes:
         - input: ``query: float [B, L_q, d]``, ``key_value: float [B, L_k, d]``; ``mask``
           (:data:`AttentionMask`) one of: ``None``; ``bool [B, L_q, L_k]`` or
-          ``bool [B, 1, L_k]`` (:func:`masked_attention`); ``int64 [2, P]`` pairs in flattened
-          ``B·L`` token indexing (:func:`sparse_attention`); a :class:`BlockMask`
-          (:func:`flex_masked_attention`); ``bias: float [B, H, L_q, L_k]`` or None (dense
-          masks only).
+          ``bool [B, 1, L_k]``, or its :class:`DenseMask` (:func:`masked_attention`);
+          ``int64 [2, P]`` pairs in flattened ``B·L`` token indexing (:func:`sparse_attention`);
+          a :class:`BlockMask` (:func:`flex_masked_attention`); ``bias: float [B, H, L_q, L_k]``
+          or None (dense masks only).
         - output: ``[B, L_q, d]`` in the dtype of ``query``.
     """
 
@@ -369,7 +414,9 @@ class MultiHeadAttention(nn.Module):
         """``bias``: optional float ``[B, H, L_q, L_k]`` score bias (dense masks only)."""
         b, length, d = query.shape
         if bias is not None and not (
-            mask is None or (torch.is_tensor(mask) and mask.dtype == torch.bool)
+            mask is None
+            or isinstance(mask, DenseMask)
+            or (torch.is_tensor(mask) and mask.dtype == torch.bool)
         ):
             raise ValueError("an attention bias needs a dense boolean mask (or none)")
         q, k, v = self.query(query), self.key(key_value), self.value(key_value)

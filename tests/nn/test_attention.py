@@ -3,7 +3,13 @@ import math
 import pytest
 import torch
 
-from chemgraph.nn import MultiHeadAttention, masked_attention, segment_softmax, sparse_attention
+from chemgraph.nn import (
+    DenseMask,
+    MultiHeadAttention,
+    masked_attention,
+    segment_softmax,
+    sparse_attention,
+)
 
 
 def naive_attention(q, k, v, mask):
@@ -18,6 +24,34 @@ def test_masked_attention_matches_naive_formula():
     mask = torch.rand(2, 5, 5) > 0.4
     mask |= torch.eye(5, dtype=torch.bool)  # every row has a key
     torch.testing.assert_close(masked_attention(q, k, v, mask), naive_attention(q, k, v, mask))
+
+
+def test_dense_mask_is_derived_once_and_gives_the_same_attention():
+    """A :class:`DenseMask` built once (the layers of a model share it) gives exactly what the
+    boolean mask gives; its fields are those of the mask, checked entry by entry; its additive
+    form is 0 where allowed and -inf elsewhere, cached per dtype."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 5, 4) for _ in range(3))
+    bias = torch.randn(2, 3, 5, 5)
+    mask = torch.rand(2, 5, 5) > 0.4
+    mask[0, 3] = False  # a query with no key
+    mask[1, :, 4] = False  # a key no query uses
+    dense = DenseMask.of(mask)
+    assert DenseMask.of(dense) is dense
+    for b in range(2):
+        for i in range(5):
+            assert dense.has_key[b, 0, i, 0] == any(mask[b, i].tolist())
+            assert dense.attended[b, 0, i, 0] == any(mask[b, :, i].tolist())
+            for j in range(5):
+                expected = bool(mask[b, i, j]) or not any(mask[b, i].tolist())
+                assert dense.allowed[b, 0, i, j] == expected
+                assert dense.additive(torch.float32)[b, 0, i, j] == (0.0 if expected else -math.inf)
+    assert dense.additive(torch.float32) is dense.additive(torch.float32)
+    assert dense.additive(torch.bfloat16).dtype == torch.bfloat16
+    for extra in ({}, {"bias": bias}):
+        assert torch.equal(
+            masked_attention(q, k, v, dense, **extra), masked_attention(q, k, v, mask, **extra)
+        )
 
 
 def test_fully_masked_row_is_zero_with_finite_gradient():
