@@ -76,34 +76,48 @@ def main() -> int:
         model = build_model(registered, {**options, **spec.input_options(preset)}).to(device)
         graphs = spec.transform_graphs(model.config, [mol_to_graph(m, preset) for m in mols])
         batch = spec.batch_builder(model.config)(dgl.batch(graphs)).to(device)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        if device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats()
-        times = []
-        for step in range(args.steps + 3):
-            start = time.perf_counter()
-            with torch.autocast(device.type, dtype=dtype, enabled=device.type == "cuda"):
-                loss = model(batch).float().square().mean()
-                auxiliary = getattr(model, "auxiliary_loss", None)  # GMoE load balancing
-                if auxiliary is not None:
-                    loss = loss + auxiliary
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad()
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            if step >= 3:
-                times.append(time.perf_counter() - start)
-            if not torch.isfinite(loss):
-                print(f"{name}: non-finite loss at step {step}")
-                return 1
-        peak = torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda" else float("nan")
+
+        def loss_of_model(model=model, batch=batch) -> torch.Tensor:
+            loss = model(batch).float().square().mean()
+            auxiliary = getattr(model, "auxiliary_loss", None)  # GMoE load balancing
+            return loss if auxiliary is None else loss + auxiliary
+
+        timing = time_training_steps(model, loss_of_model, args.steps, device, dtype)
+        if timing is None:
+            print(f"{name}: non-finite loss")
+            return 1
         tokens = batch.x.shape[0 if batch.x.dim() == 2 else 1]  # sparse: atoms of the batch
-        print(f"{name:<24}{tokens:>8}{1000 * sum(times) / len(times):>10.1f}{peak:>10.0f}")
+        print(f"{name:<24}{tokens:>8}{timing[0]:>10.1f}{timing[1]:>10.0f}")
     if args.reactions_file and not check_reaction_translator(args, device, dtype):
         return 1
     print(f"gpu_check: all models ran forward and backward ({time.perf_counter() - begin:.0f} s)")
     return 0
+
+
+def time_training_steps(
+    model: torch.nn.Module, loss_of, steps: int, device: torch.device, dtype: torch.dtype
+) -> tuple[float, float] | None:
+    """Mean milliseconds of ``steps`` AdamW training steps of ``loss_of()`` (after 3 warm-up
+    steps) and the peak GPU memory in MiB (NaN on the CPU); None at a non-finite loss."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    times = []
+    for step in range(steps + 3):
+        start = time.perf_counter()
+        with torch.autocast(device.type, dtype=dtype, enabled=device.type == "cuda"):
+            loss = loss_of()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        if step >= 3:
+            times.append(time.perf_counter() - start)
+        if not torch.isfinite(loss):
+            return None
+    peak = torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda" else float("nan")
+    return 1000 * sum(times) / len(times), peak
 
 
 def check_reaction_translator(args: argparse.Namespace, device, dtype) -> bool:
@@ -131,27 +145,16 @@ def check_reaction_translator(args: argparse.Namespace, device, dtype) -> bool:
             vocabulary.tokens,
             allowed_valences=valences,
         ).to(device)
-        optimizer = torch.optim.AdamW(module.parameters(), lr=1e-4)
-        if device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats()
-        times = []
-        for step in range(args.steps + 3):
-            start = time.perf_counter()
-            with torch.autocast(device.type, dtype=dtype, enabled=device.type == "cuda"):
-                loss, _ = translation_loss(*module(batch), batch)
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad()
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            if step >= 3:
-                times.append(time.perf_counter() - start)
-            if not torch.isfinite(loss):
-                print(f"{name}: non-finite loss at step {step}")
-                return False
-        peak = torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda" else float("nan")
+
+        def loss_of_module(module=module) -> torch.Tensor:
+            return translation_loss(*module(batch), batch)[0]
+
+        timing = time_training_steps(module, loss_of_module, args.steps, device, dtype)
+        if timing is None:
+            print(f"{name}: non-finite loss")
+            return False
         tokens = int(batch.encoder_tokens.shape[1] + batch.decoder_tokens.shape[1])
-        print(f"{name:<24}{tokens:>8}{1000 * sum(times) / len(times):>10.1f}{peak:>10.0f}")
+        print(f"{name:<24}{tokens:>8}{timing[0]:>10.1f}{timing[1]:>10.0f}")
     module.eval()
     start = time.perf_counter()
     with torch.autocast(device.type, dtype=dtype, enabled=device.type == "cuda"):
