@@ -100,7 +100,7 @@ class PredictCommand(Command):
         again.add_argument(
             "--overwrite",
             action="store_true",
-            help="write over an existing output and discard an interrupted run",
+            help="write over an existing output (and --top file) and discard an interrupted run",
         )
 
     def run(self, args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 
 from chemgraph.cli.base import Command, ExamplesHelpFormatter
 
-__all__ = ["NO_PRODUCT", "ReactCommand", "reaction_lines"]
+__all__ = ["INPUT_FORMAT", "NO_PRODUCT", "ReactCommand", "reaction_lines"]
 
 
 class ReactCommand(Command):
@@ -24,7 +24,7 @@ class ReactCommand(Command):
         "--input reads one reaction SMILES a line (text after the first whitespace ignored),\n"
         "or a .csv/.tsv with a reaction, reactions or rxn_smiles column (USPTO-50K files too),\n"
         "plain or gzipped; --output gets one row per reaction, in input order. Reactions that\n"
-        "already hold products are scored (top-1/2/3/5 accuracy)."
+        "hold products are scored (top-1/2/3/5 accuracy over those reactions)."
     )
     epilog = (
         "examples:\n"
@@ -66,7 +66,11 @@ class ReactCommand(Command):
 
     def run(self, args: argparse.Namespace) -> int:
         from chemgraph.chem.graph_codec import GraphEncodingError
-        from chemgraph.data.reactions import encode_reactions, parse_input_reaction
+        from chemgraph.data.reactions import (
+            encode_reactions,
+            parse_input_reaction,
+            reaction_records,
+        )
         from chemgraph.errors import ConfigError
         from chemgraph.train.checkpoint import load_checkpoint
         from chemgraph.train.reaction import (
@@ -95,6 +99,8 @@ class ReactCommand(Command):
                     f"{args.output} exists; pass --overwrite to replace it or choose another "
                     "--output"
                 )
+            if next(reaction_records(args.input), None) is None:
+                raise ConfigError(f"{args.input} holds no reactions; {INPUT_FORMAT}")
             table, metrics = predict_file(
                 args.checkpoint, args.input, args.output, args.top_k, args.beam_width,
                 args.batch_size,
@@ -104,11 +110,21 @@ class ReactCommand(Command):
             if len(table) > args.show > 0:
                 print(f"... {len(table) - args.show} more reactions in {args.output}")
             decoded = int((table["error"] == "").sum())
+            if decoded == 0:
+                raise ConfigError(
+                    f"none of the {len(table)} reactions of {args.input} could be read and "
+                    f"encoded ({args.output} gives each one's reason in its error column); "
+                    f"fix them, or {INPUT_FORMAT}"
+                )
             valid = int((table["prediction_1"] != "").sum())
             print(f"{len(table)} reactions read, {decoded} decoded, {valid} with a valid "
                   f"product (written to {args.output}; its error column says why a reaction "
                   "was not decoded)")  # fmt: skip
             if metrics is not None:
+                print(
+                    f"top-k accuracy over {metrics['reactions']} of {len(table)} reactions "
+                    "(the decoded ones with a known product):"
+                )
                 print(format_top_k_metrics(metrics))
             return 0
         module = load_checkpoint(args.checkpoint, kind="reaction")
@@ -123,6 +139,12 @@ class ReactCommand(Command):
             print(f"{rank}\t{smiles}\t{score:.4f}")
         return 0
 
+
+INPUT_FORMAT = (
+    "give one reaction SMILES 'reactants>reagents>[products]' a line, or a .csv/.tsv with a "
+    "reaction column"
+)
+"""What ``chemgraph react --input`` reads, told to a user whose file gave no reaction."""
 
 NO_PRODUCT = "no valid product graph was decoded"
 """What ``chemgraph react`` prints for a reaction whose beams hold no valid molecule."""

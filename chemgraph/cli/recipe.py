@@ -51,21 +51,21 @@ class RecipeCommand(Command):
         add_overwrite_option(run)
 
     def run(self, args: argparse.Namespace) -> int:
+        if args.action == "list":  # from the registry alone: no recipe (nor torch) is imported
+            from chemgraph.recipes.registry import RECIPE_DESCRIPTIONS
+
+            rows = list(RECIPE_DESCRIPTIONS.items())
+            print("\n".join(table_lines(rows, output_width(), wrap=True)))
+            return 0
         from chemgraph._output import check_output_folder
         from chemgraph.errors import ConfigError
         from chemgraph.recipes.registry import (
-            RECIPES,
             get_recipe,
             recipe_settings,
             valid_setting_keys,
             with_overrides,
         )
         from chemgraph.train.config import merge_settings, parse_assignments
-
-        if args.action == "list":
-            rows = [(name, get_recipe(name).DESCRIPTION) for name in RECIPES]
-            print("\n".join(table_lines(rows, output_width(), wrap=True)))
-            return 0
         from chemgraph.train.trainer import quiet_third_party_warnings
 
         quiet_third_party_warnings()

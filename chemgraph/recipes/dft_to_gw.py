@@ -38,7 +38,7 @@ from chemgraph._resources import cards_folder
 from chemgraph.errors import ConfigError
 from chemgraph.featurize import RadiusGraphFeaturizer
 from chemgraph.graphs import atoms_to_radius_graph
-from chemgraph.recipes.registry import recipe_settings
+from chemgraph.recipes.registry import RECIPE_DESCRIPTIONS, recipe_settings
 from chemgraph.train.config import merge_settings, read_settings
 from chemgraph.train.trainer import _precision
 from chemgraph.train.transfer import (
@@ -67,10 +67,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DESCRIPTION = (
-    "DFT -> GW transfer learning of HOMO/LUMO energies with 3D ESA (Buterez et al. 2024, Table 5): "
-    "GW only, inductive and transductive pretraining"
-)
+DESCRIPTION = RECIPE_DESCRIPTIONS["dft_to_gw"]
 DFT_THEORY = "B3LYP/6-31G(2df,p) (QM9)"
 TARGETS = ["homo", "lumo"]
 PAPER_POOL = 133_885  # SI 4: "from the total 133,885"; the transductive DFT pool

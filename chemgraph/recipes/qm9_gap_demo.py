@@ -19,7 +19,7 @@ from typing import Any
 from chemgraph._output import check_output_folder
 from chemgraph.data.qm9pack import load_qm9pack
 from chemgraph.errors import ConfigError
-from chemgraph.recipes.registry import recipe_settings
+from chemgraph.recipes.registry import RECIPE_DESCRIPTIONS, recipe_settings
 from chemgraph.train.config import TrainingConfig
 from chemgraph.train.metrics import format_metrics
 from chemgraph.train.runner import train
@@ -32,10 +32,7 @@ log = logging.getLogger("chemgraph.recipes.qm9_gap_demo")
 NAME = "qm9_gap"
 """The recipe's name in :data:`chemgraph.recipes.registry.RECIPES`."""
 
-DESCRIPTION = (
-    "ESA on the HOMO-LUMO gap (eV) of 10,000 QM9 molecules from the qm9pack package, offline: "
-    "one model, 40 epochs, about 5 minutes on 2 CPU cores (make demo-gap)"
-)
+DESCRIPTION = RECIPE_DESCRIPTIONS[NAME]
 
 
 def default_config() -> dict[str, Any]:

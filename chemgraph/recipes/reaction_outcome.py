@@ -30,7 +30,7 @@ import yaml
 
 from chemgraph.data.reactions import load_reaction_graphs
 from chemgraph.errors import ConfigError
-from chemgraph.recipes.registry import recipe_settings
+from chemgraph.recipes.registry import RECIPE_DESCRIPTIONS, recipe_settings
 from chemgraph.train.checkpoint import load_checkpoint
 from chemgraph.train.reaction import (
     ReactionTrainingConfig,
@@ -47,10 +47,7 @@ log = logging.getLogger(__name__)
 
 NAME = "reaction_outcome"
 
-DESCRIPTION = (
-    "reaction outcome prediction: GRAT graph-to-graph translation on USPTO-MIT, beam search, "
-    "top-1/2/3/5 accuracy (Yoo et al. 2020, section 4.2)"
-)
+DESCRIPTION = RECIPE_DESCRIPTIONS[NAME]
 
 
 @dataclass

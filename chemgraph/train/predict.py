@@ -17,10 +17,13 @@ Output: one row per input record, in input order, bad records included::
     <target>_std             float32  ensembles only: standard deviation over the members
     max_similarity_to_train  float32  applicability domain (:mod:`chemgraph.data.applicability`)
     in_domain                bool     max_similarity_to_train >= the threshold
-    error                    string   "" or why the record could not be featurized
+    error                    string   null (an empty CSV cell) when predicted, else why the
+                                      record could not be featurized
 
 Predictions, similarity and ``in_domain`` are empty (NaN / null) for records with an error, and
-the last two for checkpoints written before chemgraph stored the training fingerprints.
+the last two for checkpoints written before chemgraph stored the training fingerprints (a
+warning says so once the options are checked). ``table.error.isna()`` selects the predicted
+rows of either format (``pandas.read_csv`` reads the empty cells as NaN).
 
 Work folder and resuming. Until the output is complete, the run keeps its state in
 ``<output>.partial/``: ``run.json`` (the sha256 of the checkpoints and the input, the options),
@@ -183,16 +186,21 @@ class _Models:
         self.fragments: str = first.fragments
         stored = [m.hparams.get("train_fingerprints") for m in self.modules]
         missing = [str(f) for f, values in zip(files, stored) if values is None]
+        self.missing_fingerprints = missing
         self.fingerprints: TrainingFingerprints | None = None
-        if missing:
+        if not missing:
+            parts = [TrainingFingerprints.from_dict(values) for values in stored]
+            self.fingerprints = TrainingFingerprints.concatenate(parts)
+
+    def warn_missing_fingerprints(self) -> None:
+        """Warn that the similarity columns stay empty, when a checkpoint holds no training
+        fingerprints (:func:`predict_table` does so once the user's options are checked)."""
+        if self.missing_fingerprints:
             log.warning(
                 "no training fingerprints in %s (written before chemgraph stored them): "
                 "max_similarity_to_train and in_domain are left empty",
-                ", ".join(missing),
+                ", ".join(self.missing_fingerprints),
             )
-        else:
-            parts = [TrainingFingerprints.from_dict(values) for values in stored]
-            self.fingerprints = TrainingFingerprints.concatenate(parts)
 
     def columns(self) -> list[str]:
         """The prediction columns: ``<target>_pred`` (and ``<target>_std`` for an ensemble)."""
@@ -311,7 +319,7 @@ def predict_table(
 
     Raises:
         FileNotFoundError: no such checkpoint or input.
-        ValueError: a bad option, an output that exists (without ``overwrite``) or an
+        ValueError: a bad option, an output or top file that exists (without ``overwrite``) or an
             interrupted run in the way (without ``resume``), a run to resume with other
             settings, a folder featurized otherwise than the checkpoint needs (its preset,
             conformers or no graphs; the message names both and what to do), a checkpoint
@@ -356,7 +364,8 @@ def predict_table(
         "shard_size": shard_size,
         "similarity_threshold": similarity_threshold,
     }
-    work = _prepare_work(output, identity, resume, overwrite)
+    work = _prepare_work(output, identity, resume, overwrite, top)
+    models.warn_missing_fingerprints()
     if folder is None:
         folder = work / "featurized"
         options = FeaturizeOptions(
@@ -397,36 +406,48 @@ def _work_folder(output: Path) -> Path:
     return output.with_name(f"{output.name}.partial")
 
 
-def _prepare_work(output: Path, identity: dict[str, Any], resume: bool, overwrite: bool) -> Path:
+def _prepare_work(
+    output: Path, identity: dict[str, Any], resume: bool, overwrite: bool, top: int | None
+) -> Path:
     """The run's work folder, created, or the interrupted run's (``resume``).
 
     Raises:
-        ValueError: the output exists (without ``overwrite``); an interrupted run in the way
-            (without ``resume`` or ``overwrite``); a run to resume that differs.
+        ValueError: the output or its ``top`` file (:func:`top_path`) exists (without
+            ``overwrite``); an interrupted run in the way (without ``resume`` or
+            ``overwrite``); a run to resume that differs.
     """
     work = _work_folder(output)
     record = work / "run.json"
+    top_file = None if top is None else top_path(output, top)
     if overwrite:
         shutil.rmtree(work, ignore_errors=True)
-    elif resume and record.exists():
-        previous = json.loads(record.read_text())
-        changed = [key for key in identity if previous.get(key) != identity[key]]
-        if changed:
+    else:
+        resuming = resume and record.exists()
+        if resuming:
+            previous = json.loads(record.read_text())
+            changed = [key for key in identity if previous.get(key) != identity[key]]
+            if changed:
+                raise ValueError(
+                    f"cannot resume the run in {work}: {', '.join(changed)} differ from it; "
+                    "pass --overwrite to start again"
+                )
+        elif output.exists():
             raise ValueError(
-                f"cannot resume the run in {work}: {', '.join(changed)} differ from it; "
-                "pass --overwrite to start again"
+                f"{output} exists; choose a new --output, or pass --overwrite to write over it"
+                + (" (it is complete: there is nothing to resume)" if resume else "")
             )
-        return work
-    elif output.exists():
-        raise ValueError(
-            f"{output} exists; choose a new --output, or pass --overwrite to write over it"
-            + (" (it is complete: there is nothing to resume)" if resume else "")
-        )
-    elif work.exists():
-        raise ValueError(
-            f"{work} holds an interrupted run; pass --resume to continue it, or --overwrite to "
-            "start again"
-        )
+        if top_file is not None and top_file.exists():
+            raise ValueError(
+                f"{top_file} exists (the --top {top} file of {output}); choose a new --output, "
+                "or pass --overwrite to write over it"
+            )
+        if resuming:
+            return work
+        if work.exists():
+            raise ValueError(
+                f"{work} holds an interrupted run; pass --resume to continue it, or --overwrite "
+                "to start again"
+            )
     work.mkdir(parents=True)
     record.write_text(json.dumps(identity, indent=2) + "\n")
     return work
@@ -517,7 +538,7 @@ def _score_shard(
     featurized["max_similarity_to_train"] = similarity
     featurized["in_domain"] = pd.array(similarity >= threshold, dtype="boolean")
     featurized.loc[np.isnan(similarity), "in_domain"] = pd.NA
-    featurized["error"] = ""
+    featurized["error"] = None
     with open(folder / "parts" / f"{name}.csv", encoding="utf-8", newline="") as handle:
         rejected = [
             (int(row), identifier, reason) for row, identifier, _, reason in csv.reader(handle)
@@ -566,7 +587,7 @@ def _write_output(
             writer.write(table)
             frame = table.to_pandas()
             records += len(frame)
-            predicted += int((frame["error"] == "").sum())
+            predicted += int(frame["error"].isna().sum())
             out_of_domain += int((frame["in_domain"] == False).sum())  # noqa: E712 (None too)
             judged += int(frame["in_domain"].notna().sum())
             if top is not None:

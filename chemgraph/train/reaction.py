@@ -424,8 +424,9 @@ def predict_file(
         graph is not a valid molecule; missing for a row with an error), ``prediction_1,
         score_1`` … ``prediction_{top_k}, score_{top_k}`` (valid canonical product SMILES,
         best first, ``""`` past the last valid one; their log-probabilities, NaN past the
-        last) and ``error`` (``""`` for a decoded reaction). Also, when every decoded reaction
-        has products, the :func:`top_k_metrics` of the predictions (else None).
+        last) and ``error`` (``""`` for a decoded reaction). Also the :func:`top_k_metrics` of
+        the decoded reactions that hold products (``reactions``: their number; None when
+        none does).
 
     Raises:
         FileNotFoundError, ValueError: see :func:`chemgraph.train.checkpoint.load_checkpoint`
@@ -461,6 +462,9 @@ def predict_file(
     table = table.astype(frame.dtypes.to_dict())
     table["error"] = [errors.get(row, "") for row in table["row"]]
     table.to_csv(output, index=False)
-    scored = bool(items) and all(item.product_smiles for item in items)
-    metrics = top_k_metrics(predictions, [i.product_smiles for i in items]) if scored else None
+    known = [k for k, item in enumerate(items) if item.product_smiles]
+    metrics = None
+    if known:
+        targets = [items[k].product_smiles for k in known]
+        metrics = top_k_metrics([predictions[k] for k in known], targets)
     return table, metrics

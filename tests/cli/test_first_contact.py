@@ -155,3 +155,23 @@ def test_recipe_list_shows_every_recipe_with_its_whole_description(capsys, monke
     for name in RECIPES:
         assert f"{name} {words(get_recipe(name).DESCRIPTION)}" in words(out)
     assert max(len(line) for line in lines) <= width
+
+
+def test_recipe_list_imports_no_recipe_and_no_heavy_library():
+    """`recipe list` took 7-10 s importing every recipe (torch, DGL, Lightning); it reads the
+    registry's descriptions alone."""
+    heavy = ["torch", "lightning", "dgl", "rdkit", "pandas", "chemgraph.train.config"]
+    heavy += list(RECIPES.values())
+    code = (
+        "import sys\n"
+        "from chemgraph.cli import main\n"
+        "assert main(['recipe', 'list']) == 0\n"
+        f"print([name for name in {heavy!r} if name in sys.modules], file=sys.stderr)\n"
+    )
+    env = {**os.environ, "COLUMNS": "100"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip() == "[]"
+    assert [line.split()[0] for line in result.stdout.splitlines() if line[:1] != " "] == list(
+        RECIPES
+    )

@@ -9,9 +9,11 @@ import re
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from chemgraph.cli import main
-from chemgraph.cli.react import NO_PRODUCT, reaction_lines
+from chemgraph.cli.react import INPUT_FORMAT, NO_PRODUCT, reaction_lines
+from chemgraph.train.reaction import predict_file
 
 FROZEN = str(
     Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints" / "reaction_grat.ckpt"
@@ -57,16 +59,21 @@ def test_input_file_prints_each_reaction_then_the_summary(tmp_path, capsys):
     assert lines[lines.index("row 1: not") + 1] == f"  not predicted: {SEPARATORS}"
     amide = lines.index("row 3: CCN.O=C(Cl)c1ccccc1>>CCNC(=O)c1ccccc1")
     assert re.fullmatch(rf"  1\tCCNC\(=O\)c1ccccc1\t{SCORE}\t= target", lines[amide + 1])
-    assert lines[-2] == (
+    assert lines[-5] == (
         "  not predicted: graph: bond 0 has type DATIVE; representable: single, double, "
         "triple, aromatic"
     )
     valid = int((table["prediction_1"] != "").sum())
     assert valid == 2
-    assert lines[-1] == (
+    assert lines[-4] == (
         f"4 reactions read, 2 decoded, 2 with a valid product (written to {output}; its error "
         "column says why a reaction was not decoded)"
     )
+    # the amide alone of the decoded reactions has a product: the accuracy is over it
+    assert lines[-3] == (
+        "top-k accuracy over 1 of 4 reactions (the decoded ones with a known product):"
+    )
+    assert lines[-1].split() == ["100.00%", "100.00%", "100.00%", "100.00%", "0.00%"]
 
 
 def test_input_file_without_valid_products_says_so_per_reaction(
@@ -90,6 +97,9 @@ def test_input_file_without_valid_products_says_so_per_reaction(
         f"  {NO_PRODUCT}",
         f"3 reactions read, 3 decoded, 0 with a valid product (written to {output}; its error "
         "column says why a reaction was not decoded)",
+        "top-k accuracy over 1 of 3 reactions (the decoded ones with a known product):",
+        "         top-1         top-2         top-3         top-5  invalid-top1",
+        "         0.00%         0.00%         0.00%         0.00%       100.00%",
     ]
     assert output.read_text().splitlines() == [
         "row,reaction,target,target_rank,top1_invalid,prediction_1,score_1,prediction_2,"
@@ -115,7 +125,11 @@ def test_show_limits_the_printed_reactions(tmp_path, capsys, untrained_checkpoin
         f"... 3 more reactions in {output}",
     ]
     assert lines[5].startswith("5 reactions read, 5 decoded, 0 with a valid product")
-    assert "top-1" in lines[6]  # every reaction has products: top-k accuracy follows
+    # every reaction has products: top-k accuracy follows
+    assert lines[6] == (
+        "top-k accuracy over 5 of 5 reactions (the decoded ones with a known product):"
+    )
+    assert "top-1" in lines[7]
     assert _react(*argv, "--show", "0", "--overwrite") == 0
     assert capsys.readouterr().out.splitlines()[0].startswith("5 reactions read")
     assert _react(*argv, "--show", "-1") == 2
@@ -162,3 +176,75 @@ def test_react_input_refuses_an_existing_output_and_a_missing_input(tmp_path, ca
     missing = tmp_path / "missing.txt"
     assert _react("--input", str(missing), "--checkpoint", FROZEN, "--output", "x.csv") == 2
     assert f"input {missing} does not exist" in capsys.readouterr().err
+
+
+def test_an_empty_input_file_is_a_user_error(tmp_path, capsys, untrained_checkpoint):
+    inputs = tmp_path / "reactions.txt"
+    inputs.write_text("\n  \n")
+    output = tmp_path / "predictions.csv"
+    argv = ["--input", str(inputs), "--checkpoint", untrained_checkpoint, "--output", str(output)]
+    assert _react(*argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err == (
+        f"chemgraph react: error: {inputs} holds no reactions; {INPUT_FORMAT}\n"
+    )
+    assert "reactions read" not in captured.out
+    assert not output.exists()
+
+
+def test_an_input_file_whose_every_reaction_is_rejected_is_a_user_error(
+    tmp_path, capsys, untrained_checkpoint
+):
+    inputs = tmp_path / "reactions.txt"
+    inputs.write_text("not a reaction\nO->[Mg+2]<-O.CCBr>>CCO\n")
+    output = tmp_path / "predictions.csv"
+    argv = ["--input", str(inputs), "--checkpoint", untrained_checkpoint, "--output", str(output)]
+    assert _react(*argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err == (
+        f"chemgraph react: error: none of the 2 reactions of {inputs} could be read and "
+        f"encoded ({output} gives each one's reason in its error column); fix them, or "
+        f"{INPUT_FORMAT}\n"
+    )
+    assert "reactions read" not in captured.out
+    table = pd.read_csv(output, keep_default_na=False)  # the rejected rows, with their reasons
+    assert table["row"].tolist() == [0, 1]
+    assert table["error"][0] == SEPARATORS
+    assert table["error"][1].startswith("graph: bond 0 has type DATIVE")
+
+
+def test_top_k_accuracy_over_the_reactions_with_a_known_product(tmp_path, capsys):
+    inputs = tmp_path / "reactions.txt"
+    inputs.write_text(
+        f"CCN.O=C(Cl)c1ccccc1>>CCNC(=O)c1ccccc1\n{ESTER_INPUT}\nnot a reaction\n"
+        "CC(=O)Cl.OCC>c1ccncc1>CCOC(C)=O\n"
+    )
+    output = tmp_path / "predictions.csv"
+    argv = ["--input", str(inputs), "--checkpoint", FROZEN, "--output", str(output), "--show", "0"]
+    assert _react(*argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("4 reactions read, 3 decoded")
+    assert lines[1] == (
+        "top-k accuracy over 2 of 4 reactions (the decoded ones with a known product):"
+    )
+    assert lines[2].split() == ["top-1", "top-2", "top-3", "top-5", "invalid-top1"]
+    assert lines[3].split() == ["100.00%", "100.00%", "100.00%", "100.00%", "0.00%"]
+
+
+def test_predict_file_scores_the_reactions_that_hold_products(tmp_path):
+    """Two of four reactions hold products: the metrics are over those two, and agree with
+    their ``target_rank`` in the table."""
+    inputs = tmp_path / "reactions.txt"
+    inputs.write_text(
+        "CCN.O=C(Cl)c1ccccc1>>CCNC(=O)c1ccccc1\nCC(=O)Cl.OCC>c1ccncc1>\n"
+        "CCO>>CC(=O)OCC\nCC(=O)Cl.OCC>c1ccncc1>\n"
+    )
+    table, metrics = predict_file(FROZEN, inputs, tmp_path / "o.csv", 2, 4)
+    assert metrics["reactions"] == 2
+    with_products = table[table["target"] != ""]
+    assert len(with_products) == 2
+    for k in (1, 2):
+        hits = (with_products["target_rank"].fillna(99) <= k).mean()
+        assert metrics[f"top_{k}"] == pytest.approx(100 * hits)
+    inputs.write_text("CC(=O)Cl.OCC>c1ccncc1>\n")
+    assert predict_file(FROZEN, inputs, tmp_path / "p.csv", 2, 4)[1] is None

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 import torch
 import yaml
@@ -43,7 +44,7 @@ def test_featurize_a_library_then_score_its_shards_with_top(tmp_path, capsys):
     assert result["row"].tolist() == list(range(21))
     assert result["id"][7] == "broken" and result["error"][7].startswith("SMILES parse error")
     top = pd.read_parquet(tmp_path / "hits.top5.parquet")
-    expected = result[result["error"] == ""].sort_values("logp_pred", ascending=False)[:5]
+    expected = result[result["error"].isna()].sort_values("logp_pred", ascending=False)[:5]
     assert top["row"].tolist() == expected["row"].tolist()
     np.testing.assert_array_equal(top["logp_pred"], expected["logp_pred"])
     # a second run into the same output is refused (exit status 2) and names the way out
@@ -105,3 +106,70 @@ def test_help_states_the_default_similarity_threshold(capsys):
         main(["predict", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert f"rarely reach (default: {DEFAULT_SIMILARITY_THRESHOLD})" in help_text
+
+
+NO_FINGERPRINTS = "warning: no training fingerprints in"
+
+
+def _library(tmp_path: Path) -> Path:
+    library = tmp_path / "library.csv"
+    library.write_text("smiles\nCCO\nc1ccccc1\nC1CC\nCC(=O)O\n")
+    return library
+
+
+def _predict(library: Path, output: Path, *more: str) -> list[str]:
+    return ["predict", "--checkpoint", str(CHECKPOINT), "--input", str(library),
+            "--output", str(output), *more]  # fmt: skip
+
+
+def test_predict_reports_user_errors_before_the_fingerprint_warning(tmp_path, capsys):
+    library = _library(tmp_path)
+    output = tmp_path / "scores.csv"
+    output.write_text("my earlier results\n")
+    assert main(_predict(library, output)) == 2
+    assert capsys.readouterr().err == (
+        f"chemgraph predict: error: {output} exists; choose a new --output, or pass "
+        "--overwrite to write over it\n"
+    )  # the error alone: no warning about the checkpoint before it
+    missing = tmp_path / "missing.csv"
+    assert main(_predict(missing, tmp_path / "new.csv")) == 2
+    assert capsys.readouterr().err == f"chemgraph predict: error: input {missing} does not exist\n"
+    assert main(_predict(library, tmp_path / "new.csv", "--top", "2", "--top-target", "x")) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("chemgraph predict: error: top target 'x' is not one of the targets")
+    assert NO_FINGERPRINTS not in err
+    # a run that goes ahead warns, once
+    assert main(_predict(library, output, "--overwrite", "--quiet")) == 0
+    err = capsys.readouterr().err
+    assert err.count(NO_FINGERPRINTS) == 1 and err.startswith(NO_FINGERPRINTS)
+
+
+def test_predict_refuses_an_existing_top_file_unless_overwrite(tmp_path, capsys):
+    library = _library(tmp_path)
+    output = tmp_path / "scores.csv"
+    top = tmp_path / "scores.top2.csv"
+    top.write_text("my earlier hits\n")
+    assert main(_predict(library, output, "--top", "2", "--quiet")) == 2
+    assert capsys.readouterr().err == (
+        f"chemgraph predict: error: {top} exists (the --top 2 file of {output}); choose a new "
+        "--output, or pass --overwrite to write over it\n"
+    )
+    assert top.read_text() == "my earlier hits\n"  # untouched, and nothing else written
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["library.csv", "scores.top2.csv"]
+    assert main(_predict(library, output, "--top", "2", "--overwrite", "--quiet")) == 0
+    assert pd.read_csv(top)["row"].tolist() != []  # replaced by the new top 2
+    assert len(pd.read_csv(top)) == 2
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_predict_error_is_null_for_predicted_rows(tmp_path, suffix):
+    output = tmp_path / f"scores{suffix}"
+    assert main(_predict(_library(tmp_path), output, "--quiet")) == 0
+    result = pd.read_parquet(output) if suffix == ".parquet" else pd.read_csv(output)
+    assert result["error"].isna().tolist() == [True, True, False, True]
+    assert result["error"][2].startswith("SMILES parse error")
+    assert result.loc[result["error"].isna(), "logp_pred"].notna().all()
+    if suffix == ".parquet":  # a null, not an empty string
+        assert pq.read_table(output)["error"].to_pylist()[:2] == [None, None]
+    else:  # an empty cell
+        assert output.read_text().splitlines()[1].endswith(",")

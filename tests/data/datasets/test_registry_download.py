@@ -11,8 +11,10 @@ import urllib.error
 
 import pytest
 import torch
+import yaml
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
-from chemgraph._resources import card_path, recipe_path
+from chemgraph._resources import card_path, cards_folder, recipe_path
 from chemgraph.data.datasets import (
     ChecksumError,
     SourceFile,
@@ -40,6 +42,62 @@ def test_every_card_is_registered_and_complete():
         assert card.split.get("method"), name
         for target in card.targets:
             assert target in card.units, (name, target)
+
+
+def _cut_values(text: str) -> list[str]:
+    """What YAML made of a card other than its author wrote: an entry of a flow mapping that
+    has no value (``{description: a, b}`` reads as ``description: a`` and an entry ``b``: an
+    unquoted comma cut the value), and text whose brackets or quotes do not pair up (a value
+    cut inside them)."""
+    problems = []
+
+    def visit(node, where: str) -> None:
+        if isinstance(node, SequenceNode):
+            for index, item in enumerate(node.value):
+                visit(item, f"{where}[{index}]")
+        elif isinstance(node, MappingNode):
+            for key, value in node.value:
+                if ":" not in text[key.end_mark.index : value.start_mark.index]:
+                    problems.append(
+                        f"{where}: {key.value!r} has no value (cut from the one before)"
+                    )
+                visit(value, f"{where}.{key.value}")
+        elif isinstance(node, ScalarNode):
+            for opening, closing in ("()", "[]", "{}"):
+                if node.value.count(opening) != node.value.count(closing):
+                    problems.append(f"{where}: unpaired {opening}{closing} in {node.value!r}")
+            if node.style is None and node.value.count('"') % 2:
+                problems.append(f"{where}: unpaired quote in {node.value!r}")
+
+    visit(yaml.compose(text), "card")
+    return problems
+
+
+@pytest.mark.parametrize("path", sorted(cards_folder().glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_card_value_is_read_as_written(path):
+    """A comma in an unquoted flow value (``{unit: eV, description: a, b}``) cut the column
+    descriptions of qm9, qm9pack, oc20 and the USPTO cards; ``datasets info`` showed the cut."""
+    text = path.read_text(encoding="utf-8")
+    assert _cut_values(text) == []
+    data = yaml.safe_load(text)
+    for name, column in (data.get("columns") or {}).items():
+        assert set(column) <= {"unit", "description"}, (name, column)
+        assert isinstance(column["description"], str) and column["description"], name
+        assert column.get("unit") is None or isinstance(column["unit"], str), name
+    if "family" in data:  # a dataset card: its prose is whole sentences
+        card = dataset_card(path.stem)
+        assert card.description.endswith(".") and card.citation.endswith("."), path.stem
+        assert card.description == " ".join(str(data["description"]).split())
+
+
+def test_the_card_check_finds_a_value_cut_by_a_comma():
+    cut = "columns:\n  u0: {unit: eV, description: minus the atom references (atomref.txt, x)}\n"
+    assert _cut_values(cut) == [
+        "card.columns.u0.description: unpaired () in 'minus the atom references (atomref.txt'",
+        "card.columns.u0: 'x)' has no value (cut from the one before)",
+    ]
+    assert _cut_values(cut.replace("description: minus", 'description: "minus')
+                       .replace("x)}", 'x)"}')) == []  # fmt: skip
 
 
 def test_dockstring_card_has_all_five_benchmark_targets():
