@@ -8,7 +8,7 @@ from typing import Any
 
 from chemgraph.cli.base import Command, ExamplesHelpFormatter
 
-__all__ = ["INPUT_FORMAT", "NO_PRODUCT", "ReactCommand", "reaction_lines"]
+__all__ = ["INPUT_FORMAT", "ReactCommand", "reaction_lines"]
 
 
 class ReactCommand(Command):
@@ -42,7 +42,11 @@ class ReactCommand(Command):
             help="file of reactions: one reaction SMILES a line, or a .csv/.tsv with a reaction "
             "column (plain or .gz)",
         )
-        parser.add_argument("--checkpoint", required=True, help="best.ckpt of reaction_outcome")
+        parser.add_argument(
+            "--checkpoint",
+            required=True,
+            help="best.ckpt of the reaction_outcome recipe, or the run folder holding it",
+        )
         parser.add_argument(
             "--output",
             help="CSV to write (with --input): one row per non-blank input line, in input order "
@@ -74,6 +78,7 @@ class ReactCommand(Command):
         from chemgraph.errors import ConfigError
         from chemgraph.train.checkpoint import load_checkpoint
         from chemgraph.train.reaction import (
+            NO_PRODUCT,
             format_top_k_metrics,
             predict_file,
             predict_reactions,
@@ -81,6 +86,15 @@ class ReactCommand(Command):
 
         if (args.reaction is None) == (args.input is None):
             raise ConfigError("give either one reaction SMILES or --input FILE (with --output)")
+        if args.output is not None and args.input is None:
+            raise ConfigError(
+                "--output goes with --input FILE; the predictions of one reaction are printed"
+            )
+        if args.output is not None and not args.output.endswith((".csv", ".csv.gz")):
+            raise ConfigError(f"--output {args.output}: react writes CSV; give a .csv or .csv.gz")
+        checkpoint = Path(args.checkpoint)
+        if checkpoint.is_dir():  # a reaction_outcome run folder
+            checkpoint = checkpoint / "best.ckpt"
         for option in ("top_k", "beam_width", "batch_size"):
             if getattr(args, option) < 1:
                 name = "--" + option.replace("_", "-")
@@ -102,14 +116,14 @@ class ReactCommand(Command):
             if next(reaction_records(args.input), None) is None:
                 raise ConfigError(f"{args.input} holds no reactions; {INPUT_FORMAT}")
             table, metrics = predict_file(
-                args.checkpoint, args.input, args.output, args.top_k, args.beam_width,
+                checkpoint, args.input, args.output, args.top_k, args.beam_width,
                 args.batch_size,
             )  # fmt: skip
             for line in reaction_lines(table.head(args.show), args.top_k):
                 print(line)
             if len(table) > args.show > 0:
                 print(f"... {len(table) - args.show} more reactions in {args.output}")
-            decoded = int((table["error"] == "").sum())
+            decoded = int(table["top1_invalid"].notna().sum())
             if decoded == 0:
                 raise ConfigError(
                     f"none of the {len(table)} reactions of {args.input} could be read and "
@@ -119,7 +133,7 @@ class ReactCommand(Command):
             valid = int((table["prediction_1"] != "").sum())
             print(f"{len(table)} reactions read, {decoded} decoded, {valid} with a valid "
                   f"product (written to {args.output}; its error column says why a reaction "
-                  "was not decoded)")  # fmt: skip
+                  "has no prediction)")  # fmt: skip
             if metrics is not None:
                 print(
                     f"top-k accuracy over {metrics['reactions']} of {len(table)} reactions "
@@ -127,7 +141,7 @@ class ReactCommand(Command):
                 )
                 print(format_top_k_metrics(metrics))
             return 0
-        module = load_checkpoint(args.checkpoint, kind="reaction")
+        module = load_checkpoint(checkpoint, kind="reaction")
         reaction = parse_input_reaction(args.reaction)
         items, _, bad = encode_reactions([reaction], [0], with_product=False)
         if bad:
@@ -146,9 +160,6 @@ INPUT_FORMAT = (
 )
 """What ``chemgraph react --input`` reads, told to a user whose file gave no reaction."""
 
-NO_PRODUCT = "no valid product graph was decoded"
-"""What ``chemgraph react`` prints for a reaction whose beams hold no valid molecule."""
-
 
 def reaction_lines(table: Any, top_k: int) -> list[str]:
     """The printed predictions of the rows of a :func:`chemgraph.train.reaction.predict_file`
@@ -157,14 +168,14 @@ def reaction_lines(table: Any, top_k: int) -> list[str]:
     given), or ``  no valid product graph was decoded``, or ``  not predicted: <error>``."""
     import pandas as pd
 
+    from chemgraph.train.reaction import NO_PRODUCT
+
     lines = []
     for record in table.to_dict("records"):
         lines.append(f"row {record['row']}: {record['reaction']}")
         if record["error"]:
-            lines.append(f"  not predicted: {record['error']}")
-            continue
-        if not record.get("prediction_1"):
-            lines.append(f"  {NO_PRODUCT}")
+            reason = record["error"]
+            lines.append(f"  {reason}" if reason == NO_PRODUCT else f"  not predicted: {reason}")
             continue
         hit = record["target_rank"]
         for rank in range(1, top_k + 1):

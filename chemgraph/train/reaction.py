@@ -50,6 +50,7 @@ from chemgraph.train.reaction_module import ReactionModule
 from chemgraph.train.trainer import make_trainer
 
 __all__ = [
+    "NO_PRODUCT",
     "TOP_K",
     "ReactionPrediction",
     "ReactionTrainingConfig",
@@ -61,6 +62,9 @@ __all__ = [
     "top_k_metrics",
     "train_reaction_model",
 ]
+
+NO_PRODUCT = "no valid product graph was decoded"
+"""Why a decoded reaction has no prediction: its beams hold no valid molecule."""
 
 log = logging.getLogger(__name__)
 
@@ -424,7 +428,8 @@ def predict_file(
         graph is not a valid molecule; missing for a row with an error), ``prediction_1,
         score_1`` … ``prediction_{top_k}, score_{top_k}`` (valid canonical product SMILES,
         best first, ``""`` past the last valid one; their log-probabilities, NaN past the
-        last) and ``error`` (``""`` for a decoded reaction). Also the :func:`top_k_metrics` of
+        last) and ``error`` (why the row has no prediction: the reason it was not decoded,
+        or :data:`NO_PRODUCT`; ``""`` for a row with predictions). Also the :func:`top_k_metrics` of
         the decoded reactions that hold products (``reactions``: their number; None when
         none does).
 
@@ -461,6 +466,7 @@ def predict_file(
     table[text_columns] = table[text_columns].fillna("")
     table = table.astype(frame.dtypes.to_dict())
     table["error"] = [errors.get(row, "") for row in table["row"]]
+    table.loc[table["top1_invalid"].notna() & (table["prediction_1"] == ""), "error"] = NO_PRODUCT
     table.to_csv(output, index=False)
     known = [k for k, item in enumerate(items) if item.product_smiles]
     metrics = None

@@ -6,14 +6,15 @@ checkpoint was trained on a few reactions: these tests pin formats, not accuracy
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from chemgraph.cli import main
-from chemgraph.cli.react import INPUT_FORMAT, NO_PRODUCT, reaction_lines
-from chemgraph.train.reaction import predict_file
+from chemgraph.cli.react import INPUT_FORMAT, reaction_lines
+from chemgraph.train.reaction import NO_PRODUCT, predict_file
 
 FROZEN = str(
     Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints" / "reaction_grat.ckpt"
@@ -67,7 +68,7 @@ def test_input_file_prints_each_reaction_then_the_summary(tmp_path, capsys):
     assert valid == 2
     assert lines[-4] == (
         f"4 reactions read, 2 decoded, 2 with a valid product (written to {output}; its error "
-        "column says why a reaction was not decoded)"
+        "column says why a reaction has no prediction)"
     )
     # the amide alone of the decoded reactions has a product: the accuracy is over it
     assert lines[-3] == (
@@ -96,7 +97,7 @@ def test_input_file_without_valid_products_says_so_per_reaction(
         "row 2: CCO>>CC=O",
         f"  {NO_PRODUCT}",
         f"3 reactions read, 3 decoded, 0 with a valid product (written to {output}; its error "
-        "column says why a reaction was not decoded)",
+        "column says why a reaction has no prediction)",
         "top-k accuracy over 1 of 3 reactions (the decoded ones with a known product):",
         "         top-1         top-2         top-3         top-5  invalid-top1",
         "         0.00%         0.00%         0.00%         0.00%       100.00%",
@@ -104,9 +105,9 @@ def test_input_file_without_valid_products_says_so_per_reaction(
     assert output.read_text().splitlines() == [
         "row,reaction,target,target_rank,top1_invalid,prediction_1,score_1,prediction_2,"
         "score_2,error",
-        "0,CC(=O)Cl.OCC>c1ccncc1>,,,True,,,,,",
-        "1,CO.[Na+]>>,,,True,,,,,",
-        "2,CCO>>CC=O,CC=O,,True,,,,,",
+        f"0,CC(=O)Cl.OCC>c1ccncc1>,,,True,,,,,{NO_PRODUCT}",
+        f"1,CO.[Na+]>>,,,True,,,,,{NO_PRODUCT}",
+        f"2,CCO>>CC=O,CC=O,,True,,,,,{NO_PRODUCT}",
     ]
 
 
@@ -248,3 +249,25 @@ def test_predict_file_scores_the_reactions_that_hold_products(tmp_path):
         assert metrics[f"top_{k}"] == pytest.approx(100 * hits)
     inputs.write_text("CC(=O)Cl.OCC>c1ccncc1>\n")
     assert predict_file(FROZEN, inputs, tmp_path / "p.csv", 2, 4)[1] is None
+
+
+def test_output_needs_input_and_a_csv_name(tmp_path, capsys):
+    output = tmp_path / "single.csv"
+    assert _react(ESTER_INPUT, "--checkpoint", FROZEN, "--output", str(output)) == 2
+    assert "--output goes with --input FILE" in capsys.readouterr().err
+    assert not output.exists()
+    inputs = tmp_path / "reactions.txt"
+    inputs.write_text(ESTER_INPUT + "\n")
+    parquet = tmp_path / "predictions.parquet"
+    argv = ["--input", str(inputs), "--checkpoint", FROZEN, "--output", str(parquet)]
+    assert _react(*argv) == 2
+    assert "react writes CSV; give a .csv or .csv.gz" in capsys.readouterr().err
+    assert not parquet.exists()
+
+
+def test_a_run_folder_stands_for_its_best_checkpoint(tmp_path, capsys):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    shutil.copy(FROZEN, folder / "best.ckpt")
+    assert _react(ESTER_INPUT, "--checkpoint", str(folder)) == 0
+    assert capsys.readouterr().out.splitlines()[0].split("\t")[1] == "CCOC(C)=O"

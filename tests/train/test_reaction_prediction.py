@@ -9,6 +9,7 @@ import pytest
 from chemgraph.cli import main
 from chemgraph.train import reaction
 from chemgraph.train.reaction import (
+    NO_PRODUCT,
     ReactionPrediction,
     decode_hypotheses,
     predict_file,
@@ -91,7 +92,7 @@ def test_react_input_counts_no_valid_product_and_writes_integer_rows(
         "score_2,error"
     )
     assert [line.split(",")[0] for line in text[1:]] == ["0", "1", "2"]  # not 0.0, 1.0, 2.0
-    assert text[1] == "0,CC(=O)Cl.OCC>c1ccncc1>,,,True,,,,,"
+    assert text[1] == f"0,CC(=O)Cl.OCC>c1ccncc1>,,,True,,,,,{NO_PRODUCT}"
 
 
 def test_react_input_one_row_per_reaction_in_input_order(tmp_path, capsys, untrained_checkpoint):
@@ -118,7 +119,7 @@ def test_react_input_one_row_per_reaction_in_input_order(tmp_path, capsys, untra
     assert table["prediction_1"].tolist() == table["prediction_2"].tolist() == [""] * 4
     assert table["score_1"].isna().all()
     errors = table["error"].tolist()
-    assert errors[:2] == ["", ""]
+    assert errors[:2] == [NO_PRODUCT, NO_PRODUCT]  # decoded, but no valid product
     assert errors[2].startswith("products molecule 1 of 1 ('CC(=O'): SMILES parse error")
     # read (the dative bonds are not arrows), but the graphs have no dative bond type
     assert errors[3] == (
