@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import sys
 from collections.abc import Iterator
 
@@ -19,7 +20,14 @@ from chemgraph.cli.recipe import RecipeCommand
 from chemgraph.cli.train import TrainCommand
 from chemgraph.errors import ChemgraphError
 
-__all__ = ["COMMANDS", "USER_ERRORS", "build_parser", "console_logging", "main"]
+__all__ = [
+    "BROKEN_PIPE_STATUS",
+    "COMMANDS",
+    "USER_ERRORS",
+    "build_parser",
+    "console_logging",
+    "main",
+]
 
 #: Command name -> command, in the order ``chemgraph --help`` lists them.
 COMMANDS = {
@@ -37,6 +45,11 @@ COMMANDS = {
 #: Errors printed as one line (exit status 2) unless --debug. ValueError is still here because
 #: much of the library reports bad settings and inputs as a plain ValueError.
 USER_ERRORS = (ChemgraphError, OSError, ValueError)
+
+#: Exit status when the reader of standard output went away (``chemgraph datasets list | head
+#: -1``): 128 + SIGPIPE (13), the status a shell reports for a tool that SIGPIPE stopped (``cat``,
+#: ``yes``), so that ``set -o pipefail`` scripts see the same as with those; nothing is printed.
+BROKEN_PIPE_STATUS = 141
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,15 +116,35 @@ def main(argv: list[str] | None = None) -> int:
 
     Returns:
         The command's exit status; 2 after a user error (:data:`USER_ERRORS`), printed as one
-        line ``chemgraph <command>: error: <message>`` on stderr. Any other exception is raised
-        with its traceback, and so is a user error with ``--debug``.
+        line ``chemgraph <command>: error: <message>`` on stderr; :data:`BROKEN_PIPE_STATUS`
+        (141), silently, when standard output is a pipe whose reader closed it early (the rest
+        of the output goes to the null device, so that Python's flush at exit stays quiet).
+        Any other exception is raised with its traceback, and so is a user error with
+        ``--debug``.
     """
     args = build_parser().parse_args(argv)
     with console_logging(args.quiet, args.verbose):
         try:
-            return COMMANDS[args.command].run(args)
+            status = COMMANDS[args.command].run(args)
+            sys.stdout.flush()  # a closed pipe shows here, not in the flush at exit
+            return status
+        except BrokenPipeError:
+            _discard_stdout()
+            return BROKEN_PIPE_STATUS
         except USER_ERRORS as error:
             if args.debug:
                 raise
             print(f"chemgraph {args.command}: error: {error}", file=sys.stderr)
             return 2
+
+
+def _discard_stdout() -> None:
+    """Point standard output at the null device (its reader is gone), as the Python
+    documentation advises for SIGPIPE: what is still buffered is then dropped quietly."""
+    try:
+        fileno = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by a stream without a descriptor
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fileno)
+    os.close(devnull)

@@ -106,8 +106,11 @@ class PredictCommand(Command):
     def run(self, args: argparse.Namespace) -> int:
         """Predict; an interrupt (Ctrl-C, or SIGTERM while featurizing) prints how to resume
         and returns 128 + the signal number."""
+        from chemgraph.errors import ConfigError
         from chemgraph.train.predict import predict_table
 
+        if args.top is not None and args.top < 1:  # the library says "top", the user typed --top
+            raise ConfigError(f"--top must be at least 1, got {args.top}")
         threshold = {}
         if args.similarity_threshold is not None:
             threshold["similarity_threshold"] = args.similarity_threshold
@@ -141,10 +144,10 @@ class PredictCommand(Command):
             if summary.out_of_domain is None
             else f"{summary.out_of_domain:,} predicted outside the applicability domain"
         )
-        print(
-            f"predicted {summary.predicted:,} of {summary.records:,} records; "
-            f"{summary.failed:,} could not be featurized (see the error column); {domain}"
-        )
+        failed = f"{summary.failed:,} could not be featurized"
+        if summary.failed:
+            failed += " (see the error column)"
+        print(f"predicted {summary.predicted:,} of {summary.records:,} records; {failed}; {domain}")
         print(f"predictions written to {summary.output}")
         if summary.top is not None:
             print(f"top {args.top} written to {summary.top}")

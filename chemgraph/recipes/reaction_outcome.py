@@ -14,12 +14,17 @@ A partial ``--config`` needs only the keys it changes; ``profile: cpu`` in it me
 
 Outputs in ``out``: ``best.ckpt``, ``metrics.json`` (top-1/2/3/5 accuracy, invalid-output
 rate), ``predictions.csv``, ``rejected.csv`` (row, input, reason, file) and ``config.yaml``.
+
+Before anything is written or trained, the run checks its inputs: every data file exists, the
+``test`` file holds reactions with products to score, and the planned optimiser steps reach the
+first validation (``val_check_interval``), which writes the checkpoint.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,7 +33,7 @@ from typing import Any
 import torch
 import yaml
 
-from chemgraph.data.reactions import load_reaction_graphs
+from chemgraph.data.reactions import load_reaction_graphs, reaction_records
 from chemgraph.errors import ConfigError
 from chemgraph.recipes.registry import RECIPE_DESCRIPTIONS, recipe_settings
 from chemgraph.train.checkpoint import load_checkpoint
@@ -41,7 +46,15 @@ from chemgraph.train.reaction import (
     train_reaction_model,
 )
 
-__all__ = ["DESCRIPTION", "ReactionOutcomeConfig", "default_config", "resolve_data_path", "run"]
+__all__ = [
+    "DESCRIPTION",
+    "ReactionOutcomeConfig",
+    "check_data_files",
+    "check_first_validation",
+    "default_config",
+    "resolve_data_path",
+    "run",
+]
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +125,8 @@ def run(
     seeds: int | None = None,
     out: str | Path | None = None,
 ) -> dict[str, float]:
-    """Train, then evaluate on ``test`` by beam search; write the outputs and log the metrics.
+    """Check the inputs, train, then evaluate on ``test`` by beam search; write the outputs and
+    log the metrics with the number of test reactions scored.
 
     Args:
         config: a :class:`ReactionOutcomeConfig`, or a YAML file / dict of its fields merged
@@ -123,12 +137,19 @@ def run(
         out: output folder (overrides the config's ``out``).
 
     Returns:
-        The metrics written to ``metrics.json`` (empty without a test file): those of
-        :func:`chemgraph.train.reaction.top_k_metrics`, ``test_rejected``, ``train_seconds``
-        and ``predict_seconds``.
+        The metrics written to ``metrics.json`` (empty, and no ``metrics.json``, when ``test``
+        is None): those of :func:`chemgraph.train.reaction.top_k_metrics`, ``test_rejected``,
+        ``train_seconds`` and ``predict_seconds``.
 
     Raises:
-        ValueError: bad settings, ``seeds`` > 1, too little data.
+        ConfigError: bad settings, ``seeds`` > 1, a data file that does not exist (the setting,
+            the path and the folder a relative path is resolved against are named), a ``test``
+            file without a reaction with products to score, or ``max_steps`` / ``max_epochs``
+            that end training before its first validation (:func:`check_first_validation`).
+            All are raised before ``out`` is written to.
+        ValueError: too little data. When it is raised before training starts, ``out`` is
+            left as it was (a new folder is removed), so that the corrected run needs no
+            ``--overwrite``.
     """
     if seeds not in (None, 1):
         raise ConfigError("the reaction_outcome recipe trains one model; set seed in the config")
@@ -142,17 +163,31 @@ def run(
         config = ReactionOutcomeConfig.from_dict(values, source)
     paths = {name: resolve_data_path(getattr(config, name)) for name in ("train", "valid", "test")}
     config = replace(config, **paths)
+    check_data_files(config)
+    check_first_validation(config)
+    if config.test is not None:
+        items, rows, rejected = load_reaction_graphs(config.test, config.max_test)
+        if not items:
+            raise ConfigError(_nothing_to_score(config.test, rejected))
     out = Path(config.out)
+    existed, was_empty = out.exists(), not out.exists() or not any(out.iterdir())
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
     start = time.perf_counter()
-    checkpoint = train_reaction_model(config)
+    try:
+        checkpoint = train_reaction_model(config)
+    except (ValueError, OSError):
+        if was_empty and [path.name for path in out.iterdir()] == ["config.yaml"]:
+            # failed before training wrote anything: leave the folder as it was
+            (out / "config.yaml").unlink()
+            if not existed:
+                out.rmdir()
+        raise
     train_seconds = time.perf_counter() - start
     if config.test is None:
         return {}
     device = "cuda" if torch.cuda.is_available() else "cpu"
     module = load_checkpoint(checkpoint, kind="reaction", device=device)
-    items, rows, rejected = load_reaction_graphs(config.test, config.max_test)
     if not rejected.empty:  # next to the training and validation rejects
         rejected.to_csv(out / "rejected.csv", mode="a", header=False, index=False)
     start = time.perf_counter()
@@ -166,5 +201,88 @@ def run(
     metrics["predict_seconds"] = round(time.perf_counter() - start, 1)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
     prediction_frame(rows, items, predictions).to_csv(out / "predictions.csv", index=False)
-    log.info("%s", format_top_k_metrics(metrics))
+    log.info(
+        "top-k accuracy on %d test reactions of %s (%d rejected, see %s):\n%s",
+        metrics["reactions"], config.test, len(rejected), out / "rejected.csv",
+        format_top_k_metrics(metrics),
+    )  # fmt: skip
     return metrics
+
+
+def check_data_files(config: ReactionOutcomeConfig) -> None:
+    """Refuse a ``train``, ``valid`` or ``test`` path that is not a file.
+
+    Raises:
+        ConfigError: the setting, the path and, for a relative path, the folder it is
+            resolved against (the current folder).
+    """
+    for name in ("train", "valid", "test"):
+        path = getattr(config, name)
+        if path is None or Path(path).is_file():
+            continue
+        problem = "is a folder, not a file" if Path(path).is_dir() else "does not exist"
+        where = (
+            "" if Path(path).is_absolute() else f" (relative to the current folder {Path.cwd()})"
+        )
+        raise ConfigError(f"{name}: {path} {problem}{where}")
+
+
+def check_first_validation(config: ReactionTrainingConfig) -> None:
+    """Refuse settings whose training ends before its first validation, which writes the
+    checkpoint: ``max_steps``, or ``max_epochs`` × batches per epoch, below
+    ``val_check_interval`` (None = a validation at the end of every epoch: nothing to check).
+
+    Batches per epoch are counted from the reaction records of ``train`` (up to ``max_train``,
+    less the held-out ``valid_fraction`` when ``valid`` is None) and ``batch_size``: an upper
+    bound, since records that cannot be turned into graphs are dropped later, so a run that
+    would validate is never refused. ``max_time_minutes`` is not foreseen.
+
+    Raises:
+        ConfigError: the limit that ends training, and the settings to change
+            (``max_steps`` or ``max_epochs``, ``val_check_interval``).
+    """
+    interval = config.val_check_interval
+    if interval is None:
+        return
+    if config.max_steps is not None and config.max_steps < interval:
+        raise ConfigError(
+            f"max_steps {config.max_steps} ends training before its first validation at step "
+            f"{interval} (val_check_interval), so no checkpoint would be written; raise "
+            f"max_steps to at least {interval} or lower val_check_interval to at most "
+            f"{config.max_steps}"
+        )
+    # enough training reactions for the first validation within max_epochs (stop counting there)
+    needed = (math.ceil(interval / config.max_epochs) - 1) * config.batch_size + 1
+    records = train = 0
+    for _, _, reason in reaction_records(config.train, config.max_train):
+        records += reason is None
+        train = records - (
+            max(1, round(config.valid_fraction * records)) if config.valid is None else 0
+        )
+        if train >= needed:
+            return
+    batches = math.ceil(train / config.batch_size)
+    if train < 2:  # too little data: train_reaction_model says so
+        return
+    steps = config.max_epochs * batches
+    held_out = " less the valid_fraction held out" if config.valid is None else ""
+    raise ConfigError(
+        f"max_epochs {config.max_epochs} × {batches} batches per epoch (at most {train} "
+        f"training reactions of {config.train}{held_out}, batch_size {config.batch_size}) = "
+        f"{steps} steps end training before its first validation at step {interval} "
+        f"(val_check_interval), so no checkpoint would be written; raise max_epochs to at "
+        f"least {math.ceil(interval / batches)} or lower val_check_interval to at most {steps}"
+    )
+
+
+def _nothing_to_score(path: str, rejected: Any) -> str:
+    """Why ``test`` gives no reaction to score: the file, what was rejected, what to do."""
+    if rejected.empty:
+        found = "no reaction at all"
+    else:
+        reasons = rejected["reason"].value_counts()
+        found = f"{len(rejected)} records rejected, {reasons.iloc[0]} as {reasons.index[0]!r}"
+    return (
+        f"test: {path} holds no reaction with products to score ({found}); give a file of "
+        "reactions with their products, or set test: null to train without scoring"
+    )

@@ -13,6 +13,7 @@ kinds (:data:`KINDS`), told apart by their hyper-parameters:
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -51,10 +52,33 @@ def _read(path: str | Path, keys: tuple[str, ...]) -> dict[str, Any]:
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises many types for a file that is not a checkpoint
-        raise ValueError(f"{path} is not a readable PyTorch checkpoint: {error}") from error
+        raise ValueError(
+            f"{path} is not a readable PyTorch checkpoint: {_load_failure(error)}"
+        ) from error
     if not isinstance(checkpoint, dict) or not set(keys) <= set(checkpoint):
         raise ValueError(f"{path} is not a chemgraph checkpoint (no {'/'.join(keys)})")
     return checkpoint
+
+
+def _load_failure(error: Exception) -> str:
+    """Why ``torch.load(..., weights_only=True)`` failed, in one short line: torch's messages
+    run over several lines and advise loading with ``weights_only=False``, which chemgraph
+    never does (a checkpoint of ours holds plain values only)."""
+    text = str(error).strip()
+    found = re.search(r"Unsupported global: GLOBAL (\S+)", text)
+    if found:
+        return (
+            f"it holds a Python object ({found.group(1)}) that a chemgraph checkpoint never holds"
+        )
+    found = re.search(r"WeightsUnpickler error: ([^\n]+?)(?:\.\s|\.?$)", text, re.MULTILINE)
+    if found:  # another refusal of the weights-only reader
+        return found.group(1)
+    if isinstance(error, EOFError):
+        return "the file ends early (empty or truncated)"
+    if isinstance(error, RuntimeError) and text:  # the zip reader: its first sentence
+        return text.splitlines()[0].split(". ")[0].rstrip(".")
+    # the pickle reader stumbled over bytes it does not know (KeyError, IndexError, ...)
+    return "not a file written by torch.save"
 
 
 def checkpoint_kind(hyper_parameters: dict[str, Any]) -> Kind:

@@ -170,3 +170,15 @@ def test_train_model_choices_are_the_registered_models():
 
     assert list(MODEL_DESCRIPTIONS) == list(MODELS)
     assert all(MODELS[name].description == text for name, text in MODEL_DESCRIPTIONS.items())
+
+
+def test_a_reader_that_closes_the_pipe_early_ends_the_command_quietly():
+    """``chemgraph datasets list | head -1``: the reader is gone before the listing is
+    written; the command exits with 141 (128 + SIGPIPE) and prints no error."""
+    command = [sys.executable, "-m", "chemgraph", "datasets", "list"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # closed before the command has started writing
+    stderr = process.stderr.read().decode()
+    process.stderr.close()
+    assert process.wait(timeout=120) == 141
+    assert stderr == ""

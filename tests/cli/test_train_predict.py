@@ -289,3 +289,20 @@ def test_two_devices_write_what_one_device_writes(tmp_path, table):
               for line in lines if re.match(r"epoch +\d+: ", line)]  # fmt: skip
     assert losses[-1] < losses[0]
     assert sum(line.startswith("outputs written to") for line in lines) == 1
+
+
+def test_predict_without_failures_and_a_bad_top(tmp_path, capsys):
+    checkpoint = Path(__file__).parents[1] / "fixtures" / "checkpoints" / "esa.ckpt"
+    table = tmp_path / "new.csv"
+    table.write_text("smiles\nCCO\nc1ccccc1\n")
+    output = tmp_path / "predicted.csv"
+    argv = ["predict", "--checkpoint", str(checkpoint), "--input", str(table),
+            "--output", str(output)]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "predicted 2 of 2 records; 0 could not be featurized; " in out
+    assert "error column" not in out  # no row has an error to see
+    # the option as the user typed it, refused before anything is written
+    assert main([*argv, "--overwrite", "--top", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err == "chemgraph predict: error: --top must be at least 1, got 0\n"

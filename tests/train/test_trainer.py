@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import re
 import warnings
+from fractions import Fraction
 
 import lightning as L
 import pytest
@@ -228,6 +229,31 @@ def test_files_that_are_not_checkpoints(tmp_path):
     torch.save({"hyper_parameters": {"hidden": 3}, "state_dict": {}}, other)
     with pytest.raises(ValueError, match="not a chemgraph property checkpoint"):
         load_checkpoint(other)
+
+
+def test_a_file_torch_cannot_load_gives_one_line_without_torch_advice(tmp_path):
+    """torch's messages span lines and advise ``weights_only=False``; ours is one line with the
+    reason only."""
+    pickled = tmp_path / "pickled.ckpt"
+    torch.save({"hyper_parameters": {"ratio": Fraction(1, 3)}, "state_dict": {}}, pickled)
+    zipped = tmp_path / "zipped.ckpt"
+    zipped.write_bytes(b"PK\x03\x04 not a zip archive")
+    empty = tmp_path / "empty.ckpt"
+    empty.write_bytes(b"")
+    text = tmp_path / "table.csv"
+    text.write_text("smiles\nCCO\n")
+    reasons = {  # regular expressions: miniz words its reason by what it finds
+        pickled: r"it holds a Python object \(fractions\.Fraction\) that a chemgraph "
+        r"checkpoint never holds",
+        zipped: r"PytorchStreamReader failed reading zip archive: [^.\n]+",
+        empty: r"the file ends early \(empty or truncated\)",
+        text: r"not a file written by torch\.save",
+    }
+    for path, reason in reasons.items():
+        with pytest.raises(ValueError) as error:
+            load_checkpoint(path)
+        prefix = re.escape(f"{path} is not a readable PyTorch checkpoint: ")
+        assert re.fullmatch(prefix + reason, str(error.value)), str(error.value)
 
 
 def test_cosine_schedule_runs_over_the_planned_steps(tmp_path):
