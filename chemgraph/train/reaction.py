@@ -214,7 +214,7 @@ def train_reaction_model(config: ReactionTrainingConfig) -> Path:
     )
     trainer.fit(module, train_loader, valid_loader)
     return best_checkpoint_path(
-        trainer, "raise max_time_minutes/max_steps or lower val_check_interval"
+        trainer, "raise max_time_minutes, max_epochs or max_steps, or lower val_check_interval"
     )
 
 
