@@ -19,12 +19,17 @@ experts of one hop then share the aggregation and its bond embedding (the refere
 expert its own).
 
 Sparse dispatch: each expert runs only for the nodes routed to it (the reference evaluates every
-expert on every node and multiplies most outputs by zero). With linear messages a hop's sum is
-computed once for the hop's routed nodes (a CSR product, ``O(E·s)``) and only the transforms
-(``O(N·s²)``) are split between the experts, so a layer costs about what a GCN layer costs.
-With OGB messages an expert also needs the linear map of its nodes' neighbours: for 1,000 HIV
-molecules routed uniformly at random, ``n = 4`` experts with ``k = 1`` map 2.3 (hop 1 only) to
-2.5 (two of them hop 2) times as many rows as one GCN layer (``benchmarks/README.md``).
+expert on every node and multiplies most outputs by zero). The rows of ``Â`` (self loops
+included) and the distinct bond-feature rows are built once per forward and hop
+(:class:`chemgraph.nn.Neighbourhood`); every layer and expert gathers its atoms' rows from them.
+With linear messages a hop's sum is computed once for the hop's routed nodes (a CSR product,
+``O(E·s)``) and only the transforms (``O(N·s²)``) are split between the experts, so a layer's
+arithmetic is a GCN layer's (with the dispatch, 1.1 to 1.25 times its CPU time). With OGB
+messages an expert also needs the linear map of its nodes' neighbours (the ReLU comes after the
+map, so no sharing removes it): for 1,000 HIV molecules routed uniformly at random, ``n = 4``
+experts with ``k = 1`` map 2.3 (hop 1 only) to 2.5 (two of them hop 2) times as many rows as
+one GCN layer, 1.4 to 1.6 times with the inference benchmark's uneven random gates
+(``benchmarks/README.md``).
 
 Training defaults (``chemgraph train --model gmoe-gcn``/``gmoe-gin``; a departure from the
 paper, ``ModelSpec.training_options`` of :mod:`chemgraph.models.registry`): ``k = 2``, no gate

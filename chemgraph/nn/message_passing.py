@@ -23,10 +23,11 @@ loop counted); ``j -> i`` runs over the edges into atom ``i``.
 
   The aggregation is linear, so it comes before the transform (``Â (X W) = (Â X) W``), and a
   mixture of experts runs each expert's transform on its own atoms only
-  (:class:`chemgraph.models.gmoe.GMoELayer`). ``Â X`` is one CSR sparse product and the bond and
-  root terms are one small product ``C [E; r]``: ``C`` holds each atom's weighted counts of
-  every bond-feature category (and ``1 / d_i``), ``E`` the stacked bond tables
-  (:meth:`Neighbourhood.adjacency`, :attr:`Neighbourhood.bond_counts`).
+  (:class:`chemgraph.models.gmoe.GMoELayer`). ``a`` is one CSR product, bond and root terms
+  included: one ``embedding_bag`` whose bag ``i`` is row ``i`` of ``Â``
+  (:meth:`Neighbourhood.rows`), each entry ``n_ij`` times the sum of two rows, ``x_j`` and the
+  embedding of the edge's bond features, of a table that stacks ``x``, the embeddings of the
+  batch's distinct bond-feature rows (``U ≪ E`` of them, embedded once) and ``r``.
 * GIN (Xu et al. 2019), OGB's ``GINConv`` followed by BatchNorm (kind ``"gin"``)::
 
       a_i = (1 + ε) x_i + Σ_{j -> i} ReLU(x_j + e_ij)
@@ -41,10 +42,12 @@ predict very differently in evaluation; LayerNorm computes the same function in 
 evaluation, whatever the batch.
 
 A :class:`Neighbourhood` (one hop's edges grouped by target atom, the distinct bond-feature
-rows, the matrices of the linear GCN) is built once per batch and hop and read by every layer
-and expert. Messages with a ReLU are one ``embedding_bag`` over the stacked rows of ``u`` (or
-``x``), of the bond embeddings of the distinct bond rows and of ``r``; as ``n_ij > 0``,
-``n_ij · ReLU(z) = ReLU(n_ij · z)`` folds the weight into the bag's per-sample weights.
+rows, the rows of ``Â`` with their self loops in CSR form) is built once per batch and hop and
+read by every layer and expert. Messages with a ReLU are one ``embedding_bag`` over the stacked
+rows of ``u`` (or ``x``), of the bond embeddings of the distinct bond rows and of ``r``; as
+``n_ij > 0``, ``n_ij · ReLU(z) = ReLU(n_ij · z)`` folds the weight into the bag's per-sample
+weights. The OGB GCN sums an atom's messages with one more ``embedding_bag`` whose bags are the
+rows of ``Â`` (:meth:`Rows.sums`), GIN with ``index_add``.
 
 Shapes: ``x: float32 [N, s]``; a layer returns ``float32 [N, s]``, or ``[M, s]`` for ``M``
 chosen atoms (:meth:`GCNConv.forward`).
@@ -64,9 +67,8 @@ from __future__ import annotations
 
 import functools
 import math
-import warnings
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -80,6 +82,7 @@ __all__ = [
     "MessagePassingLayer",
     "Neighbourhood",
     "NeighbourhoodAggregation",
+    "Rows",
     "SubsetBatchNorm",
     "message_passing_layer",
     "node_transform",
@@ -109,6 +112,32 @@ def normalisation(norm: Norm, dim: int) -> nn.Module:
     if norm == "layer":
         return nn.LayerNorm(dim)
     raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
+
+
+class Rows(NamedTuple):
+    """Rows of ``Â`` (the GCN weights with self loops, module docstring) for ``M`` atoms, in
+    CSR form (:meth:`Neighbourhood.rows`): row ``r`` holds the entries ``pointer[r] :
+    pointer[r + 1]``, the atom's edges in :class:`Neighbourhood` order, then its self loop.
+
+    Attributes:
+        pointer: ``int64 [M + 1]`` row pointer.
+        columns: ``int64 [P]`` each entry's source atom (the atom itself for the self loop).
+        weights: ``float32 [P]`` ``n_ij``, or ``1 / d_i`` for the self loop.
+        bonds: ``int64 [P]`` each entry's row of the ``U`` distinct bond rows
+            (:attr:`Neighbourhood.bond_rows`), ``U`` for the self loop (the root embedding,
+            stacked after the ``U`` bond embeddings).
+    """
+
+    pointer: torch.Tensor
+    columns: torch.Tensor
+    weights: torch.Tensor
+    bonds: torch.Tensor
+
+    def sums(self, values: torch.Tensor) -> torch.Tensor:
+        """``out[r] = Σ_p values[p]`` over the entries ``p`` of row ``r``: one ``embedding_bag``
+        with :attr:`pointer` as offsets. Shapes: ``values: float [P, s]`` -> ``[M, s]``."""
+        indices = torch.arange(values.shape[0], device=values.device)
+        return F.embedding_bag(indices, values, self.pointer, mode="sum", include_last_offset=True)
 
 
 class Neighbourhood:
@@ -152,7 +181,6 @@ class Neighbourhood:
         self.bond_indices = flat_categorical_indices(edge_features, self.vocabulary_sizes)[order]
         counts = torch.bincount(self.target, minlength=self.num_nodes)
         self.row_pointer = F.pad(counts.cumsum(0), (1, 0))
-        self._adjacency: torch.Tensor | None = None
 
     @functools.cached_property
     def bond_rows(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -169,60 +197,56 @@ class Neighbourhood:
         rows = distinct.unsqueeze(1) // strides % size + offsets
         return rows, index
 
-    def adjacency(self, nodes: torch.Tensor | None = None) -> torch.Tensor:
-        """Rows ``nodes`` of ``Â`` (``int64 [M]``, repeats allowed; None = every atom, built
-        once): ``float32 [M, N]`` sparse CSR with ``Â[i, j] = n_ij`` for each edge ``j -> i``
-        (two walks between the same atoms are two entries) and ``Â[i, i] = 1 / d_i``."""
-        if nodes is None:
-            if self._adjacency is None:
-                everything = torch.arange(self.num_nodes, device=self.target.device)
-                self._adjacency = self.adjacency(everything)
-            return self._adjacency
-        edges, local = self.edges_into(nodes)
-        start = self.row_pointer[nodes]
-        degree = self.row_pointer[nodes + 1] - start
-        row_pointer = F.pad((degree + 1).cumsum(0), (1, 0))  # each row: its edges, then i
-        entries = row_pointer[:-1][local] + edges - start[local]
-        diagonal = row_pointer[1:] - 1
-        columns = self.source.new_empty(int(row_pointer[-1]))
-        columns[entries], columns[diagonal] = self.source[edges], nodes
-        values = self.self_weight.new_empty(columns.shape, dtype=torch.float32)
-        values[entries], values[diagonal] = (
-            self.edge_weight[edges].float(),
-            self.self_weight[nodes].float(),
-        )
-        size = (nodes.numel(), self.num_nodes)
-        with warnings.catch_warnings():  # PyTorch's notice that CSR tensors are in beta
-            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-            return torch.sparse_csr_tensor(
-                row_pointer, columns, values, size, check_invariants=False
-            )
-
     @functools.cached_property
-    def bond_counts(self) -> torch.Tensor:
-        """``C``, ``float32 [N, Σ V_c + 1]``: ``C[i, v] = Σ n_ij`` over the edges ``j -> i``
-        whose features include category row ``v`` of the stacked bond tables; the last column
-        is ``1 / d_i`` (the root embedding's weight)."""
-        width = sum(self.vocabulary_sizes) + 1
-        counts = self.self_weight.new_zeros(self.num_nodes * width, dtype=torch.float32)
-        cells = self.target.unsqueeze(1) * width + self.bond_indices
-        weights = self.edge_weight.float().unsqueeze(1).expand_as(cells)
-        counts.index_add_(0, cells.flatten(), weights.flatten())
-        counts = counts.view(self.num_nodes, width)
-        counts[:, -1] = self.self_weight
-        return counts
+    def _every_row(self) -> Rows:
+        """:meth:`rows` of every atom, built once. Row ``i`` starts at ``row_pointer[i] + i``
+        (each earlier row holds one more entry, its self loop), so edge ``e`` (edges sorted by
+        target) is entry ``e + target[e]``."""
+        device = self.target.device
+        pointer = self.row_pointer + torch.arange(self.num_nodes + 1, device=device)
+        entries = torch.arange(self.source.numel(), device=device) + self.target
+        loops = pointer[1:] - 1
+        columns = self.source.new_empty(int(pointer[-1]))
+        columns[entries] = self.source
+        columns[loops] = torch.arange(self.num_nodes, device=device)
+        weights = self.self_weight.new_empty(columns.shape, dtype=torch.float32)
+        weights[entries], weights[loops] = self.edge_weight.float(), self.self_weight.float()
+        distinct, index = self.bond_rows
+        bonds = torch.full_like(columns, distinct.shape[0])
+        bonds[entries] = index
+        return Rows(pointer, columns, weights, bonds)
+
+    def rows(self, nodes: torch.Tensor | None = None) -> Rows:
+        """The rows ``nodes`` of ``Â`` (``int64 [M]``, repeats allowed; None = every atom),
+        gathered from the rows of every atom (built once per batch and hop, for every layer and
+        expert): ``Â[i, j] = n_ij`` for each edge ``j -> i`` (two walks between the same atoms
+        are two entries), then ``Â[i, i] = 1 / d_i``; :class:`Rows`."""
+        every = self._every_row
+        if nodes is None:
+            return every
+        entries, pointer = _row_entries(every.pointer, nodes)
+        return Rows(pointer, every.columns[entries], every.weights[entries], every.bonds[entries])
 
     def edges_into(self, nodes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The edges into ``nodes`` (``int64 [M]``): ``(edges int64 [E_M], local int64
         [E_M])``, positions in :attr:`source`/:attr:`target`, grouped by target in the order
         of ``nodes``, and the position in ``nodes`` of each edge's target. A repeated node
         repeats its edges."""
-        start = self.row_pointer[nodes]
-        counts = self.row_pointer[nodes + 1] - start
-        local = torch.repeat_interleave(torch.arange(nodes.numel(), device=nodes.device), counts)
-        first = counts.cumsum(0) - counts
-        rank = torch.arange(local.numel(), device=nodes.device) - first[local]
-        return start[local] + rank, local
+        edges, pointer = _row_entries(self.row_pointer, nodes)
+        local = torch.arange(nodes.numel(), device=nodes.device)
+        return edges, torch.repeat_interleave(local, pointer.diff(), output_size=edges.numel())
+
+
+def _row_entries(pointer: torch.Tensor, nodes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The entries of rows ``nodes`` (``int64 [M]``, repeats allowed) of a CSR matrix with row
+    pointer ``pointer``: ``(entries int64 [P], pointer int64 [M + 1])``, their positions in the
+    matrix's arrays, row by row in the order of ``nodes``, and the row pointer of those rows."""
+    start = pointer[nodes]
+    length = pointer[nodes + 1] - start
+    chosen = F.pad(length.cumsum(0), (1, 0))
+    total = int(chosen[-1])
+    shift = torch.repeat_interleave(start - chosen[:-1], length, output_size=total)
+    return shift + torch.arange(total, device=nodes.device), chosen
 
 
 def _bond_table(encoder: CategoricalEmbedding, neighbourhood: Neighbourhood) -> torch.Tensor:
@@ -231,20 +255,35 @@ def _bond_table(encoder: CategoricalEmbedding, neighbourhood: Neighbourhood) -> 
     return F.embedding_bag(rows, encoder.weight, mode="sum")
 
 
-def _relu_messages(
+def _pair_sums(
     nodes: torch.Tensor,
     embeddings: torch.Tensor,
     node_rows: torch.Tensor,
     embedding_rows: torch.Tensor,
     weights: torch.Tensor | None = None,
+    pointer: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """``w_m · ReLU(nodes[node_rows[m]] + embeddings[embedding_rows[m]])`` for every message
-    ``m`` in one pass, ``[M, s]`` (``w > 0``; None = 1)."""
+    """``out[b] = Σ_m w_m · (nodes[node_rows[m]] + embeddings[embedding_rows[m]])`` over the
+    messages ``m`` of bag ``b``, one ``embedding_bag`` over the stacked rows of ``nodes`` and
+    ``embeddings``: bag ``b`` is message ``b`` alone (``pointer`` None) or the messages
+    ``pointer[b] : pointer[b + 1]``.
+
+    Shapes: ``nodes: float [N, s]``, ``embeddings: float [T, s]``, ``node_rows`` and
+    ``embedding_rows: int64 [P]``, ``weights: float [P]`` (None = 1), ``pointer: int64 [M + 1]``
+    -> ``[P, s]`` (``pointer`` None) or ``[M, s]``, dtype of ``nodes``.
+    """
     table = torch.cat([nodes, embeddings.to(nodes.dtype)])
     indices = torch.stack([node_rows, embedding_rows + nodes.shape[0]], dim=1)
     if weights is not None:
         weights = weights.to(table.dtype).unsqueeze(1).expand(-1, 2)
-    return F.embedding_bag(indices, table, per_sample_weights=weights, mode="sum").relu_()
+    if pointer is None:
+        return F.embedding_bag(indices, table, per_sample_weights=weights, mode="sum")
+    if weights is not None:
+        weights = weights.flatten()
+    return F.embedding_bag(
+        indices.flatten(), table, 2 * pointer, per_sample_weights=weights, mode="sum",
+        include_last_offset=True,
+    )  # fmt: skip
 
 
 class GCNConv(nn.Module):
@@ -276,35 +315,19 @@ class GCNConv(nn.Module):
     def forward(
         self, x: torch.Tensor, neighbourhood: Neighbourhood, nodes: torch.Tensor | None = None
     ) -> torch.Tensor:
-        hood = neighbourhood
-        _, bond = hood.bond_rows
-        if nodes is None:  # every atom: u of every atom, every edge
-            u = self.linear(x)
-            source, target, weight = hood.source, hood.target, hood.edge_weight
-            nodes = torch.arange(hood.num_nodes, device=x.device)
-            self_rows = nodes
-        else:  # u of the atoms and of their neighbours only, the edges into the atoms
-            edges, target = hood.edges_into(nodes)
-            needed = torch.zeros(hood.num_nodes, dtype=torch.bool, device=x.device)
-            needed[nodes] = True
-            needed[hood.source[edges]] = True
-            row = needed.cumsum(0) - 1
+        rows = neighbourhood.rows(nodes)
+        if nodes is None:  # every atom: u of every atom
+            u, columns = self.linear(x), rows.columns
+        else:  # u of the atoms and of their neighbours only (the columns of their rows)
+            needed = torch.zeros(neighbourhood.num_nodes, dtype=torch.bool, device=x.device)
+            needed[rows.columns] = True
             u = self.linear(x.index_select(0, needed.nonzero().squeeze(1)))
-            source, bond, weight = row[hood.source[edges]], bond[edges], hood.edge_weight[edges]
-            self_rows = row[nodes]
-        local = torch.arange(nodes.numel(), device=x.device)
-        embeddings = torch.cat([_bond_table(self.bond_encoder, hood), self.root.unsqueeze(0)])
-        root = embeddings.shape[0] - 1
-        messages = _relu_messages(
-            u,
-            embeddings,
-            torch.cat([source, self_rows]),
-            torch.cat([bond, torch.full_like(self_rows, root)]),
-            torch.cat([weight, hood.self_weight[nodes]]),
+            columns = (needed.cumsum(0) - 1)[rows.columns]
+        embeddings = torch.cat(
+            [_bond_table(self.bond_encoder, neighbourhood), self.root.unsqueeze(0)]
         )
-        aggregated = torch.zeros(nodes.numel(), u.shape[1], device=x.device)
-        aggregated.index_add_(0, torch.cat([target, local]), messages.float())
-        return self.norm(aggregated)
+        messages = _pair_sums(u, embeddings, columns, rows.bonds, rows.weights).relu_()
+        return self.norm(rows.sums(messages.float()))
 
 
 class SubsetBatchNorm(nn.BatchNorm1d):
@@ -397,12 +420,14 @@ class NeighbourhoodAggregation(nn.Module):
             else:
                 edges, target = hood.edges_into(nodes)
                 source, bond, own = hood.source[edges], bond[edges], x[nodes]
-            messages = _relu_messages(x, _bond_table(self.bond_encoder, hood), source, bond)
+            messages = _pair_sums(x, _bond_table(self.bond_encoder, hood), source, bond).relu_()
             return ((1 + self.eps) * own).index_add(0, target, messages.to(x.dtype))
-        embeddings = torch.cat([self.bond_encoder.weight, self.root.unsqueeze(0)])
-        counts = hood.bond_counts if nodes is None else hood.bond_counts[nodes]
+        embeddings = torch.cat([_bond_table(self.bond_encoder, hood), self.root.unsqueeze(0)])
+        rows = hood.rows(nodes)
         with torch.autocast(x.device.type, enabled=False):  # a CSR product in float32
-            return torch.addmm(hood.adjacency(nodes) @ x.float(), counts, embeddings.float())
+            return _pair_sums(
+                x.float(), embeddings.float(), rows.columns, rows.bonds, rows.weights, rows.pointer
+            )
 
 
 class MessagePassingLayer(nn.Module):

@@ -153,7 +153,7 @@ def test_shared_aggregation_equals_an_edge_by_edge_reference(kind, seed):
         torch.testing.assert_close(aggregate(x, hood, nodes), expected[nodes], atol=1e-5, rtol=1e-5)
 
 
-def test_neighbourhood_distinct_bond_rows_and_adjacency():
+def test_neighbourhood_distinct_bond_rows_and_adjacency_rows():
     features = torch.tensor([[0, 0, 0], [0, 0, 0], [3, 0, 1]] * 2 + [[1, 2, 1]] * 2)
     hood = neighbourhood(EDGES, features, 4)
     rows, index = hood.bond_rows
@@ -164,10 +164,39 @@ def test_neighbourhood_distinct_bond_rows_and_adjacency():
     edge_weight, self_weight = gcn_normalisation(EDGES, 4)
     dense = torch.diag(self_weight)
     dense[EDGES[1], EDGES[0]] = edge_weight
-    torch.testing.assert_close(hood.adjacency().to_dense(), dense)
-    torch.testing.assert_close(hood.adjacency(torch.tensor([3, 0])).to_dense(), dense[[3, 0]])
+    # every row: the edges into the atom (by target, stable), then the self loop (bond row U = 3)
+    every = hood.rows()
+    assert every.pointer.tolist() == [0, 3, 6, 10, 12]
+    assert every.columns.tolist() == [1, 2, 0, 0, 2, 1, 1, 0, 3, 2, 2, 3]
+    loops = every.pointer[1:] - 1
+    assert every.bonds[loops].tolist() == [3] * 4
+    edges = torch.ones(12, dtype=torch.bool).index_fill_(0, loops, False)
+    torch.testing.assert_close(every.bonds[edges], index)
+    torch.testing.assert_close(dense_rows(every, 4), dense)
+    chosen = hood.rows(torch.tensor([3, 0, 3]))  # any order, repeats allowed
+    torch.testing.assert_close(dense_rows(chosen, 4), dense[[3, 0, 3]])
+    # atom 3: bond 2-3 (features [1, 2, 1], bond row 2); atom 0: bonds 1-0 and 2-0 (row 0)
+    assert chosen.pointer.tolist() == [0, 2, 5, 7]
+    assert chosen.columns.tolist() == [2, 3, 1, 2, 0, 2, 3]
+    assert chosen.bonds.tolist() == [2, 3, 0, 0, 3, 2, 3]
+    x = torch.randn(4, 5)
+    weighted = chosen.weights.unsqueeze(1) * x[chosen.columns]  # one row per entry
+    torch.testing.assert_close(chosen.sums(weighted), dense[[3, 0, 3]] @ x)
+    # atom 4 has no bonds (d = 1): its row is its self loop alone
+    alone = neighbourhood(EDGES, features, 5).rows(torch.tensor([4, 2]))
+    assert alone.pointer.tolist() == [0, 1, 5]
+    assert alone.columns.tolist() == [4, 1, 0, 3, 2]
+    torch.testing.assert_close(alone.weights[:1], torch.tensor([1.0]))
     with pytest.raises(ValueError, match="outside the vocabulary"):
         neighbourhood(EDGES, features + 5, 4)
+
+
+def dense_rows(rows, num_nodes):
+    """:class:`Rows` as a dense ``[M, N]`` matrix."""
+    length = rows.pointer.diff()
+    row = torch.repeat_interleave(torch.arange(length.numel()), length)
+    dense = torch.zeros(length.numel(), num_nodes)
+    return dense.index_put_((row, rows.columns), rows.weights, accumulate=True)
 
 
 @pytest.mark.parametrize("kind", ["gcn", "linear-gcn", "gin"])
