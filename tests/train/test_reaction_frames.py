@@ -12,7 +12,12 @@ import pytest
 
 from chemgraph.data.reactions import encode_reactions, parse_input_reaction
 from chemgraph.train import reaction
-from chemgraph.train.reaction import ReactionPrediction, predict_file, prediction_frame
+from chemgraph.train.reaction import (
+    NO_PRODUCT,
+    ReactionPrediction,
+    predict_file,
+    prediction_frame,
+)
 
 CHECKPOINT = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints" / "reaction_grat.ckpt"
 
@@ -117,14 +122,14 @@ def test_predict_file_one_row_per_record_in_input_order(tmp_path, monkeypatch, n
     assert table["error"].tolist() == [
         "",
         "expected 'reactants>reagents>products' (2 '>' separators), found 0",
-        "",
+        NO_PRODUCT,
     ]
-    assert metrics is None  # not every reaction has products
+    assert metrics["reactions"] == 1 and metrics["top_1"] == 100.0  # the one with products
     assert output.read_text().splitlines() == [
         ",".join(COLUMNS),
         "0,CC(=O)Cl.OCC>c1ccncc1>CCOC(C)=O,CCOC(C)=O,1,False,CCOC(C)=O,-0.25,CCO,-1.5,",
         "1,not,,,,,,,,\"expected 'reactants>reagents>products' (2 '>' separators), found 0\"",
-        "3,CO.[Na+]>>,,,True,,,,,",
+        f"3,CO.[Na+]>>,,,True,,,,,{NO_PRODUCT}",
     ]
 
 
