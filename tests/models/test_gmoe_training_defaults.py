@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from fixtures.tiny_models import tiny_config
+from fixtures.tiny_models import overfit_losses, tiny_config
 from rdkit.Chem import Crippen
 
 from chemgraph._dgl import dgl
@@ -169,16 +169,6 @@ def test_tiny_model_with_the_training_defaults_overfits(name):
     batch = spec.batch_builder(model.config)(dgl.batch(graphs))
     logp = torch.tensor([Crippen.MolLogP(mol_from_smiles(s)) for s in OVERFIT_SMILES])
     targets = ((logp - logp.mean()) / logp.std()).unsqueeze(1)
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    model.train()
-    losses = []
-    for _ in range(MAX_STEPS):
-        optimizer.zero_grad()
-        loss = F.mse_loss(model(batch), targets)
-        losses.append(loss.item())
-        if losses[-1] < BOUND:
-            break
-        (loss + model.auxiliary_loss).backward()
-        optimizer.step()
+    losses = overfit_losses(model, batch, targets, 3e-3, BOUND, MAX_STEPS)
     assert losses[0] > 0.3
     assert losses[-1] < BOUND, f"{name}: {losses[-1]:.4f} after {MAX_STEPS} steps"

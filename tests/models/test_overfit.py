@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch.nn.functional as F
-from fixtures.tiny_models import tiny_config
+from fixtures.tiny_models import overfit_losses, tiny_config
 from rdkit.Chem import Crippen
 
 from chemgraph._dgl import dgl
@@ -75,18 +74,7 @@ def tiny_model_and_batch(name: str):
 def test_tiny_model_overfits_a_few_dozen_molecules(name, targets):
     bound = BOUNDS[name]
     model, batch = tiny_model_and_batch(name)
-    optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
-    model.train()
-    losses = []
-    for _ in range(MAX_STEPS):
-        optimizer.zero_grad()
-        loss = F.mse_loss(model(batch), targets)
-        losses.append(loss.item())
-        if losses[-1] < bound:
-            break
-        auxiliary = getattr(model, "auxiliary_loss", None)  # GMoE's load balancing
-        (loss if auxiliary is None else loss + auxiliary).backward()
-        optimizer.step()
+    losses = overfit_losses(model, batch, targets, LEARNING_RATE, bound, MAX_STEPS)
     assert losses[0] > 0.3, f"{name} starts at {losses[0]:.3f}: the target is not learnt"
     assert losses[-1] < bound, (
         f"{name}: training MSE {losses[-1]:.4f} after {MAX_STEPS} steps (lowest "
