@@ -8,13 +8,15 @@ the library file is written to a temporary folder):
    fingerprints of a real run (the weights do not change the speed);
 2. ``chemgraph featurize`` writes the library's graph shards (``--workers``);
 3. each checkpoint (that ESA, and the 2-target fixture ESA of ``tests/fixtures/checkpoints``,
-   hidden 8, no fingerprints) predicts the library twice, end to end through
+   hidden 8, no fingerprints) predicts the library end to end through
    :func:`chemgraph.train.predict.predict_table`: from the featurize folder (graph shards used
-   as they are) and from the ``.smi`` file (featurized first, ``--workers`` processes); the
-   script checks that both give the same predictions;
-4. the parts of a prediction alone, on the same molecules: the model's forward passes
-   (:func:`chemgraph.train.predict.predict_dataset`, batches of 256 sorted by size) and the
-   applicability domain (maximum Tanimoto similarity to the ESOL training molecules);
+   as they are) in one process and in ``--workers`` scoring processes, and from the ``.smi``
+   file (featurized first, then scored, ``--workers`` processes each); the script checks that
+   all give the same predictions;
+4. the parts of a prediction alone, on the same molecules, in this process: the model's
+   forward passes (:func:`chemgraph.train.predict.predict_graphs` on each shard's batched
+   graph, batches of 256 sorted by size) and the applicability domain (maximum Tanimoto
+   similarity to the ESOL training molecules);
 5. the Tanimoto similarity of random pairs of library molecules (all pairs of the first 2,000),
    which :data:`chemgraph.data.applicability.DEFAULT_SIMILARITY_THRESHOLD` is set against.
 
@@ -25,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import tempfile
 import time
 from pathlib import Path
@@ -38,14 +39,13 @@ import torch  # noqa: E402
 
 import chemgraph  # noqa: E402, F401  (before torch use: OpenMP settings, DGL shim)
 from chemgraph.chem import mols_from_smiles  # noqa: E402
-from chemgraph.data import MoleculeDataset  # noqa: E402
 from chemgraph.data.applicability import FINGERPRINT, TrainingFingerprints  # noqa: E402
 from chemgraph.data.library import FeaturizeOptions, featurize_library  # noqa: E402
-from chemgraph.graphs import load_shard  # noqa: E402
+from chemgraph.graphs import load_shard_batch  # noqa: E402
 from chemgraph.models import get_model_spec  # noqa: E402
 from chemgraph.train.checkpoint import load_checkpoint  # noqa: E402
 from chemgraph.train.config import TrainingConfig  # noqa: E402
-from chemgraph.train.predict import predict_dataset, predict_table  # noqa: E402
+from chemgraph.train.predict import predict_graphs, predict_table  # noqa: E402
 from chemgraph.train.runner import train  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,22 +53,11 @@ FIXTURE = ROOT / "tests" / "fixtures" / "checkpoints" / "esa.ckpt"
 ESOL_TARGET = "measured log solubility in mols per litre"
 
 
-def cpu_seconds() -> float:
-    """CPU time of this process, its threads included (featurize workers are not its
-    children: they descend from the forkserver)."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def timed(function, *args, **kwargs):
-    """``(result, wall seconds)``; :data:`CPU` gets the CPU seconds of this process."""
-    start, cpu = time.perf_counter(), cpu_seconds()
+    """``(result, wall seconds)``."""
+    start = time.perf_counter()
     result = function(*args, **kwargs)
-    CPU.append(cpu_seconds() - cpu)
     return result, time.perf_counter() - start
-
-
-CPU: list[float] = []
 
 
 def train_default_esa(data: Path, out: Path) -> Path:
@@ -94,15 +83,13 @@ def parts_alone(checkpoint: Path, folder: Path) -> tuple[float, float, int]:
     forward = similarity = 0.0
     count = 0
     for shard in sorted((folder / "graphs").glob("shard-*.bin")):
-        graphs, rows = load_shard(shard)
+        graphs, _ = load_shard_batch(shard)
         features = pd.read_parquet(folder / "features" / f"{shard.stem}.parquet")
-        dataset = MoleculeDataset(graphs, torch.empty(len(graphs), 0), rows.numpy(),
-                                  features["smiles"].tolist(), [])  # fmt: skip
-        forward += timed(predict_dataset, module, dataset, builder, 256)[1]
+        forward += timed(predict_graphs, module, graphs, builder, 256)[1]
         bits = FINGERPRINT.featurize(mols_from_smiles(features["smiles"].tolist()))
         if fingerprints is not None:
             similarity += timed(fingerprints.max_similarity, bits)[1]
-        count += len(graphs)
+        count += graphs.batch_size
     domain = count / similarity if similarity else float("nan")
     return count / forward, domain, len(fingerprints) if fingerprints else 0
 
@@ -149,32 +136,40 @@ def main() -> None:
             ("default ESA (hidden 64)", checkpoint),
             ("fixture ESA (hidden 8)", FIXTURE),
         ):
-            _, shards = timed(predict_table, path, folder, scratch / "a.parquet", progress=False)
-            shards_cpu = CPU[-1]
-            _, from_smiles = timed(
-                predict_table, path, library, scratch / "b.parquet", workers=args.workers,
+            _, one_process = timed(
+                predict_table, path, folder, scratch / "a.parquet", progress=False
+            )  # fmt: skip
+            _, shards = timed(
+                predict_table, path, folder, scratch / "b.parquet", workers=args.workers,
                 progress=False,
             )  # fmt: skip
-            a, b = pd.read_parquet(scratch / "a.parquet"), pd.read_parquet(scratch / "b.parquet")
-            columns = [c for c in a.columns if c.endswith("_pred")]
-            difference = np.nanmax(np.abs(a[columns].to_numpy() - b[columns].to_numpy()))
+            _, from_smiles = timed(
+                predict_table, path, library, scratch / "c.parquet", workers=args.workers,
+                progress=False,
+            )  # fmt: skip
+            tables = [pd.read_parquet(scratch / f"{x}.parquet") for x in "abc"]
+            columns = [c for c in tables[0].columns if c.endswith("_pred")]
+            difference = max(
+                np.nanmax(np.abs(t[columns].to_numpy() - tables[0][columns].to_numpy()))
+                for t in tables[1:]
+            )
             forward, domain, training = parts_alone(path, folder)
-            rows.append((name, records / shards, records / from_smiles, from_smiles / shards,
-                         forward, domain, training, difference,
-                         1000 * shards_cpu / records))  # fmt: skip
-            for output in ("a.parquet", "b.parquet"):
-                (scratch / output).unlink()
+            rows.append((name, records / one_process, records / shards, records / from_smiles,
+                         from_smiles / shards, forward, domain, training, difference))  # fmt: skip
+            for output in "abc":
+                (scratch / f"{output}.parquet").unlink()
         similarity = random_pair_similarity(smiles.head(2_000).tolist())
 
     print()
-    print("| checkpoint | from shards: mol/s (CPU ms/mol) | from SMILES (mol/s) | "
-          "shards / SMILES | forward passes alone (mol/s) | domain alone (mol/s; training "
-          "molecules) | max difference |")  # fmt: skip
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for name, shards, smiles_rate, ratio, forward, domain, training, difference, cpu in rows:
+    workers = args.workers
+    print(f"| checkpoint | from shards, 1 process (mol/s) | from shards, {workers} workers | "
+          f"from SMILES, {workers} workers | shards / SMILES | forward passes alone, 1 process "
+          "| domain alone (mol/s; training molecules) | max difference |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, one, shards, smiles_rate, ratio, forward, domain, training, difference in rows:
         domain_text = f"{domain:,.0f} ({training:,})" if training else "— (none stored)"
-        print(f"| {name} | {shards:,.0f} ({cpu:.2f}) | {smiles_rate:,.0f} | "
-              f"{ratio:.2f}× | {forward:,.0f} | {domain_text} | {difference:.1e} |")  # fmt: skip
+        print(f"| {name} | {one:,.0f} | {shards:,.0f} | {smiles_rate:,.0f} | {ratio:.2f}× | "
+              f"{forward:,.0f} | {domain_text} | {difference:.1e} |")  # fmt: skip
     percentiles = np.percentile(similarity, [50, 90, 95, 99, 99.9])
     print(
         f"\nTanimoto of {len(similarity):,} random pairs (first 2,000 molecules): "

@@ -88,7 +88,11 @@ class PredictCommand(Command):
             "--batch-size", type=int, default=256, help="molecules per forward pass"
         )
         parser.add_argument(
-            "--workers", type=int, default=1, help="featurization processes (a file input)"
+            "--workers",
+            type=int,
+            default=1,
+            help="worker processes: featurizing a file input, and scoring shards on the CPU "
+            "(one torch thread each; --workers 2 on 2 cores scores ~1.9x faster than 1)",
         )
         parser.add_argument(
             "--shard-size", type=int, default=5_000, help="records per shard (a file input)"

@@ -12,7 +12,7 @@ from chemgraph.graphs.radius import (
     periodic_radius_graph,
     radius_graph,
 )
-from chemgraph.graphs.shards import load_shard, save_shard
+from chemgraph.graphs.shards import load_shard, load_shard_batch, save_shard, select_graphs
 from chemgraph.graphs.shortest_paths import add_shortest_paths, has_shortest_paths
 
 __all__ = [
@@ -21,7 +21,9 @@ __all__ = [
     "atoms_to_radius_graph",
     "has_shortest_paths",
     "load_shard",
+    "load_shard_batch",
     "save_shard",
+    "select_graphs",
     "mol_to_graph",
     "mol_to_radius_graph",
     "mols_to_graphs",

@@ -6,7 +6,8 @@ output folder of ``chemgraph featurize`` (:mod:`chemgraph.data.library`). A file
 featurized by :func:`chemgraph.data.library.featurize_library` itself, with the checkpoint's
 graph preset, into a folder of the run's work folder: its worker processes (``workers``), its
 per-record time limit and crash isolation, its reasons for rejected records. Either way the
-graph shards are then scored one shard at a time, so memory does not grow with the library.
+graph shards are then scored one shard at a time (on the CPU, in ``workers`` processes of one
+torch thread each), so memory does not grow with the library.
 
 Output: one row per input record, in input order, bad records included::
 
@@ -36,13 +37,14 @@ temporary name and renamed, then the work folder is removed.
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
 import json
 import logging
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,10 +55,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
+from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 
+from chemgraph._dgl import dgl
 from chemgraph.chem import mols_from_smiles
-from chemgraph.data import MoleculeDataModule, MoleculeDataset
 from chemgraph.data.applicability import (
     DEFAULT_SIMILARITY_THRESHOLD,
     FINGERPRINT,
@@ -65,7 +68,7 @@ from chemgraph.data.applicability import (
 from chemgraph.data.library import FeaturizeOptions, featurize_library, file_sha256
 from chemgraph.data.readers import iter_record_chunks
 from chemgraph.featurize import FeaturizerPreset
-from chemgraph.graphs.shards import atomic_path, load_shard
+from chemgraph.graphs.shards import atomic_path, load_shard_batch, select_graphs
 from chemgraph.models import get_model_spec
 from chemgraph.train.checkpoint import load_checkpoint
 from chemgraph.train.module import PropertyPredictionModule
@@ -74,7 +77,7 @@ __all__ = [
     "OUTPUT_SUFFIXES",
     "PredictionSummary",
     "checkpoint_files",
-    "predict_dataset",
+    "predict_graphs",
     "predict_table",
     "top_path",
 ]
@@ -85,19 +88,25 @@ OUTPUT_SUFFIXES = (".csv", ".csv.gz", ".parquet")
 """File names the output may end with (case-insensitive); the suffix sets the format."""
 
 
-def predict_dataset(
-    module: PropertyPredictionModule, dataset: MoleculeDataset, batch_builder, batch_size: int
+def predict_graphs(
+    module: PropertyPredictionModule,
+    graphs: dgl.DGLGraph | Sequence[dgl.DGLGraph],
+    batch_builder: Callable[[dgl.DGLGraph], Any],
+    batch_size: int,
 ) -> np.ndarray:
-    """Predictions of ``module`` for every molecule of ``dataset``, in order, on the module's
+    """Predictions of ``module`` for every molecule of ``graphs``, in order, on the module's
     device.
 
     Molecules are batched in order of size (atoms + bonds), so that a padded batch holds little
     padding (1.5 times the molecules per second of an ESA on HIV molecules); the predictions
-    come back in dataset order.
+    come back in input order.
 
     Args:
         module: a trained module (put in eval mode here).
-        dataset: molecules (their labels are not used).
+        graphs: the molecules as one batched homogeneous DGLGraph (a graph shard's,
+            :func:`chemgraph.graphs.load_shard_batch`; batches are cut from it with
+            :func:`chemgraph.graphs.select_graphs`), or one graph per molecule (after the
+            model's graph transform, :meth:`chemgraph.models.ModelSpec.transform_graphs`).
         batch_builder: the model's collate (:meth:`chemgraph.models.ModelSpec.batch_builder`).
         batch_size: molecules per forward pass.
 
@@ -105,20 +114,22 @@ def predict_dataset(
         ``float32 [N, T]``: target units for regression, probability of class 1 for
         classification.
     """
+    if isinstance(graphs, dgl.DGLGraph):
+        sizes = (graphs.batch_num_nodes() + graphs.batch_num_edges()).numpy()
+        take = functools.partial(select_graphs, graphs)
+    else:
+        sizes = np.array([g.num_nodes() + g.num_edges() for g in graphs], dtype=np.int64)
+        take = lambda indices: dgl.batch([graphs[i] for i in indices])  # noqa: E731
     num_targets = len(module.hparams.target_columns)
-    if len(dataset) == 0:
-        return np.empty((0, num_targets), np.float32)
-    order = np.argsort([g.num_nodes() + g.num_edges() for g in dataset.graphs], kind="stable")
-    ordered = dataset.subset(order)
-    loader = MoleculeDataModule(ordered, None, None, batch_builder, batch_size).loader(ordered)
+    order = np.argsort(sizes, kind="stable")
     module.eval()
     device = next(module.parameters()).device
-    outputs = []
+    predicted = np.empty((len(order), num_targets), np.float32)
     with torch.inference_mode():
-        for inputs, labels in loader:
-            outputs.append(module.predict_step((inputs.to(device), labels), 0).float().cpu())
-    predicted = np.empty((len(dataset), num_targets), np.float32)
-    predicted[order] = torch.cat(outputs).numpy()
+        for start in range(0, len(order), batch_size):
+            indices = order[start : start + batch_size]
+            inputs = batch_builder(take(indices)).to(device)
+            predicted[indices] = module.predict_step((inputs, None), 0).float().cpu().numpy()
     return predicted
 
 
@@ -207,21 +218,18 @@ class _Models:
         suffixes = ("_pred", "_std") if len(self.modules) > 1 else ("_pred",)
         return [f"{target}{suffix}" for target in self.targets for suffix in suffixes]
 
-    def predict(self, graphs: list, rows: np.ndarray, batch_size: int) -> dict[str, np.ndarray]:
-        """``{column: float32 [N]}`` for :meth:`columns`: each member's predictions, their mean
-        and (ensembles) their standard deviation (over the members, ``ddof=0``)."""
+    def predict(self, graphs: dgl.DGLGraph, batch_size: int) -> dict[str, np.ndarray]:
+        """``{column: float32 [N]}`` for :meth:`columns` from the batched graph of ``N``
+        molecules: each member's predictions, their mean and (ensembles) their standard
+        deviation (over the members, ``ddof=0``)."""
         predictions = []
         for module in self.modules:
             spec = get_model_spec(module.hparams.model)
-            dataset = MoleculeDataset(
-                graphs=spec.transform_graphs(module.model.config, graphs),
-                labels=torch.empty(len(graphs), 0),
-                rows=rows,
-                smiles=[""] * len(graphs),
-                target_columns=[],
-            )
+            inputs = graphs
+            if spec.graph_transform is not None:  # per molecule (e.g. shortest paths)
+                inputs = spec.transform_graphs(module.model.config, dgl.unbatch(graphs))
             builder = spec.batch_builder(module.model.config)
-            predictions.append(predict_dataset(module, dataset, builder, batch_size))
+            predictions.append(predict_graphs(module, inputs, builder, batch_size))
         stacked = np.stack(predictions)  # [K, N, T]
         columns = {}
         for index, target in enumerate(self.targets):
@@ -300,7 +308,8 @@ def predict_table(
             default: the first of :data:`chemgraph.data.readers.SMILES_COLUMN_NAMES`, and the
             ``.smi`` name / SDF title / row number. Only for a file.
         batch_size: molecules per forward pass.
-        workers: featurization worker processes (a file only).
+        workers: worker processes: featurizing a file, and scoring shards on the CPU (each
+            scoring worker runs torch on one thread and scores whole shards).
         shard_size: records per shard when featurizing a file.
         top: also write the ``top`` best-scoring molecules to :func:`top_path`, best first
             (ties: input order); None: no such file.
@@ -385,13 +394,21 @@ def predict_table(
     counts = manifest["counts"]
     show = progress and sys.stderr.isatty()
     bar = tqdm(total=counts["read"] + counts["blank"], unit="mol", desc="predict", disable=not show)
-    with closing(bar):
-        for shard in range(counts["shards"]):
-            part = parts / f"shard-{shard:05d}.parquet"
-            if not part.exists():
-                table = _score_shard(folder, shard, models, batch_size, similarity_threshold)
-                _write_atomically(pa.Table.from_pandas(table, schema, preserve_index=False), part)
+    todo = []
+    for shard in range(counts["shards"]):
+        part = parts / f"shard-{shard:05d}.parquet"
+        if part.exists():
             bar.update(pq.ParquetFile(part).metadata.num_rows)
+        else:
+            todo.append(shard)
+    scores = _ShardScores(folder, todo, parts, models, schema, batch_size, similarity_threshold)
+    in_workers = workers > 1 and torch.device(device).type == "cpu"
+    loader = DataLoader(
+        scores, batch_size=None, num_workers=workers if in_workers else 0, collate_fn=_as_is
+    )
+    with closing(bar):
+        for records in loader:
+            bar.update(records)
     summary = _write_output(
         parts, counts["shards"], schema, output, suffix, top, f"{top_target}_pred", ascending
     )
@@ -511,12 +528,50 @@ def _schema(models: _Models) -> pa.Schema:
     return pa.schema(fields + [("error", pa.string())])
 
 
+class _ShardScores(Dataset):
+    """Item ``i`` scores shard ``shards[i]`` of a featurize folder, writes its part of the output
+    (``parts/shard-NNNNN.parquet``, atomically) and returns its number of records.
+
+    :func:`predict_table` iterates it with a :class:`~torch.utils.data.DataLoader`: on the CPU
+    with ``workers`` > 1, in that many worker processes (each runs torch on one thread, which
+    scales better on few cores than threads inside one forward pass; the loader stops them when
+    the run ends, is interrupted or its parent dies), else in the calling process.
+    """
+
+    def __init__(
+        self,
+        folder: Path,
+        shards: list[int],
+        parts: Path,
+        models: _Models,
+        schema: pa.Schema,
+        batch_size: int,
+        threshold: float,
+    ) -> None:
+        self.folder, self.shards, self.parts, self.models = folder, shards, parts, models
+        self.schema, self.batch_size, self.threshold = schema, batch_size, threshold
+
+    def __len__(self) -> int:
+        return len(self.shards)
+
+    def __getitem__(self, index: int) -> int:
+        shard = self.shards[index]
+        table = _score_shard(self.folder, shard, self.models, self.batch_size, self.threshold)
+        part = self.parts / f"shard-{shard:05d}.parquet"
+        _write_atomically(pa.Table.from_pandas(table, self.schema, preserve_index=False), part)
+        return len(table)
+
+
+def _as_is(records: int) -> int:
+    return records
+
+
 def _score_shard(
     folder: Path, shard: int, models: _Models, batch_size: int, threshold: float
 ) -> pd.DataFrame:
     """The output rows of one shard of a featurize folder, in input order."""
     name = f"shard-{shard:05d}"
-    graphs, rows = load_shard(folder / "graphs" / f"{name}.bin")
+    graphs, rows = load_shard_batch(folder / "graphs" / f"{name}.bin")
     path = folder / "features" / f"{name}.parquet"
     columns = ["row", "id", "smiles"]
     if models.fingerprints is not None and FINGERPRINT.name in pq.read_schema(path).names:
@@ -529,7 +584,7 @@ def _score_shard(
             "row": rows.numpy(),
             "id": features["id"].to_pylist(),
             "smiles": features["smiles"].to_pylist(),
-            **models.predict(graphs, rows.numpy(), batch_size),
+            **models.predict(graphs, batch_size),
         }
     )
     similarity = np.full(len(featurized), np.nan, dtype=np.float32)

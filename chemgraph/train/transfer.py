@@ -58,7 +58,7 @@ from chemgraph.train.config import RunConfig
 from chemgraph.train.metrics import regression_metrics
 from chemgraph.train.module import LR_SCHEDULES, PropertyPredictionModule
 from chemgraph.train.plots import plot_learning_curve
-from chemgraph.train.predict import predict_dataset
+from chemgraph.train.predict import predict_graphs
 from chemgraph.train.scaler import TargetScaler
 from chemgraph.train.trainer import hide_lightning_info, make_trainer
 
@@ -593,7 +593,7 @@ def _train_chain(
         f"MSE of standardised {data.high_name} labels",
     )  # fmt: skip
     builder = _batch_builder(config.graph_featurizer, module.model.config.attention)
-    predicted = predict_dataset(module, high_test, builder, config.batch_size)
+    predicted = predict_graphs(module, high_test.graphs, builder, config.batch_size)
     chain = dict(
         pretrain_epochs=pretrain_epochs, finetune_epochs=finetune_epochs,
         pretrain_seconds=pretrain_seconds, finetune_seconds=finetune_seconds, curves=curves,

@@ -3,6 +3,7 @@
 import json
 import struct
 
+import numpy as np
 import pytest
 import torch
 
@@ -10,7 +11,7 @@ from chemgraph._dgl import dgl
 from chemgraph.chem import mols_from_smiles
 from chemgraph.featurize import available_presets, get_preset
 from chemgraph.graph_keys import EDGE_FEATURES, NODE_FEATURES, POSITIONS
-from chemgraph.graphs import load_shard, mols_to_graphs, save_shard
+from chemgraph.graphs import load_shard, load_shard_batch, mols_to_graphs, save_shard, select_graphs
 from chemgraph.graphs.shards import SHARD_FORMAT
 
 # 20 drug-like cores (stereo centres and double bonds, rings, S, P-free heteroatoms) x 15
@@ -141,6 +142,31 @@ def test_any_homogeneous_graph_data_round_trips(tmp_path):
     assert header["edata"]["d"]["binary"] == []
     assert header["edata"]["shift"]["values"]["dtype"] == "<i4"
     assert header["edata"]["spd"]["values"]["dtype"] == "|i1"
+
+
+@pytest.mark.parametrize("preset", ["canonical", "ogb"])
+def test_molecules_selected_from_a_shard_batch_equal_those_batched_one_by_one(
+    tmp_path, molecules, preset
+):
+    graph = mols_to_graphs(molecules[:60], get_preset(preset))
+    save_shard(tmp_path / "s.bin", graph, torch.arange(60) + 100)
+    batched, rows = load_shard_batch(tmp_path / "s.bin")
+    assert batched.batch_size == 60 and torch.equal(rows, torch.arange(60) + 100)
+    one_by_one, _ = load_shard(tmp_path / "s.bin")
+    assert_same_graphs(dgl.unbatch(graph), one_by_one)
+    # any order, repeats, a molecule without bonds (a lone atom) and an empty selection
+    lone = mols_to_graphs(mols_from_smiles(["[Na+]", "C"]), get_preset(preset))
+    mixed = dgl.batch([graph, lone])
+    for indices in ([59, 0, 3, 3, 60, 17], [61], list(range(62))[::-1], []):
+        selected = select_graphs(mixed, np.array(indices))
+        expected = dgl.batch([dgl.unbatch(mixed)[i] for i in indices]) if indices else None
+        assert selected.batch_size == len(indices)
+        if expected is not None:
+            assert_same_graphs([expected], [selected])
+            assert torch.equal(selected.batch_num_nodes(), expected.batch_num_nodes())
+            assert torch.equal(selected.batch_num_edges(), expected.batch_num_edges())
+    with pytest.raises(IndexError, match="out of range for a batch of 62"):
+        select_graphs(mixed, [62])
 
 
 def test_an_empty_shard(tmp_path):

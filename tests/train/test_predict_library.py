@@ -162,6 +162,32 @@ def test_an_interrupted_run_is_resumed_never_overwritten(library, tmp_path, monk
     pd.testing.assert_frame_equal(pd.read_parquet(output), expected)
 
 
+def test_scoring_workers_write_what_one_process_writes_and_keep_finished_shards(
+    library, tmp_path, monkeypatch
+):
+    folder = _featurized(library, tmp_path)  # 4 shards of 4 records
+    _, expected = _predict([ESA, ESA], folder, tmp_path / "one.parquet")
+    _, in_workers = _predict([ESA, ESA], folder, tmp_path / "two.parquet", workers=2)
+    pd.testing.assert_frame_equal(in_workers, expected)
+
+    score = predict._score_shard
+
+    def failing(folder, shard, *args):  # the worker processes are forked: they see this
+        if shard == 2:
+            raise RuntimeError("shard 2 failed")
+        return score(folder, shard, *args)
+
+    monkeypatch.setattr(predict, "_score_shard", failing)
+    output = tmp_path / "out.parquet"
+    with pytest.raises(RuntimeError, match="shard 2 failed"):
+        predict_table([ESA, ESA], folder, output, workers=2, progress=False)
+    parts = sorted(p.name for p in (tmp_path / "out.parquet.partial" / "predictions").iterdir())
+    assert "shard-00002.parquet" not in parts and "shard-00000.parquet" in parts
+    monkeypatch.setattr(predict, "_score_shard", score)
+    predict_table([ESA, ESA], folder, output, workers=2, resume=True, progress=False)
+    pd.testing.assert_frame_equal(pd.read_parquet(output), expected)
+
+
 def test_a_folder_featurized_otherwise_is_refused_with_both_presets(library, tmp_path):
     folder = _featurized(library, tmp_path, graphs="ogb")
     with pytest.raises(ValueError) as error:
