@@ -67,26 +67,27 @@ class DatasetsCommand(Command):
                 rows.append((name, card.family, count, card.description))
             print("\n".join(table_lines(rows, output_width(), align="<<>")))
             return 0
-        if args.name not in names:
+        name = {n.lower(): n for n in names}.get(args.name.lower())  # QM9 = qm9
+        if name is None:
             raise DatasetError(
                 f"no dataset card {args.name!r} among the registered datasets: {', '.join(names)}"
             )
         if args.action == "info":
-            card = dataset_card(args.name)
+            card = dataset_card(name)
             if args.yaml:
                 print(card.path.read_text(encoding="utf-8"), end="")
             else:
                 print(card_text(card, output_width()))
             return 0
-        dataset = get_dataset(args.name, args.root)
+        dataset = get_dataset(name, args.root)
         paths = dataset.download(allow_unverified=args.allow_unverified)
         if args.action == "download":
             for path in paths:
                 print(path)
             return 0
         graphs, rejected = dataset.featurize(args.preset)
-        print(f"{args.name}: {len(graphs)} graphs, {len(rejected)} rejected records; "
-              f"cached under {chemgraph_home() / 'featurized' / args.name}")  # fmt: skip
+        print(f"{name}: {len(graphs)} graphs, {len(rejected)} rejected records; "
+              f"cached under {chemgraph_home() / 'featurized' / name}")  # fmt: skip
         reasons = rejected["reason"].astype(str).str[:80].value_counts().head(5)
         for reason, count in reasons.items():
             print(f"  {count} x {reason}")

@@ -130,6 +130,8 @@ def test_datasets_info_states_size_units_and_split(capsys, monkeypatch):
 def test_datasets_info_yaml_prints_the_card_file(capsys):
     assert main(["datasets", "info", "esol", "--yaml"]) == 0
     assert capsys.readouterr().out == card_path("esol").read_text(encoding="utf-8")
+    assert main(["datasets", "info", "ESOL", "--yaml"]) == 0  # names are case-insensitive
+    assert capsys.readouterr().out == card_path("esol").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("action", ["info", "download", "featurize"])
