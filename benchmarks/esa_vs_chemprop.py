@@ -32,7 +32,10 @@ Measurements (``--mode``):
     ``--max-time-minutes m·T/60`` and ``--max-epochs 1000`` for each ``m`` of
     ``--multipliers`` (its cosine learning-rate schedule decays over the time budget). An
     equal-work row, chemgraph with its defaults (the default protocol's fixed epoch count, no
-    time budget), gives numbers that do not move with machine load.
+    time budget), gives numbers that do not move with machine load; so do the ensemble rows,
+    ``chemgraph train --ensemble K`` with the defaults for each ``K`` of ``--ensembles``
+    (K models on one split, weight seeds 0..K-1, scored by their mean prediction), whose wall
+    time is set against Chemprop's in the "× Chemprop's time" column.
 ``both`` (default)
     Both of the above.
 
@@ -51,6 +54,8 @@ Usage::
     python benchmarks/esa_vs_chemprop.py                          # all data sets, both modes
     python benchmarks/esa_vs_chemprop.py --mode epoch             # QM9 epoch timing only
     python benchmarks/esa_vs_chemprop.py --datasets esol bbbp --mode budget --multipliers 1 3
+    python benchmarks/esa_vs_chemprop.py --datasets qm9_gap --mode budget --multipliers 3 \
+        --ensembles 3                                             # a 3-model ESA ensemble too
     python benchmarks/esa_vs_chemprop.py --smoke --molecules 500 --epochs 3 4   # smoke run
 """
 
@@ -128,7 +133,7 @@ class Run:
 
     label: str
     seconds: float
-    epochs: int
+    epochs: str  # "50", or "3 × 50" for an ensemble
     scores: dict[str, float]
 
 
@@ -179,9 +184,15 @@ def timed(command: list[str], log: Path) -> float:
 
 
 def run_chemgraph(
-    dataset: Dataset, data: Path, out: Path, max_epochs: int | None, max_minutes: float | None
+    dataset: Dataset,
+    data: Path,
+    out: Path,
+    max_epochs: int | None,
+    max_minutes: float | None,
+    ensemble: int | None = None,
 ) -> float:
-    """Train ESA with chemgraph's default protocol into ``out``; the wall time in seconds."""
+    """Train ESA (an ensemble of ``ensemble`` models) with chemgraph's default protocol into
+    ``out``; the wall time in seconds."""
     if out.exists():
         shutil.rmtree(out)
     command = [
@@ -194,6 +205,8 @@ def run_chemgraph(
         command += ["--max-epochs", str(max_epochs)]
     if max_minutes is not None:
         command += ["--max-time-minutes", f"{max_minutes:.4f}"]
+    if ensemble is not None:
+        command += ["--ensemble", str(ensemble)]
     return timed(command, out.parent / f"{out.name}.log")
 
 
@@ -238,13 +251,20 @@ def write_split(run: Path, data: Path, accepted: Path, splits: Path) -> dict[str
 
 
 def chemgraph_test(run: Path, target: str) -> Test:
-    """SMILES, true values and predictions of a chemgraph run's test molecules, in row order."""
-    rows = sorted(
-        (r for r in read_rows(run / "predictions.csv") if r["split"] == "test"),
-        key=lambda r: int(r["row"]),
-    )
+    """SMILES, true values and predictions of a chemgraph run's test molecules, in row order;
+    for an ensemble folder (``model-<k>`` sub-folders), the mean of its members' predictions
+    (the members share the split)."""
+    members = sorted(run.glob("model-*/predictions.csv")) or [run / "predictions.csv"]
+    tables = [
+        sorted((r for r in read_rows(m) if r["split"] == "test"), key=lambda r: int(r["row"]))
+        for m in members
+    ]
+    rows = tables[0]
+    if any([r["row"] for r in t] != [r["row"] for r in rows] for t in tables):
+        raise SystemExit(f"{run}: the ensemble's members have different test molecules")
     truth = np.array([float(r[target]) for r in rows])
-    return [r["smiles"] for r in rows], truth, np.array([float(r[f"{target}_pred"]) for r in rows])
+    predicted = np.mean([[float(r[f"{target}_pred"]) for r in t] for t in tables], axis=0)
+    return [r["smiles"] for r in rows], truth, predicted
 
 
 def chemprop_test(run: Path, accepted: Path, test_rows: list[int], target: str) -> Test:
@@ -307,16 +327,24 @@ class Comparison:
         self.expected: list[str] = []  # the test molecules' SMILES
 
     def chemgraph(
-        self, label: str, run: str, max_epochs: int | None, max_minutes: float | None = None
+        self,
+        label: str,
+        run: str,
+        max_epochs: int | None,
+        max_minutes: float | None = None,
+        ensemble: int | None = None,
     ) -> Run:
-        """Train ESA and score it; the first run fixes the split that Chemprop gets."""
+        """Train ESA (an ensemble) and score it; the first run fixes the split that Chemprop
+        gets."""
         path = self.out / run
-        seconds = run_chemgraph(self.dataset, self.data, path, max_epochs, max_minutes)
+        seconds = run_chemgraph(self.dataset, self.data, path, max_epochs, max_minutes, ensemble)
         if self.split is None:
             self.split = write_split(path, self.data, self.accepted, self.splits)
             self.expected = [read_rows(self.accepted)[row]["smiles"] for row in self.split["test"]]
-        epochs = int(json.loads((path / "metrics.json").read_text())["epochs_trained"])
-        return self._score(label, path, seconds, epochs, chemgraph_test(path, self.dataset.target))
+        metrics = sorted(path.glob("model-*/metrics.json")) or [path / "metrics.json"]
+        epochs = [json.loads(m.read_text())["epochs_trained"] for m in metrics]
+        text = f"{len(epochs)} × {epochs[0]}" if ensemble else str(epochs[0])
+        return self._score(label, path, seconds, text, chemgraph_test(path, self.dataset.target))
 
     def chemprop(self, label: str, run: str, epochs: int | None) -> Run:
         """Train Chemprop on the split of the first chemgraph run and score it."""
@@ -325,9 +353,9 @@ class Comparison:
             self.chemprop_path, self.dataset, self.accepted, self.splits, path, epochs
         )
         test = chemprop_test(path, self.accepted, self.split["test"], self.dataset.target)
-        return self._score(label, path, seconds, epochs or CHEMPROP_EPOCHS, test)
+        return self._score(label, path, seconds, str(epochs or CHEMPROP_EPOCHS), test)
 
-    def _score(self, label: str, path: Path, seconds: float, epochs: int, test: Test) -> Run:
+    def _score(self, label: str, path: Path, seconds: float, epochs: str, test: Test) -> Run:
         """Check that ``test`` holds the split's test molecules; score it."""
         smiles, truth, predicted = test
         if smiles != self.expected:
@@ -368,9 +396,10 @@ class Comparison:
             f"ratio ESA / Chemprop: {per_epoch['chemgraph'] / per_epoch['chemprop']:.2f}",
         ]
 
-    def accuracy_table(self, multipliers: list[float]) -> list[str]:
-        """Test scores of chemgraph's defaults (equal work), Chemprop's defaults, and chemgraph
-        at ``m`` times Chemprop's wall time for each of ``multipliers``."""
+    def accuracy_table(self, multipliers: list[float], ensembles: list[int]) -> list[str]:
+        """Test scores of chemgraph's defaults (equal work), Chemprop's defaults, chemgraph
+        at ``m`` times Chemprop's wall time for each of ``multipliers``, and chemgraph
+        ensembles of ``K`` default models for each of ``ensembles``."""
         cap = SMOKE_EPOCHS if self.smoke else {"chemgraph": None, "chemprop": None}
         runs = [
             self.chemgraph("chemgraph ESA defaults (equal work)", "esa_defaults", cap["chemgraph"]),
@@ -386,10 +415,20 @@ class Comparison:
                     m * budget,
                 )
             )
+        for size in ensembles:
+            label = f"chemgraph ESA ensemble of {size} defaults (fixed work)"
+            runs.append(self.chemgraph(label, f"esa_ensemble_{size}", cap["chemgraph"], None, size))
         metrics = self.dataset.metrics
-        header = ["run", "wall s", "epochs", *(f"test {METRIC_HEADERS[m]}" for m in metrics)]
+        header = ["run", "wall s", "× Chemprop's time", "epochs"]
+        header += [f"test {METRIC_HEADERS[m]}" for m in metrics]
         rows = [
-            [r.label, f"{r.seconds:.0f}", str(r.epochs), *(f"{r.scores[m]:.3f}" for m in metrics)]
+            [
+                r.label,
+                f"{r.seconds:.0f}",
+                f"{r.seconds / runs[1].seconds:.2f}",
+                r.epochs,
+                *(f"{r.scores[m]:.3f}" for m in metrics),
+            ]
             for r in runs
         ]
         return markdown_table(header, rows)
@@ -403,6 +442,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--molecules", type=int, default=10_000, help="QM9 molecules read")
     parser.add_argument("--epochs", type=int, nargs=2, default=(3, 8), metavar=("E1", "E2"))
     parser.add_argument("--multipliers", type=float, nargs="+", default=[1.0, 3.0])
+    parser.add_argument(
+        "--ensembles", type=int, nargs="*", default=[], metavar="K",
+        help="also train ensembles of K default ESA models (fixed work), e.g. --ensembles 3",
+    )  # fmt: skip
     parser.add_argument(
         "--chemprop", type=Path, default=REPO / "benchmarks" / ".chemprop-venv" / "bin" / "chemprop"
     )
@@ -442,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.mode in ("epoch", "both") and name == "qm9_gap":
             body += ["", *comparison.epoch_table(*args.epochs)]
         if args.mode in ("budget", "both"):
-            body += ["", *comparison.accuracy_table(args.multipliers)]
+            body += ["", *comparison.accuracy_table(args.multipliers, args.ensembles)]
         lines += ["", comparison.header(), *body]
         (args.out / "results.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
