@@ -92,7 +92,7 @@ class PredictCommand(Command):
             type=int,
             default=1,
             help="worker processes: featurizing a file input, and scoring shards on the CPU "
-            "(one torch thread each; --workers 2 on 2 cores scores ~1.9x faster than 1)",
+            "(each scoring worker runs torch on one thread)",
         )
         parser.add_argument(
             "--shard-size", type=int, default=5_000, help="records per shard (a file input)"
