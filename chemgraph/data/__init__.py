@@ -16,40 +16,36 @@ and from :mod:`chemgraph.errors`; never from :mod:`chemgraph.train`, :mod:`chemg
 - :mod:`chemgraph.data.datasets` (registered benchmark datasets, their cards and downloads),
   :mod:`chemgraph.data.qm9pack` (the offline QM9 package)
 
-The library, reaction and dataset modules are imported on use (``from chemgraph.data.library
-import ...``): featurisation workers and the command-line parser stay light.
+Every module is imported on first use of one of its names (``from chemgraph.data import
+read_table`` imports :mod:`chemgraph.data.table`), and the library, reaction and dataset modules
+by their own names (``from chemgraph.data.library import ...``): ``chemgraph featurize`` and its
+workers import neither pandas nor DGL, and the command-line parser stays light.
 """
 
-from chemgraph.data.splits import murcko_scaffold, random_split, scaffold_split, warn_single_class
-from chemgraph.data.table import (
-    MISSING_LABEL_TOKENS,
-    REJECTED_COLUMNS,
-    MoleculeDataset,
-    featurize_table,
-    read_table,
-    write_rejected,
-)
+import importlib
 
-__all__ = [
-    "MISSING_LABEL_TOKENS",
-    "REJECTED_COLUMNS",
-    "MoleculeDataModule",
-    "MoleculeDataset",
-    "collate_graphs",
-    "featurize_table",
-    "murcko_scaffold",
-    "random_split",
-    "read_table",
-    "scaffold_split",
-    "warn_single_class",
-    "write_rejected",
-]
+# name -> the module that defines it
+_MODULES = {
+    "MISSING_LABEL_TOKENS": "table",
+    "REJECTED_COLUMNS": "table",
+    "MoleculeDataset": "table",
+    "featurize_table": "table",
+    "read_table": "table",
+    "write_rejected": "table",
+    "murcko_scaffold": "splits",
+    "random_split": "splits",
+    "scaffold_split": "splits",
+    "warn_single_class": "splits",
+    # the DataModule imports Lightning (~150 MB)
+    "MoleculeDataModule": "datamodule",
+    "collate_graphs": "datamodule",
+}
+
+__all__ = sorted(_MODULES)
 
 
 def __getattr__(name: str):
-    # The DataModule imports Lightning (~150 MB); library featurisation workers never need it.
-    if name in ("MoleculeDataModule", "collate_graphs"):
-        from chemgraph.data import datamodule
-
-        return getattr(datamodule, name)
-    raise AttributeError(f"module 'chemgraph.data' has no attribute {name!r}")
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'chemgraph.data' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"chemgraph.data.{module}"), name)

@@ -81,8 +81,8 @@ from chemgraph.errors import MissingDependencyError
 from chemgraph.featurize import get_preset
 from chemgraph.featurize.descriptors import RDKitDescriptors, parse_descriptors
 from chemgraph.featurize.fingerprints import parse_fingerprint
-from chemgraph.graphs import mols_to_graphs
-from chemgraph.graphs.shards import atomic_path, save_shard
+from chemgraph.graphs.molecule import mols_to_graph_arrays
+from chemgraph.graphs.shards import atomic_path, save_shard_arrays
 
 __all__ = [
     "FeaturizeInterrupted",
@@ -313,23 +313,42 @@ def _featurize_record(
 def _features_table(
     records: list[Record], results: list[_Featurized], options: FeaturizeOptions
 ) -> pa.Table:
+    """The shard's feature table, its columns built from their buffers (:func:`_numbers`,
+    :func:`_strings`): ``pa.array`` imports pandas (about 0.3 CPU s in every worker) to check
+    whether its argument is a pandas object."""
     columns: dict[str, pa.Array] = {
-        "id": pa.array([r.id for r in records], pa.string()),
-        "row": pa.array([r.row for r in records], pa.int64()),
-        "smiles": pa.array([r.smiles for r in results], pa.string()),
+        "id": _strings([r.id for r in records]),
+        "row": _numbers(np.array([r.row for r in records], dtype=np.int64)),
+        "smiles": _strings([r.smiles for r in results]),
     }
     for k, spec in enumerate(options.fingerprints):
         fingerprint = parse_fingerprint(spec)
         values = np.array([r.fingerprints[k] for r in results], dtype=fingerprint.dtype)
-        flat = pa.array(values.reshape(-1), type=pa.from_numpy_dtype(fingerprint.dtype))
+        flat = _numbers(values.reshape(-1))
         columns[fingerprint.name] = pa.FixedSizeListArray.from_arrays(flat, len(fingerprint))
     if options.descriptors is not None:
         descriptors = parse_descriptors(options.descriptors)
         values = np.array([r.descriptors for r in results], dtype=np.float64)
         values = values.reshape(len(results), len(descriptors))
         for name, column in zip(descriptors.column_names, values.T):
-            columns[name] = pa.array(column, pa.float64())
+            columns[name] = _numbers(column)
     return pa.table(columns)
+
+
+def _numbers(values: np.ndarray) -> pa.Array:
+    """A 1-D numeric (not bool) array as an Arrow array without nulls."""
+    values = np.ascontiguousarray(values)
+    dtype = pa.from_numpy_dtype(values.dtype)
+    return pa.Array.from_buffers(dtype, len(values), [None, pa.py_buffer(values)])
+
+
+def _strings(texts: list[str]) -> pa.Array:
+    """Arrow ``string`` array (UTF-8) of ``texts``, without nulls."""
+    data = [text.encode() for text in texts]
+    offsets = np.zeros(len(data) + 1, dtype=np.int32)
+    np.cumsum([len(item) for item in data], out=offsets[1:])
+    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))]
+    return pa.Array.from_buffers(pa.string(), len(data), buffers)
 
 
 def _write_parquet(table: pa.Table, path: Path) -> None:
@@ -419,13 +438,13 @@ def featurize_shard(
     steps.position = -1
     steps("graphs")
     if options.graphs is not None:
-        graph = mols_to_graphs(
+        graphs = mols_to_graph_arrays(
             [r.graph_mol for r in results],
             get_preset(options.graphs),
             with_positions=options.conformers > 0,
         )
         rows = torch.tensor([r.row for r in kept_records], dtype=torch.int64)
-        save_shard(out / "graphs" / f"{name}.bin", graph, rows)
+        save_shard_arrays(out / "graphs" / f"{name}.bin", graphs, rows)
     steps("write")
     table = _features_table(kept_records, results, options)
     _write_parquet(table, out / "features" / f"{name}.parquet")
@@ -794,7 +813,9 @@ def _ids_of_rows(out: Path, shard_size: int, rows: set[int]) -> dict[int, str]:
     found: dict[int, str] = {}
     for shard in sorted({row // shard_size for row in rows}):
         name = _shard_name(shard)
-        table = pq.read_table(out / "features" / f"{name}.parquet", columns=["row", "id"])
+        # ParquetFile, not pq.read_table, which imports pandas (about 0.3 CPU s)
+        with pq.ParquetFile(out / "features" / f"{name}.parquet") as features:
+            table = features.read(columns=["row", "id"])
         pairs = list(zip(table["row"].to_pylist(), table["id"].to_pylist()))
         with open(out / "parts" / f"{name}.csv", encoding="utf-8", newline="") as handle:
             pairs += [(int(line[0]), line[1]) for line in csv.reader(handle)]

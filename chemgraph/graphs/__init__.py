@@ -2,31 +2,39 @@
 
 May import :mod:`chemgraph.chem`, :mod:`chemgraph.featurize` and the bottom modules (``_dgl``,
 ``graph_keys``, whose constants name the data the graphs hold).
+
+Every module is imported on first use of one of its names: building and saving a library's
+graph arrays (:func:`mols_to_graph_arrays`, :func:`~chemgraph.graphs.shards.save_shard_arrays`,
+what ``chemgraph featurize`` does) imports no DGL.
 """
 
-from chemgraph.graphs.molecule import mol_to_graph, mols_to_graphs
-from chemgraph.graphs.radius import (
-    add_distance_features,
-    atoms_to_radius_graph,
-    mol_to_radius_graph,
-    periodic_radius_graph,
-    radius_graph,
-)
-from chemgraph.graphs.shards import load_shard, load_shard_batch, save_shard, select_graphs
-from chemgraph.graphs.shortest_paths import add_shortest_paths, has_shortest_paths
+import importlib
 
-__all__ = [
-    "add_distance_features",
-    "add_shortest_paths",
-    "atoms_to_radius_graph",
-    "has_shortest_paths",
-    "load_shard",
-    "load_shard_batch",
-    "save_shard",
-    "select_graphs",
-    "mol_to_graph",
-    "mol_to_radius_graph",
-    "mols_to_graphs",
-    "periodic_radius_graph",
-    "radius_graph",
-]
+# name -> the module that defines it
+_MODULES = {
+    "GraphArrays": "arrays",
+    "mol_to_graph": "molecule",
+    "mols_to_graph_arrays": "molecule",
+    "mols_to_graphs": "molecule",
+    "add_distance_features": "radius",
+    "atoms_to_radius_graph": "radius",
+    "mol_to_radius_graph": "radius",
+    "periodic_radius_graph": "radius",
+    "radius_graph": "radius",
+    "load_shard": "shards",
+    "load_shard_batch": "shards",
+    "save_shard": "shards",
+    "save_shard_arrays": "shards",
+    "select_graphs": "shards",
+    "add_shortest_paths": "shortest_paths",
+    "has_shortest_paths": "shortest_paths",
+}
+
+__all__ = sorted(_MODULES)
+
+
+def __getattr__(name: str):
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'chemgraph.graphs' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"chemgraph.graphs.{module}"), name)

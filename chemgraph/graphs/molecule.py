@@ -1,4 +1,4 @@
-"""Molecules -> :class:`dgl.DGLGraph`.
+"""Molecules -> :class:`dgl.DGLGraph` (or its arrays, :class:`~chemgraph.graphs.GraphArrays`).
 
 A molecule becomes a graph with both directions of every bond as edges: bond ``k`` of
 ``mol.GetBonds()`` between atoms ``u`` and ``v`` gives edge ``2k`` (u -> v) and edge
@@ -8,18 +8,22 @@ A molecule becomes a graph with both directions of every bond as edges: bond ``k
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from rdkit import Chem
 
-from chemgraph._dgl import dgl
 from chemgraph.chem import positions
 from chemgraph.featurize import FeaturizerPreset
 from chemgraph.featurize.bond import bond_ends_and_features
 from chemgraph.graph_keys import EDGE_FEATURES, NODE_FEATURES, POSITIONS
+from chemgraph.graphs.arrays import GraphArrays
 
-__all__ = ["mol_to_graph", "mols_to_graphs"]
+if TYPE_CHECKING:
+    import dgl
+
+__all__ = ["mol_to_graph", "mols_to_graph_arrays", "mols_to_graphs"]
 
 
 def mols_to_graphs(
@@ -45,28 +49,39 @@ def mols_to_graphs(
     Raises:
         ValueError: ``with_positions`` is set but a molecule has no conformer.
     """
+    return mols_to_graph_arrays(mols, preset, with_positions=with_positions).to_graph()
+
+
+def mols_to_graph_arrays(
+    mols: Sequence[Chem.Mol], preset: FeaturizerPreset, *, with_positions: bool = False
+) -> GraphArrays:
+    """The arrays of :func:`mols_to_graphs` ``(mols, preset, with_positions=...)``, without
+    building the graph (nor importing DGL): what :func:`chemgraph.graphs.shards.save_shard_arrays`
+    writes. Same arguments and errors; ids are ``int64``."""
     atom_counts = np.fromiter(map(Chem.Mol.GetNumAtoms, mols), dtype=np.int64, count=len(mols))
     bond_counts = np.fromiter(map(Chem.Mol.GetNumBonds, mols), dtype=np.int64, count=len(mols))
     pairs, bond_features = bond_ends_and_features(preset.bond, mols)  # one pass over the bonds
     pairs += np.repeat(np.cumsum(atom_counts) - atom_counts, bond_counts)[:, None]
     src = pairs.reshape(-1)  # u0, v0, u1, v1, ...
     dst = pairs[:, ::-1].reshape(-1)  # v0, u0, v1, u1, ...
-    graph = dgl.graph(
-        (torch.from_numpy(src), torch.from_numpy(np.ascontiguousarray(dst))),
-        num_nodes=int(atom_counts.sum()),
-    )
-    graph.ndata[NODE_FEATURES] = torch.as_tensor(
-        preset.atom.featurize_atoms_of(mols), dtype=preset.atom.dtype
-    )
-    bond_features = np.repeat(bond_features, 2, axis=0)
-    graph.edata[EDGE_FEATURES] = torch.as_tensor(bond_features, dtype=preset.bond.dtype).reshape(
-        -1, len(preset.bond)
-    )
+    atom_features = preset.atom.featurize_atoms_of(mols)
+    ndata = {NODE_FEATURES: torch.as_tensor(atom_features, dtype=preset.atom.dtype)}
     if with_positions:
-        graph.ndata[POSITIONS] = torch.from_numpy(np.concatenate([_positions(m) for m in mols]))
-    graph.set_batch_num_nodes(torch.from_numpy(atom_counts))
-    graph.set_batch_num_edges(torch.from_numpy(2 * bond_counts))
-    return graph
+        ndata[POSITIONS] = torch.from_numpy(np.concatenate([_positions(m) for m in mols]))
+    bond_features = np.repeat(bond_features, 2, axis=0)
+    edata = {
+        EDGE_FEATURES: torch.as_tensor(bond_features, dtype=preset.bond.dtype).reshape(
+            -1, len(preset.bond)
+        )
+    }
+    return GraphArrays(
+        num_nodes=torch.from_numpy(atom_counts),
+        num_edges=torch.from_numpy(2 * bond_counts),
+        src=torch.from_numpy(src),
+        dst=torch.from_numpy(np.ascontiguousarray(dst)),
+        ndata=ndata,
+        edata=edata,
+    )
 
 
 def mol_to_graph(

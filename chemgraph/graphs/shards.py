@@ -45,12 +45,15 @@ import os
 import struct
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
-from chemgraph._dgl import dgl
+from chemgraph.graphs.arrays import GraphArrays
+
+if TYPE_CHECKING:
+    import dgl
 
 __all__ = [
     "SHARD_FORMAT",
@@ -58,6 +61,7 @@ __all__ = [
     "load_shard",
     "load_shard_batch",
     "save_shard",
+    "save_shard_arrays",
     "select_graphs",
 ]
 
@@ -95,25 +99,36 @@ def save_shard(path: str | Path, graph: dgl.DGLGraph, rows: torch.Tensor) -> Non
         ValueError: ``rows`` does not have one entry per graph, a heterograph, or node/edge
             data of another dtype (e.g. ``bfloat16``).
     """
-    if len(rows) != graph.batch_size:
-        raise ValueError(f"{len(rows)} rows for {graph.batch_size} graphs")
     if not graph.is_homogeneous:
         raise ValueError(f"shards hold homogeneous graphs, got edge types {graph.canonical_etypes}")
+    save_shard_arrays(path, GraphArrays.of_graph(graph), rows)
+
+
+def save_shard_arrays(path: str | Path, arrays: GraphArrays, rows: torch.Tensor) -> None:
+    """:func:`save_shard` of a batch given as its arrays (e.g.
+    :func:`chemgraph.graphs.mols_to_graph_arrays`): the same bytes, without DGL.
+
+    Raises:
+        ValueError: ``rows`` does not have one entry per graph, or node/edge data of a dtype
+            shards do not store.
+    """
+    if len(rows) != len(arrays.num_nodes):
+        raise ValueError(f"{len(rows)} rows for {len(arrays.num_nodes)} graphs")
     blob = _Blob()
-    num_nodes = graph.batch_num_nodes().numpy().astype(np.int64)
-    num_edges = graph.batch_num_edges().numpy().astype(np.int64)
-    src, dst = (t.numpy().astype(np.int64) for t in graph.edges(order="eid"))
+    num_nodes = arrays.num_nodes.numpy().astype(np.int64)
+    num_edges = arrays.num_edges.numpy().astype(np.int64)
+    src, dst = (t.numpy().astype(np.int64) for t in (arrays.src, arrays.dst))
     first_node = np.repeat(np.cumsum(num_nodes) - num_nodes, num_edges)
     header: dict[str, Any] = {
         "format": SHARD_FORMAT,
-        "idtype": str(graph.idtype).removeprefix("torch."),
+        "idtype": str(arrays.src.dtype).removeprefix("torch."),
         "rows": blob.add(_narrowest(torch.as_tensor(rows, dtype=torch.int64).numpy())),
         "num_nodes": blob.add(_narrowest(num_nodes)),
         "num_edges": blob.add(_narrowest(num_edges)),
         "src": blob.add(_narrowest(src - first_node)),
         "dst": blob.add(_narrowest(dst - first_node)),
-        "ndata": {key: _encode(blob, key, graph.ndata[key]) for key in sorted(graph.ndata)},
-        "edata": {key: _encode(blob, key, graph.edata[key]) for key in sorted(graph.edata)},
+        "ndata": {key: _encode(blob, key, arrays.ndata[key]) for key in sorted(arrays.ndata)},
+        "edata": {key: _encode(blob, key, arrays.edata[key]) for key in sorted(arrays.edata)},
     }
     text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
     text += b" " * (-len(text) % _ALIGN)
@@ -135,6 +150,8 @@ def load_shard(path: str | Path) -> tuple[list[dgl.DGLGraph], torch.Tensor]:
     Raises:
         ValueError: see :func:`load_shard_batch`.
     """
+    from chemgraph._dgl import dgl
+
     graph, rows = load_shard_batch(path)
     return dgl.unbatch(graph), rows
 
@@ -204,20 +221,15 @@ def select_graphs(graph: dgl.DGLGraph, indices: np.ndarray | Sequence[int]) -> d
     # node numbers move from the molecule's first node in ``graph`` to its first in the result
     shift = np.repeat(np.cumsum(selected_nodes) - selected_nodes - first_node, selected_edges)
     src, dst = (end.numpy()[edge_ids] + shift for end in graph.edges(order="eid"))
-    idtype = graph.idtype
-    out = dgl.graph(
-        (torch.from_numpy(src).to(idtype), torch.from_numpy(dst).to(idtype)),
-        num_nodes=int(selected_nodes.sum()),
-        idtype=idtype,
-    )
     nodes, edges = torch.from_numpy(node_ids), torch.from_numpy(edge_ids)
-    for key, value in graph.ndata.items():
-        out.ndata[key] = value[nodes]
-    for key, value in graph.edata.items():
-        out.edata[key] = value[edges]
-    out.set_batch_num_nodes(torch.from_numpy(selected_nodes).to(idtype))
-    out.set_batch_num_edges(torch.from_numpy(selected_edges).to(idtype))
-    return out
+    return GraphArrays(
+        num_nodes=torch.from_numpy(selected_nodes),
+        num_edges=torch.from_numpy(selected_edges),
+        src=torch.from_numpy(src).to(graph.idtype),
+        dst=torch.from_numpy(dst).to(graph.idtype),
+        ndata={key: value[nodes] for key, value in graph.ndata.items()},
+        edata={key: value[edges] for key, value in graph.edata.items()},
+    ).to_graph()
 
 
 def _ranges(counts: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -324,23 +336,22 @@ def _decode_shard(header: dict[str, Any], body: memoryview) -> tuple[dgl.DGLGrap
     first_node = np.repeat(np.cumsum(num_nodes) - num_nodes, num_edges)
     src, dst = (_array(body, header[end]) + first_node for end in ("src", "dst"))
     idtype = getattr(torch, header["idtype"])
-    graph = dgl.graph(
-        (torch.from_numpy(src), torch.from_numpy(dst)),
-        num_nodes=int(num_nodes.sum()),
-        idtype=idtype,
-    )
-    for key, spec in header["ndata"].items():
-        graph.ndata[key] = _decode(body, spec)
-    for key, spec in header["edata"].items():
-        graph.edata[key] = _decode(body, spec)
-    graph.set_batch_num_nodes(torch.from_numpy(num_nodes).to(idtype))
-    graph.set_batch_num_edges(torch.from_numpy(num_edges).to(idtype))
+    graph = GraphArrays(
+        num_nodes=torch.from_numpy(num_nodes),
+        num_edges=torch.from_numpy(num_edges),
+        src=torch.from_numpy(src).to(idtype),
+        dst=torch.from_numpy(dst).to(idtype),
+        ndata={key: _decode(body, spec) for key, spec in header["ndata"].items()},
+        edata={key: _decode(body, spec) for key, spec in header["edata"].items()},
+    ).to_graph()
     return graph, rows
 
 
 def _load_dgl_shard(path: str | Path) -> tuple[dgl.DGLGraph, torch.Tensor]:
     """A shard of earlier chemgraph versions: ``dgl.save_graphs`` of one batched graph with the
     labels ``row``, ``num_nodes`` and ``num_edges``."""
+    from chemgraph._dgl import dgl
+
     (graph,), labels = dgl.load_graphs(str(path))
     graph.set_batch_num_nodes(labels["num_nodes"].to(graph.idtype))
     graph.set_batch_num_edges(labels["num_edges"].to(graph.idtype))

@@ -285,6 +285,27 @@ def test_cli_end_to_end(smi, tmp_path, capsys):
     assert manifest["status"] == "complete" and manifest["options"]["fingerprints"] == ["maccs"]
 
 
+def test_the_command_and_its_workers_import_neither_dgl_nor_pandas(smi, tmp_path):
+    """The command and its workers' forkserver imported DGL and pandas through chemgraph.data,
+    chemgraph.graphs and ``pa.array``, about a CPU second per process that featurizing does not
+    use. The workers' code (``featurize_shard``) runs here in the command's process."""
+    out = str(tmp_path / "out")
+    code = (
+        "import sys\n"
+        "from chemgraph.cli import main\n"
+        "from chemgraph.data.library import FeaturizeOptions, featurize_shard\n"
+        "from chemgraph.data.readers import iter_record_chunks\n"
+        f"argv = ['featurize', {str(smi)!r}, '--output', {out!r}, '--fingerprint', 'maccs']\n"
+        "assert main([*argv, '--quiet']) == 0\n"
+        f"(records,) = iter_record_chunks({str(smi)!r}, 100)\n"
+        f"featurize_shard(1, records, FeaturizeOptions(fingerprints=('maccs',)), {out!r})\n"
+        "print([name for name in ('dgl', 'pandas') if name in sys.modules], file=sys.stderr)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip() == "[]"
+
+
 @pytest.mark.slow
 def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path):
     import psutil
