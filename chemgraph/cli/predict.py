@@ -108,8 +108,8 @@ class PredictCommand(Command):
         )
 
     def run(self, args: argparse.Namespace) -> int:
-        """Predict; an interrupt (Ctrl-C, or SIGTERM while featurizing) prints how to resume
-        and returns 128 + the signal number."""
+        """Predict; an interrupt (Ctrl-C or SIGTERM) prints how to resume and returns 128 +
+        the signal number."""
         from chemgraph.errors import ConfigError
         from chemgraph.train.predict import predict_table
 
@@ -136,7 +136,7 @@ class PredictCommand(Command):
                 overwrite=args.overwrite,
                 progress=not args.quiet,
             )
-        except KeyboardInterrupt as stop:  # FeaturizeInterrupted too (SIGINT or SIGTERM)
+        except KeyboardInterrupt as stop:  # chemgraph._interrupts.Interrupted: SIGTERM too
             print(
                 "chemgraph predict: stopped; complete shards are kept: run the same command "
                 "with --resume to continue",

@@ -73,6 +73,7 @@ from rdkit import Chem, rdBase
 from tqdm.auto import tqdm
 
 import chemgraph
+from chemgraph._interrupts import Interrupted, interrupts_raise
 from chemgraph._output import check_output_folder
 from chemgraph.chem import MoleculeParseError, embed_conformers, mols_from_smiles
 from chemgraph.chem.parse import mol_from_sdf_block
@@ -174,12 +175,12 @@ class ShardSummary:
     rejected: dict[str, int] = field(default_factory=dict)
 
 
-class FeaturizeInterrupted(KeyboardInterrupt):
+class FeaturizeInterrupted(Interrupted):
     """SIGINT (Ctrl-C) or SIGTERM stopped :func:`featurize_library`.
 
     By the time it is raised every worker process has been killed; the complete shards stay in
-    ``output`` and ``resume=True`` (``--resume``) continues the run. A ``KeyboardInterrupt``, so
-    ``except Exception`` does not swallow it.
+    ``output`` and ``resume=True`` (``--resume``) continues the run. An
+    :class:`~chemgraph._interrupts.Interrupted`, so ``except Exception`` does not swallow it.
 
     Attributes:
         signum: ``signal.SIGINT`` or ``signal.SIGTERM``.
@@ -188,7 +189,7 @@ class FeaturizeInterrupted(KeyboardInterrupt):
     """
 
     def __init__(self, signum: int, output: Path | None = None, shards_done: int = 0) -> None:
-        self.signum, self.output, self.shards_done = signum, output, shards_done
+        self.output, self.shards_done = output, shards_done
         name = signal.Signals(signum).name
         if output is None:
             message = f"stopped by {name} before any output was written"
@@ -197,7 +198,7 @@ class FeaturizeInterrupted(KeyboardInterrupt):
                 f"stopped by {name}; {shards_done} complete shard(s) kept in {output}; run the "
                 "same command with --resume to continue"
             )
-        super().__init__(message)
+        super().__init__(signum, message)
 
 
 def reason_kind(reason: str) -> str:
@@ -748,29 +749,7 @@ def _run_dask(
         client.close()
 
 
-# -- interrupts, duplicate ids ---------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _interrupts_raise() -> Iterator[None]:
-    """In the main thread, SIGINT and SIGTERM raise :class:`FeaturizeInterrupted` (the first
-    one; later ones are ignored while the run stops). Previous handlers are restored."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received: list[int] = []
-
-    def handler(signum: int, frame: Any) -> None:
-        if not received:
-            received.append(signum)
-            raise FeaturizeInterrupted(signum)
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
+# -- duplicate ids ---------------------------------------------------------------
 
 
 class _DuplicateIds:
@@ -879,7 +858,7 @@ def featurize_library(
     library_format(input_path)
     if not input_path.is_file():
         raise FileNotFoundError(f"input {input_path} does not exist")
-    with _interrupts_raise():
+    with interrupts_raise(FeaturizeInterrupted):
         manifest: dict[str, Any] = {
             "chemgraph_version": chemgraph.__version__,
             "input": input_path.name,

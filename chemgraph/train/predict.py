@@ -59,6 +59,7 @@ from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 
 from chemgraph._dgl import dgl
+from chemgraph._interrupts import interrupts_raise
 from chemgraph.chem import mols_from_smiles
 from chemgraph.data.applicability import (
     DEFAULT_SIMILARITY_THRESHOLD,
@@ -335,8 +336,9 @@ def predict_table(
             trained on the largest fragment only, or see
             :func:`chemgraph.train.checkpoint.load_checkpoint` and
             :func:`chemgraph.data.library.featurize_library`.
-        chemgraph.data.library.FeaturizeInterrupted: SIGINT or SIGTERM while featurizing a
-            file (complete shards are kept for ``resume``).
+        chemgraph._interrupts.Interrupted: SIGINT or SIGTERM (main thread only; while
+            featurizing a file, its :class:`~chemgraph.data.library.FeaturizeInterrupted`);
+            complete shards, featurized and scored, are kept for ``resume``.
     """
     output, source = Path(output_path), Path(input_path)
     suffix = _output_suffix(output)
@@ -406,9 +408,18 @@ def predict_table(
     loader = DataLoader(
         scores, batch_size=None, num_workers=workers if in_workers else 0, collate_fn=_as_is
     )
-    with closing(bar):
-        for records in loader:
-            bar.update(records)
+    scoring = iter(loader)
+    try:
+        with closing(bar), interrupts_raise():
+            for records in scoring:
+                bar.update(records)
+    except BaseException:
+        # Stop the workers now: the traceback holds the iterator, whose own clean-up would
+        # wait until it is freed. (The method the DataLoader calls when it is done; torch has
+        # no public one.)
+        if hasattr(scoring, "_shutdown_workers"):
+            scoring._shutdown_workers()
+        raise
     summary = _write_output(
         parts, counts["shards"], schema, output, suffix, top, f"{top_target}_pred", ascending
     )

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+import multiprocessing
+import os
+import signal
+import time
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +16,7 @@ import pytest
 import torch
 from rdkit import Chem
 
+from chemgraph._interrupts import Interrupted
 from chemgraph.data.applicability import TrainingFingerprints
 from chemgraph.data.library import FeaturizeOptions, featurize_library
 from chemgraph.train import predict
@@ -185,6 +190,34 @@ def test_scoring_workers_write_what_one_process_writes_and_keep_finished_shards(
     assert "shard-00002.parquet" not in parts and "shard-00000.parquet" in parts
     monkeypatch.setattr(predict, "_score_shard", score)
     predict_table([ESA, ESA], folder, output, workers=2, resume=True, progress=False)
+    pd.testing.assert_frame_equal(pd.read_parquet(output), expected)
+
+
+def test_sigterm_while_workers_score_stops_them_and_keeps_finished_shards(
+    library, tmp_path, monkeypatch
+):
+    folder = _featurized(library, tmp_path)  # 4 shards of 4 records
+    _, expected = _predict(ESA, folder, tmp_path / "expected.parquet")
+    parent, score = os.getpid(), predict._score_shard
+
+    def terminated(folder, shard, *args):  # runs in a forked worker: `kill PARENT`
+        if shard == 2:
+            os.kill(parent, signal.SIGTERM)
+            time.sleep(30)  # the parent stops this worker long before
+        return score(folder, shard, *args)
+
+    monkeypatch.setattr(predict, "_score_shard", terminated)
+    output = tmp_path / "out.parquet"
+    started = time.perf_counter()
+    with pytest.raises(Interrupted) as stop:
+        predict_table(ESA, folder, output, workers=2, progress=False)
+    assert stop.value.signum == signal.SIGTERM and time.perf_counter() - started < 20
+    assert multiprocessing.active_children() == []  # no worker left behind
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # handlers restored
+    kept = {p.name for p in (tmp_path / "out.parquet.partial" / "predictions").iterdir()}
+    assert "shard-00000.parquet" in kept and "shard-00002.parquet" not in kept
+    monkeypatch.setattr(predict, "_score_shard", score)
+    predict_table(ESA, folder, output, workers=2, resume=True, progress=False)
     pd.testing.assert_frame_equal(pd.read_parquet(output), expected)
 
 

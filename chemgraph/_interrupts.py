@@ -1,0 +1,55 @@
+"""SIGINT (Ctrl-C) and SIGTERM (``kill PID``) as an exception, so that a long job stops its
+worker processes and keeps its complete work instead of dying where it stands.
+
+A bottom module: it imports nothing from chemgraph.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+__all__ = ["Interrupted", "interrupts_raise"]
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM stopped a long job. A ``KeyboardInterrupt``, so ``except Exception``
+    does not swallow it.
+
+    Attributes:
+        signum: ``signal.SIGINT`` or ``signal.SIGTERM``.
+    """
+
+    def __init__(self, signum: int, message: str | None = None) -> None:
+        self.signum = signum
+        super().__init__(message or f"stopped by {signal.Signals(signum).name}")
+
+
+@contextlib.contextmanager
+def interrupts_raise(error: Callable[[int], BaseException] = Interrupted) -> Iterator[None]:
+    """In the main thread, the first SIGINT or SIGTERM raises ``error(signum)`` (later ones
+    are ignored while the job stops); elsewhere nothing changes. The previous handlers are
+    restored on exit.
+
+    Args:
+        error: the exception to raise, from the signal number (default :class:`Interrupted`).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        if not received:
+            received.append(signum)
+            raise error(signum)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
