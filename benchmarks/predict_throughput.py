@@ -12,7 +12,7 @@ the library file is written to a temporary folder):
    :func:`chemgraph.train.predict.predict_table`: from the featurize folder (graph shards used
    as they are) in one process and in ``--workers`` scoring processes, and from the ``.smi``
    file (featurized first, then scored, ``--workers`` processes each); the script checks that
-   all give the same predictions;
+   all give the same predictions and similarities to the training set;
 4. the parts of a prediction alone, on the same molecules, in this process: the model's
    forward passes (:func:`chemgraph.train.predict.predict_graphs` on each shard's batched
    graph, batches of 256 sorted by size) and the applicability domain (maximum Tanimoto
@@ -148,7 +148,10 @@ def main() -> None:
                 progress=False,
             )  # fmt: skip
             tables = [pd.read_parquet(scratch / f"{x}.parquet") for x in "abc"]
+            # the similarity too: from shards it is computed from the canonical SMILES
+            # (canonical_smiles_fingerprints), from SMILES featurize stores the fingerprints
             columns = [c for c in tables[0].columns if c.endswith("_pred")]
+            columns.append("max_similarity_to_train")
             difference = max(
                 np.nanmax(np.abs(t[columns].to_numpy() - tables[0][columns].to_numpy()))
                 for t in tables[1:]

@@ -60,11 +60,11 @@ from tqdm.auto import tqdm
 
 from chemgraph._dgl import dgl
 from chemgraph._interrupts import interrupts_raise
-from chemgraph.chem import mols_from_smiles
 from chemgraph.data.applicability import (
     DEFAULT_SIMILARITY_THRESHOLD,
     FINGERPRINT,
     TrainingFingerprints,
+    canonical_smiles_fingerprints,
 )
 from chemgraph.data.library import FeaturizeOptions, featurize_library, file_sha256
 from chemgraph.data.readers import iter_record_chunks
@@ -617,15 +617,11 @@ def _score_shard(
 def _fingerprint_bits(features: pa.Table) -> np.ndarray:
     """``uint8 [N, 2048]``: the :data:`FINGERPRINT` column of a feature table (``chemgraph
     featurize --fingerprint morgan:radius=2,size=2048``; featurizing a file asks for it), else
-    computed from the canonical SMILES; all-zero for one RDKit cannot read back."""
+    computed from its canonical SMILES (:func:`canonical_smiles_fingerprints`)."""
     if FINGERPRINT.name in features.column_names:
         values = features[FINGERPRINT.name].combine_chunks().flatten()
         return values.to_numpy().reshape(len(features), FINGERPRINT.size)
-    bits = np.zeros((len(features), FINGERPRINT.size), dtype=np.uint8)
-    for index, mol in enumerate(mols_from_smiles(features["smiles"].to_pylist())):
-        if not isinstance(mol, Exception):
-            bits[index] = FINGERPRINT(mol)
-    return bits
+    return canonical_smiles_fingerprints(features["smiles"].to_pylist())
 
 
 # -- the output ----------------------------------------------------------------------------

@@ -93,3 +93,26 @@ def test_concatenate_keeps_each_fingerprint_once():
     assert len(union) == 3
     query = FINGERPRINT.featurize(_mols(["CCO", "CCCO", "CCN"]))
     np.testing.assert_array_equal(union.max_similarity(query), 1.0)
+
+
+# aromatic heterocycles with [nH], charges and zwitterions, nitro groups, isotopes, stereo,
+# radicals, macrocycles and fused rings, salts, metals, a dative bond, hydrogens in brackets
+VARIED = [
+    "c1cc[nH]c1", "Cn1cnc2c1c(=O)n(C)c(=O)n2C", "C[N+](C)(C)CC(=O)[O-]", "O=[N+]([O-])c1ccccc1",
+    "[2H]C([2H])([2H])O", "C/C=C/C(=O)O", "N[C@@H](C)C(=O)O", "[CH2]C", "[CH]1CCCCC1",
+    "C1CCCCCCCCCCC1", "c1ccc2cc3ccccc3cc2c1", "[Na+].[Cl-]", "[Cu+2].[O-]S(=O)(=O)[O-]",
+    "[NH3]->[Pt+2](<-[NH3])(Cl)Cl", "[H][H]", "O=S1(=O)CCCC1", "c1ccc2[se]ccc2c1",
+    "[O-][n+]1ccccc1", "FC(F)(F)c1cc(-c2ccccn2)no1", "B1(O)OC(C)(C)C(C)(C)O1", "C1=CC=CC=C1",
+    # an iron complex of MoleculeNet HIV whose bits differ when read without sanitisation
+    "C1C[N+]23CCC[N+]4(C1)CC[S-]1->[Fe+2]567[SH+]CC[N+]58CCC[N+]6(CCC8)CC[S-]7->[Fe+2]124[SH+]CC3",
+]  # fmt: skip
+
+
+def test_fingerprints_of_canonical_smiles_equal_those_of_fully_parsed_molecules():
+    canonical = [Chem.MolToSmiles(Chem.MolFromSmiles(s)) for s in MOLECULES + VARIED]
+    expected = np.stack([FINGERPRINT(Chem.MolFromSmiles(s)) for s in canonical])
+    bits = applicability.canonical_smiles_fingerprints(canonical + ["C1CC"])
+    assert bits.dtype == np.uint8 and bits.shape == (len(canonical) + 1, 2048)
+    np.testing.assert_array_equal(bits[:-1], expected)
+    assert not bits[-1].any()  # unreadable: no bits
+    assert applicability.canonical_smiles_fingerprints([]).shape == (0, 2048)
