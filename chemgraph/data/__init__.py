@@ -22,7 +22,7 @@ by their own names (``from chemgraph.data.library import ...``): ``chemgraph fea
 workers import neither pandas nor DGL, and the command-line parser stays light.
 """
 
-import importlib
+from chemgraph._lazy import lazy_attributes
 
 # name -> the module that defines it
 _MODULES = {
@@ -43,9 +43,4 @@ _MODULES = {
 
 __all__ = sorted(_MODULES)
 
-
-def __getattr__(name: str):
-    module = _MODULES.get(name)
-    if module is None:
-        raise AttributeError(f"module 'chemgraph.data' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"chemgraph.data.{module}"), name)
+__getattr__ = lazy_attributes(__name__, _MODULES)

@@ -8,7 +8,7 @@ graph arrays (:func:`mols_to_graph_arrays`, :func:`~chemgraph.graphs.shards.save
 what ``chemgraph featurize`` does) imports no DGL.
 """
 
-import importlib
+from chemgraph._lazy import lazy_attributes
 
 # name -> the module that defines it
 _MODULES = {
@@ -32,9 +32,4 @@ _MODULES = {
 
 __all__ = sorted(_MODULES)
 
-
-def __getattr__(name: str):
-    module = _MODULES.get(name)
-    if module is None:
-        raise AttributeError(f"module 'chemgraph.graphs' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"chemgraph.graphs.{module}"), name)
+__getattr__ = lazy_attributes(__name__, _MODULES)
