@@ -113,8 +113,17 @@ class PredictCommand(Command):
         from chemgraph.errors import ConfigError
         from chemgraph.train.predict import predict_table
 
-        if args.top is not None and args.top < 1:  # the library says "top", the user typed --top
-            raise ConfigError(f"--top must be at least 1, got {args.top}")
+        # checked here too: the library names its arguments, the user typed the options
+        for option in ("top", "batch_size", "workers", "shard_size"):
+            value = getattr(args, option)
+            if value is not None and value < 1:
+                flag = "--" + option.replace("_", "-")
+                raise ConfigError(f"{flag} must be at least 1, got {value}")
+        similarity = args.similarity_threshold
+        if similarity is not None and not 0 <= similarity <= 1:
+            raise ConfigError(
+                f"--similarity-threshold is a Tanimoto similarity in [0, 1], got {similarity}"
+            )
         threshold = {}
         if args.similarity_threshold is not None:
             threshold["similarity_threshold"] = args.similarity_threshold
@@ -137,12 +146,14 @@ class PredictCommand(Command):
                 progress=not args.quiet,
             )
         except KeyboardInterrupt as stop:  # chemgraph._interrupts.Interrupted: SIGTERM too
+            signum = getattr(stop, "signum", signal.SIGINT)
             print(
-                "chemgraph predict: stopped; complete shards are kept: run the same command "
-                "with --resume to continue",
+                f"chemgraph predict: stopped by {signal.Signals(signum).name}; the finished "
+                f"shards are kept in {args.output}.partial: run the same command with --resume "
+                "to continue",
                 file=sys.stderr,
             )
-            return 128 + getattr(stop, "signum", signal.SIGINT)
+            return 128 + signum
         domain = (
             "applicability domain unknown (the checkpoint holds no training fingerprints)"
             if summary.out_of_domain is None

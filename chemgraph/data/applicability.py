@@ -155,7 +155,11 @@ def canonical_smiles_fingerprints(smiles: Sequence[str]) -> np.ndarray:
     fully parsed molecule for all 61,000 molecules of MoleculeNet HIV, BBBP, Tox21 and 10,000
     QM9 molecules written as canonical SMILES (``benchmarks/README.md``, "Scoring a library").
     Not for arbitrary input: an unsanitisable SMILES (e.g. pentavalent carbon) gets the bits of
-    its unsanitised molecule.
+    its unsanitised molecule. A molecule whose canonical SMILES reads back as another molecule
+    (RDKit writes some metal complexes with dative bonds that parse differently: 1 of the
+    41,120 HIV molecules) gets bits that differ from those of the molecule as first read, which
+    a file input uses; ``chemgraph featurize --fingerprint morgan:radius=2,size=2048`` stores
+    the latter, and ``chemgraph predict`` then reads them.
 
     Args:
         smiles: RDKit canonical SMILES.

@@ -109,12 +109,14 @@ def predict_graphs(
             :func:`chemgraph.graphs.select_graphs`), or one graph per molecule (after the
             model's graph transform, :meth:`chemgraph.models.ModelSpec.transform_graphs`).
         batch_builder: the model's collate (:meth:`chemgraph.models.ModelSpec.batch_builder`).
-        batch_size: molecules per forward pass.
+        batch_size: molecules per forward pass (at least 1).
 
     Returns:
         ``float32 [N, T]``: target units for regression, probability of class 1 for
         classification.
     """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     if isinstance(graphs, dgl.DGLGraph):
         sizes = (graphs.batch_num_nodes() + graphs.batch_num_edges()).numpy()
         take = functools.partial(select_graphs, graphs)
@@ -342,12 +344,20 @@ def predict_table(
     """
     output, source = Path(output_path), Path(input_path)
     suffix = _output_suffix(output)
-    if top is not None and top < 1:
-        raise ValueError(f"top must be at least 1, got {top}")
+    for name, value in (("top", top), ("batch_size", batch_size), ("workers", workers),
+                        ("shard_size", shard_size)):  # fmt: skip
+        if value is not None and value < 1:
+            raise ValueError(f"{name} must be at least 1, got {value}")
+    if not 0 <= similarity_threshold <= 1:
+        raise ValueError(
+            f"similarity_threshold is a Tanimoto similarity in [0, 1], got {similarity_threshold}"
+        )
     if resume and overwrite:
         raise ValueError("resume and overwrite exclude each other")
     if not source.exists():
         raise FileNotFoundError(f"input {source} does not exist")
+    if output.resolve() == source.resolve():
+        raise ValueError(f"the output {output} is the input; choose another --output")
     files = checkpoint_files(checkpoint)
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"

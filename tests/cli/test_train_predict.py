@@ -306,3 +306,13 @@ def test_predict_without_failures_and_a_bad_top(tmp_path, capsys):
     assert main([*argv, "--overwrite", "--top", "0"]) == 2
     err = capsys.readouterr().err
     assert err == "chemgraph predict: error: --top must be at least 1, got 0\n"
+    for option, value, message in [
+        ("--batch-size", "-5", "--batch-size must be at least 1, got -5"),
+        ("--workers", "0", "--workers must be at least 1, got 0"),
+        ("--shard-size", "0", "--shard-size must be at least 1, got 0"),
+        ("--similarity-threshold", "5", "--similarity-threshold is a Tanimoto similarity in "
+         "[0, 1], got 5.0"),
+    ]:  # fmt: skip
+        assert main([*argv, "--output", str(tmp_path / "x.csv"), option, value]) == 2
+        assert capsys.readouterr().err == f"chemgraph predict: error: {message}\n"
+    assert not (tmp_path / "x.csv.partial").exists()  # nothing in the way of the next run

@@ -120,6 +120,28 @@ def test_tables_and_sdf_files_with_their_ids(tmp_path):
     assert result["smiles"].tolist() == ["CCO", "Oc1ccccc1"]
 
 
+def test_bad_options_are_refused_before_anything_is_written(library, tmp_path):
+    output = tmp_path / "out.csv"
+    for options, message in [
+        (dict(batch_size=-5), "batch_size must be at least 1, got -5"),
+        (dict(batch_size=0), "batch_size must be at least 1, got 0"),
+        (dict(workers=0), "workers must be at least 1, got 0"),
+        (dict(shard_size=0), "shard_size must be at least 1, got 0"),
+        (
+            dict(similarity_threshold=5.0),
+            r"similarity_threshold is a Tanimoto similarity in \[0, 1\]",
+        ),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            predict_table(ESA, library, output, progress=False, **options)
+    table = tmp_path / "library.csv"
+    table.write_text("smiles\nCCO\n")
+    with pytest.raises(ValueError, match="is the input; choose another --output"):
+        predict_table(ESA, table, table, overwrite=True, progress=False)
+    assert table.read_text() == "smiles\nCCO\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["library.csv", "library.smi"]
+
+
 def test_top_holds_the_best_scores_best_first(library, tmp_path):
     output = tmp_path / "hits.csv"
     summary = predict_table(ESA, library, output, top=3, progress=False)
