@@ -67,7 +67,8 @@ class DatasetsCommand(Command):
                 rows.append((name, card.family, count, card.description))
             print("\n".join(table_lines(rows, output_width(), align="<<>")))
             return 0
-        name = {n.lower(): n for n in names}.get(args.name.lower())  # QM9 = qm9
+        key = args.name.lower().replace("-", "_")  # QM9-GW = qm9_gw, as the README writes it
+        name = {n.lower(): n for n in names}.get(key)
         if name is None:
             raise DatasetError(
                 f"no dataset card {args.name!r} among the registered datasets: {', '.join(names)}"

@@ -132,6 +132,8 @@ def test_datasets_info_yaml_prints_the_card_file(capsys):
     assert capsys.readouterr().out == card_path("esol").read_text(encoding="utf-8")
     assert main(["datasets", "info", "ESOL", "--yaml"]) == 0  # names are case-insensitive
     assert capsys.readouterr().out == card_path("esol").read_text(encoding="utf-8")
+    assert main(["datasets", "info", "QM9-GW", "--yaml"]) == 0  # and take - for _
+    assert capsys.readouterr().out == card_path("qm9_gw").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("action", ["info", "download", "featurize"])
