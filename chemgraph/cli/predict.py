@@ -162,6 +162,11 @@ class PredictCommand(Command):
         failed = f"{summary.failed:,} could not be featurized"
         if summary.failed:
             failed += " (see the error column)"
+        if summary.blank:  # e.g. a CSV with a blank line after each row
+            failed += (
+                f", {summary.blank:,} of them blank records, which the row column counts (a "
+                "CSV's row is its index in pandas.read_csv(..., skip_blank_lines=False))"
+            )
         print(f"predicted {summary.predicted:,} of {summary.records:,} records; {failed}; {domain}")
         print(f"predictions written to {summary.output}")
         if summary.top is not None:

@@ -86,6 +86,7 @@ from chemgraph.graphs.molecule import mols_to_graph_arrays
 from chemgraph.graphs.shards import atomic_path, save_shard_arrays
 
 __all__ = [
+    "BLANK_RECORD",
     "FeaturizeInterrupted",
     "FeaturizeOptions",
     "STEPS",
@@ -201,6 +202,10 @@ class FeaturizeInterrupted(Interrupted):
         super().__init__(signum, message)
 
 
+BLANK_RECORD = "blank record"
+"""The reason given for a blank record (whitespace only; :mod:`chemgraph.data.readers`)."""
+
+
 def reason_kind(reason: str) -> str:
     """A short category of a rejection reason, for the summary table."""
     lowered = reason.lower()
@@ -208,7 +213,7 @@ def reason_kind(reason: str) -> str:
         if lowered.startswith(prefix):
             return kind
     for needle, kind in (
-        ("blank record", "blank record"),
+        (BLANK_RECORD, "blank record"),
         ("malformed row", "malformed table row"),
         ("not valid utf-8", "not UTF-8"),
         ("empty", "empty record"),
@@ -228,7 +233,7 @@ def reason_kind(reason: str) -> str:
 def _parse(record: Record) -> Chem.Mol:
     """The record's molecule, or :class:`MoleculeParseError` with the reason."""
     if record.kind == "blank":
-        raise MoleculeParseError("blank record")
+        raise MoleculeParseError(BLANK_RECORD)
     if record.error is not None:
         raise MoleculeParseError(record.error)
     if record.kind == "molblock":

@@ -66,7 +66,12 @@ from chemgraph.data.applicability import (
     TrainingFingerprints,
     canonical_smiles_fingerprints,
 )
-from chemgraph.data.library import FeaturizeOptions, featurize_library, file_sha256
+from chemgraph.data.library import (
+    BLANK_RECORD,
+    FeaturizeOptions,
+    featurize_library,
+    file_sha256,
+)
 from chemgraph.data.readers import iter_record_chunks
 from chemgraph.featurize import FeaturizerPreset
 from chemgraph.graphs.shards import atomic_path, load_shard_batch, select_graphs
@@ -250,6 +255,8 @@ class PredictionSummary:
         records: input records (rows of the output).
         predicted: records with predictions.
         failed: records with an ``error`` (``records - predicted``).
+        blank: failed records that are blank (whitespace only: a blank ``.smi`` line, a table
+            row of empty fields), which ``row`` counts like any record.
         out_of_domain: predicted records with ``in_domain`` False; None when no prediction
             has an ``in_domain`` value (a checkpoint without training fingerprints).
         output: the output file.
@@ -259,6 +266,7 @@ class PredictionSummary:
     records: int
     predicted: int
     failed: int
+    blank: int
     out_of_domain: int | None
     output: Path
     top: Path | None
@@ -652,7 +660,7 @@ def _write_output(
     temporary = atomic_path(output)
     writer = _TableWriter(temporary, suffix, schema)
     best = schema.empty_table().to_pandas()
-    records = predicted = out_of_domain = judged = 0
+    records = predicted = blank = out_of_domain = judged = 0
     with closing(writer):
         for shard in range(shards):
             table = pq.read_table(parts / f"shard-{shard:05d}.parquet")
@@ -660,6 +668,7 @@ def _write_output(
             frame = table.to_pandas()
             records += len(frame)
             predicted += int(frame["error"].isna().sum())
+            blank += int(frame["error"].str.startswith(BLANK_RECORD, na=False).sum())
             out_of_domain += int((frame["in_domain"] == False).sum())  # noqa: E712 (None too)
             judged += int(frame["in_domain"].notna().sum())
             if top is not None:
@@ -674,8 +683,9 @@ def _write_output(
             top_writer.write(pa.Table.from_pandas(best, schema, preserve_index=False))
         os.replace(temporary, written)
     return PredictionSummary(
-        records, predicted, records - predicted, out_of_domain if judged else None, output, written
-    )
+        records, predicted, records - predicted, blank, out_of_domain if judged else None,
+        output, written,
+    )  # fmt: skip
 
 
 class _TableWriter:

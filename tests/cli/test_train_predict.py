@@ -316,3 +316,15 @@ def test_predict_without_failures_and_a_bad_top(tmp_path, capsys):
         assert main([*argv, "--output", str(tmp_path / "x.csv"), option, value]) == 2
         assert capsys.readouterr().err == f"chemgraph predict: error: {message}\n"
     assert not (tmp_path / "x.csv.partial").exists()  # nothing in the way of the next run
+    # a blank line is a record: the summary says that row counts it, and how pandas agrees
+    table.write_text("smiles\nCCO\n\nc1ccccc1\n")
+    assert main([*argv, "--overwrite"]) == 0
+    assert (
+        "predicted 2 of 3 records; 1 could not be featurized (see the error column), 1 of them "
+        "blank records, which the row column counts (a CSV's row is its index in "
+        "pandas.read_csv(..., skip_blank_lines=False));" in capsys.readouterr().out
+    )
+    assert pd.read_csv(output)["row"].tolist() == [0, 1, 2]
+    assert pd.read_csv(table, skip_blank_lines=False)["smiles"].isna().tolist() == [
+        False, True, False
+    ]  # fmt: skip

@@ -93,7 +93,7 @@ def test_every_record_keeps_its_row_in_input_order(library, tmp_path):
             assert pd.isna(result["error"][row])  # null in parquet, not ""
             assert result["smiles"][row] == Chem.CanonSmiles(smiles)
             assert np.isfinite(result.loc[row, ["logp_pred", "tpsa_pred"]].astype(float)).all()
-    assert (summary.records, summary.predicted, summary.failed) == (13, 10, 3)
+    assert (summary.records, summary.predicted, summary.failed, summary.blank) == (13, 10, 3, 1)
     assert summary.output == tmp_path / "out.parquet" and summary.top is None
     assert not (tmp_path / "out.parquet.partial").exists()
 
