@@ -35,9 +35,17 @@ Measurements (``--mode``):
     time budget), gives numbers that do not move with machine load; so do the ensemble rows,
     ``chemgraph train --ensemble K`` with the defaults for each ``K`` of ``--ensembles``
     (K models on one split, weight seeds 0..K-1, scored by their mean prediction), whose wall
-    time is set against Chemprop's in the "× Chemprop's time" column.
+    time is set against Chemprop's in the "× Chemprop's time" column, and, as the same budget
+    for Chemprop, ``chemprop train --ensemble-size K`` (its members' mean prediction).
 ``both`` (default)
     Both of the above.
+
+``--seeds S1 S2 ...`` (default ``0``) repeats every accuracy row once per seed, on the same split
+(chemgraph's split seed stays 0): chemgraph ``--seed S``, Chemprop ``--pytorch-seed S``, and
+for ensembles of K the member seeds ``S·K`` to ``S·K + K - 1`` of both tools, so no two
+replicates share a model. Each 1× or m× budget is m times the same seed's Chemprop time. With
+more than one seed the table gives mean ± standard deviation over the seeds, and a second table
+the headline metric of every seed.
 
 Chemprop lives in its own virtual environment (``--chemprop`` path to its ``chemprop``
 executable; default ``benchmarks/.chemprop-venv/bin/chemprop``). Make one with::
@@ -56,6 +64,8 @@ Usage::
     python benchmarks/esa_vs_chemprop.py --datasets esol bbbp --mode budget --multipliers 1 3
     python benchmarks/esa_vs_chemprop.py --datasets qm9_gap --mode budget --multipliers 3 \
         --ensembles 3                                             # a 3-model ESA ensemble too
+    python benchmarks/esa_vs_chemprop.py --datasets bbbp --mode budget --multipliers 1 \
+        --ensembles 3 --seeds 0 1 2                               # 3 seeds, mean ± sd
     python benchmarks/esa_vs_chemprop.py --smoke --molecules 500 --epochs 3 4   # smoke run
 """
 
@@ -135,6 +145,7 @@ class Run:
     seconds: float
     epochs: str  # "50", or "3 × 50" for an ensemble
     scores: dict[str, float]
+    ratio: float = 1.0  # wall time / the same seed's Chemprop defaults wall time
 
 
 def write_table(dataset: Dataset, out: Path, limit: int | None) -> int:
@@ -190,16 +201,20 @@ def run_chemgraph(
     max_epochs: int | None,
     max_minutes: float | None,
     ensemble: int | None = None,
+    seed: int = 0,
 ) -> float:
     """Train ESA (an ensemble of ``ensemble`` models) with chemgraph's default protocol into
-    ``out``; the wall time in seconds."""
+    ``out``, weight seed ``seed`` (an ensemble: ``seed·K`` onwards) on the split of seed 0;
+    the wall time in seconds."""
     if out.exists():
         shutil.rmtree(out)
+    split_config = out.parent / "split_seed.yaml"
+    split_config.write_text("split_seed: 0\n")
     command = [
         sys.executable, "-m", "chemgraph", "train", "--data", str(data),
         "--smiles-column", "smiles", "--target-columns", dataset.target, "--task", dataset.task,
-        "--model", "esa", "--split", dataset.split, "--seed", "0", "--protocol", "default",
-        "--out", str(out), "--quiet",
+        "--model", "esa", "--split", dataset.split, "--seed", str(seed * (ensemble or 1)),
+        "--config", str(split_config), "--protocol", "default", "--out", str(out), "--quiet",
     ]  # fmt: skip
     if max_epochs is not None:
         command += ["--max-epochs", str(max_epochs)]
@@ -211,19 +226,30 @@ def run_chemgraph(
 
 
 def run_chemprop(
-    chemprop: Path, dataset: Dataset, data: Path, splits: Path, out: Path, epochs: int | None
+    chemprop: Path,
+    dataset: Dataset,
+    data: Path,
+    splits: Path,
+    out: Path,
+    epochs: int | None,
+    ensemble: int | None = None,
+    seed: int = 0,
 ) -> float:
-    """Train Chemprop with its defaults (``epochs`` if given) on the split of ``splits`` into
-    ``out``; the wall time in seconds."""
+    """Train Chemprop with its defaults (``epochs`` if given; an ensemble of ``ensemble``
+    models) on the split of ``splits`` into ``out``, weight seed ``seed`` (an ensemble:
+    ``seed·K`` onwards); the wall time in seconds."""
     if out.exists():
         shutil.rmtree(out)
     command = [
         str(chemprop), "train", "--data-path", str(data), "-s", "smiles",
         "--target-columns", dataset.target, "-t", dataset.task, "--splits-file", str(splits),
-        "-o", str(out), "-n", "0", "--data-seed", "0", "--pytorch-seed", "0",
+        "-o", str(out), "-n", "0", "--data-seed", "0",
+        "--pytorch-seed", str(seed * (ensemble or 1)),
     ]  # fmt: skip
     if epochs is not None:
         command += ["--epochs", str(epochs)]
+    if ensemble is not None:
+        command += ["--ensemble-size", str(ensemble)]
     return timed(command, out.parent / f"{out.name}.log")
 
 
@@ -269,11 +295,16 @@ def chemgraph_test(run: Path, target: str) -> Test:
 
 def chemprop_test(run: Path, accepted: Path, test_rows: list[int], target: str) -> Test:
     """SMILES, true values (from ``accepted``) and predictions of a Chemprop run's test
-    molecules, in the splits file's order."""
+    molecules, in the splits file's order; for an ensemble (``model_<k>`` sub-folders), the mean
+    of its members' predictions."""
     table = read_rows(accepted)
-    rows = read_rows(run / "model_0" / "test_predictions.csv")
+    tables = [read_rows(m) for m in sorted(run.glob("model_*/test_predictions.csv"))]
+    rows = tables[0]
+    if any([r["smiles"] for r in t] != [r["smiles"] for r in rows] for t in tables):
+        raise SystemExit(f"{run}: the ensemble's members have different test molecules")
     truth = np.array([float(table[row][target]) for row in test_rows])
-    return [r["smiles"] for r in rows], truth, np.array([float(r[target]) for r in rows])
+    predicted = np.mean([[float(r[target]) for r in t] for t in tables], axis=0)
+    return [r["smiles"] for r in rows], truth, predicted
 
 
 def regression_scores(truth: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
@@ -333,11 +364,14 @@ class Comparison:
         max_epochs: int | None,
         max_minutes: float | None = None,
         ensemble: int | None = None,
+        seed: int = 0,
     ) -> Run:
         """Train ESA (an ensemble) and score it; the first run fixes the split that Chemprop
         gets."""
         path = self.out / run
-        seconds = run_chemgraph(self.dataset, self.data, path, max_epochs, max_minutes, ensemble)
+        seconds = run_chemgraph(
+            self.dataset, self.data, path, max_epochs, max_minutes, ensemble, seed
+        )
         if self.split is None:
             self.split = write_split(path, self.data, self.accepted, self.splits)
             self.expected = [read_rows(self.accepted)[row]["smiles"] for row in self.split["test"]]
@@ -346,14 +380,25 @@ class Comparison:
         text = f"{len(epochs)} × {epochs[0]}" if ensemble else str(epochs[0])
         return self._score(label, path, seconds, text, chemgraph_test(path, self.dataset.target))
 
-    def chemprop(self, label: str, run: str, epochs: int | None) -> Run:
-        """Train Chemprop on the split of the first chemgraph run and score it."""
+    def chemprop(
+        self,
+        label: str,
+        run: str,
+        epochs: int | None,
+        ensemble: int | None = None,
+        seed: int = 0,
+    ) -> Run:
+        """Train Chemprop (an ensemble) on the split of the first chemgraph run and score it."""
         path = self.out / run
         seconds = run_chemprop(
-            self.chemprop_path, self.dataset, self.accepted, self.splits, path, epochs
-        )
+            self.chemprop_path, self.dataset, self.accepted, self.splits, path, epochs,
+            ensemble, seed,
+        )  # fmt: skip
         test = chemprop_test(path, self.accepted, self.split["test"], self.dataset.target)
-        return self._score(label, path, seconds, str(epochs or CHEMPROP_EPOCHS), test)
+        epochs_text = str(epochs or CHEMPROP_EPOCHS)
+        if ensemble:
+            epochs_text = f"{ensemble} × {epochs_text}"
+        return self._score(label, path, seconds, epochs_text, test)
 
     def _score(self, label: str, path: Path, seconds: float, epochs: str, test: Test) -> Run:
         """Check that ``test`` holds the split's test molecules; score it."""
@@ -396,42 +441,80 @@ class Comparison:
             f"ratio ESA / Chemprop: {per_epoch['chemgraph'] / per_epoch['chemprop']:.2f}",
         ]
 
-    def accuracy_table(self, multipliers: list[float], ensembles: list[int]) -> list[str]:
-        """Test scores of chemgraph's defaults (equal work), Chemprop's defaults, chemgraph
-        at ``m`` times Chemprop's wall time for each of ``multipliers``, and chemgraph
-        ensembles of ``K`` default models for each of ``ensembles``."""
+    def accuracy_runs(self, multipliers: list[float], ensembles: list[int], seed: int) -> list[Run]:
+        """The runs of one seed: chemgraph's defaults (equal work), Chemprop's defaults,
+        chemgraph at ``m`` times Chemprop's wall time for each of ``multipliers``, and
+        ensembles of ``K`` default models of both tools for each of ``ensembles``."""
         cap = SMOKE_EPOCHS if self.smoke else {"chemgraph": None, "chemprop": None}
+        tag = f"_seed{seed}"
         runs = [
-            self.chemgraph("chemgraph ESA defaults (equal work)", "esa_defaults", cap["chemgraph"]),
-            self.chemprop("Chemprop v2 defaults", "chemprop_defaults", cap["chemprop"]),
-        ]
+            self.chemgraph(
+                "chemgraph ESA defaults (equal work)", f"esa_defaults{tag}", cap["chemgraph"],
+                seed=seed,
+            ),
+            self.chemprop("Chemprop v2 defaults", f"chemprop_defaults{tag}", cap["chemprop"],
+                          seed=seed),
+        ]  # fmt: skip
         budget = runs[1].seconds / 60
         for m in multipliers:
+            label = f"chemgraph ESA, {m:g}x Chemprop's time"
+            max_epochs = cap["chemgraph"] or 1000
             runs.append(
-                self.chemgraph(
-                    f"chemgraph ESA, {m:g}x Chemprop's time",
-                    f"esa_budget_x{m:g}",
-                    cap["chemgraph"] or 1000,
-                    m * budget,
-                )
+                self.chemgraph(label, f"esa_budget_x{m:g}{tag}", max_epochs, m * budget, seed=seed)
             )
         for size in ensembles:
             label = f"chemgraph ESA ensemble of {size} defaults (fixed work)"
-            runs.append(self.chemgraph(label, f"esa_ensemble_{size}", cap["chemgraph"], None, size))
+            runs.append(
+                self.chemgraph(
+                    label, f"esa_ensemble_{size}{tag}", cap["chemgraph"], None, size, seed
+                )
+            )
+            label = f"Chemprop v2 ensemble of {size} defaults"
+            runs.append(
+                self.chemprop(label, f"chemprop_ensemble_{size}{tag}", cap["chemprop"], size, seed)
+            )  # fmt: skip
+        for run in runs:
+            run.ratio = run.seconds / runs[1].seconds
+        return runs
+
+    def accuracy_table(
+        self, multipliers: list[float], ensembles: list[int], seeds: list[int]
+    ) -> list[str]:
+        """The runs of :meth:`accuracy_runs` for every seed, as one table (mean ± standard
+        deviation over the seeds when there are several) and, for several seeds, a second
+        table with the headline metric of each seed."""
+        per_seed = [self.accuracy_runs(multipliers, ensembles, seed) for seed in seeds]
         metrics = self.dataset.metrics
         header = ["run", "wall s", "× Chemprop's time", "epochs"]
         header += [f"test {METRIC_HEADERS[m]}" for m in metrics]
-        rows = [
-            [
-                r.label,
-                f"{r.seconds:.0f}",
-                f"{r.seconds / runs[1].seconds:.2f}",
-                r.epochs,
-                *(f"{r.scores[m]:.3f}" for m in metrics),
-            ]
-            for r in runs
-        ]
-        return markdown_table(header, rows)
+        rows = []
+        for runs in zip(*per_seed):
+            epochs = sorted({r.epochs for r in runs}, key=lambda e: (len(e), e))
+            rows.append([
+                runs[0].label,
+                f"{np.mean([r.seconds for r in runs]):.0f}",
+                f"{np.mean([r.ratio for r in runs]):.2f}",
+                epochs[0] if len(epochs) == 1 else f"{epochs[0]} to {epochs[-1]}",
+                *(spread([r.scores[m] for r in runs]) for m in metrics),
+            ])  # fmt: skip
+        lines = markdown_table(header, rows)
+        if len(seeds) > 1:
+            headline = METRIC_HEADERS[metrics[0]]
+            lines += ["", f"test {headline} of each seed:", ""]
+            lines += markdown_table(
+                ["run", *(f"seed {s}" for s in seeds)],
+                [[runs[0].label, *(f"{r.scores[metrics[0]]:.3f}" for r in runs)]
+                 for runs in zip(*per_seed)],
+            )  # fmt: skip
+        return lines
+
+
+def spread(values: list[float]) -> str:
+    """``mean ± sample standard deviation`` of ``values`` to 3 decimals; the value alone for
+    one."""
+    if len(values) == 1:
+        return f"{values[0]:.3f}"
+    return f"{np.mean(values):.3f} ± {np.std(values, ddof=1):.3f}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -444,7 +527,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--multipliers", type=float, nargs="+", default=[1.0, 3.0])
     parser.add_argument(
         "--ensembles", type=int, nargs="*", default=[], metavar="K",
-        help="also train ensembles of K default ESA models (fixed work), e.g. --ensembles 3",
+        help="also train ensembles of K default models of both tools (fixed work), e.g. "
+        "--ensembles 3",
+    )  # fmt: skip
+    parser.add_argument(
+        "--seeds", type=int, nargs="+", default=[0], metavar="S",
+        help="weight seeds: every accuracy row once per seed, mean ± sd (default: 0)",
     )  # fmt: skip
     parser.add_argument(
         "--chemprop", type=Path, default=REPO / "benchmarks" / ".chemprop-venv" / "bin" / "chemprop"
@@ -485,7 +573,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.mode in ("epoch", "both") and name == "qm9_gap":
             body += ["", *comparison.epoch_table(*args.epochs)]
         if args.mode in ("budget", "both"):
-            body += ["", *comparison.accuracy_table(args.multipliers, args.ensembles)]
+            body += ["", *comparison.accuracy_table(args.multipliers, args.ensembles, args.seeds)]
         lines += ["", comparison.header(), *body]
         (args.out / "results.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
