@@ -277,19 +277,14 @@ def write_split(run: Path, data: Path, accepted: Path, splits: Path) -> dict[str
 
 
 def chemgraph_test(run: Path, target: str) -> Test:
-    """SMILES, true values and predictions of a chemgraph run's test molecules, in row order;
-    for an ensemble folder (``model-<k>`` sub-folders), the mean of its members' predictions
-    (the members share the split)."""
-    members = sorted(run.glob("model-*/predictions.csv")) or [run / "predictions.csv"]
-    tables = [
-        sorted((r for r in read_rows(m) if r["split"] == "test"), key=lambda r: int(r["row"]))
-        for m in members
-    ]
-    rows = tables[0]
-    if any([r["row"] for r in t] != [r["row"] for r in rows] for t in tables):
-        raise SystemExit(f"{run}: the ensemble's members have different test molecules")
+    """SMILES, true values and predictions of a chemgraph run's test molecules, in row order
+    (an ensemble's ``predictions.csv`` holds its members' mean prediction)."""
+    rows = sorted(
+        (r for r in read_rows(run / "predictions.csv") if r["split"] == "test"),
+        key=lambda r: int(r["row"]),
+    )
     truth = np.array([float(r[target]) for r in rows])
-    predicted = np.mean([[float(r[f"{target}_pred"]) for r in t] for t in tables], axis=0)
+    predicted = np.array([float(r[f"{target}_pred"]) for r in rows])
     return [r["smiles"] for r in rows], truth, predicted
 
 

@@ -23,7 +23,10 @@ learning_curve.png, test-split plots (parity.png and residuals.png for regressio
 pr_curve.png and confusion_matrix.png for classification) and config.yaml (every setting used;
 reusable with --config). --out must
 be a new or empty folder; --overwrite writes over an earlier run (replacing these files). With
---ensemble K, each of the K models writes these files to --out/model-<k>.
+--ensemble K, each of the K models writes these files to --out/model-<k>, and --out gets the
+ensemble's metrics.json (from the members' mean prediction, and each member's metrics),
+predictions.csv (mean as <target>_pred, members' standard deviation as <target>_std) and
+test-split plots.
 """
 
 
@@ -118,8 +121,9 @@ class TrainCommand(Command):
             type=int,
             metavar="K",
             help="train K >= 2 models on the split of SEED with weight seeds SEED, SEED+1, ..., "
-            "SEED+K-1, each in OUT/model-<k> with all its outputs; chemgraph predict "
-            "--checkpoint OUT gives their mean prediction and its standard deviation",
+            "SEED+K-1, each in OUT/model-<k> with all its outputs; OUT gets the metrics and "
+            "predictions of their mean prediction; chemgraph predict --checkpoint OUT gives "
+            "their mean prediction and its standard deviation",
         )
         parser.add_argument(
             "--config",
@@ -160,9 +164,12 @@ class TrainCommand(Command):
         if args.ensemble is None:
             print(format_metrics(train(config)))
         else:
-            for index, metrics in enumerate(train_ensemble(config, args.ensemble)):
+            ensemble = train_ensemble(config, args.ensemble)
+            for index, metrics in enumerate(ensemble["members"]):
                 member = ensemble_member(config, index)
                 print(f"model-{index} (seed {member.seed}):")
                 print(format_metrics(metrics))
+            print(f"ensemble (mean prediction of the {args.ensemble} models):")
+            print(format_metrics(ensemble))
         print(f"outputs written to {Path(config.out).resolve()}")
         return 0

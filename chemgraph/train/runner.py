@@ -123,22 +123,70 @@ def ensemble_member(config: TrainingConfig, index: int) -> TrainingConfig:
     )
 
 
-def train_ensemble(config: TrainingConfig, size: int) -> list[dict[str, dict[str, float]]]:
+def train_ensemble(config: TrainingConfig, size: int) -> dict:
     """Train ``size`` models of ``config`` on one split that differ only in their seed
-    (weights, shuffling): member ``k`` is :func:`train` of :func:`ensemble_member`
-    ``(config, k)``, with all its files in ``<config.out>/model-<k>``. ``chemgraph predict
-    --checkpoint <config.out>`` then reports the members' mean prediction and its standard
-    deviation.
+    (weights, shuffling) and score their mean prediction.
+
+    Member ``k`` is :func:`train` of :func:`ensemble_member` ``(config, k)``, with all its files
+    in ``<config.out>/model-<k>``. The ensemble's own results go to ``config.out``:
+    ``predictions.csv`` (split, row, smiles, each target, its ``_pred`` column = the members'
+    mean prediction, in the targets' units or as a probability of class 1, and its ``_std``
+    column = the members' standard deviation, ``ddof=0``), ``metrics.json`` (the metrics of
+    :func:`train` computed from the mean prediction, plus ``"ensemble_size"`` and
+    ``"members"``: each member's ``val`` and ``test`` metrics) and the test-split plots.
+    ``chemgraph predict --checkpoint <config.out>`` predicts with the same mean.
 
     Returns:
-        The metrics of each member, in member order.
+        The metrics written to ``<config.out>/metrics.json``.
 
     Raises:
         ValueError: ``size`` below 2; see :func:`train`.
     """
     if size < 2:
         raise ValueError(f"an ensemble needs at least 2 models, got {size}")
-    return [train(ensemble_member(config, index)) for index in range(size)]
+    out = Path(config.out)
+    for name in OUTPUT_FILES:
+        (out / name).unlink(missing_ok=True)
+    members = [ensemble_member(config, index) for index in range(size)]
+    member_metrics = [train(member) for member in members]
+    task = yaml.safe_load((Path(members[0].out) / "config.yaml").read_text())["task"]
+    frames = [pd.read_csv(Path(member.out) / "predictions.csv") for member in members]
+    predictions = _mean_prediction_frame(frames, config.target_columns)
+    metrics: dict = {}
+    per_task: dict = {}
+    for name in ("val", "test"):
+        part = predictions[predictions["split"] == name]
+        truth = part[config.target_columns].to_numpy(dtype=float)
+        predicted = part[[f"{t}_pred" for t in config.target_columns]].to_numpy(dtype=float)
+        per_task[name] = per_task_metrics(truth, predicted, task, config.target_columns)
+        metrics[name] = mean_over_tasks(per_task[name])
+    metrics["per_task"] = per_task
+    metrics["ensemble_size"] = size
+    metrics["members"] = [{"val": m["val"], "test": m["test"]} for m in member_metrics]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "metrics.json").write_text(json.dumps(_json_safe(metrics), indent=2))
+    predictions.to_csv(out / "predictions.csv", index=False)
+    _plot_test_split(replace(config, task=task), out, predictions)
+    return metrics
+
+
+def _mean_prediction_frame(frames: list[pd.DataFrame], targets: list[str]) -> pd.DataFrame:
+    """The members' :func:`_prediction_frame` tables (same rows, same order) with each
+    ``<target>_pred`` replaced by the members' mean and a ``<target>_std`` column added.
+
+    Raises:
+        ValueError: the members' rows differ (not one split).
+    """
+    first = frames[0]
+    for frame in frames[1:]:
+        if not frame[["split", "row"]].equals(first[["split", "row"]]):
+            raise ValueError("the ensemble's members were evaluated on different rows")
+    mean = first.drop(columns=[f"{t}_pred" for t in targets])
+    for target in targets:
+        stacked = np.stack([frame[f"{target}_pred"].to_numpy(dtype=float) for frame in frames])
+        mean[f"{target}_pred"] = stacked.mean(axis=0)
+        mean[f"{target}_std"] = stacked.std(axis=0)
+    return mean
 
 
 def _featurize(config: TrainingConfig, out: Path) -> tuple[MoleculeDataset, FeaturizerPreset]:
@@ -336,6 +384,13 @@ def _write_results(
         "classification": "binary cross-entropy",
     }[config.task]
     plot_learning_curve(history.epochs, out / "learning_curve.png", loss_name)
+    _plot_test_split(config, out, predictions)
+
+
+def _plot_test_split(config: TrainingConfig, out: Path, predictions: pd.DataFrame) -> None:
+    """Plots of the test rows of ``predictions``: ``parity.png`` and ``residuals.png``
+    (regression, units from the dataset card when ``config.data`` names one) or
+    ``roc_curve.png``, ``pr_curve.png`` and ``confusion_matrix.png`` (classification)."""
     test = predictions[predictions["split"] == "test"]
     targets = config.target_columns
     if config.task == "regression":

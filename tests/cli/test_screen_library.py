@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -83,6 +84,23 @@ def test_train_an_ensemble_and_predict_with_its_folder(tmp_path, capsys):
     ]  # one split (seed 3's) for both members, so their test metrics compare
     assert splits[0]["split"].tolist() == splits[1]["split"].tolist()
     assert (splits[0]["split"] == "test").sum() == 2
+    # the ensemble's own results: the members' mean prediction, its spread, its metrics
+    assert "ensemble (mean prediction of the 2 models):" in printed
+    mean = pd.read_csv(out / "predictions.csv").sort_values("row")
+    members = np.stack([frame["logp_pred"].to_numpy() for frame in splits])
+    np.testing.assert_allclose(mean["logp_pred"], members.mean(axis=0), rtol=1e-6)
+    np.testing.assert_allclose(mean["logp_std"], np.abs(members[0] - members[1]) / 2, rtol=1e-5)
+    assert mean["split"].tolist() == splits[0]["split"].tolist()
+    metrics = json.loads((out / "metrics.json").read_text())
+    test = mean[mean["split"] == "test"]
+    error = test["logp_pred"] - test["logp"]
+    assert metrics["test"]["mae"] == pytest.approx(error.abs().mean(), rel=1e-5)
+    assert metrics["test"]["rmse"] == pytest.approx(np.sqrt((error**2).mean()), rel=1e-5)
+    assert metrics["ensemble_size"] == 2
+    for member, scores in enumerate(metrics["members"]):
+        alone = json.loads((out / f"model-{member}" / "metrics.json").read_text())
+        assert scores["test"] == alone["test"]
+    assert (out / "parity.png").is_file() and (out / "residuals.png").is_file()
 
     output = tmp_path / "predicted.csv"
     argv = ["predict", "--checkpoint", str(out), "--input", str(data), "--output", str(output),
