@@ -170,5 +170,10 @@ class PredictCommand(Command):
         print(f"predicted {summary.predicted:,} of {summary.records:,} records; {failed}; {domain}")
         print(f"predictions written to {summary.output}")
         if summary.top is not None:
-            print(f"top {args.top} written to {summary.top}")
+            fewer = (
+                f" (only {summary.predicted:,} molecules were predicted, so it holds them all)"
+                if summary.predicted < args.top
+                else ""
+            )
+            print(f"top {args.top} written to {summary.top}{fewer}")
         return 0

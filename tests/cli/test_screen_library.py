@@ -51,6 +51,13 @@ def test_featurize_a_library_then_score_its_shards_with_top(tmp_path, capsys):
     # a second run into the same output is refused (exit status 2) and names the way out
     assert main(argv) == 2
     assert "exists; choose a new --output, or pass --overwrite" in capsys.readouterr().err
+    # asking for more than were predicted writes them all and says so
+    argv = ["predict", "--checkpoint", str(CHECKPOINT), "--input", str(folder),
+            "--output", str(tmp_path / "all.parquet"), "--top", "50", "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "(only 20 molecules were predicted, so it holds them all)" in out
+    assert len(pd.read_parquet(tmp_path / "all.top50.parquet")) == 20
 
 
 def test_train_an_ensemble_and_predict_with_its_folder(tmp_path, capsys):
