@@ -23,6 +23,7 @@ from chemgraph.errors import ChemgraphError
 __all__ = [
     "BROKEN_PIPE_STATUS",
     "COMMANDS",
+    "INTERRUPTED_STATUS",
     "USER_ERRORS",
     "build_parser",
     "console_logging",
@@ -50,6 +51,9 @@ USER_ERRORS = (ChemgraphError, OSError, ValueError)
 #: -1``): 128 + SIGPIPE (13), the status a shell reports for a tool that SIGPIPE stopped (``cat``,
 #: ``yes``), so that ``set -o pipefail`` scripts see the same as with those; nothing is printed.
 BROKEN_PIPE_STATUS = 141
+
+#: Exit status after Ctrl-C (SIGINT) that no command handled: 128 + SIGINT (2), as shells report.
+INTERRUPTED_STATUS = 130
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -118,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
         The command's exit status; 2 after a user error (:data:`USER_ERRORS`), printed as one
         line ``chemgraph <command>: error: <message>`` on stderr; :data:`BROKEN_PIPE_STATUS`
         (141), silently, when standard output is a pipe whose reader closed it early (the rest
-        of the output goes to the null device, so that Python's flush at exit stays quiet).
+        of the output goes to the null device, so that Python's flush at exit stays quiet);
+        :data:`INTERRUPTED_STATUS` (130) with one line on stderr after a Ctrl-C that the
+        command does not handle itself (e.g. while it imports its libraries).
         Any other exception is raised with its traceback, and so is a user error with
         ``--debug``.
     """
@@ -136,6 +142,11 @@ def main(argv: list[str] | None = None) -> int:
                 raise
             print(f"chemgraph {args.command}: error: {error}", file=sys.stderr)
             return 2
+        except KeyboardInterrupt:  # Ctrl-C where the command has no handler of its own
+            if args.debug:
+                raise
+            print(f"chemgraph {args.command}: interrupted (Ctrl-C)", file=sys.stderr)
+            return INTERRUPTED_STATUS
 
 
 def _discard_stdout() -> None:

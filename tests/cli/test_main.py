@@ -80,6 +80,14 @@ def test_debug_raises_user_errors(run_does, argv):
         main(argv)
 
 
+def test_an_unhandled_ctrl_c_is_one_line_and_status_130(run_does, capsys):
+    run_does(raiser(KeyboardInterrupt()))
+    assert main(["datasets", "list"]) == 130
+    assert capsys.readouterr().err == "chemgraph datasets: interrupted (Ctrl-C)\n"
+    with pytest.raises(KeyboardInterrupt):
+        main(["datasets", "list", "--debug"])
+
+
 def test_a_real_user_error(capsys):
     assert main(["react", "--checkpoint", "best.ckpt"]) == 2
     assert capsys.readouterr().err == (
