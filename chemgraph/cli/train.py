@@ -25,8 +25,8 @@ reusable with --config). --out must
 be a new or empty folder; --overwrite writes over an earlier run (replacing these files). With
 --ensemble K, each of the K models writes these files to --out/model-<k>, and --out gets the
 ensemble's metrics.json (from the members' mean prediction, and each member's metrics),
-predictions.csv (mean as <target>_pred, members' standard deviation as <target>_std) and
-test-split plots.
+predictions.csv (mean as <target>_pred, members' standard deviation as <target>_std),
+test-split plots and config.yaml (--config OUT/config.yaml --ensemble K repeats the run).
 """
 
 

@@ -51,6 +51,7 @@ import hashlib
 import io
 import json
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import pickle
 import signal
@@ -544,8 +545,27 @@ def _context() -> multiprocessing.context.BaseContext:
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload([__name__])
+        _start_forkserver()
         return context
     return multiprocessing.get_context("spawn")
+
+
+def _start_forkserver() -> None:
+    """Start the forkserver (if it is not running) with ``PYTHONSAFEPATH=1``.
+
+    The server is ``python -c ...``, which puts the current folder first on its import path and
+    ignores the parent's (CPython passes ``sys_path`` but its ``forkserver.main`` does not
+    apply it): run from a folder holding another ``chemgraph`` checkout, the server would
+    preload that code and every worker forked from it would featurize with it."""
+    saved = os.environ.get("PYTHONSAFEPATH")
+    os.environ["PYTHONSAFEPATH"] = "1"
+    try:
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        if saved is None:
+            del os.environ["PYTHONSAFEPATH"]
+        else:
+            os.environ["PYTHONSAFEPATH"] = saved
 
 
 class _RemoteTraceback(Exception):

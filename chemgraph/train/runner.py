@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import shutil
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -133,8 +134,11 @@ def train_ensemble(config: TrainingConfig, size: int) -> dict:
     mean prediction, in the targets' units or as a probability of class 1, and its ``_std``
     column = the members' standard deviation, ``ddof=0``), ``metrics.json`` (the metrics of
     :func:`train` computed from the mean prediction, plus ``"ensemble_size"`` and
-    ``"members"``: each member's ``val`` and ``test`` metrics) and the test-split plots.
-    ``chemgraph predict --checkpoint <config.out>`` predicts with the same mean.
+    ``"members"``: each member's ``val`` and ``test`` metrics), the test-split plots and
+    ``config.yaml`` (the settings of ``config``, with ``task`` decided: ``chemgraph train
+    --config <config.out>/config.yaml --ensemble K`` repeats the run). Member folders of an
+    earlier, larger ensemble in ``config.out`` are removed. ``chemgraph predict --checkpoint
+    <config.out>`` predicts with the same mean.
 
     Returns:
         The metrics written to ``<config.out>/metrics.json``.
@@ -147,6 +151,10 @@ def train_ensemble(config: TrainingConfig, size: int) -> dict:
     out = Path(config.out)
     for name in OUTPUT_FILES:
         (out / name).unlink(missing_ok=True)
+    for folder in out.glob("model-*"):  # an earlier ensemble's members beyond this one's
+        index = folder.name.removeprefix("model-")
+        if folder.is_dir() and index.isdigit() and int(index) >= size:
+            shutil.rmtree(folder)
     members = [ensemble_member(config, index) for index in range(size)]
     member_metrics = [train(member) for member in members]
     task = yaml.safe_load((Path(members[0].out) / "config.yaml").read_text())["task"]
@@ -166,7 +174,9 @@ def train_ensemble(config: TrainingConfig, size: int) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     (out / "metrics.json").write_text(json.dumps(_json_safe(metrics), indent=2))
     predictions.to_csv(out / "predictions.csv", index=False)
-    _plot_test_split(replace(config, task=task), out, predictions)
+    config = replace(config, task=task)
+    (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
+    _plot_test_split(config, out, predictions)
     return metrics
 
 

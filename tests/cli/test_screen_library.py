@@ -108,6 +108,7 @@ def test_train_an_ensemble_and_predict_with_its_folder(tmp_path, capsys):
         alone = json.loads((out / f"model-{member}" / "metrics.json").read_text())
         assert scores["test"] == alone["test"]
     assert (out / "parity.png").is_file() and (out / "residuals.png").is_file()
+    assert yaml.safe_load((out / "config.yaml").read_text())["seed"] == 3
 
     output = tmp_path / "predicted.csv"
     argv = ["predict", "--checkpoint", str(out), "--input", str(data), "--output", str(output),
@@ -124,6 +125,16 @@ def test_train_an_ensemble_and_predict_with_its_folder(tmp_path, capsys):
     # of the 20 but at most a few; each of those is a training molecule: similarity 1
     assert (result["max_similarity_to_train"] == 1.0).sum() >= 16
     assert result["in_domain"].sum() >= 16
+
+    # a smaller ensemble written over it leaves no member of the larger one behind
+    (out / "model-2").mkdir()
+    (out / "model-2" / "best.ckpt").write_bytes(b"an earlier member")
+    argv = ["train", "--config", str(out / "config.yaml"), "--ensemble", "2", "--overwrite",
+            "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    assert sorted(p.name for p in out.glob("model-*")) == ["model-0", "model-1"]
+    again = pd.read_csv(out / "predictions.csv").sort_values("row")
+    np.testing.assert_allclose(again["logp_pred"], mean["logp_pred"], rtol=1e-5)
 
 
 def test_help_states_the_default_similarity_threshold(capsys):

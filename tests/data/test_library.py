@@ -306,6 +306,33 @@ def test_the_command_and_its_workers_import_neither_dgl_nor_pandas(smi, tmp_path
     assert result.stderr.strip() == "[]"
 
 
+def test_workers_do_not_import_a_chemgraph_folder_in_the_working_directory(smi, tmp_path):
+    """Run from a folder holding another chemgraph checkout, the forkserver (``python -c``,
+    current folder first on its path) preloaded that checkout's code into every worker."""
+    other = tmp_path / "other_checkout"
+    (other / "chemgraph" / "data").mkdir(parents=True)
+    (other / "chemgraph" / "__init__.py").write_text("")
+    (other / "chemgraph" / "data" / "__init__.py").write_text("")
+    marker = other / "imported"
+    (other / "chemgraph" / "data" / "library.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\n"
+    )
+    out = str(tmp_path / "out")
+    code = (
+        "import sys\n"
+        "sys.path.pop(0)  # this process imports the installed chemgraph\n"
+        "from chemgraph.cli import main\n"
+        f"sys.exit(main(['featurize', {str(smi)!r}, '--output', {out!r}, '--quiet']))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=other,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert not marker.exists()
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["status"] == "complete"
+
+
 @pytest.mark.slow
 def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path):
     import psutil
