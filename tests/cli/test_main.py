@@ -172,6 +172,21 @@ def test_parser_and_help_import_no_heavy_library():
     assert "--target-columns" in result.stdout and "{train,predict,featurize" in result.stdout
 
 
+def test_datasets_list_and_info_read_cards_without_heavy_libraries():
+    """Listing the cards imported torch, DGL and pandas through the loaders: 5 s for a table."""
+    code = (
+        "import sys\n"
+        "from chemgraph.cli import main\n"
+        "assert main(['datasets', 'list']) == 0\n"
+        "assert main(['datasets', 'info', 'esol']) == 0\n"
+        f"print([name for name in {HEAVY!r} if name in sys.modules], file=sys.stderr)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip() == "[]"
+    assert "qm9_gw" in result.stdout and "delaney-processed.csv" in result.stdout
+
+
 def test_train_model_choices_are_the_registered_models():
     from chemgraph.model_names import MODEL_DESCRIPTIONS
     from chemgraph.models import MODELS

@@ -14,21 +14,19 @@ Families: ``qm9`` (:mod:`.qm9`), ``qm9_gw`` (:mod:`.qm9_gw`), ``dockstring``
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from chemgraph.data.datasets.base import CardDataset, ParseResult
+from chemgraph._lazy import lazy_attributes
 from chemgraph.data.datasets.card import DatasetCard, SourceFile, card_names, read_card
-from chemgraph.data.datasets.dockstring import DockstringDataset
 from chemgraph.data.datasets.download import ChecksumError, chemgraph_home
-from chemgraph.data.datasets.moleculenet import MoleculeNetDataset
-from chemgraph.data.datasets.oc20 import OC20Dataset
-from chemgraph.data.datasets.qm9 import QM9Dataset
-from chemgraph.data.datasets.qm9_gw import QM9GWDataset
-from chemgraph.data.datasets.uspto import USPTODataset
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from chemgraph.data.datasets.base import CardDataset, ParseResult
 
 __all__ = [
     "FAMILIES",
@@ -45,18 +43,34 @@ __all__ = [
     "read_data",
 ]
 
-#: Loader class of each family named by the cards.
-FAMILIES: dict[str, type[CardDataset]] = {
-    cls.family: cls
-    for cls in (
-        QM9Dataset,
-        QM9GWDataset,
-        DockstringDataset,
-        MoleculeNetDataset,
-        USPTODataset,
+# The loaders import torch, DGL and pandas: imported on first use, so that reading cards
+# (``chemgraph datasets list`` and ``info``) stays light.
+_lazy_getattr = lazy_attributes(__name__, {"CardDataset": "base", "ParseResult": "base"})
+
+
+@functools.cache
+def _families() -> dict[str, type[CardDataset]]:
+    """Loader class of each family named by the cards (:data:`FAMILIES`)."""
+    from chemgraph.data.datasets.dockstring import DockstringDataset
+    from chemgraph.data.datasets.moleculenet import MoleculeNetDataset
+    from chemgraph.data.datasets.oc20 import OC20Dataset
+    from chemgraph.data.datasets.qm9 import QM9Dataset
+    from chemgraph.data.datasets.qm9_gw import QM9GWDataset
+    from chemgraph.data.datasets.uspto import USPTODataset
+
+    loaders = (
+        QM9Dataset, QM9GWDataset, DockstringDataset, MoleculeNetDataset, USPTODataset,
         OC20Dataset,
-    )
-}
+    )  # fmt: skip
+    return {cls.family: cls for cls in loaders}
+
+
+def __getattr__(name: str) -> Any:
+    """``FAMILIES`` (loader class of each family named by the cards), ``CardDataset`` and
+    ``ParseResult``, imported on first use."""
+    if name == "FAMILIES":
+        return _families()
+    return _lazy_getattr(name)
 
 
 def list_datasets() -> list[str]:
@@ -82,11 +96,12 @@ def get_dataset(
         FileNotFoundError: unknown dataset. ValueError: unknown family or option.
     """
     card = dataset_card(name)
-    if card.family not in FAMILIES:
+    families = _families()
+    if card.family not in families:
         raise ValueError(
-            f"card {name!r}: unknown family {card.family!r}; known: {sorted(FAMILIES)}"
+            f"card {name!r}: unknown family {card.family!r}; known: {sorted(families)}"
         )
-    return FAMILIES[card.family](card, root, download=download, **options)
+    return families[card.family](card, root, download=download, **options)
 
 
 def load_dataset(
