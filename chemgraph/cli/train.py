@@ -134,7 +134,7 @@ class TrainCommand(Command):
     def run(self, args: argparse.Namespace) -> int:
         from chemgraph._output import check_output_folder
         from chemgraph.train.config import TrainingConfig
-        from chemgraph.train.metrics import format_metrics
+        from chemgraph.train.metrics import format_ensemble_metrics, format_metrics
         from chemgraph.train.runner import ensemble_member, train, train_ensemble
         from chemgraph.train.trainer import quiet_third_party_warnings
 
@@ -165,11 +165,7 @@ class TrainCommand(Command):
             print(format_metrics(train(config)))
         else:
             ensemble = train_ensemble(config, args.ensemble)
-            for index, metrics in enumerate(ensemble["members"]):
-                member = ensemble_member(config, index)
-                print(f"model-{index} (seed {member.seed}):")
-                print(format_metrics(metrics))
-            print(f"ensemble (mean prediction of the {args.ensemble} models):")
-            print(format_metrics(ensemble))
+            seeds = [ensemble_member(config, index).seed for index in range(args.ensemble)]
+            print(format_ensemble_metrics(ensemble, seeds))
         print(f"outputs written to {Path(config.out).resolve()}")
         return 0

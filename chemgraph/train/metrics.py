@@ -24,6 +24,7 @@ __all__ = [
     "REGRESSION",
     "THRESHOLD",
     "classification_metrics",
+    "format_ensemble_metrics",
     "format_metrics",
     "mean_over_tasks",
     "per_task_metrics",
@@ -192,6 +193,28 @@ def classification_metrics(
 def _missing(value: float | None) -> bool:
     """NaN, or None (NaN as written to ``metrics.json``)."""
     return value is None or math.isnan(value)
+
+
+def format_ensemble_metrics(metrics: dict, seeds: list[int]) -> str:
+    """What ``chemgraph train --ensemble K`` prints: a table of the test metrics of each member
+    (``metrics["members"]``, with its weight seed from ``seeds``) and of the members' mean
+    prediction, then :func:`format_metrics` of the mean prediction.
+
+    Args:
+        metrics: the metrics of :func:`chemgraph.train.runner.train_ensemble`.
+        seeds: each member's weight seed, in member order.
+    """
+    names = [name for name in metrics["test"] if name in _SHOWN]
+    header = f"{'test split':<12}{'seed':>6}" + "".join(f"{_SHOWN[n]:>10}" for n in names)
+    lines = [header]
+    for index, (member, seed) in enumerate(zip(metrics["members"], seeds, strict=True)):
+        values = "".join(_number(member["test"][n], 10) for n in names)
+        lines.append(f"{f'model-{index}':<12}{seed:>6}{values}")
+    mean = "".join(_number(metrics["test"][n], 10) for n in names)
+    lines.append(f"{'ensemble':<12}{'-':>6}{mean}")
+    return "\n".join(
+        [*lines, "", f"ensemble (mean prediction of {len(seeds)} models):", format_metrics(metrics)]
+    )
 
 
 def _number(value: float | None, width: int, digits: int = 4) -> str:

@@ -77,7 +77,12 @@ def test_train_an_ensemble_and_predict_with_its_folder(tmp_path, capsys):
             "--quiet"]  # fmt: skip
     assert main(argv) == 0
     printed = capsys.readouterr().out
-    assert "model-0 (seed 3):" in printed and "model-1 (seed 4):" in printed
+    lines = printed.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("test split"))
+    assert lines[header].split() == ["test", "split", "seed", "RMSE", "MAE", "R2"]
+    assert [line.split()[:2] for line in lines[header + 1 : header + 4]] == [
+        ["model-0", "3"], ["model-1", "4"], ["ensemble", "-"],
+    ]  # fmt: skip
     for member, seed in ((0, 3), (1, 4)):
         assert yaml.safe_load((out / f"model-{member}" / "config.yaml").read_text())["seed"] == seed
         checkpoint = torch.load(out / f"model-{member}" / "best.ckpt", weights_only=True)
@@ -92,7 +97,7 @@ def test_train_an_ensemble_and_predict_with_its_folder(tmp_path, capsys):
     assert splits[0]["split"].tolist() == splits[1]["split"].tolist()
     assert (splits[0]["split"] == "test").sum() == 2
     # the ensemble's own results: the members' mean prediction, its spread, its metrics
-    assert "ensemble (mean prediction of the 2 models):" in printed
+    assert "ensemble (mean prediction of 2 models):" in printed
     mean = pd.read_csv(out / "predictions.csv").sort_values("row")
     members = np.stack([frame["logp_pred"].to_numpy() for frame in splits])
     np.testing.assert_allclose(mean["logp_pred"], members.mean(axis=0), rtol=1e-6)
@@ -107,6 +112,9 @@ def test_train_an_ensemble_and_predict_with_its_folder(tmp_path, capsys):
     for member, scores in enumerate(metrics["members"]):
         alone = json.loads((out / f"model-{member}" / "metrics.json").read_text())
         assert scores["test"] == alone["test"]
+        printed_rmse = float(lines[header + 1 + member].split()[2])
+        assert printed_rmse == pytest.approx(alone["test"]["rmse"], abs=5e-5)
+    assert float(lines[header + 3].split()[2]) == pytest.approx(metrics["test"]["rmse"], abs=5e-5)
     assert (out / "parity.png").is_file() and (out / "residuals.png").is_file()
     assert yaml.safe_load((out / "config.yaml").read_text())["seed"] == 3
 
