@@ -1,5 +1,6 @@
 """The `chemgraph` command as a whole: version, shared options, help, errors, logging, start-up."""
 
+import ast
 import logging
 import subprocess
 import sys
@@ -154,37 +155,40 @@ def test_log_messages_follow_the_verbosity(run_does, capsys, flags, shown, hidde
     assert logging.getLogger("chemgraph").handlers == []  # nothing left behind
 
 
-def test_parser_and_help_import_no_heavy_library():
+def _stdout_and_heavy_modules(body: str) -> tuple[str, list[str]]:
+    """Run ``body`` (after ``import sys`` and ``from chemgraph.cli import build_parser, main``)
+    in a fresh interpreter: its standard output and the :data:`HEAVY` modules it imported."""
     code = (
         "import sys\n"
         "from chemgraph.cli import build_parser, main\n"
+        f"{body}"
+        f"print([name for name in {HEAVY!r} if name in sys.modules], file=sys.stderr)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return result.stdout, ast.literal_eval(result.stderr.strip())
+
+
+def test_parser_and_help_import_no_heavy_library():
+    stdout, heavy = _stdout_and_heavy_modules(
         "build_parser()\n"
         "for argv in (['--help'], ['train', '--help']):\n"
         "    try:\n"
         "        main(argv)\n"
         "    except SystemExit:\n"
         "        pass\n"
-        f"print([name for name in {HEAVY!r} if name in sys.modules], file=sys.stderr)\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    assert result.stderr.strip() == "[]"
-    assert "--target-columns" in result.stdout and "{train,predict,featurize" in result.stdout
+    assert heavy == []
+    assert "--target-columns" in stdout and "{train,predict,featurize" in stdout
 
 
 def test_datasets_list_and_info_read_cards_without_heavy_libraries():
     """Listing the cards imported torch, DGL and pandas through the loaders: 5 s for a table."""
-    code = (
-        "import sys\n"
-        "from chemgraph.cli import main\n"
-        "assert main(['datasets', 'list']) == 0\n"
-        "assert main(['datasets', 'info', 'esol']) == 0\n"
-        f"print([name for name in {HEAVY!r} if name in sys.modules], file=sys.stderr)\n"
+    stdout, heavy = _stdout_and_heavy_modules(
+        "assert main(['datasets', 'list']) == 0\nassert main(['datasets', 'info', 'esol']) == 0\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    assert result.stderr.strip() == "[]"
-    assert "qm9_gw" in result.stdout and "delaney-processed.csv" in result.stdout
+    assert heavy == []
+    assert "qm9_gw" in stdout and "delaney-processed.csv" in stdout
 
 
 def test_train_model_choices_are_the_registered_models():
