@@ -28,6 +28,7 @@ demo-gap: install
 lint: install
 	$(VENV)/bin/ruff check chemgraph tests benchmarks
 	$(VENV)/bin/ruff format --check chemgraph tests benchmarks
+	$(VENV)/bin/lint-imports  # the layer rule (pyproject.toml [tool.importlinter])
 
 benchmark: install
 	$(PY) benchmarks/moleculenet_esa.py

@@ -29,9 +29,9 @@ from chemgraph.data import featurize_table
 from chemgraph.data.datamodule import SizeBucketBatchSampler
 from chemgraph.featurize import get_preset
 from chemgraph.models import get_model_spec
+from chemgraph.units import HARTREE_TO_EV
 
 QM9 = Path(__file__).resolve().parents[2] / "shared" / "data" / "qm9" / "qm9pack_subset10k.csv.gz"
-HARTREE_TO_EV = 27.211386245988
 
 
 def main(argv: list[str] | None = None) -> int:

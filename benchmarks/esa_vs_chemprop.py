@@ -88,9 +88,10 @@ from pathlib import Path
 import numpy as np
 from sklearn import metrics as skm
 
+from chemgraph.units import HARTREE_TO_EV
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
-HARTREE_TO_EV = 27.211386245988
 CHEMPROP_EPOCHS = 50  # chemprop train's default --epochs
 SMOKE_ROWS = 300  # --smoke: ESOL and BBBP rows read
 SMOKE_EPOCHS = {"chemgraph": 2, "chemprop": 3}  # --smoke caps (Chemprop's warm-up needs > 2)

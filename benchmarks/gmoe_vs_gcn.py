@@ -20,7 +20,7 @@ Benchmark (not a test) for Wang et al. 2023 ("Graph Mixture of Experts", NeurIPS
    messages; random gates (the table gives their largest expert share). The paper measured
    30.2 ms (GMoE-GCN) vs 36.3 ms (GCN) on an A6000. Target here: ratio <= 1.1.
 
-Every accuracy run is one :func:`chemgraph.train.runner.train` call (``chemgraph train``); its
+Every accuracy run is one :func:`chemgraph.jobs.train.train` call (``chemgraph train``); its
 log, with the per-epoch routing tables (expert shares, CV² of importance and load per layer),
 goes to ``<out>/<model>/<dataset>/seed<k>/log.txt``.
 
@@ -140,8 +140,8 @@ def deviations(args: argparse.Namespace) -> list[str]:
 
 
 def run_one(args: argparse.Namespace, model: str, key: str, seed: int) -> dict:
+    from chemgraph.jobs.train import train
     from chemgraph.train.config import TrainingConfig
-    from chemgraph.train.runner import train
 
     ds = DATASETS[key]
     options = {

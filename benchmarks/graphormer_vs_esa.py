@@ -77,8 +77,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def run_graphormer(args: argparse.Namespace, key: str, seed: int) -> dict:
+    from chemgraph.jobs.train import train
     from chemgraph.train.config import TrainingConfig
-    from chemgraph.train.runner import train
 
     ds = DATASETS[key]
     config = TrainingConfig(

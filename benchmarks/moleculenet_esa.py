@@ -11,7 +11,7 @@ on graphs"; Tables 1 and 3, SI 7):
 - datasets and metrics (SI 7.2): FreeSolv and ESOL (regression, R², RMSE as secondary),
   BBBP and BACE (binary classification, MCC, ROC-AUC as secondary).
 
-Each (dataset, seed) is one call of :func:`chemgraph.train.runner.train`; the seed sets the
+Each (dataset, seed) is one call of :func:`chemgraph.jobs.train.train`; the seed sets the
 split, the initialisation and the shuffling. Nothing here looks at the test split to choose
 settings: the defaults below were fixed beforehand from the paper and the CPU budget, and the
 validation metric is reported beside the test metric.
@@ -190,8 +190,8 @@ def fmt(values: list[float], digits: int = 3) -> str:
 
 
 def run_one(args: argparse.Namespace, key: str, seed: int) -> dict:
+    from chemgraph.jobs.train import train
     from chemgraph.train.config import TrainingConfig
-    from chemgraph.train.runner import train
 
     ds = DATASETS[key]
     config = TrainingConfig(

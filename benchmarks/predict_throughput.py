@@ -9,12 +9,12 @@ the library file is written to a temporary folder):
 2. ``chemgraph featurize`` writes the library's graph shards (``--workers``);
 3. each checkpoint (that ESA, and the 2-target fixture ESA of ``tests/fixtures/checkpoints``,
    hidden 8, no fingerprints) predicts the library end to end through
-   :func:`chemgraph.train.predict.predict_table`: from the featurize folder (graph shards used
+   :func:`chemgraph.jobs.predict.predict_table`: from the featurize folder (graph shards used
    as they are) in one process and in ``--workers`` scoring processes, and from the ``.smi``
    file (featurized first, then scored, ``--workers`` processes each); the script checks that
    all give the same predictions and similarities to the training set;
 4. the parts of a prediction alone, on the same molecules, in this process: the model's
-   forward passes (:func:`chemgraph.train.predict.predict_graphs` on each shard's batched
+   forward passes (:func:`chemgraph.jobs.predict.predict_graphs` on each shard's batched
    graph, batches of 256 sorted by size) and the applicability domain (maximum Tanimoto
    similarity to the ESOL training molecules);
 5. the Tanimoto similarity of random pairs of library molecules (all pairs of the first 2,000),
@@ -40,13 +40,14 @@ import torch  # noqa: E402
 import chemgraph  # noqa: E402, F401  (before torch use: OpenMP settings, DGL shim)
 from chemgraph.chem import mols_from_smiles  # noqa: E402
 from chemgraph.data.applicability import FINGERPRINT, TrainingFingerprints  # noqa: E402
-from chemgraph.data.library import FeaturizeOptions, featurize_library  # noqa: E402
 from chemgraph.graphs import load_shard_batch  # noqa: E402
+from chemgraph.jobs.featurize import FeaturizeOptions, featurize_library  # noqa: E402
+from chemgraph.jobs.predict import predict_table  # noqa: E402
+from chemgraph.jobs.train import train  # noqa: E402
 from chemgraph.models import get_model_spec  # noqa: E402
 from chemgraph.train.checkpoint import load_checkpoint  # noqa: E402
 from chemgraph.train.config import TrainingConfig  # noqa: E402
-from chemgraph.train.predict import predict_graphs, predict_table  # noqa: E402
-from chemgraph.train.runner import train  # noqa: E402
+from chemgraph.train.inference import predict_graphs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "checkpoints" / "esa.ckpt"

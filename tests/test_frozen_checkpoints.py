@@ -18,10 +18,10 @@ import pytest
 from rdkit import Chem
 
 from chemgraph.data.reactions import encode_reactions, parse_input_reaction
+from chemgraph.jobs.predict import predict_table
+from chemgraph.jobs.react import predict_reactions
 from chemgraph.models import MODELS
 from chemgraph.train.checkpoint import load_checkpoint
-from chemgraph.train.predict import predict_table
-from chemgraph.train.reaction import predict_reactions
 
 FOLDER = Path(__file__).resolve().parent / "fixtures" / "checkpoints"
 EXPECTED = json.loads((FOLDER / "expected.json").read_text())

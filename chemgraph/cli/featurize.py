@@ -12,7 +12,7 @@ __all__ = ["FeaturizeCommand"]
 
 
 class FeaturizeCommand(Command):
-    """Featurize a library in shards (:mod:`chemgraph.data.library`)."""
+    """Featurize a library in shards (:mod:`chemgraph.jobs.featurize`)."""
 
     name = "featurize"
     help = "featurize a compound library into graph shards, fingerprints and descriptors"
@@ -94,7 +94,7 @@ class FeaturizeCommand(Command):
     def run(self, args: argparse.Namespace) -> int:
         """Featurize; SIGINT/SIGTERM print one line saying how to resume and return 128 + the
         signal number."""
-        from chemgraph.data.library import (
+        from chemgraph.jobs.featurize import (
             FeaturizeInterrupted,
             FeaturizeOptions,
             featurize_library,

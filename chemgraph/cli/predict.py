@@ -26,7 +26,7 @@ run keeps its state in OUTPUT.partial/ (--resume continues it).
 
 
 class PredictCommand(Command):
-    """Predictions for every record of a library (:func:`chemgraph.train.predict.predict_table`)."""
+    """Predictions for every record of a library (:func:`chemgraph.jobs.predict.predict_table`)."""
 
     name = "predict"
     help = "predict properties of the molecules of a library with trained checkpoints"
@@ -111,7 +111,7 @@ class PredictCommand(Command):
         """Predict; an interrupt (Ctrl-C or SIGTERM) prints how to resume and returns 128 +
         the signal number."""
         from chemgraph.errors import ConfigError
-        from chemgraph.train.predict import predict_table
+        from chemgraph.jobs.predict import predict_table
 
         # checked here too: the library names its arguments, the user typed the options
         for option in ("top", "batch_size", "workers", "shard_size"):

@@ -12,7 +12,7 @@ __all__ = ["INPUT_FORMAT", "ReactCommand", "reaction_lines"]
 
 
 class ReactCommand(Command):
-    """Beam-search product prediction (:mod:`chemgraph.train.reaction`)."""
+    """Beam-search product prediction (:mod:`chemgraph.jobs.react`)."""
 
     name = "react"
     help = "predict reaction products with a trained GRAT checkpoint (beam search)"
@@ -76,13 +76,13 @@ class ReactCommand(Command):
             reaction_records,
         )
         from chemgraph.errors import ConfigError
-        from chemgraph.train.checkpoint import load_checkpoint
-        from chemgraph.train.reaction import (
+        from chemgraph.jobs.react import (
             NO_PRODUCT,
             format_top_k_metrics,
             predict_file,
             predict_reactions,
         )
+        from chemgraph.train.checkpoint import load_checkpoint
 
         if (args.reaction is None) == (args.input is None):
             raise ConfigError("give either one reaction SMILES or --input FILE (with --output)")
@@ -162,13 +162,13 @@ INPUT_FORMAT = (
 
 
 def reaction_lines(table: Any, top_k: int) -> list[str]:
-    """The printed predictions of the rows of a :func:`chemgraph.train.reaction.predict_file`
+    """The printed predictions of the rows of a :func:`chemgraph.jobs.react.predict_file`
     table: per reaction a line ``row N: <reaction>``, then one line ``  rank<TAB>SMILES<TAB>
     score`` per valid prediction (``<TAB>= target`` ending the one that matches the products
     given), or ``  no valid product graph was decoded``, or ``  not predicted: <error>``."""
     import pandas as pd
 
-    from chemgraph.train.reaction import NO_PRODUCT
+    from chemgraph.jobs.react import NO_PRODUCT
 
     lines = []
     for record in table.to_dict("records"):

@@ -31,7 +31,7 @@ test-split plots and config.yaml (--config OUT/config.yaml --ensemble K repeats 
 
 
 class TrainCommand(Command):
-    """Featurize, split, train and evaluate (:func:`chemgraph.train.runner.train`)."""
+    """Featurize, split, train and evaluate (:func:`chemgraph.jobs.train.train`)."""
 
     name = "train"
     help = (
@@ -133,9 +133,9 @@ class TrainCommand(Command):
 
     def run(self, args: argparse.Namespace) -> int:
         from chemgraph._output import check_output_folder
+        from chemgraph.jobs.train import ensemble_member, train, train_ensemble
         from chemgraph.train.config import TrainingConfig
         from chemgraph.train.metrics import format_ensemble_metrics, format_metrics
-        from chemgraph.train.runner import ensemble_member, train, train_ensemble
         from chemgraph.train.trainer import quiet_third_party_warnings
 
         quiet_third_party_warnings()

@@ -9,16 +9,15 @@ and from :mod:`chemgraph.errors`; never from :mod:`chemgraph.train`, :mod:`chemg
 - :func:`random_split`, :func:`scaffold_split`, :func:`murcko_scaffold`,
   :func:`warn_single_class` (:mod:`chemgraph.data.splits`)
 - :class:`MoleculeDataModule`, :func:`collate_graphs` (:mod:`chemgraph.data.datamodule`)
-- :mod:`chemgraph.data.readers` (streaming SMILES/SDF/table records) and
-  :mod:`chemgraph.data.library` (``chemgraph featurize``: a library into graph shards and
-  feature tables, in worker processes, resumable)
+- :mod:`chemgraph.data.readers` (streaming SMILES/SDF/table records; ``chemgraph featurize``
+  itself is :mod:`chemgraph.jobs.featurize`)
 - :mod:`chemgraph.data.reactions` (reaction files -> reaction graphs, size-bucketed loaders)
 - :mod:`chemgraph.data.datasets` (registered benchmark datasets, their cards and downloads),
   :mod:`chemgraph.data.qm9pack` (the offline QM9 package)
 
 Every module is imported on first use of one of its names (``from chemgraph.data import
-read_table`` imports :mod:`chemgraph.data.table`), and the library, reaction and dataset modules
-by their own names (``from chemgraph.data.library import ...``): ``chemgraph featurize`` and its
+read_table`` imports :mod:`chemgraph.data.table`), and the readers, reaction and dataset modules
+by their own names (``from chemgraph.data.readers import ...``): ``chemgraph featurize`` and its
 workers import neither pandas nor DGL, and the command-line parser stays light.
 """
 

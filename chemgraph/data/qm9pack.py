@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 
 from chemgraph.errors import MissingDependencyError
+from chemgraph.units import HARTREE_TO_EV
 
 __all__ = [
-    "HARTREE_TO_EV",
     "QM9PACK_MOLECULES",
     "load_qm9pack",
     "load_qm9pack_geometries",
@@ -25,7 +25,6 @@ __all__ = [
     "qm9pack_data_folder",
 ]
 
-HARTREE_TO_EV = 27.211386245988  # CODATA 2018
 QM9PACK_MOLECULES = 130_831
 
 

@@ -21,9 +21,9 @@ import time
 
 import numpy as np
 
-from chemgraph.data.qm9pack import HARTREE_TO_EV
 from chemgraph.qc.molecule import QCMolecule
 from chemgraph.qc.result import FrontierOrbitals
+from chemgraph.units import HARTREE_TO_EV
 
 __all__ = [
     "QP_RESIDUAL_TOLERANCE",

@@ -14,10 +14,10 @@ import time
 import numpy as np
 from ase.units import Bohr
 
-from chemgraph.data.qm9pack import HARTREE_TO_EV
 from chemgraph.qc.molecule import QCMolecule
 from chemgraph.qc.pyscf_gw import SCFNotConvergedError
 from chemgraph.qc.result import FrontierOrbitals
+from chemgraph.units import HARTREE_TO_EV
 
 __all__ = ["xtb_frontier_orbitals"]
 

@@ -3,7 +3,7 @@
 Buterez et al. 2024, "An end-to-end attention-based approach for learning on graphs"
 (arXiv:2402.10793), section 4.1, SI 4 and Table 5: 3D ESA (radius-graph edges, atom types and
 Gaussian distance features only) pretrained on DFT HOMO/LUMO, fine-tuned on GW HOMO/LUMO, in
-three strategies (GW only, inductive, transductive; :mod:`chemgraph.train.transfer`); test RMSE
+three strategies (GW only, inductive, transductive; :mod:`chemgraph.jobs.transfer`); test RMSE
 in eV, mean ± std over seeds.
 
 Two data sources, one command (``chemgraph recipe run dft_to_gw``):
@@ -38,10 +38,7 @@ from chemgraph._resources import cards_folder
 from chemgraph.errors import ConfigError
 from chemgraph.featurize import RadiusGraphFeaturizer
 from chemgraph.graphs import atoms_to_radius_graph
-from chemgraph.recipes.registry import RECIPE_DESCRIPTIONS, recipe_settings
-from chemgraph.train.config import merge_settings, read_settings
-from chemgraph.train.trainer import _precision
-from chemgraph.train.transfer import (
+from chemgraph.jobs.transfer import (
     STRATEGIES,
     MultiFidelityData,
     TransferConfig,
@@ -52,6 +49,9 @@ from chemgraph.train.transfer import (
     run_transfer,
     transfer_claim,
 )
+from chemgraph.recipes.registry import RECIPE_DESCRIPTIONS, recipe_settings
+from chemgraph.train.config import merge_settings, read_settings
+from chemgraph.train.trainer import resolve_precision
 
 __all__ = [
     "DESCRIPTION",
@@ -73,7 +73,7 @@ TARGETS = ["homo", "lumo"]
 PAPER_POOL = 133_885  # SI 4: "from the total 133,885"; the transductive DFT pool
 
 #: The Table 5 protocol, ``(block, setting) -> (value, source)``: ``block`` is ``""`` for a
-#: :class:`~chemgraph.train.transfer.TransferConfig` field, else ``featurizer`` or
+#: :class:`~chemgraph.jobs.transfer.TransferConfig` field, else ``featurizer`` or
 #: ``model_options``. "paper" = Buterez et al. 2024; "authors' code" =
 #: github.com/davidbuterez/edge-set-attention (transfer_learning/esa_3d and the README's
 #: DFT -> GW commands). A value of None with a source = the paper gives none.
@@ -114,7 +114,7 @@ def default_config() -> dict[str, Any]:
 
 
 def _graphs(numbers: list, positions: list, featurizer: RadiusGraphFeaturizer) -> list:
-    # distance features are expanded per batch (chemgraph.train.transfer): K x less memory
+    # distance features are expanded per batch (chemgraph.jobs.transfer): K x less memory
     return [atoms_to_radius_graph(z, p, featurizer, False) for z, p in zip(numbers, positions)]
 
 
@@ -327,7 +327,7 @@ def paper_differences(
             f"weight_decay = {values['weight_decay']:g}; not given in the paper (the authors' "
             "command: 1e-10)"
         )
-    precision = _precision(config.accelerator, config.precision)
+    precision = resolve_precision(config.accelerator, config.precision)
     if precision != "bf16-mixed":
         lines.append(f"precision {precision}; paper SI 7: bf16 mixed precision")
     lines += [
@@ -373,11 +373,11 @@ def run(
             over that file (:func:`chemgraph.recipes.registry.recipe_settings`; its
             ``training`` keys also win over the data source's profile); None = that file.
         seeds: override the number of seeds.
-        out: output folder (see :func:`chemgraph.train.transfer.run_transfer`).
+        out: output folder (see :func:`chemgraph.jobs.transfer.run_transfer`).
         source: override ``data.source`` (``"auto"``, ``"embedded"``, ``"full"``).
 
     Returns:
-        The results table (:func:`chemgraph.train.transfer.results_table`).
+        The results table (:func:`chemgraph.jobs.transfer.results_table`).
 
     Raises:
         ValueError: unknown source or settings; FileNotFoundError: ``source="full"`` without

@@ -2,7 +2,7 @@
 molecules, offline.
 
 Draws ``molecules`` molecules (seed 0) from the ``qm9pack`` package, writes them as a CSV,
-trains with ``recipes/qm9_gap/config.yaml`` (:func:`chemgraph.train.runner.train`) and logs the
+trains with ``recipes/qm9_gap/config.yaml`` (:func:`chemgraph.jobs.train.train`) and logs the
 test metrics. Run it with ``chemgraph recipe run qm9_gap``, or ``python -m
 chemgraph.recipes.qm9_gap_demo``, which also takes ``--molecules`` and ``--max-epochs``.
 """
@@ -19,10 +19,10 @@ from typing import Any
 from chemgraph._output import check_output_folder
 from chemgraph.data.qm9pack import load_qm9pack
 from chemgraph.errors import ConfigError
+from chemgraph.jobs.train import train
 from chemgraph.recipes.registry import RECIPE_DESCRIPTIONS, recipe_settings
 from chemgraph.train.config import TrainingConfig
 from chemgraph.train.metrics import format_metrics
-from chemgraph.train.runner import train
 
 __all__ = ["DESCRIPTION", "NAME", "default_config", "run"]
 
@@ -60,7 +60,7 @@ def run(
         max_epochs: overrides the config's.
 
     Returns:
-        The metrics of :func:`chemgraph.train.runner.train` (gap RMSE/MAE in eV, R²).
+        The metrics of :func:`chemgraph.jobs.train.train` (gap RMSE/MAE in eV, R²).
 
     Raises:
         ImportError: ``qm9pack`` is not installed. ConfigError, ValueError: bad settings.

@@ -1,9 +1,9 @@
 """Recipe ``reaction_outcome``: GRAT reaction outcome prediction on USPTO-MIT.
 
 Yoo et al. 2020, "Graph-Aware Transformer: Is Attention All Graphs Need?" (arXiv:2006.05213),
-section 4.2: train a GRAT translator (:func:`chemgraph.train.reaction.train_reaction_model`),
+section 4.2: train a GRAT translator (:func:`chemgraph.jobs.react.train_reaction_model`),
 then predict the products of the test reactions by beam search and report top-1/2/3/5
-accuracy (:mod:`chemgraph.train.reaction`).
+accuracy (:mod:`chemgraph.jobs.react`).
 
     chemgraph recipe run reaction_outcome                      # full data, GPU (config.yaml)
     chemgraph recipe run reaction_outcome --config recipes/reaction_outcome/cpu.yaml
@@ -35,9 +35,7 @@ import yaml
 
 from chemgraph.data.reactions import load_reaction_graphs, reaction_records
 from chemgraph.errors import ConfigError
-from chemgraph.recipes.registry import RECIPE_DESCRIPTIONS, recipe_settings
-from chemgraph.train.checkpoint import load_checkpoint
-from chemgraph.train.reaction import (
+from chemgraph.jobs.react import (
     ReactionTrainingConfig,
     format_top_k_metrics,
     predict_reactions,
@@ -45,6 +43,8 @@ from chemgraph.train.reaction import (
     top_k_metrics,
     train_reaction_model,
 )
+from chemgraph.recipes.registry import RECIPE_DESCRIPTIONS, recipe_settings
+from chemgraph.train.checkpoint import load_checkpoint
 
 __all__ = [
     "DESCRIPTION",
@@ -66,7 +66,7 @@ DESCRIPTION = RECIPE_DESCRIPTIONS[NAME]
 @dataclass
 class ReactionOutcomeConfig(ReactionTrainingConfig):
     """Every setting of a reaction-outcome run: training (see
-    :class:`chemgraph.train.reaction.ReactionTrainingConfig`) and evaluation; round-trips
+    :class:`chemgraph.jobs.react.ReactionTrainingConfig`) and evaluation; round-trips
     through YAML.
 
     Attributes:
@@ -138,7 +138,7 @@ def run(
 
     Returns:
         The metrics written to ``metrics.json`` (empty, and no ``metrics.json``, when ``test``
-        is None): those of :func:`chemgraph.train.reaction.top_k_metrics`, ``test_rejected``,
+        is None): those of :func:`chemgraph.jobs.react.top_k_metrics`, ``test_rejected``,
         ``train_seconds`` and ``predict_seconds``.
 
     Raises:

@@ -69,7 +69,7 @@ RECIPE_DESCRIPTIONS: dict[str, str] = {
 #: reads the block there ("module:Class", imported on use), whose fields are its valid keys.
 SETTINGS_CLASSES: dict[str, dict[str, str]] = {
     "dft_to_gw": {
-        place: "chemgraph.train.transfer:TransferConfig"
+        place: "chemgraph.jobs.transfer:TransferConfig"
         for place in ("training", "profiles.full", "profiles.embedded")
     },
     "reaction_outcome": {"": "chemgraph.recipes.reaction_outcome:ReactionOutcomeConfig"},

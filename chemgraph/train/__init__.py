@@ -1,7 +1,7 @@
-"""Training layer: run configurations, the Trainer, Lightning modules, metrics, runs.
+"""Training toolkit: run configurations, the Trainer, Lightning modules, checkpoints, metrics.
 
 Layer rule: imports only from the layers below it (chem, featurize, graphs, batches, nn, models,
-data); never from :mod:`chemgraph.recipes` or :mod:`chemgraph.cli`.
+data); never from :mod:`chemgraph.jobs`, :mod:`chemgraph.recipes` or :mod:`chemgraph.cli`.
 
 * :mod:`chemgraph.train.config`: :class:`RunConfig` (the base of every YAML-backed run
   configuration), :class:`TrainingConfig` (``chemgraph train``), partial-configuration merging.
@@ -13,13 +13,12 @@ data); never from :mod:`chemgraph.recipes` or :mod:`chemgraph.cli`.
   modules), best weights of a fit.
 * :mod:`chemgraph.train.module`: :class:`PropertyPredictionModule`, :func:`masked_loss`;
   :mod:`chemgraph.train.reaction_module`: ``ReactionModule`` (GRAT translation).
+* :mod:`chemgraph.train.inference`: :func:`predict_graphs` (the one forward loop of trained
+  modules over a set of graphs).
 * :mod:`chemgraph.train.metrics`, :mod:`chemgraph.train.scaler`, :mod:`chemgraph.train.plots`.
-* :mod:`chemgraph.train.runner`: ``train`` (``chemgraph train``: featurize, split, fit,
-  evaluate, write); :mod:`chemgraph.train.predict`: ``predict_table`` (``chemgraph predict``).
-* :mod:`chemgraph.train.transfer`: multi-fidelity transfer learning (pretrain on low-fidelity
-  labels, fine-tune on high-fidelity ones).
-* :mod:`chemgraph.train.reaction`: reaction outcome training, beam-search prediction, top-k
-  metrics (``chemgraph react``).
+
+The commands that use this toolkit (train, predict, transfer, react) live one level up, in
+:mod:`chemgraph.jobs`.
 
 Progress and notes are logged (``logging``, INFO) under ``chemgraph.train.*``; nothing here
 prints but :class:`EpochProgress`'s bar (stderr, on a terminal).

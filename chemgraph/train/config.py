@@ -1,8 +1,8 @@
 """Run configurations: one base for every YAML-backed run, and ``chemgraph train``'s settings.
 
 :class:`RunConfig` is what :class:`TrainingConfig` (``chemgraph train``),
-:class:`chemgraph.train.transfer.TransferConfig`,
-:class:`chemgraph.train.reaction.ReactionTrainingConfig` and the recipes' configurations share:
+:class:`chemgraph.jobs.transfer.TransferConfig`,
+:class:`chemgraph.jobs.react.ReactionTrainingConfig` and the recipes' configurations share:
 reading a YAML mapping, refusing unknown keys (naming them and the valid ones), refusing missing
 required settings, coercing numbers (YAML reads ``1e-4`` as text) with one error text, and the
 plain-dict form written back as ``config.yaml``.
@@ -296,7 +296,7 @@ class TrainingConfig(RunConfig):
         smiles_column: column holding SMILES.
         task: ``"regression"`` (targets standardised, predictions in the targets' units),
             ``"classification"`` (binary labels 0/1 per target column), or None: decided by
-            :func:`chemgraph.train.runner.train` from the labels (classification when every
+            :func:`chemgraph.jobs.train.train` from the labels (classification when every
             target column holds only 0 and 1, regression otherwise; a note is logged whenever a
             column holds only 0 and 1), and the decided task is written to ``config.yaml``.
         model: a registered model family (:data:`chemgraph.models.MODELS`), e.g. ``"esa"``
@@ -306,7 +306,7 @@ class TrainingConfig(RunConfig):
         seed: seeds the split (unless ``split_seed`` is set), the weight initialisation and
             the shuffling.
         split_seed: seeds the random split instead of ``seed`` (None = ``seed``); the members
-            of an ensemble (:func:`chemgraph.train.runner.ensemble_member`) keep the first
+            of an ensemble (:func:`chemgraph.jobs.train.ensemble_member`) keep the first
             member's, so they share one split and their test metrics compare.
         protocol: ``"default"`` or ``"paper"``: where the optimisation settings left at None
             come from (:data:`PROTOCOLS`; under ``"default"``, a model family's

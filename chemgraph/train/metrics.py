@@ -201,7 +201,7 @@ def format_ensemble_metrics(metrics: dict, seeds: list[int]) -> str:
     prediction, then :func:`format_metrics` of the mean prediction.
 
     Args:
-        metrics: the metrics of :func:`chemgraph.train.runner.train_ensemble`.
+        metrics: the metrics of :func:`chemgraph.jobs.train.train_ensemble`.
         seeds: each member's weight seed, in member order.
     """
     names = [name for name in metrics["test"] if name in _SHOWN]
@@ -271,7 +271,7 @@ def _notes(split: str, per_task: dict[str, dict]) -> list[str]:
 
 def format_metrics(metrics: dict) -> str:
     """What ``chemgraph train`` prints: the metrics of
-    :func:`chemgraph.train.runner.train` (``{"val": {...}, "test": {...}}``, optionally
+    :func:`chemgraph.jobs.train.train` (``{"val": {...}, "test": {...}}``, optionally
     ``"per_task": {split: {target: {...}}}``) as plain text.
 
     For classification, a headline with the test ROC-AUC (and PR-AUC with its chance level when

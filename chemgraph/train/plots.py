@@ -83,7 +83,7 @@ def plot_learning_curve(
 
     Epochs are numbered from 1 on the x axis; the y axis is logarithmic when the losses span
     more than a factor of 10; a dotted line marks the epoch of lowest validation loss (the
-    checkpoint that :func:`chemgraph.train.runner.train` keeps).
+    checkpoint that :func:`chemgraph.jobs.train.train` keeps).
 
     Args:
         epochs: one dict per epoch with ``epoch`` (0-based), ``train_loss``, ``val_loss``.

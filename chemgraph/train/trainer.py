@@ -24,7 +24,7 @@ from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.strategies import DDPStrategy
 from lightning.pytorch.strategies.launchers.multiprocessing import _MultiProcessingLauncher
 
-__all__ = ["hide_lightning_info", "make_trainer", "quiet_third_party_warnings"]
+__all__ = ["hide_lightning_info", "make_trainer", "quiet_third_party_warnings", "resolve_precision"]
 
 _LIGHTNING_INFO = "lightning.pytorch.utilities.rank_zero"
 
@@ -78,7 +78,7 @@ def hide_lightning_info() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def _precision(accelerator: str, precision: str) -> str:
+def resolve_precision(accelerator: str, precision: str) -> str:
     """``precision`` unless ``"auto"``: then bf16-mixed when the run lands on CUDA, else
     32-true."""
     if precision != "auto":
@@ -220,7 +220,7 @@ def make_trainer(
             accelerator=accelerator,
             devices=devices,
             strategy=_ForkedDDP() if devices > 1 else "auto",
-            precision=_precision(accelerator, precision),
+            precision=resolve_precision(accelerator, precision),
             gradient_clip_val=gradient_clip,
             callbacks=every,
             logger=False,

@@ -14,7 +14,7 @@ import pytest
 
 from chemgraph.cli import main
 from chemgraph.cli.react import INPUT_FORMAT, reaction_lines
-from chemgraph.train.reaction import NO_PRODUCT, predict_file
+from chemgraph.jobs.react import NO_PRODUCT, predict_file
 
 FROZEN = str(
     Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints" / "reaction_grat.ckpt"

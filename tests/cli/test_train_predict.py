@@ -14,7 +14,7 @@ import yaml
 from rdkit import Chem
 
 from chemgraph.cli import main
-from chemgraph.train.runner import OUTPUT_FILES
+from chemgraph.jobs.train import OUTPUT_FILES
 
 VALID = [
     "CCO",

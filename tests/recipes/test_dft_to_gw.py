@@ -39,9 +39,9 @@ def test_registry_lists_the_recipe():
 
 
 def test_demo_profile_fixes_its_work_in_epochs():
+    from chemgraph.jobs.transfer import TransferConfig
     from chemgraph.recipes.dft_to_gw import default_config
     from chemgraph.train.config import merge_settings
-    from chemgraph.train.transfer import TransferConfig
 
     values = default_config()
     demo = TransferConfig.from_dict(
@@ -125,10 +125,10 @@ DEMO_MODEL = {"hidden_dim": 64, "num_heads": 4, "layer_pattern": "MSMPS", "num_s
 def test_demo_settings_are_unchanged():
     """`make demo` trains exactly what it trained before (one joint model), so it prints the
     same table: every setting, the radius graph and the resolved ESA are those of before."""
+    from chemgraph.jobs.transfer import TransferConfig
     from chemgraph.models import ESAConfig
     from chemgraph.recipes.dft_to_gw import default_config
     from chemgraph.train.config import merge_settings
-    from chemgraph.train.transfer import TransferConfig
 
     values = default_config()
     demo = TransferConfig.from_dict(

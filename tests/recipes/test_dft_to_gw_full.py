@@ -17,11 +17,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from chemgraph.data.qm9pack import HARTREE_TO_EV
+from chemgraph.jobs import transfer
 from chemgraph.recipes import dft_to_gw
 from chemgraph.recipes.registry import recipe_settings
-from chemgraph.train import transfer
 from chemgraph.train.config import merge_settings
+from chemgraph.units import HARTREE_TO_EV
 
 FIXTURE = Path(__file__).parent / "data" / "qm9_gw_full"
 TINY_MODEL = {"hidden_dim": 16, "num_heads": 2, "layer_pattern": "MSP", "num_seeds": 2}

@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from chemgraph.cli import main
+from chemgraph.jobs.react import NO_PRODUCT
 from chemgraph.recipes.reaction_outcome import ReactionOutcomeConfig, default_config, run
 from chemgraph.recipes.registry import get_recipe, recipe_profiles, recipe_settings
-from chemgraph.train.reaction import NO_PRODUCT
 
 LINES = (
     "[CH3:1][C:2](=[O:3])[Cl:4].[OH:5][CH2:6][CH3:7].c1ccncc1>>[CH3:1][C:2](=[O:3])[O:5][CH2:6]"

@@ -4,6 +4,8 @@ import torch
 
 from chemgraph.cli import main
 from chemgraph.errors import ConfigError
+from chemgraph.jobs.react import ReactionTrainingConfig
+from chemgraph.jobs.transfer import TransferConfig
 from chemgraph.models import ESAConfig
 from chemgraph.train.config import (
     TrainingConfig,
@@ -11,8 +13,6 @@ from chemgraph.train.config import (
     over_profile,
     read_settings,
 )
-from chemgraph.train.reaction import ReactionTrainingConfig
-from chemgraph.train.transfer import TransferConfig
 
 REQUIRED = {"data": "x.csv", "target_columns": "a, b", "out": "run"}
 

@@ -1,4 +1,4 @@
-"""chemgraph.train.reaction_module and chemgraph.train.reaction: translation loss; beam search
+"""chemgraph.train.reaction_module and chemgraph.jobs.react: translation loss; beam search
 on a tiny trained GRAT."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import torch
 
 from chemgraph.batches.reaction import TokenVocabulary, reaction_batch, reaction_graphs
 from chemgraph.chem import parse_reaction_smiles
-from chemgraph.train.reaction import predict_reactions, top_k_metrics
+from chemgraph.jobs.react import predict_reactions, top_k_metrics
 from chemgraph.train.reaction_module import ReactionModule, translation_loss
 
 REACTIONS = (

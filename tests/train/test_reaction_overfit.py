@@ -1,5 +1,5 @@
 """GRAT reaction outcome prediction learns: a small translator trained with
-:func:`chemgraph.train.reaction.train_reaction_model` memorises 20 reactions and beam search
+:func:`chemgraph.jobs.react.train_reaction_model` memorises 20 reactions and beam search
 gives every product back as a valid molecule.
 
 The 20 textbook reactions of ``fixtures/reactions/textbook_reactions.txt`` (esterification,
@@ -18,13 +18,13 @@ from pathlib import Path
 import torch
 
 from chemgraph.data.reactions import load_reaction_graphs
-from chemgraph.train.checkpoint import load_checkpoint
-from chemgraph.train.reaction import (
+from chemgraph.jobs.react import (
     ReactionTrainingConfig,
     predict_reactions,
     top_k_metrics,
     train_reaction_model,
 )
+from chemgraph.train.checkpoint import load_checkpoint
 
 REACTIONS = Path(__file__).parents[1] / "fixtures" / "reactions" / "textbook_reactions.txt"
 

@@ -15,6 +15,7 @@ from tqdm.auto import tqdm
 
 from chemgraph.batches.reaction import TokenVocabulary
 from chemgraph.featurize import RadiusGraphFeaturizer
+from chemgraph.jobs.transfer import TransferConfig, build_module
 from chemgraph.train.callbacks import EpochProgress, LossHistory, ValidationLog
 from chemgraph.train.checkpoint import (
     best_checkpoint_path,
@@ -25,7 +26,6 @@ from chemgraph.train.checkpoint import (
 from chemgraph.train.module import PropertyPredictionModule
 from chemgraph.train.reaction_module import ReactionModule
 from chemgraph.train.trainer import make_trainer, quiet_third_party_warnings
-from chemgraph.train.transfer import TransferConfig, build_module
 
 
 class _Linear(L.LightningModule):

@@ -18,7 +18,7 @@ Every format gives the same table: ``qm9_index`` (int, 1..133885), ``smiles``, a
 format has coordinates, ``atomic_numbers`` (``int64 [n]``) and ``positions`` (``float32 [n,
 3]``, Å, all atoms including hydrogens), plus the 19 targets of Buterez et al. 2024 Table 1 (PyTorch
 Geometric's QM9 targets and units) in :data:`TARGETS`. Energies are converted from Hartree to
-eV with :data:`chemgraph.data.qm9pack.HARTREE_TO_EV` (CODATA 2018); atomization energies are
+eV with :data:`chemgraph.units.HARTREE_TO_EV` (CODATA 2018); atomization energies are
 the energy minus the isolated-atom references of :data:`ATOM_REFERENCES` (QM9's
 ``atomref.txt``, https://ndownloader.figshare.com/files/3195395).
 """
@@ -37,15 +37,15 @@ import torch
 from chemgraph.chem import iter_sdf
 from chemgraph.data.datasets.base import CardDataset, rejected_frame
 from chemgraph.data.datasets.download import fetch, open_binary, open_text
-from chemgraph.data.qm9pack import HARTREE_TO_EV, parse_qm9pack_geometry
+from chemgraph.data.qm9pack import parse_qm9pack_geometry
 from chemgraph.data.table import MoleculeDataset, featurize_table
 from chemgraph.featurize import FeaturizerPreset, GaussianBasis
 from chemgraph.graph_keys import ATOMIC_NUMBERS, DISTANCE, EDGE_FEATURES
 from chemgraph.graphs import radius_graph
+from chemgraph.units import HARTREE_PER_KCAL_MOL, HARTREE_TO_EV
 
 __all__ = [
     "ATOM_REFERENCES",
-    "HARTREE_PER_KCAL_MOL",
     "QM9Dataset",
     "TARGETS",
     "build_qm9_graphs",
@@ -55,9 +55,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-HARTREE_PER_KCAL_MOL = 1.0 / 627.5094740631
-"""1 kcal/mol in Hartree (CODATA 2018: 1 Eh = 627.5094740631 kcal/mol)."""
 
 #: The 19 targets: name -> (unit, description). Order = PyTorch Geometric's QM9 target order
 #: with the rotational constants last, as in Buterez et al. 2024 Table 1.

@@ -31,10 +31,10 @@ import yaml
 from chemgraph.data.datasets.base import CardDataset, rejected_frame
 from chemgraph.data.datasets.download import open_text
 from chemgraph.data.datasets.qm9 import QM9Dataset, build_qm9_graphs
-from chemgraph.data.qm9pack import HARTREE_TO_EV
 from chemgraph.data.table import MoleculeDataset
 from chemgraph.errors import DatasetError
 from chemgraph.featurize import FeaturizerPreset
+from chemgraph.units import HARTREE_TO_EV
 
 __all__ = ["UNITS", "QM9GWDataset", "QM9GWLayoutError", "count_split", "read_qm9_gw"]
 

@@ -9,14 +9,13 @@ import torch
 from chemgraph.data.datasets import get_dataset, load_dataset
 from chemgraph.data.datasets.qm9 import (
     ATOM_REFERENCES,
-    HARTREE_PER_KCAL_MOL,
     TARGETS,
     parse_qm9_xyz,
     read_qm9_file,
 )
-from chemgraph.data.qm9pack import HARTREE_TO_EV
 from chemgraph.featurize import GaussianBasis
 from chemgraph.graph_keys import ATOMIC_NUMBERS, DISTANCE, EDGE_FEATURES
+from chemgraph.units import HARTREE_PER_KCAL_MOL, HARTREE_TO_EV
 
 from .conftest import FIXTURES
 

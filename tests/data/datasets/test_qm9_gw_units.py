@@ -6,7 +6,7 @@ import pytest
 
 from chemgraph.data.datasets import dataset_card
 from chemgraph.data.datasets.qm9_gw import QM9GWLayoutError, read_qm9_gw
-from chemgraph.data.qm9pack import HARTREE_TO_EV
+from chemgraph.units import HARTREE_TO_EV
 
 from .conftest import FIXTURES
 

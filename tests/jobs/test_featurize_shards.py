@@ -9,10 +9,10 @@ from tqdm.auto import tqdm
 
 from chemgraph._dgl import dgl
 from chemgraph.chem import mols_from_smiles
-from chemgraph.data import library
-from chemgraph.data.library import FeaturizeOptions, featurize_library
 from chemgraph.featurize import get_preset
 from chemgraph.graphs import load_shard, mols_to_graphs
+from chemgraph.jobs import featurize as library
+from chemgraph.jobs.featurize import FeaturizeOptions, featurize_library
 
 SMILES = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "C[C@H](N)C(=O)O", "C/C=C/Cl", "OCC(=O)O"]
 
@@ -46,7 +46,7 @@ def test_two_identical_runs_write_identical_bytes(smi, tmp_path, options):
     assert rows.tolist() == [r for r in range(60) if r not in (10, 20, 30)]
     if options.conformers:
         assert [g.num_nodes() for g in graphs[:2]] == [9, 13]  # explicit hydrogens
-        return  # the positions are checked in tests/data/test_library.py
+        return  # the positions are checked in tests/jobs/test_featurize.py
     mols = mols_from_smiles([SMILES[r % len(SMILES)] for r in rows.tolist()])
     for loaded, expected in zip(graphs, dgl.unbatch(mols_to_graphs(mols, get_preset("ogb")))):
         assert all(torch.equal(x, y) for x, y in zip(loaded.edges(), expected.edges()))

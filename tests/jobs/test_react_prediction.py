@@ -1,4 +1,4 @@
-"""chemgraph.train.reaction: top-k metrics, decoding beams, predicting a file of reactions
+"""chemgraph.jobs.react: top-k metrics, decoding beams, predicting a file of reactions
 (also through ``chemgraph react``)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from chemgraph.cli import main
-from chemgraph.train import reaction
-from chemgraph.train.reaction import (
+from chemgraph.jobs import react as reaction
+from chemgraph.jobs.react import (
     NO_PRODUCT,
     ReactionPrediction,
     decode_hypotheses,

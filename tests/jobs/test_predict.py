@@ -18,9 +18,9 @@ from rdkit import Chem
 
 from chemgraph._interrupts import Interrupted
 from chemgraph.data.applicability import TrainingFingerprints
-from chemgraph.data.library import FeaturizeOptions, featurize_library
-from chemgraph.train import predict
-from chemgraph.train.predict import checkpoint_files, predict_table, top_path
+from chemgraph.jobs import predict
+from chemgraph.jobs.featurize import FeaturizeOptions, featurize_library
+from chemgraph.jobs.predict import checkpoint_files, predict_table, top_path
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
 ESA, NSA = FIXTURES / "esa.ckpt", FIXTURES / "nsa.ckpt"

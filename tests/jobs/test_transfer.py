@@ -9,7 +9,7 @@ import torch
 
 from chemgraph.featurize import RadiusGraphFeaturizer
 from chemgraph.graphs import atoms_to_radius_graph
-from chemgraph.train.transfer import (
+from chemgraph.jobs.transfer import (
     MultiFidelityData,
     TransferConfig,
     build_module,

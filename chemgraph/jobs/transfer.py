@@ -55,10 +55,10 @@ from chemgraph.models import ESAConfig
 from chemgraph.train.callbacks import EpochProgress, LossHistory
 from chemgraph.train.checkpoint import best_checkpoint_path, load_weights
 from chemgraph.train.config import RunConfig
+from chemgraph.train.inference import predict_graphs
 from chemgraph.train.metrics import regression_metrics
 from chemgraph.train.module import LR_SCHEDULES, PropertyPredictionModule
 from chemgraph.train.plots import plot_learning_curve
-from chemgraph.train.predict import predict_graphs
 from chemgraph.train.scaler import TargetScaler
 from chemgraph.train.trainer import hide_lightning_info, make_trainer
 

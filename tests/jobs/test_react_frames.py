@@ -1,4 +1,4 @@
-"""chemgraph.train.reaction.prediction_frame (the recipe's predictions.csv) and predict_file
+"""chemgraph.jobs.react.prediction_frame (the recipe's predictions.csv) and predict_file
 (``chemgraph react --input``) on files of every accepted format: integer rows in input order,
 fixed columns and dtypes, the error column."""
 
@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from chemgraph.data.reactions import encode_reactions, parse_input_reaction
-from chemgraph.train import reaction
-from chemgraph.train.reaction import (
+from chemgraph.jobs import react as reaction
+from chemgraph.jobs.react import (
     NO_PRODUCT,
     ReactionPrediction,
     predict_file,

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from chemgraph.jobs.train import _json_safe, _target_units, train
 from chemgraph.train.config import TrainingConfig
 from chemgraph.train.metrics import (
     classification_metrics,
@@ -22,7 +23,6 @@ from chemgraph.train.plots import (
     plot_residuals,
     plot_roc,
 )
-from chemgraph.train.runner import _json_safe, _target_units, train
 
 # Two actives among six molecules. At threshold 0.5 the predictions are [1, 0, 1, 0, 0, 0]:
 # TP 1 (0.9), FN 1 (0.45), FP 1 (0.6), TN 3.

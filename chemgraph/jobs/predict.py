@@ -2,8 +2,8 @@
 
 The input is a library file in any format ``chemgraph featurize`` reads (``.smi``, ``.sdf``,
 ``.csv``, ``.tsv``, ``.parquet``, each optionally gzipped; :mod:`chemgraph.data.readers`) or the
-output folder of ``chemgraph featurize`` (:mod:`chemgraph.data.library`). A file is first
-featurized by :func:`chemgraph.data.library.featurize_library` itself, with the checkpoint's
+output folder of ``chemgraph featurize`` (:mod:`chemgraph.jobs.featurize`). A file is first
+featurized by :func:`chemgraph.jobs.featurize.featurize_library` itself, with the checkpoint's
 graph preset, into a folder of the run's work folder: its worker processes (``workers``), its
 per-record time limit and crash isolation, its reasons for rejected records. Either way the
 graph shards are then scored one shard at a time (on the CPU, in ``workers`` processes of one
@@ -37,14 +37,13 @@ temporary name and renamed, then the work folder is removed.
 from __future__ import annotations
 
 import csv
-import functools
 import gzip
 import json
 import logging
 import os
 import shutil
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,24 +65,23 @@ from chemgraph.data.applicability import (
     TrainingFingerprints,
     canonical_smiles_fingerprints,
 )
-from chemgraph.data.library import (
+from chemgraph.data.readers import iter_record_chunks
+from chemgraph.featurize import FeaturizerPreset
+from chemgraph.graphs.shards import atomic_path, load_shard_batch
+from chemgraph.jobs.featurize import (
     BLANK_RECORD,
     FeaturizeOptions,
     featurize_library,
     file_sha256,
 )
-from chemgraph.data.readers import iter_record_chunks
-from chemgraph.featurize import FeaturizerPreset
-from chemgraph.graphs.shards import atomic_path, load_shard_batch, select_graphs
 from chemgraph.models import get_model_spec
 from chemgraph.train.checkpoint import load_checkpoint
-from chemgraph.train.module import PropertyPredictionModule
+from chemgraph.train.inference import predict_graphs
 
 __all__ = [
     "OUTPUT_SUFFIXES",
     "PredictionSummary",
     "checkpoint_files",
-    "predict_graphs",
     "predict_table",
     "top_path",
 ]
@@ -92,53 +90,6 @@ log = logging.getLogger(__name__)
 
 OUTPUT_SUFFIXES = (".csv", ".csv.gz", ".parquet")
 """File names the output may end with (case-insensitive); the suffix sets the format."""
-
-
-def predict_graphs(
-    module: PropertyPredictionModule,
-    graphs: dgl.DGLGraph | Sequence[dgl.DGLGraph],
-    batch_builder: Callable[[dgl.DGLGraph], Any],
-    batch_size: int,
-) -> np.ndarray:
-    """Predictions of ``module`` for every molecule of ``graphs``, in order, on the module's
-    device.
-
-    Molecules are batched in order of size (atoms + bonds), so that a padded batch holds little
-    padding (1.5 times the molecules per second of an ESA on HIV molecules); the predictions
-    come back in input order.
-
-    Args:
-        module: a trained module (put in eval mode here).
-        graphs: the molecules as one batched homogeneous DGLGraph (a graph shard's,
-            :func:`chemgraph.graphs.load_shard_batch`; batches are cut from it with
-            :func:`chemgraph.graphs.select_graphs`), or one graph per molecule (after the
-            model's graph transform, :meth:`chemgraph.models.ModelSpec.transform_graphs`).
-        batch_builder: the model's collate (:meth:`chemgraph.models.ModelSpec.batch_builder`).
-        batch_size: molecules per forward pass (at least 1).
-
-    Returns:
-        ``float32 [N, T]``: target units for regression, probability of class 1 for
-        classification.
-    """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    if isinstance(graphs, dgl.DGLGraph):
-        sizes = (graphs.batch_num_nodes() + graphs.batch_num_edges()).numpy()
-        take = functools.partial(select_graphs, graphs)
-    else:
-        sizes = np.array([g.num_nodes() + g.num_edges() for g in graphs], dtype=np.int64)
-        take = lambda indices: dgl.batch([graphs[i] for i in indices])  # noqa: E731
-    num_targets = len(module.hparams.target_columns)
-    order = np.argsort(sizes, kind="stable")
-    module.eval()
-    device = next(module.parameters()).device
-    predicted = np.empty((len(order), num_targets), np.float32)
-    with torch.inference_mode():
-        for start in range(0, len(order), batch_size):
-            indices = order[start : start + batch_size]
-            inputs = batch_builder(take(indices)).to(device)
-            predicted[indices] = module.predict_step((inputs, None), 0).float().cpu().numpy()
-    return predicted
 
 
 def checkpoint_files(checkpoints: str | Path | Sequence[str | Path]) -> list[Path]:
@@ -345,9 +296,9 @@ def predict_table(
             conformers or no graphs; the message names both and what to do), a checkpoint
             trained on the largest fragment only, or see
             :func:`chemgraph.train.checkpoint.load_checkpoint` and
-            :func:`chemgraph.data.library.featurize_library`.
+            :func:`chemgraph.jobs.featurize.featurize_library`.
         chemgraph._interrupts.Interrupted: SIGINT or SIGTERM (main thread only; while
-            featurizing a file, its :class:`~chemgraph.data.library.FeaturizeInterrupted`);
+            featurizing a file, its :class:`~chemgraph.jobs.featurize.FeaturizeInterrupted`);
             complete shards, featurized and scored, are kept for ``resume``.
     """
     output, source = Path(output_path), Path(input_path)

@@ -4,7 +4,7 @@ import logging
 
 import torch
 
-from chemgraph.train.runner import infer_task
+from chemgraph.jobs.train import infer_task
 
 
 def test_task_inference_rules(caplog):

@@ -1,4 +1,4 @@
-"""chemgraph.data.library (``chemgraph featurize``): bad records reported, workers/resume
+"""chemgraph.jobs.featurize (``chemgraph featurize``): bad records reported, workers/resume
 invariance, real values."""
 
 import gzip
@@ -18,10 +18,10 @@ from rdkit import Chem
 from rdkit.Chem import rdFingerprintGenerator
 
 from chemgraph.cli import main
-from chemgraph.data import library
-from chemgraph.data.library import FeaturizeOptions, featurize_library
 from chemgraph.graph_keys import POSITIONS
 from chemgraph.graphs import load_shard
+from chemgraph.jobs import featurize as library
+from chemgraph.jobs.featurize import FeaturizeOptions, featurize_library
 
 GOOD = ["CCO", "c1ccccc1", "CC(=O)[O-].[Na+]", "[Na+]", "C" * 500, "CCN", "OCCO", "C1CC1"]
 
@@ -293,7 +293,7 @@ def test_the_command_and_its_workers_import_neither_dgl_nor_pandas(smi, tmp_path
     code = (
         "import sys\n"
         "from chemgraph.cli import main\n"
-        "from chemgraph.data.library import FeaturizeOptions, featurize_shard\n"
+        "from chemgraph.jobs.featurize import FeaturizeOptions, featurize_shard\n"
         "from chemgraph.data.readers import iter_record_chunks\n"
         f"argv = ['featurize', {str(smi)!r}, '--output', {out!r}, '--fingerprint', 'maccs']\n"
         "assert main([*argv, '--quiet']) == 0\n"
@@ -310,11 +310,11 @@ def test_workers_do_not_import_a_chemgraph_folder_in_the_working_directory(smi, 
     """Run from a folder holding another chemgraph checkout, the forkserver (``python -c``,
     current folder first on its path) preloaded that checkout's code into every worker."""
     other = tmp_path / "other_checkout"
-    (other / "chemgraph" / "data").mkdir(parents=True)
+    (other / "chemgraph" / "jobs").mkdir(parents=True)
     (other / "chemgraph" / "__init__.py").write_text("")
-    (other / "chemgraph" / "data" / "__init__.py").write_text("")
+    (other / "chemgraph" / "jobs" / "__init__.py").write_text("")
     marker = other / "imported"
-    (other / "chemgraph" / "data" / "library.py").write_text(
+    (other / "chemgraph" / "jobs" / "featurize.py").write_text(
         f"open({str(marker)!r}, 'w').close()\n"
     )
     out = str(tmp_path / "out")

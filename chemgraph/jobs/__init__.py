@@ -1,0 +1,26 @@
+"""Jobs: one module per ``chemgraph`` command, each one function with one options object.
+
+Layer rule: imports from every layer below (chem … data, train); never from
+:mod:`chemgraph.recipes` or :mod:`chemgraph.cli`. A job may call another job's public function
+(``predict`` featurizes a file with :func:`chemgraph.jobs.featurize.featurize_library`), never
+its private helpers.
+
+* :mod:`chemgraph.jobs.train`: ``chemgraph train`` (:func:`~chemgraph.jobs.train.train`,
+  :func:`~chemgraph.jobs.train.train_ensemble`; featurize, split, fit, evaluate, write).
+* :mod:`chemgraph.jobs.predict`: ``chemgraph predict``
+  (:func:`~chemgraph.jobs.predict.predict_table`: files or featurize folders, streamed by shard,
+  ensembles, applicability domain, resumable).
+* :mod:`chemgraph.jobs.featurize`: ``chemgraph featurize``
+  (:func:`~chemgraph.jobs.featurize.featurize_library`: a library into graph shards and feature
+  tables, in worker processes, resumable).
+* :mod:`chemgraph.jobs.react`: ``chemgraph react`` and reaction-outcome training
+  (:func:`~chemgraph.jobs.react.train_reaction_model`,
+  :func:`~chemgraph.jobs.react.predict_reactions`, top-k metrics).
+* :mod:`chemgraph.jobs.transfer`: multi-fidelity transfer learning (pretrain on low-fidelity
+  labels, fine-tune on high-fidelity ones; the ``dft_to_gw`` recipe).
+
+Every job enforces the output-folder rule itself (:func:`chemgraph._output.check_output_folder`),
+so the Python API and the command behave the same. Modules are imported by their own names
+(``from chemgraph.jobs.featurize import featurize_library``): this package imports nothing, so
+``chemgraph featurize`` does not pay for torch.
+"""
