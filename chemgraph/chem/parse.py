@@ -22,18 +22,18 @@ Public API
 from __future__ import annotations
 
 import contextlib
-import gzip
 import io
 import math
 import os
 import re
 from collections.abc import Iterator, Sequence
-from typing import IO, Literal
+from typing import Literal
 
 import numpy as np
 from rdkit import Chem, rdBase
 from rdkit.Chem.MolStandardize import rdMolStandardize
 
+from chemgraph._files import open_compressed
 from chemgraph.errors import ChemgraphError
 
 __all__ = [
@@ -247,15 +247,6 @@ def mols_from_smiles(
     return out
 
 
-def _open_maybe_gzip(path: str | os.PathLike[str]) -> IO[bytes]:
-    """Open ``path`` for binary reading, decompressing when it starts with the gzip magic."""
-    with open(path, "rb") as fh:
-        magic = fh.read(2)
-    if magic == b"\x1f\x8b":
-        return gzip.open(path, "rb")
-    return open(path, "rb")
-
-
 def iter_sdf_blocks(path: str | os.PathLike[str]) -> Iterator[bytes]:
     """The raw bytes of every record of an SDF file, in file order, streaming.
 
@@ -276,7 +267,7 @@ def iter_sdf_blocks(path: str | os.PathLike[str]) -> Iterator[bytes]:
     Raises:
         FileNotFoundError / OSError: the file cannot be opened or decompressed.
     """
-    with _open_maybe_gzip(path) as fh:
+    with open_compressed(path) as fh:
         lines: list[bytes] = []
         for line in fh:
             lines.append(line)

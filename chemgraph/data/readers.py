@@ -25,13 +25,13 @@ be told apart.
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from chemgraph._files import open_compressed
 from chemgraph.chem.parse import iter_sdf_blocks
 
 __all__ = ["Record", "library_format", "iter_record_chunks", "SMILES_COLUMN_NAMES"]
@@ -84,8 +84,9 @@ def library_format(path: str | Path) -> str:
 
 def _open_text(path: Path, newline: str | None) -> io.TextIOBase:
     """UTF-8 text (a leading byte-order mark dropped, bad bytes replaced by U+FFFD)."""
-    raw = gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")
-    return io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace", newline=newline)
+    return io.TextIOWrapper(
+        open_compressed(path), encoding="utf-8-sig", errors="replace", newline=newline
+    )
 
 
 def _chunks(records: Iterator[Record], size: int) -> Iterator[list[Record]]:

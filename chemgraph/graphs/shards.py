@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from chemgraph._files import atomic_path
 from chemgraph.graphs.arrays import GraphArrays
 
 if TYPE_CHECKING:
@@ -57,7 +58,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SHARD_FORMAT",
-    "atomic_path",
     "load_shard",
     "load_shard_batch",
     "save_shard",
@@ -75,12 +75,6 @@ _ALIGN = 8
 _DGL_MAGIC = struct.pack("<Q", 0xDD2E4FF046B4A13F)
 _DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
 _NARROW_INTS = tuple(np.dtype(name) for name in ("uint8", "int8", "int16", "int32", "int64"))
-
-
-def atomic_path(path: str | Path) -> Path:
-    """A temporary name beside ``path`` (same folder, so ``os.replace`` is atomic)."""
-    path = Path(path)
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
 
 
 def save_shard(path: str | Path, graph: dgl.DGLGraph, rows: torch.Tensor) -> None:

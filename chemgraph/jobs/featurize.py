@@ -74,6 +74,12 @@ from rdkit import Chem, rdBase
 from tqdm.auto import tqdm
 
 import chemgraph
+from chemgraph._files import (
+    atomic_path,
+    file_digest,
+    write_parquet_atomically,
+    write_text_atomically,
+)
 from chemgraph._interrupts import Interrupted, interrupts_raise
 from chemgraph._output import check_output_folder
 from chemgraph.chem import MoleculeParseError, embed_conformers, mols_from_smiles
@@ -84,7 +90,7 @@ from chemgraph.featurize import get_preset
 from chemgraph.featurize.descriptors import RDKitDescriptors, parse_descriptors
 from chemgraph.featurize.fingerprints import parse_fingerprint
 from chemgraph.graphs.molecule import mols_to_graph_arrays
-from chemgraph.graphs.shards import atomic_path, save_shard_arrays
+from chemgraph.graphs.shards import save_shard_arrays
 
 __all__ = [
     "BLANK_RECORD",
@@ -358,18 +364,6 @@ def _strings(texts: list[str]) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), len(data), buffers)
 
 
-def _write_parquet(table: pa.Table, path: Path) -> None:
-    temporary = atomic_path(path)
-    pq.write_table(table, temporary)
-    os.replace(temporary, path)
-
-
-def _write_text(text: str, path: Path) -> None:
-    temporary = atomic_path(path)
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
-
-
 def _rejected_csv(rows: list[tuple]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -454,8 +448,8 @@ def featurize_shard(
         save_shard_arrays(out / "graphs" / f"{name}.bin", graphs, rows)
     steps("write")
     table = _features_table(kept_records, results, options)
-    _write_parquet(table, out / "features" / f"{name}.parquet")
-    _write_text(_rejected_csv(rejected), out / "parts" / f"{name}.csv")
+    write_parquet_atomically(table, out / "features" / f"{name}.parquet")
+    write_text_atomically(_rejected_csv(rejected), out / "parts" / f"{name}.csv")
     blank = sum(record.kind == "blank" for record in records)
     summary = ShardSummary(
         shard=shard,
@@ -464,17 +458,10 @@ def featurize_shard(
         featurized=len(kept_records),
         rejected=dict(sorted(Counter(reason_kind(r[3]) for r in rejected).items())),
     )
-    _write_text(json.dumps(asdict(summary), sort_keys=True), out / "parts" / f"{name}.json")
+    write_text_atomically(
+        json.dumps(asdict(summary), sort_keys=True), out / "parts" / f"{name}.json"
+    )
     return summary
-
-
-def file_sha256(path: str | Path) -> str:
-    """sha256 of a file's bytes, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _completed(out: Path, shard: int) -> ShardSummary | None:
@@ -887,7 +874,7 @@ def featurize_library(
         manifest: dict[str, Any] = {
             "chemgraph_version": chemgraph.__version__,
             "input": input_path.name,
-            "input_sha256": file_sha256(input_path),
+            "input_sha256": file_digest(input_path),
             "options": options.to_dict(),
             # the preset's full description (e.g. its stereo encoding), not only its name
             "graph_featurizer": get_preset(options.graphs).to_dict() if options.graphs else None,
@@ -1023,7 +1010,9 @@ def _finish(
 
 
 def _write_manifest(manifest: dict[str, Any], out: Path) -> None:
-    _write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", out / "manifest.json")
+    write_text_atomically(
+        json.dumps(manifest, indent=2, sort_keys=True) + "\n", out / "manifest.json"
+    )
 
 
 def _prepare_output(out: Path, manifest: dict[str, Any], resume: bool) -> None:

@@ -58,6 +58,7 @@ from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 
 from chemgraph._dgl import dgl
+from chemgraph._files import atomic_path, file_digest, write_parquet_atomically
 from chemgraph._interrupts import interrupts_raise
 from chemgraph.data.applicability import (
     DEFAULT_SIMILARITY_THRESHOLD,
@@ -67,12 +68,11 @@ from chemgraph.data.applicability import (
 )
 from chemgraph.data.readers import iter_record_chunks
 from chemgraph.featurize import FeaturizerPreset
-from chemgraph.graphs.shards import atomic_path, load_shard_batch
+from chemgraph.graphs.shards import load_shard_batch
 from chemgraph.jobs.featurize import (
     BLANK_RECORD,
     FeaturizeOptions,
     featurize_library,
-    file_sha256,
 )
 from chemgraph.models import get_model_spec
 from chemgraph.train.checkpoint import load_checkpoint
@@ -337,8 +337,8 @@ def predict_table(
     elif next(iter_record_chunks(source, 1, smiles_column, id_column), None) is None:
         raise ValueError(f"{source} holds no records")  # (the reader checks format and columns)
     identity = {
-        "checkpoints_sha256": [file_sha256(f) for f in files],
-        "input_sha256": file_sha256(source / "manifest.json" if folder else source),
+        "checkpoints_sha256": [file_digest(f) for f in files],
+        "input_sha256": file_digest(source / "manifest.json" if folder else source),
         "smiles_column": smiles_column,
         "id_column": id_column,
         "shard_size": shard_size,
@@ -492,12 +492,6 @@ def _check_folder(folder: Path, models: _Models, checkpoint: Path) -> None:
         )
 
 
-def _write_atomically(table: pa.Table, path: Path) -> None:
-    temporary = atomic_path(path)
-    pq.write_table(table, temporary)
-    os.replace(temporary, path)
-
-
 # -- scoring a shard -----------------------------------------------------------------------
 
 
@@ -538,7 +532,9 @@ class _ShardScores(Dataset):
         shard = self.shards[index]
         table = _score_shard(self.folder, shard, self.models, self.batch_size, self.threshold)
         part = self.parts / f"shard-{shard:05d}.parquet"
-        _write_atomically(pa.Table.from_pandas(table, self.schema, preserve_index=False), part)
+        write_parquet_atomically(
+            pa.Table.from_pandas(table, self.schema, preserve_index=False), part
+        )
         return len(table)
 
 

@@ -44,10 +44,10 @@ from chemgraph.data.reactions import (
 from chemgraph.errors import ConfigError
 from chemgraph.models.grat import GRATTranslatorConfig
 from chemgraph.train.callbacks import ValidationLog
-from chemgraph.train.checkpoint import best_checkpoint_path, load_checkpoint
+from chemgraph.train.checkpoint import load_checkpoint
 from chemgraph.train.config import RunConfig
+from chemgraph.train.fit import fit
 from chemgraph.train.reaction_module import ReactionModule
-from chemgraph.train.trainer import make_trainer
 
 __all__ = [
     "NO_PRODUCT",
@@ -201,7 +201,11 @@ def train_reaction_model(config: ReactionTrainingConfig) -> Path:
          ("bond recall", "val_bond_recall", 3), ("graph acc", "val_graph_accuracy", 3)],
         enabled=config.progress,
     )  # fmt: skip
-    trainer = make_trainer(
+    result = fit(
+        module,
+        (train_loader, valid_loader),
+        budget_hint="raise max_time_minutes, max_epochs or max_steps, or lower val_check_interval",
+        restore_best=False,
         max_epochs=config.max_epochs,
         max_steps=config.max_steps,
         max_minutes=config.max_time_minutes,
@@ -212,10 +216,7 @@ def train_reaction_model(config: ReactionTrainingConfig) -> Path:
         accelerator=config.accelerator,
         model_summary=config.progress,
     )
-    trainer.fit(module, train_loader, valid_loader)
-    return best_checkpoint_path(
-        trainer, "raise max_time_minutes, max_epochs or max_steps, or lower val_check_interval"
-    )
+    return result.best
 
 
 @dataclass

@@ -36,8 +36,8 @@ from chemgraph.data.datasets import dataset_card, list_datasets, read_data
 from chemgraph.featurize import FeaturizerPreset, get_preset
 from chemgraph.models import get_model_spec
 from chemgraph.train.callbacks import EpochProgress, LossHistory
-from chemgraph.train.checkpoint import best_checkpoint_path, load_weights
 from chemgraph.train.config import TrainingConfig
+from chemgraph.train.fit import fit
 from chemgraph.train.metrics import mean_over_tasks, per_task_metrics
 from chemgraph.train.module import PropertyPredictionModule
 from chemgraph.train.plots import (
@@ -321,7 +321,10 @@ def _fit(
     )
     history = LossHistory(log_epochs=config.progress)
     progress = [EpochProgress()] if config.progress else []
-    trainer = make_trainer(
+    result = fit(
+        module,
+        data,
+        budget_hint="raise max_time_minutes or max_epochs",
         max_epochs=config.max_epochs,
         max_minutes=config.max_time_minutes,
         gradient_clip=config.gradient_clip,
@@ -332,10 +335,7 @@ def _fit(
         devices=config.devices,
         model_summary=config.progress,
     )
-    trainer.fit(module, datamodule=data)
-    best = best_checkpoint_path(trainer, "raise max_time_minutes or max_epochs")
-    load_weights(module, best)
-    return _Fitted(module, trainer, data, history)
+    return _Fitted(module, result.trainer, data, history)
 
 
 def _training_fingerprints(part: MoleculeDataset, fragments: str) -> dict:

@@ -53,14 +53,13 @@ from chemgraph.graph_keys import EDGE_FEATURES
 from chemgraph.graphs import add_distance_features
 from chemgraph.models import ESAConfig
 from chemgraph.train.callbacks import EpochProgress, LossHistory
-from chemgraph.train.checkpoint import best_checkpoint_path, load_weights
 from chemgraph.train.config import RunConfig
+from chemgraph.train.fit import fit
 from chemgraph.train.inference import predict_graphs
 from chemgraph.train.metrics import regression_metrics
 from chemgraph.train.module import LR_SCHEDULES, PropertyPredictionModule
 from chemgraph.train.plots import plot_learning_curve
 from chemgraph.train.scaler import TargetScaler
-from chemgraph.train.trainer import hide_lightning_info, make_trainer
 
 __all__ = [
     "STRATEGIES",
@@ -364,25 +363,23 @@ def _fit(
     )
     history = LossHistory(log_epochs=config.progress)
     progress = [EpochProgress()] if config.progress else []
-    with hide_lightning_info():  # a banner per Trainer would drown the epoch lines
-        trainer = make_trainer(
-            max_epochs=max_epochs,
-            max_minutes=max_minutes,
-            gradient_clip=config.gradient_clip,
-            checkpoint_dir=checkpoint_dir,
-            early_stopping_patience=(
-                None if checkpoint_dir is None else config.early_stopping_patience
-            ),
-            callbacks=[*progress, history],
-            accelerator=config.accelerator,
-            precision=config.precision,
-        )
-        trainer.fit(module, datamodule=data)
-    if checkpoint_dir is not None:
-        best = best_checkpoint_path(trainer, "raise finetune_max_minutes or finetune_max_epochs")
-        load_weights(module, best)
-        best.unlink()
-    return history.epochs, trainer.current_epoch
+    result = fit(
+        module,
+        data,
+        budget_hint="raise finetune_max_minutes or finetune_max_epochs",
+        quiet=True,  # a banner per Trainer would drown the epoch lines
+        max_epochs=max_epochs,
+        max_minutes=max_minutes,
+        gradient_clip=config.gradient_clip,
+        checkpoint_dir=checkpoint_dir,
+        early_stopping_patience=None if checkpoint_dir is None else config.early_stopping_patience,
+        callbacks=[*progress, history],
+        accelerator=config.accelerator,
+        precision=config.precision,
+    )
+    if result.best is not None:
+        result.best.unlink()
+    return history.epochs, result.trainer.current_epoch
 
 
 def build_module(

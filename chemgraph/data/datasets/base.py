@@ -28,8 +28,9 @@ import torch
 
 import chemgraph
 from chemgraph._dgl import dgl
+from chemgraph._files import file_digest
 from chemgraph.data.datasets.card import DatasetCard, SourceFile
-from chemgraph.data.datasets.download import chemgraph_home, fetch, file_digest, verify
+from chemgraph.data.datasets.download import chemgraph_home, fetch, verify
 from chemgraph.data.splits import random_split, scaffold_split
 from chemgraph.data.table import REJECTED_COLUMNS, MoleculeDataset, featurize_table
 from chemgraph.featurize import FeaturizerPreset, get_preset

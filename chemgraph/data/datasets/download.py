@@ -8,9 +8,6 @@ temporary file and raises :class:`ChecksumError`.
 
 from __future__ import annotations
 
-import bz2
-import gzip
-import hashlib
 import io
 import logging
 import os
@@ -22,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+from chemgraph._files import file_digest, open_compressed
 from chemgraph.data.datasets.card import SourceFile
 from chemgraph.errors import DatasetError
 
@@ -29,7 +27,6 @@ __all__ = [
     "ChecksumError",
     "chemgraph_home",
     "fetch",
-    "file_digest",
     "open_binary",
     "open_text",
     "verify",
@@ -47,15 +44,6 @@ class ChecksumError(DatasetError, OSError):
 def chemgraph_home() -> Path:
     """``$CHEMGRAPH_HOME``, default ``~/.cache/chemgraph`` (downloads and featurised shards)."""
     return Path(os.environ.get("CHEMGRAPH_HOME") or Path.home() / ".cache" / "chemgraph")
-
-
-def file_digest(path: str | os.PathLike[str], algorithm: str = "sha256") -> str:
-    """Hex digest (``"sha256"`` or ``"md5"``) of a file's bytes, read in 1 MiB chunks."""
-    digest = hashlib.new(algorithm)
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(_CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def verify(path: Path, spec: SourceFile) -> bool | None:
@@ -160,15 +148,9 @@ def open_binary(path: str | os.PathLike[str], member: str | None = None) -> IO[b
         archive = zipfile.ZipFile(path)
         names = [n for n in archive.namelist() if not n.endswith("/")]
         return archive.open(_pick_member(path, names, member))
-    with open(path, "rb") as fh:
-        magic = fh.read(3)
-    if magic[:2] == b"\x1f\x8b" or magic == b"BZh":
-        if _is_tar(path):
-            return _tar_member(path, member)
-        return gzip.open(path, "rb") if magic[:2] == b"\x1f\x8b" else bz2.open(path, "rb")
     if _is_tar(path):
         return _tar_member(path, member)
-    return open(path, "rb")
+    return open_compressed(path)
 
 
 def _is_tar(path: Path) -> bool:

@@ -1,0 +1,79 @@
+"""File helpers, in one place: atomic writes, file digests, and the one opener of possibly
+compressed files.
+
+A bottom module: imports nothing of chemgraph, and every layer may import it. Everything
+chemgraph writes that a later run reads (shards, feature tables, manifests, predictions,
+downloads, caches) is written to :func:`atomic_path` and renamed into place with
+``os.replace``, so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import hashlib
+import os
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = [
+    "atomic_path",
+    "file_digest",
+    "open_compressed",
+    "write_parquet_atomically",
+    "write_text_atomically",
+]
+
+_CHUNK = 1 << 20
+GZIP_MAGIC = b"\x1f\x8b"
+BZIP2_MAGIC = b"BZh"
+
+
+def atomic_path(path: str | os.PathLike[str]) -> Path:
+    """A temporary name beside ``path`` (same folder, so ``os.replace`` is atomic)."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+
+def write_text_atomically(text: str, path: str | os.PathLike[str]) -> None:
+    """Write UTF-8 ``text`` to ``path`` through :func:`atomic_path`."""
+    temporary = atomic_path(path)
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def write_parquet_atomically(table: pa.Table, path: str | os.PathLike[str]) -> None:
+    """Write an Arrow table to the Parquet file ``path`` through :func:`atomic_path`."""
+    import pyarrow.parquet as pq
+
+    temporary = atomic_path(path)
+    pq.write_table(table, temporary)
+    os.replace(temporary, path)
+
+
+def file_digest(path: str | os.PathLike[str], algorithm: str = "sha256") -> str:
+    """Hex digest (``"sha256"`` or ``"md5"``) of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.new(algorithm)
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(_CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def open_compressed(path: str | os.PathLike[str]) -> IO[bytes]:
+    """Open ``path`` for binary reading, decompressing gzip or bzip2 by the file's first bytes
+    (its magic number), whatever its name.
+
+    Raises:
+        FileNotFoundError, OSError: the file cannot be opened.
+    """
+    with open(path, "rb") as handle:
+        magic = handle.read(3)
+    if magic[:2] == GZIP_MAGIC:
+        return gzip.open(path, "rb")
+    if magic == BZIP2_MAGIC:
+        return bz2.open(path, "rb")
+    return open(path, "rb")

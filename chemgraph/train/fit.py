@@ -1,0 +1,79 @@
+"""The one fit of every job: a Lightning Trainer from :func:`~chemgraph.train.trainer.make_trainer`,
+``trainer.fit``, then the best checkpoint found (and its weights loaded back).
+
+``chemgraph train`` (:mod:`chemgraph.jobs.train`), transfer learning's pretraining and
+fine-tuning (:mod:`chemgraph.jobs.transfer`) and reaction-model training
+(:mod:`chemgraph.jobs.react`) all train through :func:`fit`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+from torch.utils.data import DataLoader
+
+from chemgraph.train.checkpoint import best_checkpoint_path, load_weights
+from chemgraph.train.trainer import hide_lightning_info, make_trainer
+
+__all__ = ["FitResult", "fit"]
+
+
+@dataclass
+class FitResult:
+    """What :func:`fit` leaves.
+
+    Attributes:
+        trainer: the Trainer that ran (``current_epoch``, callback states).
+        best: the lowest-``val_loss`` checkpoint, or None when the fit kept no checkpoint
+            (``checkpoint_dir=None``: the module holds its last weights).
+    """
+
+    trainer: L.Trainer
+    best: Path | None
+
+
+def fit(
+    module: L.LightningModule,
+    data: L.LightningDataModule | tuple[DataLoader, DataLoader],
+    *,
+    budget_hint: str,
+    restore_best: bool = True,
+    quiet: bool = False,
+    **trainer_options: Any,
+) -> FitResult:
+    """Train ``module`` on ``data``; with a ``checkpoint_dir``, find the best checkpoint and
+    (``restore_best``) load its weights into ``module``.
+
+    Args:
+        module: the Lightning module to train (its weights change in place).
+        data: a DataModule, or the training and validation loaders.
+        budget_hint: which limits to raise, ending the error when training stops before its
+            first validation (e.g. ``"raise max_time_minutes or max_epochs"``).
+        restore_best: load the best checkpoint's weights into ``module`` after the fit (else
+            the last weights stay and only :attr:`FitResult.best` names the file).
+        quiet: hide Lightning's start-up banner (jobs that fit many models in one run).
+        **trainer_options: keyword arguments of :func:`chemgraph.train.trainer.make_trainer`
+            (``max_epochs``, ``checkpoint_dir``, ``callbacks``, ...).
+
+    Returns:
+        The Trainer and the best checkpoint's path.
+
+    Raises:
+        ValueError: with a ``checkpoint_dir``, training stopped before its first validation.
+    """
+    with hide_lightning_info() if quiet else contextlib.nullcontext():
+        trainer = make_trainer(**trainer_options)
+        if isinstance(data, L.LightningDataModule):
+            trainer.fit(module, datamodule=data)
+        else:
+            trainer.fit(module, *data)
+    best = None
+    if trainer_options.get("checkpoint_dir") is not None:
+        best = best_checkpoint_path(trainer, budget_hint)
+        if restore_best:
+            load_weights(module, best)
+    return FitResult(trainer, best)
