@@ -52,9 +52,9 @@ class RecipeCommand(Command):
 
     def run(self, args: argparse.Namespace) -> int:
         if args.action == "list":  # from the registry alone: no recipe (nor torch) is imported
-            from chemgraph.recipes.registry import RECIPE_DESCRIPTIONS
+            from chemgraph.recipes.registry import RECIPES
 
-            rows = list(RECIPE_DESCRIPTIONS.items())
+            rows = [(name, recipe.description) for name, recipe in RECIPES.items()]
             print("\n".join(table_lines(rows, output_width(), wrap=True)))
             return 0
         from chemgraph._output import check_output_folder

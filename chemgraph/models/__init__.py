@@ -8,7 +8,7 @@ from chemgraph.models.esa import ESA, ESAConfig
 from chemgraph.models.gmoe import GMoE, GMoEConfig
 from chemgraph.models.graphormer import Graphormer, GraphormerConfig
 from chemgraph.models.grat import GRAT, GRATConfig, GRATTranslator, GRATTranslatorConfig
-from chemgraph.models.registry import MODELS, ModelSpec, build_model, get_model_spec
+from chemgraph.models.registry import MODELS, ModelSpec, PropertyModel, build_model, get_model_spec
 
 __all__ = [
     "ESA",
@@ -23,6 +23,7 @@ __all__ = [
     "GraphormerConfig",
     "MODELS",
     "ModelSpec",
+    "PropertyModel",
     "build_model",
     "get_model_spec",
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 from torch import nn
@@ -31,7 +31,26 @@ from chemgraph.models.gmoe import GMoE, GMoEConfig, MessagePassingConfig
 from chemgraph.models.graphormer import Graphormer, GraphormerConfig
 from chemgraph.models.grat import GRAT, GRATConfig
 
-__all__ = ["MODELS", "ModelSpec", "build_model", "get_model_spec"]
+__all__ = ["MODELS", "ModelSpec", "PropertyModel", "build_model", "get_model_spec"]
+
+
+@runtime_checkable
+class PropertyModel(Protocol):
+    """The contract every registered model family keeps (checked for each entry of
+    :data:`MODELS` by ``tests/models/test_registry.py``).
+
+    ``forward(batch)`` is ``head(embed(batch))``: ``embed`` maps the batch of ``B`` graphs to
+    their readout, ``float32 [B, D]`` (the learned molecular representation that transfer
+    learning keeps and fingerprints are read from), and ``head`` maps it to the
+    ``[B, num_outputs]`` predictions. Fine-tuning replaces ``head`` alone
+    (:func:`chemgraph.jobs.transfer.transfer_weights` copies every weight not under ``head.``).
+    """
+
+    head: nn.Module
+
+    def embed(self, batch: Any) -> torch.Tensor: ...
+
+    def __call__(self, batch: Any) -> torch.Tensor: ...
 
 
 @dataclass(frozen=True)
@@ -42,8 +61,9 @@ class ModelSpec:
         name: the ``--model`` name.
         config_class: configuration dataclass with ``check_options(options)`` (raises
             ``ValueError`` on unknown or bad user options) and ``to_dict()``.
-        model_class: ``model_class(config)`` builds the :class:`torch.nn.Module`; its forward
-            takes the batch made by :attr:`batch_builder` and returns ``[B, num_outputs]``.
+        model_class: ``model_class(config)`` builds the :class:`torch.nn.Module`, a
+            :class:`PropertyModel`: its forward takes the batch made by :attr:`batch_builder`
+            and returns ``head(embed(batch))``, ``[B, num_outputs]``.
         feature_dtype: atom/bond feature dtype the model takes: ``torch.float32`` (one-hot,
             e.g. the ``canonical`` preset) or ``torch.int64`` (categorical, e.g. ``ogb``).
         default_featurizer: featurizer preset used when the user names none.

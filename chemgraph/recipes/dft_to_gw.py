@@ -49,7 +49,7 @@ from chemgraph.jobs.transfer import (
     run_transfer,
     transfer_claim,
 )
-from chemgraph.recipes.registry import RECIPE_DESCRIPTIONS, recipe_settings
+from chemgraph.recipes.registry import RECIPES, recipe_settings
 from chemgraph.train.config import merge_settings, read_settings
 from chemgraph.train.trainer import resolve_precision
 
@@ -67,7 +67,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DESCRIPTION = RECIPE_DESCRIPTIONS["dft_to_gw"]
+DESCRIPTION = RECIPES["dft_to_gw"].description
 DFT_THEORY = "B3LYP/6-31G(2df,p) (QM9)"
 TARGETS = ["homo", "lumo"]
 PAPER_POOL = 133_885  # SI 4: "from the total 133,885"; the transductive DFT pool

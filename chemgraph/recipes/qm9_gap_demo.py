@@ -20,7 +20,7 @@ from chemgraph._output import check_output_folder
 from chemgraph.data.qm9pack import load_qm9pack
 from chemgraph.errors import ConfigError
 from chemgraph.jobs.train import train
-from chemgraph.recipes.registry import RECIPE_DESCRIPTIONS, recipe_settings
+from chemgraph.recipes.registry import RECIPES, recipe_settings
 from chemgraph.train.config import TrainingConfig
 from chemgraph.train.metrics import format_metrics
 
@@ -32,7 +32,7 @@ log = logging.getLogger("chemgraph.recipes.qm9_gap_demo")
 NAME = "qm9_gap"
 """The recipe's name in :data:`chemgraph.recipes.registry.RECIPES`."""
 
-DESCRIPTION = RECIPE_DESCRIPTIONS[NAME]
+DESCRIPTION = RECIPES[NAME].description
 
 
 def default_config() -> dict[str, Any]:

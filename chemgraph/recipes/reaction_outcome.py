@@ -43,7 +43,7 @@ from chemgraph.jobs.react import (
     top_k_metrics,
     train_reaction_model,
 )
-from chemgraph.recipes.registry import RECIPE_DESCRIPTIONS, recipe_settings
+from chemgraph.recipes.registry import RECIPES, recipe_settings
 from chemgraph.train.checkpoint import load_checkpoint
 
 __all__ = [
@@ -60,7 +60,7 @@ log = logging.getLogger(__name__)
 
 NAME = "reaction_outcome"
 
-DESCRIPTION = RECIPE_DESCRIPTIONS[NAME]
+DESCRIPTION = RECIPES[NAME].description
 
 
 @dataclass

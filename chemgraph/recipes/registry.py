@@ -1,12 +1,11 @@
 """Recipe registry: name -> module with ``DESCRIPTION``, ``default_config()`` and ``run()``.
 
-``chemgraph recipe list`` shows the names and descriptions of :data:`RECIPE_DESCRIPTIONS`
+``chemgraph recipe list`` shows the names and descriptions of :data:`RECIPES`
 without importing a recipe (nor torch, DGL or RDKit: this module imports
 :mod:`chemgraph.train.config` only when a function needs it); ``chemgraph recipe run NAME``
 calls ``run(config=..., seeds=..., out=...)``, after refusing an ``--out`` folder that is not
 empty unless ``--overwrite`` is given (``run`` itself writes over files of the same name). Add a
-recipe by adding its module path and description here and its YAML files to
-``recipes/NAME/``.
+recipe by adding its :class:`Recipe` record here and its YAML files to ``recipes/NAME/``.
 
 Profiles. Each YAML file of ``recipes/NAME/`` is a profile of the recipe, named by its stem
 (``config`` = ``config.yaml``, the default; ``cpu`` = ``cpu.yaml``). A ``--config`` file needs
@@ -19,14 +18,15 @@ Command-line settings. ``chemgraph recipe run NAME --set key=value`` (and
 ``--config`` file by :func:`with_overrides`, so they win over it and over the profile; their
 keys are checked first (:func:`check_setting_keys`): a key must be a key of the recipe's YAML
 files at that place or a field of the settings class that reads that block
-(:data:`SETTINGS_CLASSES`); keys below such a field (``model_options.hidden_dim``) are left to
-that class's own checks.
+(:attr:`Recipe.settings_classes`); keys below such a field (``model_options.hidden_dim``) are
+left to that class's own checks.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -37,8 +37,7 @@ from chemgraph.errors import ConfigError
 __all__ = [
     "DEFAULT_PROFILE",
     "RECIPES",
-    "RECIPE_DESCRIPTIONS",
-    "SETTINGS_CLASSES",
+    "Recipe",
     "check_setting_keys",
     "get_recipe",
     "recipe_profiles",
@@ -47,33 +46,58 @@ __all__ = [
     "with_overrides",
 ]
 
-#: Recipe name -> module path (imported on use, so listing imports nothing heavy).
-RECIPES: dict[str, str] = {
-    "dft_to_gw": "chemgraph.recipes.dft_to_gw",
-    "reaction_outcome": "chemgraph.recipes.reaction_outcome",
-    "qm9_gap": "chemgraph.recipes.qm9_gap_demo",
-}
 
-#: Recipe name -> one line for ``chemgraph recipe list``, in the order of :data:`RECIPES`; each
-#: recipe module's ``DESCRIPTION`` is its line here.
-RECIPE_DESCRIPTIONS: dict[str, str] = {
-    "dft_to_gw": "DFT -> GW transfer learning of HOMO/LUMO energies with 3D ESA (Buterez et al. "
-    "2024, Table 5): GW only, inductive and transductive pretraining",
-    "reaction_outcome": "reaction outcome prediction: GRAT graph-to-graph translation on "
-    "USPTO-MIT, beam search, top-1/2/3/5 accuracy (Yoo et al. 2020, section 4.2)",
-    "qm9_gap": "ESA on the HOMO-LUMO gap (eV) of 10,000 QM9 molecules from the qm9pack package, "
-    "offline: one model, 40 epochs, about 5 minutes on 2 CPU cores (make demo-gap)",
-}
+@dataclass(frozen=True)
+class Recipe:
+    """One registered recipe.
 
-#: Recipe name -> dotted place in its settings ("" = the top level) -> the settings class that
-#: reads the block there ("module:Class", imported on use), whose fields are its valid keys.
-SETTINGS_CLASSES: dict[str, dict[str, str]] = {
-    "dft_to_gw": {
-        place: "chemgraph.jobs.transfer:TransferConfig"
-        for place in ("training", "profiles.full", "profiles.embedded")
-    },
-    "reaction_outcome": {"": "chemgraph.recipes.reaction_outcome:ReactionOutcomeConfig"},
-    "qm9_gap": {"": "chemgraph.train.config:TrainingConfig"},
+    Attributes:
+        name: the ``chemgraph recipe run NAME`` name (and its ``recipes/NAME/`` folder).
+        module: dotted path of the module with ``DESCRIPTION``, ``default_config()`` and
+            ``run()`` (imported on use, so listing imports nothing heavy).
+        description: one line for ``chemgraph recipe list`` (the module's ``DESCRIPTION``).
+        settings_classes: dotted place in the recipe's settings (``""`` = the top level) ->
+            the settings class that reads the block there (``"module:Class"``, imported on
+            use), whose fields are its valid keys.
+    """
+
+    name: str
+    module: str
+    description: str
+    settings_classes: Mapping[str, str] = field(default_factory=dict)
+
+
+_TRANSFER_CONFIG = "chemgraph.jobs.transfer:TransferConfig"
+
+#: Recipe name -> its :class:`Recipe`, in ``chemgraph recipe list`` order.
+RECIPES: dict[str, Recipe] = {
+    recipe.name: recipe
+    for recipe in (
+        Recipe(
+            "dft_to_gw",
+            "chemgraph.recipes.dft_to_gw",
+            "DFT -> GW transfer learning of HOMO/LUMO energies with 3D ESA (Buterez et al. "
+            "2024, Table 5): GW only, inductive and transductive pretraining",
+            {
+                place: _TRANSFER_CONFIG
+                for place in ("training", "profiles.full", "profiles.embedded")
+            },
+        ),
+        Recipe(
+            "reaction_outcome",
+            "chemgraph.recipes.reaction_outcome",
+            "reaction outcome prediction: GRAT graph-to-graph translation on USPTO-MIT, beam "
+            "search, top-1/2/3/5 accuracy (Yoo et al. 2020, section 4.2)",
+            {"": "chemgraph.recipes.reaction_outcome:ReactionOutcomeConfig"},
+        ),
+        Recipe(
+            "qm9_gap",
+            "chemgraph.recipes.qm9_gap_demo",
+            "ESA on the HOMO-LUMO gap (eV) of 10,000 QM9 molecules from the qm9pack package, "
+            "offline: one model, 40 epochs, about 5 minutes on 2 CPU cores (make demo-gap)",
+            {"": "chemgraph.train.config:TrainingConfig"},
+        ),
+    )
 }
 
 DEFAULT_PROFILE = "config"
@@ -88,7 +112,7 @@ def get_recipe(name: str) -> ModuleType:
     """
     if name not in RECIPES:
         raise ValueError(f"unknown recipe {name!r}; available: {', '.join(RECIPES)}")
-    return importlib.import_module(RECIPES[name])
+    return importlib.import_module(RECIPES[name].module)
 
 
 def recipe_profiles(name: str) -> dict[str, Path]:
@@ -116,7 +140,7 @@ def recipe_settings(name: str, config: str | Path | Mapping[str, Any] | None) ->
 
 def _settings_class_fields(name: str, place: str) -> list[str] | None:
     """The fields of the settings class at ``place`` of recipe ``name``; None when none."""
-    target = SETTINGS_CLASSES.get(name, {}).get(place)
+    target = RECIPES[name].settings_classes.get(place) if name in RECIPES else None
     if target is None:
         return None
     module, _, attribute = target.partition(":")
@@ -126,7 +150,7 @@ def _settings_class_fields(name: str, place: str) -> list[str] | None:
 def valid_setting_keys(name: str, place: str = "") -> list[str] | None:
     """The valid keys of recipe ``name`` at the dotted ``place`` of its settings (``""`` = the
     top level): the keys found there in any of its YAML files, the fields of the settings
-    class of that place (:data:`SETTINGS_CLASSES`), and ``profile`` at the top level. None
+    class of that place (:attr:`Recipe.settings_classes`), and ``profile`` at the top level. None
     when ``place`` lies inside a field of a settings class (checked by that class)."""
     from chemgraph.train.config import PROFILE_KEY, read_settings
 

@@ -6,6 +6,7 @@ from chemgraph.chem import mol_from_smiles
 from chemgraph.featurize import get_preset
 from chemgraph.graphs import mol_to_graph
 from chemgraph.models import MODELS, build_model, get_model_spec
+from chemgraph.models.registry import PropertyModel
 
 
 def test_unknown_model_names_the_registered_ones():
@@ -29,6 +30,23 @@ def test_every_model_builds_from_its_featurizer_and_predicts_one_value_per_graph
     assert torch.isfinite(out).all()
     # the configuration round-trips: same class, same fields
     assert build_model(name, model.config.to_dict()).config == model.config
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_every_model_keeps_the_contract_forward_is_head_of_embed(name):
+    spec = get_model_spec(name)
+    preset = get_preset(spec.default_featurizer)
+    model = build_model(name, {**spec.input_options(preset), "num_outputs": 3}).eval()
+    assert isinstance(model, PropertyModel)
+    graphs = [mol_to_graph(mol_from_smiles(s), preset) for s in ("CC(=O)O", "C", "c1ccncc1")]
+    batch = spec.batch_builder(model.config)(dgl.batch(spec.transform_graphs(model.config, graphs)))
+    with torch.no_grad():
+        embedding = model.embed(batch)
+        assert embedding.ndim == 2 and embedding.shape[0] == 3 and embedding.dtype == torch.float32
+        torch.testing.assert_close(model(batch), model.head(embedding))
+    # the head is the only part fine-tuning replaces: no parameter outside embed's path
+    head = {id(p) for p in model.head.parameters()}
+    assert head and len(head) < len(list(model.parameters()))
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))

@@ -11,7 +11,7 @@ TINY = {"max_epochs": 1, "batch_size": 16, "model_options": {"hidden_dim": 16, "
 
 
 def test_listed_with_its_description(capsys):
-    assert RECIPES["qm9_gap"] == "chemgraph.recipes.qm9_gap_demo"
+    assert RECIPES["qm9_gap"].module == "chemgraph.recipes.qm9_gap_demo"
     assert list(recipe_profiles("qm9_gap")) == ["config"]
     assert main(["recipe", "list"]) == 0
     out = " ".join(capsys.readouterr().out.split())

@@ -109,7 +109,8 @@ class GRAT(nn.Module):
             nn.Linear(config.head_hidden, config.num_outputs),
         )
 
-    def forward(self, batch: DenseGraphBatch) -> torch.Tensor:
+    def embed(self, batch: DenseGraphBatch) -> torch.Tensor:
+        """Graph embeddings ``float32 [B, d_model]``: the virtual (CLS) token's final state."""
         if not isinstance(batch, DenseGraphBatch):
             raise TypeError(f"GRAT takes a DenseGraphBatch, got {type(batch)}")
         pad_mask = batch.pad_mask
@@ -127,4 +128,7 @@ class GRAT(nn.Module):
         if self.config.neighbour_only:
             mask = mask & (edge_type != 0)
         h = self.encoder(x, mask=mask, edge_type=edge_type, distance=distance, keep=keep)
-        return self.head(h[:, 0])
+        return h[:, 0]
+
+    def forward(self, batch: DenseGraphBatch) -> torch.Tensor:
+        return self.head(self.embed(batch))
