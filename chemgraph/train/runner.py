@@ -205,9 +205,8 @@ def _featurize(config: TrainingConfig, out: Path) -> tuple[MoleculeDataset, Feat
     Raises:
         ValueError: fewer than 10 valid molecules.
     """
-    table = read_data(config.data, config.data_root)
-    if config.max_rows is not None:
-        table = table.iloc[: config.max_rows]
+    source = read_data(config.data, config.data_root).head(config.max_rows)
+    table = source.table
     preset = get_preset(config.featurizer)
     dataset, rejected = featurize_table(
         table,
@@ -216,11 +215,16 @@ def _featurize(config: TrainingConfig, out: Path) -> tuple[MoleculeDataset, Feat
         preset,
         fragments=config.fragments,
         progress=config.progress,
+        rows=source.rows,
     )
+    if len(source.rejected):  # the records the dataset's reader rejected, by source row
+        rejected = pd.concat([source.rejected, rejected], ignore_index=True)
+        rejected = rejected.sort_values("row", kind="stable", ignore_index=True)
     write_rejected(rejected, out / "rejected.csv")
     log.info(
-        "featurized %d of %d rows; rejected %d (see %s)",
-        len(dataset), len(table), len(rejected), out / "rejected.csv",
+        "read %s; featurized %d of %d rows; rejected %d (see %s)",
+        source.description, len(dataset), len(table) + len(source.rejected), len(rejected),
+        out / "rejected.csv",
     )  # fmt: skip
     if len(dataset) < 10:
         first = (

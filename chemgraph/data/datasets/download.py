@@ -9,6 +9,7 @@ temporary file and raises :class:`ChecksumError`.
 from __future__ import annotations
 
 import bz2
+import functools
 import gzip
 import hashlib
 import io
@@ -50,7 +51,16 @@ def chemgraph_home() -> Path:
 
 
 def file_digest(path: str | os.PathLike[str], algorithm: str = "sha256") -> str:
-    """Hex digest (``"sha256"`` or ``"md5"``) of a file's bytes, read in 1 MiB chunks."""
+    """Hex digest (``"sha256"`` or ``"md5"``) of a file's bytes, read in 1 MiB chunks.
+
+    Remembered per (path, size, modification time) in this process, so that checking a
+    dataset's files on every read and keying its cache hashes each file once."""
+    stat = os.stat(path)
+    return _digest(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns, algorithm)
+
+
+@functools.lru_cache(maxsize=256)
+def _digest(path: str, size: int, mtime_ns: int, algorithm: str) -> str:
     digest = hashlib.new(algorithm)
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(_CHUNK), b""):
