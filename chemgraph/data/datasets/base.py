@@ -30,7 +30,7 @@ import chemgraph
 from chemgraph._dgl import dgl
 from chemgraph.data.datasets.card import DatasetCard, SourceFile
 from chemgraph.data.datasets.download import chemgraph_home, fetch, file_digest, verify
-from chemgraph.data.splits import random_split, scaffold_split
+from chemgraph.data.splits import duplicate_groups, find_duplicates, random_split, scaffold_split
 from chemgraph.data.table import REJECTED_COLUMNS, MoleculeDataset, featurize_table
 from chemgraph.errors import DatasetError
 from chemgraph.featurize import FeaturizerPreset, get_preset
@@ -388,7 +388,9 @@ class CardDataset:
         """The card's split protocol (or ``method``) over ``dataset`` (default: the table).
 
         Methods: ``"random"`` (card ``fractions``, default 80/10/10, seeded), ``"scaffold"``
-        (Bemis-Murcko, DeepChem order), and family methods (``"official"`` ...).
+        (Bemis-Murcko, DeepChem order), and family methods (``"official"`` ...). In random and
+        scaffold splits the records of one molecule (:func:`chemgraph.data.duplicate_groups`)
+        stay in one split; duplicates found are logged as a warning.
 
         Returns:
             ``{"train": idx, "valid": idx, "test": idx}``: sorted ``int64`` positions into
@@ -398,13 +400,20 @@ class CardDataset:
         seed = self.card.split.get("seed", 0) if seed is None else seed
         table = self.parse().table
         rows = np.arange(len(table)) if dataset is None else np.asarray(dataset.rows)
+        smiles = (
+            [str(s).strip() for s in table[self.smiles_column].to_numpy(dtype=object)[rows]]
+            if self.smiles_column in table
+            else None
+        )
+        groups = None if smiles is None else duplicate_groups(smiles)
+        if groups is not None and (found := find_duplicates(groups, rows)).molecules:
+            logger.warning("%s duplicates: %s", self.card.name, found)
         if method == "random":
             fractions = self.card.split.get("fractions", (0.8, 0.1, 0.1))
-            parts = random_split(len(rows), fractions, seed)
+            parts = random_split(len(rows), fractions, seed, groups=groups)
         elif method == "scaffold":
             fractions = self.card.split.get("fractions", (0.8, 0.1, 0.1))
-            smiles = table[self.smiles_column].to_numpy(dtype=object)[rows]
-            parts = scaffold_split([str(s).strip() for s in smiles], fractions)
+            parts = scaffold_split(smiles, fractions, groups=groups)
         else:
             return self._family_split(rows, method, seed)
         return dict(zip(("train", "valid", "test"), parts))
