@@ -10,6 +10,7 @@ downloads, caches) is written to :func:`atomic_path` and renamed into place with
 from __future__ import annotations
 
 import bz2
+import functools
 import gzip
 import hashlib
 import os
@@ -55,7 +56,16 @@ def write_parquet_atomically(table: pa.Table, path: str | os.PathLike[str]) -> N
 
 
 def file_digest(path: str | os.PathLike[str], algorithm: str = "sha256") -> str:
-    """Hex digest (``"sha256"`` or ``"md5"``) of a file's bytes, read in 1 MiB blocks."""
+    """Hex digest (``"sha256"`` or ``"md5"``) of a file's bytes, read in 1 MiB blocks.
+
+    Remembered per (path, size, modification time) in this process, so that checking a
+    dataset's files on every read and keying its cache hashes each file once."""
+    stat = os.stat(path)
+    return _digest(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns, algorithm)
+
+
+@functools.lru_cache(maxsize=256)
+def _digest(path: str, size: int, mtime_ns: int, algorithm: str) -> str:
     digest = hashlib.new(algorithm)
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(_CHUNK), b""):

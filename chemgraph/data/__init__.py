@@ -7,7 +7,8 @@ and from :mod:`chemgraph.errors`; never from :mod:`chemgraph.train`, :mod:`chemg
 - :func:`read_table`, :func:`featurize_table`, :func:`write_rejected`, :class:`MoleculeDataset`
   (:mod:`chemgraph.data.table`)
 - :func:`random_split`, :func:`scaffold_split`, :func:`murcko_scaffold`,
-  :func:`warn_single_class` (:mod:`chemgraph.data.splits`)
+  :func:`duplicate_groups`, :func:`find_duplicates`, :func:`warn_single_class`
+  (:mod:`chemgraph.data.splits`)
 - :class:`MoleculeDataModule`, :func:`collate_graphs` (:mod:`chemgraph.data.datamodule`)
 - :mod:`chemgraph.data.readers` (streaming SMILES/SDF/table records; ``chemgraph featurize``
   itself is :mod:`chemgraph.jobs.featurize`)
@@ -31,6 +32,9 @@ _MODULES = {
     "featurize_table": "table",
     "read_table": "table",
     "write_rejected": "table",
+    "Duplicates": "splits",
+    "duplicate_groups": "splits",
+    "find_duplicates": "splits",
     "murcko_scaffold": "splits",
     "random_split": "splits",
     "scaffold_split": "splits",

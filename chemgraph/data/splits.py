@@ -1,7 +1,11 @@
 """Train/validation/test splits: seeded random and Bemis–Murcko scaffold splits.
 
 Every splitter returns three ``int64`` index arrays ``(train, valid, test)`` that are disjoint
-and together cover ``range(n)``; each array is sorted ascending.
+and together cover ``range(n)``; each array is sorted ascending. Given ``groups``
+(:func:`duplicate_groups`: one group per distinct molecule), every splitter keeps the rows of
+a group in one split, so that a molecule given twice (another SMILES of it, repeated
+measurements) is never both a training and a test molecule; :func:`find_duplicates` says how
+many there were.
 """
 
 from __future__ import annotations
@@ -9,15 +13,24 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from rdkit import Chem
 from rdkit.Chem.Scaffolds import MurckoScaffold
 
-from chemgraph.chem import mol_from_smiles
+from chemgraph.chem import MoleculeParseError, mol_from_smiles
 
-__all__ = ["murcko_scaffold", "random_split", "scaffold_split", "warn_single_class"]
+__all__ = [
+    "Duplicates",
+    "duplicate_groups",
+    "find_duplicates",
+    "murcko_scaffold",
+    "random_split",
+    "scaffold_split",
+    "warn_single_class",
+]
 
 Split = tuple[np.ndarray, np.ndarray, np.ndarray]
 
@@ -39,25 +52,114 @@ def _as_split(train: Sequence[int], valid: Sequence[int], test: Sequence[int]) -
     return tuple(np.sort(np.asarray(part, dtype=np.int64)) for part in (train, valid, test))
 
 
+def duplicate_groups(smiles: Sequence[str], fragments: str = "keep") -> np.ndarray:
+    """The distinct molecule of each SMILES: ``int64 [n]``, equal for the same molecule.
+
+    Two SMILES are the same molecule when RDKit's canonical isomeric SMILES of what the model
+    sees (the molecule after the ``fragments`` policy of :func:`chemgraph.chem.mol_from_smiles`,
+    so ``"largest"`` makes a salt the same molecule as its parent) are equal. A SMILES RDKit
+    cannot parse is its own molecule. Groups are numbered in order of first appearance.
+    """
+    keys: dict[str, int] = {}
+    groups = np.empty(len(smiles), dtype=np.int64)
+    for index, text in enumerate(smiles):
+        try:
+            key = Chem.MolToSmiles(mol_from_smiles(text, fragments=fragments))
+        except MoleculeParseError:
+            key = f"unparsable:{text}"
+        groups[index] = keys.setdefault(key, len(keys))
+    return groups
+
+
+@dataclass
+class Duplicates:
+    """Rows that hold the same molecule (:func:`find_duplicates`).
+
+    Attributes:
+        molecules: distinct molecules given in more than one row.
+        rows: the rows holding them (``rows - molecules`` rows repeat a molecule).
+        differing_labels: of those molecules, how many have rows whose labels differ.
+        examples: the rows (as given in ``rows`` of :func:`find_duplicates`) of the first five.
+    """
+
+    molecules: int = 0
+    rows: int = 0
+    differing_labels: int = 0
+    examples: list[list[int]] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """The ``duplicates`` entry of ``metrics.json``."""
+        return {
+            "molecules": self.molecules,
+            "rows": self.rows,
+            "differing_labels": self.differing_labels,
+            "labels": "kept: every row stays an example; a molecule's rows are in one split",
+            "examples": self.examples,
+        }
+
+    def __str__(self) -> str:
+        if not self.molecules:
+            return "no molecule is given twice"
+        return (
+            f"{self.molecules} molecules are given in more than one row ({self.rows} rows, "
+            f"{self.differing_labels} with differing labels; e.g. rows {self.examples[0]}): "
+            "each molecule's rows are kept in one split, every row stays an example"
+        )
+
+
+def find_duplicates(
+    groups: np.ndarray, rows: np.ndarray | None = None, labels: np.ndarray | None = None
+) -> Duplicates:
+    """How many molecules ``groups`` (:func:`duplicate_groups`) gives more than once.
+
+    Args:
+        groups: ``int [n]`` molecule of each item.
+        rows: ``int [n]`` the items' names for ``examples`` (default ``0..n-1``).
+        labels: ``float [n, T]`` labels (NaN = missing) to compare within a molecule.
+    """
+    groups = np.asarray(groups, dtype=np.int64)
+    rows = np.arange(len(groups)) if rows is None else np.asarray(rows)
+    _, inverse, counts = np.unique(groups, return_inverse=True, return_counts=True)
+    repeated = np.flatnonzero(counts > 1)
+    summary = Duplicates(molecules=len(repeated), rows=int(counts[repeated].sum()))
+    for group in repeated:
+        members = np.flatnonzero(inverse == group)
+        if labels is not None:
+            values = np.asarray(labels, dtype=np.float64).reshape(len(groups), -1)[members]
+            if any(len(np.unique(v[~np.isnan(v)])) > 1 for v in values.T):
+                summary.differing_labels += 1
+        if len(summary.examples) < 5:
+            summary.examples.append([int(r) for r in rows[members]])
+    return summary
+
+
 def random_split(
-    num_items: int, fractions: Sequence[float] = (0.8, 0.1, 0.1), seed: int = 0
+    num_items: int,
+    fractions: Sequence[float] = (0.8, 0.1, 0.1),
+    seed: int = 0,
+    groups: Sequence[int] | np.ndarray | None = None,
 ) -> Split:
-    """Seeded random split of ``range(num_items)``.
+    """Seeded random split of ``range(num_items)``, whole groups at a time.
 
     Sizes: ``valid = round(f_valid * n)``, ``test = round(f_test * n)`` (Python ``round``),
     ``train`` = the rest. The permutation comes from ``numpy.random.default_rng(seed)``, so a
-    seed gives the same split on every platform.
+    seed gives the same split on every platform. With ``groups``, the groups are permuted
+    instead of the items and each group goes, whole, to the split in which its first item
+    falls when the permuted groups are laid end to end (so the sizes only approximate the
+    fractions); when every group has one item this is the same split as without ``groups``.
 
     Args:
         num_items: ``n``, the number of items.
         fractions: ``(f_train, f_valid, f_test)``, each >= 0, summing to 1.
         seed: seed of the permutation.
+        groups: ``int [n]``, the group of each item (e.g. :func:`duplicate_groups`); default
+            one group per item.
 
     Returns:
         ``(train, valid, test)``: ``int64`` index arrays, sorted, disjoint, covering ``range(n)``.
 
     Raises:
-        ValueError: negative ``num_items`` or invalid fractions.
+        ValueError: negative ``num_items``, invalid fractions, or ``groups`` not of length n.
     """
     if num_items < 0:
         raise ValueError(f"num_items must be >= 0, got {num_items}")
@@ -65,10 +167,18 @@ def random_split(
     n_valid = min(round(f_valid * num_items), num_items)
     n_test = min(round(f_test * num_items), num_items - n_valid)
     n_train = num_items - n_valid - n_test
-    order = np.random.default_rng(seed).permutation(num_items)
-    return _as_split(
-        order[:n_train], order[n_train : n_train + n_valid], order[n_train + n_valid :]
-    )
+    if groups is None:
+        groups = np.arange(num_items)
+    groups = np.asarray(groups, dtype=np.int64)
+    if groups.shape != (num_items,):
+        raise ValueError(f"groups must have one entry per item ({num_items}), got {groups.shape}")
+    _, inverse, sizes = np.unique(groups, return_inverse=True, return_counts=True)
+    order = np.random.default_rng(seed).permutation(len(sizes))
+    starts = np.cumsum(sizes[order]) - sizes[order]
+    part_of_group = np.empty(len(sizes), dtype=np.int64)
+    part_of_group[order] = np.searchsorted([n_train, n_train + n_valid], starts, side="right")
+    part = part_of_group[inverse]
+    return _as_split(*(np.flatnonzero(part == k) for k in range(3)))
 
 
 def murcko_scaffold(smiles_or_mol: str | Chem.Mol) -> str:
@@ -92,7 +202,11 @@ def murcko_scaffold(smiles_or_mol: str | Chem.Mol) -> str:
     return MurckoScaffold.MurckoScaffoldSmiles(mol=mol, includeChirality=False)
 
 
-def scaffold_split(smiles: Sequence[str], fractions: Sequence[float] = (0.8, 0.1, 0.1)) -> Split:
+def scaffold_split(
+    smiles: Sequence[str],
+    fractions: Sequence[float] = (0.8, 0.1, 0.1),
+    groups: Sequence[int] | np.ndarray | None = None,
+) -> Split:
     """Deterministic Bemis–Murcko scaffold split, DeepChem's ``ScaffoldSplitter`` convention.
 
     1. Group the molecules by :func:`murcko_scaffold` (acyclic molecules form the ``""`` group).
@@ -106,10 +220,13 @@ def scaffold_split(smiles: Sequence[str], fractions: Sequence[float] = (0.8, 0.1
        group may still go to train after a larger one did not fit.)
 
     A scaffold never straddles two splits, so the split sizes only approximate the fractions.
+    With ``groups``, every item takes the scaffold of its group's first item, so a group
+    (e.g. a salt and its parent under ``fragments="largest"``) is never split either.
 
     Args:
         smiles: ``n`` SMILES (or RDKit molecules).
         fractions: ``(f_train, f_valid, f_test)``, each >= 0, summing to 1.
+        groups: ``int [n]``, the group of each item (e.g. :func:`duplicate_groups`).
 
     Returns:
         ``(train, valid, test)``: ``int64`` index arrays, sorted, disjoint, covering ``range(n)``.
@@ -118,16 +235,20 @@ def scaffold_split(smiles: Sequence[str], fractions: Sequence[float] = (0.8, 0.1
         ValueError: invalid fractions, or a SMILES that RDKit cannot parse (its index is named).
     """
     f_train, f_valid, _ = _check_fractions(fractions)
-    groups: dict[str, list[int]] = {}
+    scaffold_of_group: dict[int, str] = {}
+    scaffolds: dict[str, list[int]] = {}
     for index, item in enumerate(smiles):
-        try:
-            scaffold = murcko_scaffold(item)
-        except ValueError as error:
-            raise ValueError(
-                f"scaffold_split: molecule {index} ({item!r}) cannot be parsed: {error}"
-            ) from error
-        groups.setdefault(scaffold, []).append(index)
-    ordered = sorted(groups.values(), key=lambda group: (len(group), group[0]), reverse=True)
+        group = index if groups is None else int(groups[index])
+        scaffold = scaffold_of_group.get(group)
+        if scaffold is None:
+            try:
+                scaffold = scaffold_of_group[group] = murcko_scaffold(item)
+            except ValueError as error:
+                raise ValueError(
+                    f"scaffold_split: molecule {index} ({item!r}) cannot be parsed: {error}"
+                ) from error
+        scaffolds.setdefault(scaffold, []).append(index)
+    ordered = sorted(scaffolds.values(), key=lambda group: (len(group), group[0]), reverse=True)
 
     n = len(smiles)
     train_cutoff = f_train * n

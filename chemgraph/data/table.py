@@ -244,6 +244,7 @@ def featurize_table(
     fragments: str = "keep",
     require_labels: bool = True,
     progress: bool = True,
+    rows: Sequence[int] | np.ndarray | None = None,
 ) -> tuple[MoleculeDataset, pd.DataFrame]:
     """Featurise every row of a table; rows that cannot be used are reported, never raised.
 
@@ -262,14 +263,18 @@ def featurize_table(
             (see :func:`chemgraph.chem.mol_from_smiles`).
         require_labels: reject rows whose targets are all missing (ignored when ``T == 0``).
         progress: show a tqdm progress bar over the rows when stderr is a terminal.
+        rows: the source-file row of each row of ``df`` (``int [len(df)]``), e.g. a dataset
+            card's table from which unparsable records were already removed; default the
+            position in ``df`` (right for a table read whole by :func:`read_table`).
 
     Returns:
         ``(dataset, rejected)``: the molecules that were featurised, and a table with columns
-        ``row`` (int64, 0-based data row), ``input`` (the stripped SMILES) and ``reason``.
+        ``row`` (int64, the source row: ``rows[i]``, or the 0-based data row), ``input`` (the
+        stripped SMILES) and ``reason``.
 
     Raises:
         ValueError: ``smiles_column`` or a target column is not in ``df`` (the message lists
-            the available columns).
+            the available columns), or ``rows`` does not have one entry per row.
     """
     if isinstance(target_columns, str):
         target_columns = [target_columns]
@@ -278,6 +283,11 @@ def featurize_table(
     values, target_errors = _parse_targets(df, target_columns)
     check_labels = require_labels and len(target_columns) > 0
     smiles_cells = df[smiles_column].to_numpy(dtype=object)
+    source_rows = np.arange(len(df)) if rows is None else np.asarray(rows, dtype=np.int64)
+    if source_rows.shape != (len(df),):
+        raise ValueError(
+            f"rows must give one source row per table row ({len(df)}), got {source_rows.shape}"
+        )
 
     graphs: list[dgl.DGLGraph] = []
     kept_rows: list[int] = []
@@ -309,20 +319,20 @@ def featurize_table(
         kept_rows.append(row)
         kept_smiles.append(smiles)
 
-    rows = np.asarray(kept_rows, dtype=np.int64)
-    labels = torch.from_numpy(values[rows].astype(np.float32)).reshape(
-        len(rows), len(target_columns)
+    kept = np.asarray(kept_rows, dtype=np.int64)
+    labels = torch.from_numpy(values[kept].astype(np.float32)).reshape(
+        len(kept), len(target_columns)
     )
     dataset = MoleculeDataset(
         graphs=graphs,
         labels=labels,
-        rows=rows,
+        rows=source_rows[kept],
         smiles=kept_smiles,
         target_columns=target_columns,
     )
     rejected_table = pd.DataFrame(
         {
-            "row": pd.Series([r[0] for r in rejected], dtype=np.int64),
+            "row": pd.Series(source_rows[[r[0] for r in rejected]], dtype=np.int64),
             "input": pd.Series([r[1] for r in rejected], dtype=object),
             "reason": pd.Series([r[2] for r in rejected], dtype=object),
         }

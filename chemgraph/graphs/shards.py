@@ -63,6 +63,7 @@ __all__ = [
     "save_shard",
     "save_shard_arrays",
     "select_graphs",
+    "shard_rows",
 ]
 
 SHARD_FORMAT = 1
@@ -187,6 +188,35 @@ def load_shard_batch(path: str | Path) -> tuple[dgl.DGLGraph, torch.Tensor]:
         raise _damaged(path, error) from None
 
 
+def shard_rows(path: str | Path) -> np.ndarray:
+    """The input rows of a shard (``int64 [n]``), after checking that the file holds every
+    array its header describes; without DGL and without decoding the graphs.
+
+    Raises:
+        ValueError: as :func:`load_shard_batch` (no graph shard, a newer format, truncated).
+    """
+    data = Path(path).read_bytes()
+    if data[: len(_DGL_MAGIC)] == _DGL_MAGIC:
+        return _load_dgl_shard(path)[1].numpy()
+    if data[: len(_MAGIC)] != _MAGIC:
+        raise ValueError(f"{path} is not a chemgraph graph shard")
+    try:
+        (length,) = _LENGTH.unpack_from(data, len(_MAGIC))
+        start = len(_MAGIC) + _LENGTH.size
+        header = json.loads(data[start : start + length])
+        body = memoryview(data)[start + length :]
+        entries = [header[key] for key in ("rows", "num_nodes", "num_edges", "src", "dst")]
+        for spec in (*header["ndata"].values(), *header["edata"].values()):
+            entries += [spec[key] for key in ("bits", "values") if key in spec]
+        for entry in entries:
+            size = int(np.prod(entry["shape"], dtype=np.int64)) * np.dtype(entry["dtype"]).itemsize
+            if entry["offset"] + size > len(body):
+                raise ValueError(f"{len(body)} bytes of arrays, the header needs more")
+        return _array(body, header["rows"]).astype(np.int64)
+    except (struct.error, KeyError, TypeError, ValueError) as error:
+        raise _damaged(path, error) from None
+
+
 def select_graphs(graph: dgl.DGLGraph, indices: np.ndarray | Sequence[int]) -> dgl.DGLGraph:
     """The molecules ``indices`` of a batched homogeneous graph, batched in that order.
 
@@ -239,8 +269,8 @@ def _ranges(counts: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.nda
 
 def _damaged(path: str | Path, error: Exception) -> ValueError:
     return ValueError(
-        f"{path} is truncated or damaged ({type(error).__name__}: {error}); run chemgraph "
-        "featurize again"
+        f"{path} is truncated or damaged ({type(error).__name__}: {error}); run the chemgraph "
+        "featurize command that wrote it again with --resume (it rebuilds damaged shards)"
     )
 
 

@@ -90,7 +90,7 @@ from chemgraph.featurize import get_preset
 from chemgraph.featurize.descriptors import RDKitDescriptors, parse_descriptors
 from chemgraph.featurize.fingerprints import parse_fingerprint
 from chemgraph.graphs.molecule import mols_to_graph_arrays
-from chemgraph.graphs.shards import save_shard_arrays
+from chemgraph.graphs.shards import save_shard_arrays, shard_rows
 
 __all__ = [
     "BLANK_RECORD",
@@ -464,11 +464,30 @@ def featurize_shard(
     return summary
 
 
-def _completed(out: Path, shard: int) -> ShardSummary | None:
-    path = out / "parts" / f"{_shard_name(shard)}.json"
+def _completed(out: Path, shard: int, options: FeaturizeOptions) -> ShardSummary | str | None:
+    """The summary of a complete shard; ``None`` when the shard was not finished; a reason
+    (``str``) when its summary says finished but a file of it is missing or damaged (a
+    truncated or foreign graph shard, a features table of another length), so that
+    ``--resume`` featurizes it again instead of keeping it."""
+    name = _shard_name(shard)
+    path = out / "parts" / f"{name}.json"
     if not path.exists():
         return None
-    return ShardSummary(**json.loads(path.read_text()))
+    try:
+        summary = ShardSummary(**json.loads(path.read_text()))
+        rows = pq.read_table(out / "features" / f"{name}.parquet", columns=["row"])["row"]
+        if len(rows) != summary.featurized:
+            raise ValueError(
+                f"features/{name}.parquet has {len(rows)} rows, not {summary.featurized}"
+            )
+        if options.graphs is not None:
+            graph_rows = shard_rows(out / "graphs" / f"{name}.bin")
+            if graph_rows.tolist() != rows.to_pylist():
+                raise ValueError(f"graphs/{name}.bin holds the graphs of other records")
+        (out / "parts" / f"{name}.csv").stat()
+    except (OSError, TypeError, ValueError, pa.ArrowException) as error:
+        return f"shard {shard} is damaged ({error}); featurizing it again"
+    return summary
 
 
 # -- worker processes ----------------------------------------------------------------------
@@ -923,7 +942,10 @@ def _featurize_shards(
         )
         for shard, records in enumerate(chunks):
             duplicates.add(records)
-            done = _completed(out, shard) if resume else None
+            done = _completed(out, shard, options) if resume else None
+            if isinstance(done, str):
+                say(done)
+                done = None
             if done is not None:
                 summaries.append(done)
                 bar.advance(done.read + done.blank)

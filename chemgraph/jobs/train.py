@@ -23,9 +23,12 @@ import yaml
 
 from chemgraph.chem import mols_from_smiles
 from chemgraph.data import (
+    Duplicates,
     MoleculeDataModule,
     MoleculeDataset,
+    duplicate_groups,
     featurize_table,
+    find_duplicates,
     random_split,
     scaffold_split,
     warn_single_class,
@@ -73,7 +76,9 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     mixture of experts ``"experts"``: per training epoch, the expert usage ``[layer][expert]``
     and the importance and load CV² per layer; RMSE/MAE/R² in
     the targets' units, or ROC-AUC/PR-AUC/MCC/balanced accuracy/accuracy, averaged over tasks,
-    and ``"per_task"``: the same per split and task; NaN written as null), ``predictions.csv``
+    and ``"per_task"``: the same per split and task; ``"duplicates"``: the molecules given in
+    more than one row, :meth:`chemgraph.data.Duplicates.to_dict`, whose rows the split kept
+    together; NaN written as null), ``predictions.csv``
     (split, row, smiles, each target and its ``_pred`` column), ``learning_curve.png``, plots of
     the test split (``parity.png`` and ``residuals.png`` for regression, ``roc_curve.png``,
     ``pr_curve.png`` and ``confusion_matrix.png`` for classification) and ``config.yaml`` (the
@@ -104,9 +109,10 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     if config.task is None:
         config = replace(config, task=infer_task(dataset.labels, config.target_columns))
     (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
-    parts = _split(config, dataset)
+    parts, duplicates = _split(config, dataset)
     fitted = _fit(config, parts, preset, out)
     metrics, predictions = _evaluate(config, fitted, parts)
+    metrics["duplicates"] = duplicates.to_dict()
     _write_results(config, out, metrics, predictions, fitted.history)
     return metrics
 
@@ -169,6 +175,7 @@ def train_ensemble(config: TrainingConfig, size: int) -> dict:
         per_task[name] = per_task_metrics(truth, predicted, task, config.target_columns)
         metrics[name] = mean_over_tasks(per_task[name])
     metrics["per_task"] = per_task
+    metrics["duplicates"] = member_metrics[0]["duplicates"]  # one split for every member
     metrics["ensemble_size"] = size
     metrics["members"] = [{"val": m["val"], "test": m["test"]} for m in member_metrics]
     out.mkdir(parents=True, exist_ok=True)
@@ -205,9 +212,8 @@ def _featurize(config: TrainingConfig, out: Path) -> tuple[MoleculeDataset, Feat
     Raises:
         ValueError: fewer than 10 valid molecules.
     """
-    table = read_data(config.data, config.data_root)
-    if config.max_rows is not None:
-        table = table.iloc[: config.max_rows]
+    source = read_data(config.data, config.data_root).head(config.max_rows)
+    table = source.table
     preset = get_preset(config.featurizer)
     dataset, rejected = featurize_table(
         table,
@@ -216,11 +222,16 @@ def _featurize(config: TrainingConfig, out: Path) -> tuple[MoleculeDataset, Feat
         preset,
         fragments=config.fragments,
         progress=config.progress,
+        rows=source.rows,
     )
+    if len(source.rejected):  # the records the dataset's reader rejected, by source row
+        rejected = pd.concat([source.rejected, rejected], ignore_index=True)
+        rejected = rejected.sort_values("row", kind="stable", ignore_index=True)
     write_rejected(rejected, out / "rejected.csv")
     log.info(
-        "featurized %d of %d rows; rejected %d (see %s)",
-        len(dataset), len(table), len(rejected), out / "rejected.csv",
+        "read %s; featurized %d of %d rows; rejected %d (see %s)",
+        source.description, len(dataset), len(table) + len(source.rejected), len(rejected),
+        out / "rejected.csv",
     )  # fmt: skip
     if len(dataset) < 10:
         first = (
@@ -235,17 +246,26 @@ def _featurize(config: TrainingConfig, out: Path) -> tuple[MoleculeDataset, Feat
     return dataset, preset
 
 
-def _split(config: TrainingConfig, dataset: MoleculeDataset) -> dict[str, MoleculeDataset]:
-    """The train/val/test subsets of ``dataset`` (random or scaffold split).
+def _split(
+    config: TrainingConfig, dataset: MoleculeDataset
+) -> tuple[dict[str, MoleculeDataset], Duplicates]:
+    """The train/val/test subsets of ``dataset`` (random or scaffold split), with the rows
+    of one molecule (:func:`chemgraph.data.duplicate_groups` of what the model sees) in one
+    split, and what was found (logged as a warning when a molecule is given twice).
 
     Raises:
-        ValueError: an empty split; classification labels other than 0 and 1.
+        ValueError: an empty split; a target without training labels; classification labels
+            other than 0 and 1.
     """
+    groups = duplicate_groups(dataset.smiles, config.fragments)
+    duplicates = find_duplicates(groups, dataset.rows, dataset.labels.numpy())
+    if duplicates.molecules:
+        log.warning("duplicates: %s", duplicates)
     if config.split == "random":
         seed = config.seed if config.split_seed is None else config.split_seed
-        index = random_split(len(dataset), config.split_fractions, seed=seed)
+        index = random_split(len(dataset), config.split_fractions, seed=seed, groups=groups)
     else:
-        index = scaffold_split(dataset.smiles, config.split_fractions)
+        index = scaffold_split(dataset.smiles, config.split_fractions, groups=groups)
     splits = dict(zip(SPLITS, index))
     sizes = ", ".join(f"{name} {len(rows)}" for name, rows in splits.items())
     log.info("%s split: %s", config.split, sizes)
@@ -257,10 +277,11 @@ def _split(config: TrainingConfig, dataset: MoleculeDataset) -> dict[str, Molecu
             "use more molecules, other split_fractions, or a random split (a scaffold split "
             "keeps each scaffold, e.g. all acyclic molecules, in one split)"
         )
+    _check_training_labels(dataset.labels, splits["train"], config.target_columns)
     if config.task == "classification":
         _check_binary(dataset.labels, config.target_columns)
         warn_single_class(dataset.labels, splits, config.target_columns)
-    return {name: dataset.subset(rows) for name, rows in splits.items()}
+    return {name: dataset.subset(rows) for name, rows in splits.items()}, duplicates
 
 
 @dataclass
@@ -463,6 +484,28 @@ def infer_task(labels: torch.Tensor, targets: list[str]) -> str:
         others,
     )
     return "regression"
+
+
+def _check_training_labels(labels: torch.Tensor, train: np.ndarray, targets: list[str]) -> None:
+    """Every target needs labels among the training molecules: one without any would be
+    learned as nothing (a mean-0/std-1 scaler, untrained outputs) and scored as if learned.
+
+    Raises:
+        ValueError: a target has no label in the training split (named, with its counts).
+    """
+    present = ~torch.isnan(labels)
+    in_train = present[torch.from_numpy(np.asarray(train, dtype=np.int64))].sum(0)
+    empty = [
+        f"{target!r} ({int(present[:, j].sum())} labelled rows, none of them in training)"
+        for j, target in enumerate(targets)
+        if in_train[j] == 0
+    ]
+    if empty:
+        raise ValueError(
+            f"target {', '.join(empty)} has no training labels; remove it from "
+            "--target-columns, train it in its own run, or choose a split that gives it "
+            "training labels"
+        )
 
 
 def _check_binary(labels: torch.Tensor, targets: list[str]) -> None:

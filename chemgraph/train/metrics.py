@@ -103,7 +103,8 @@ def per_task_metrics(
         ``{target: {"n": labels, ...}}``: for regression ``rmse``, ``mae``, ``r2`` (NaN with
         fewer than 2 labels); for classification ``positives`` (share of class 1) and the
         metrics of :func:`classification_metrics`, all but accuracy NaN when the task's labels
-        hold one class only. Every metric is NaN for a task without labels.
+        hold one class only. Every metric is NaN for a task without labels, and (with a
+        ``UserWarning``) for a task with a prediction that is not a finite number.
     """
     if task == "regression":
         names, compute = REGRESSION, _regression
@@ -118,9 +119,17 @@ def per_task_metrics(
     for index, target in enumerate(targets):
         present = ~np.isnan(y_true[:, index])
         n = int(present.sum())
+        bad = int((~np.isfinite(y_pred[present, index])).sum())
+        if bad:  # a metric error must not lose a finished training: NaN, said once
+            warnings.warn(
+                f"target {target!r}: {bad} of {n} predictions are not finite numbers; its "
+                "metrics are NaN",
+                UserWarning,
+                stacklevel=2,
+            )
         values = (
             compute(y_true[present, index], y_pred[present, index])
-            if n
+            if n and not bad
             else dict.fromkeys(names, math.nan)
         )
         table[target] = {"n": n, **values}

@@ -24,7 +24,12 @@ class TargetScaler:
 
     @classmethod
     def fit(cls, labels: torch.Tensor) -> TargetScaler:
-        """Fit on ``float32 [N, T]`` labels, ignoring NaN (missing) entries."""
+        """Fit on ``float32 [N, T]`` labels, ignoring NaN (missing) entries.
+
+        Computed in float64, so that labels up to float32's largest value (about 3.4e38)
+        give a finite mean and standard deviation (their squares overflow float32 above
+        about 1.8e19)."""
+        labels = labels.to(torch.float64)
         present = ~torch.isnan(labels)
         count = present.sum(0).clamp(min=1)
         filled = torch.where(present, labels, 0.0)

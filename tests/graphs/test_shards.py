@@ -12,7 +12,7 @@ from chemgraph.chem import mols_from_smiles
 from chemgraph.featurize import available_presets, get_preset
 from chemgraph.graph_keys import EDGE_FEATURES, NODE_FEATURES, POSITIONS
 from chemgraph.graphs import load_shard, load_shard_batch, mols_to_graphs, save_shard, select_graphs
-from chemgraph.graphs.shards import SHARD_FORMAT
+from chemgraph.graphs.shards import SHARD_FORMAT, shard_rows
 
 # 20 drug-like cores (stereo centres and double bonds, rings, S, P-free heteroatoms) x 15
 # substituents on their first atom: 300 distinct molecules
@@ -216,8 +216,11 @@ def test_bad_inputs_and_files_are_clear_errors(tmp_path, molecules):
     data = (tmp_path / "good.bin").read_bytes()
     for cut in (20, 60, len(data) - 9):  # in the length, the header, the arrays
         (tmp_path / "cut.bin").write_bytes(data[:cut])
-        with pytest.raises(ValueError, match="truncated or damaged.*run chemgraph featurize again"):
+        with pytest.raises(ValueError, match="truncated or damaged.*again with --resume"):
             load_shard(tmp_path / "cut.bin")
+        with pytest.raises(ValueError, match="truncated or damaged"):  # without decoding
+            shard_rows(tmp_path / "cut.bin")
+    assert shard_rows(tmp_path / "good.bin").tolist() == [0, 1, 2]
     newer = data.replace(b'"format":1', b'"format":9')
     (tmp_path / "newer.bin").write_bytes(newer)
     with pytest.raises(ValueError, match="format 9; .* up to 1: upgrade chemgraph"):

@@ -97,3 +97,21 @@ def test_resumed_shards_count_and_a_log_file_gets_no_bar(smi, tmp_path, bars, ca
     assert [bar.shown for bar in bars] == [False, False]  # stderr is no terminal here
     assert sum(bars[1].updates) == 60 and bars[1].total is None  # nothing counted for no bar
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("damage", ["truncated graphs", "missing features", "foreign graphs"])
+def test_resume_rebuilds_a_damaged_shard_of_a_finished_run(smi, tmp_path, damage):
+    options = FeaturizeOptions(fingerprints=("maccs",), graphs="canonical")
+    out = tmp_path / "out"
+    featurize_library(smi, out, options, shard_size=20, progress=False)
+    expected = {p.name: p.read_bytes() for p in sorted((out / "graphs").iterdir())}
+    graphs = out / "graphs" / "shard-00001.bin"
+    if damage == "truncated graphs":
+        graphs.write_bytes(graphs.read_bytes()[:-16])
+    elif damage == "missing features":
+        (out / "features" / "shard-00001.parquet").unlink()
+    else:  # another shard's graphs under this shard's name
+        graphs.write_bytes((out / "graphs" / "shard-00000.bin").read_bytes())
+    featurize_library(smi, out, options, shard_size=20, progress=False, resume=True)
+    assert {p.name: p.read_bytes() for p in sorted((out / "graphs").iterdir())} == expected
+    assert (out / "features" / "shard-00001.parquet").is_file()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import os
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from chemgraph.data.datasets.card import DatasetCard, SourceFile, card_names, re
 from chemgraph.data.datasets.download import ChecksumError, chemgraph_home
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from chemgraph.data.datasets.base import CardDataset, ParseResult
@@ -32,6 +34,7 @@ __all__ = [
     "FAMILIES",
     "CardDataset",
     "ChecksumError",
+    "DataSource",
     "DatasetCard",
     "ParseResult",
     "SourceFile",
@@ -130,21 +133,60 @@ def load_dataset(
     return dataset
 
 
+@dataclass
+class DataSource:
+    """What :func:`read_data` read: the table, each row's source row, the records already
+    rejected while reading, and which file it was.
+
+    Attributes:
+        table: one row per usable record (a registered dataset's parsed table, or a table file
+            as :func:`chemgraph.data.read_table` reads it).
+        rows: ``int64 [len(table)]``, the source-file row of each table row (0-based record of
+            the file; for a table file, the data row).
+        rejected: ``row, input, reason`` of the records rejected while reading (a registered
+            dataset's unparsable records; empty for a table file).
+        description: the file(s) read, for the log.
+    """
+
+    table: pd.DataFrame
+    rows: np.ndarray
+    rejected: pd.DataFrame
+    description: str
+
+    def head(self, max_rows: int | None) -> DataSource:
+        """The records of the first ``max_rows`` source rows (all when ``None``)."""
+        if max_rows is None:
+            return self
+        keep = self.rows < max_rows
+        return replace(
+            self,
+            table=self.table[keep].reset_index(drop=True),
+            rows=self.rows[keep],
+            rejected=self.rejected[self.rejected["row"] < max_rows].reset_index(drop=True),
+        )
+
+
 def read_data(
     data: str | os.PathLike[str], root: str | os.PathLike[str] | None = None
-) -> pd.DataFrame:
+) -> DataSource:
     """A table file (:func:`chemgraph.data.read_table`), or a registered dataset's records.
 
     ``chemgraph train --data`` accepts both: an existing path is read as a table; otherwise a
     registered name (:func:`list_datasets`) is loaded (from ``$CHEMGRAPH_HOME``, downloading
-    when needed) and its parsed table returned (SMILES in ``smiles``, the card's targets as
-    columns; invalid SMILES already rejected). ``root``: a folder with a local copy of a
-    registered dataset's source files (as :func:`load_dataset`); ignored for table files.
+    when needed; its files checked against the card, see :meth:`CardDataset.parse`) and its
+    parsed table returned (SMILES in ``smiles``, the card's targets as columns) with the
+    records RDKit rejected in ``rejected`` and, in ``rows``, each record's row in the source
+    file (the table's ``row`` column), so that a row number always names the source record.
+    ``root``: a folder with a local copy of a registered dataset's source files (as
+    :func:`load_dataset`); ignored for table files.
 
     Raises:
         FileNotFoundError: neither an existing file nor a registered name.
     """
-    from chemgraph.data.table import read_table
+    import numpy as np
+    import pandas as pd
+
+    from chemgraph.data.table import REJECTED_COLUMNS, read_table
 
     if Path(data).is_file() or str(data) not in list_datasets():
         if not Path(data).exists() and not Path(data).suffix:
@@ -152,5 +194,23 @@ def read_data(
                 f"{data!r} is neither a file nor a registered dataset; datasets: "
                 f"{', '.join(list_datasets())}"
             )
-        return read_table(data)
-    return load_dataset(str(data), root).parse().table
+        table = read_table(data)
+        return DataSource(
+            table=table,
+            rows=np.arange(len(table), dtype=np.int64),
+            rejected=pd.DataFrame({c: pd.Series(dtype=object) for c in REJECTED_COLUMNS}),
+            description=str(data),
+        )
+    parsed = load_dataset(str(data), root).parse()
+    table = parsed.table
+    rows = (
+        table["row"].to_numpy(dtype=np.int64)
+        if "row" in table
+        else np.arange(len(table), dtype=np.int64)
+    )
+    return DataSource(
+        table=table,
+        rows=rows,
+        rejected=parsed.rejected.reindex(columns=list(REJECTED_COLUMNS)),
+        description=", ".join(str(path) for path in parsed.files),
+    )

@@ -31,13 +31,21 @@ from chemgraph._dgl import dgl
 from chemgraph._files import file_digest
 from chemgraph.data.datasets.card import DatasetCard, SourceFile
 from chemgraph.data.datasets.download import chemgraph_home, fetch, verify
-from chemgraph.data.splits import random_split, scaffold_split
+from chemgraph.data.splits import duplicate_groups, find_duplicates, random_split, scaffold_split
 from chemgraph.data.table import REJECTED_COLUMNS, MoleculeDataset, featurize_table
+from chemgraph.errors import DatasetError
 from chemgraph.featurize import FeaturizerPreset, get_preset
 from chemgraph.graph_keys import GRAPH_FORMAT
 from chemgraph.graphs import load_shard, save_shard
 
-__all__ = ["CardDataset", "ParseResult", "rejected_frame", "SHARD_SIZE"]
+__all__ = [
+    "CardDataset",
+    "DamagedCacheError",
+    "ParseResult",
+    "check_source_file",
+    "rejected_frame",
+    "SHARD_SIZE",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +85,48 @@ class ParseResult:
         return {"parsed": len(self.table), "rejected": len(self.rejected)}
 
 
+def check_source_file(spec: SourceFile, path: Path, records: int | None) -> bool:
+    """Compare a source file that is being read with its card entry, and say so in the log.
+
+    The checksum is compared when ``path`` has the card's file name (another name is an
+    accepted alias, e.g. another format of the same data, whose bytes differ by nature), and
+    ``records`` (the records the file held) with the card's ``rows``. A match is logged as
+    INFO, a difference as a WARNING that names the file and both values (a local copy is the
+    user's choice, so it is read), and a check that cannot be made (no checksum on the card)
+    as INFO.
+
+    Returns:
+        ``True`` when nothing differs from the card.
+    """
+    same = True
+    if path.name != spec.name:
+        logger.info("%s: read as the card's %s (checksum not comparable)", path, spec.name)
+    else:
+        result = verify(path, spec)
+        if result is False:
+            same = False
+            algorithm = "sha256" if spec.sha256 else "md5"
+            logger.warning(
+                "%s: not the card's file, its checksum differs: %s %s, the card's %s (a local "
+                "copy; read as it is, results may differ from the published ones)",
+                path, algorithm, file_digest(path, algorithm), spec.sha256 or spec.md5,
+            )  # fmt: skip
+        elif result is None:
+            logger.info("%s: the card publishes no checksum (not checked)", path)
+        else:
+            logger.info("%s: checksum matches the card", path)
+    if records is not None and spec.rows is not None:
+        if records != spec.rows:
+            same = False
+            logger.warning(
+                "%s holds %d records; the card's %s holds %d (a partial or other copy)",
+                path, records, spec.name, spec.rows,
+            )  # fmt: skip
+        else:
+            logger.info("%s: %d records, as the card says", path, records)
+    return same
+
+
 class CardDataset:
     """A dataset described by a card (see :mod:`chemgraph.data.datasets.card`).
 
@@ -93,6 +143,8 @@ class CardDataset:
 
     Attributes:
         card: the card. root: the source folder. options: the family options.
+        records_read: card file name -> records the file held when it was parsed (families
+            that count them), compared with the card's ``rows``.
     """
 
     family: ClassVar[str] = ""
@@ -113,6 +165,7 @@ class CardDataset:
         self.auto_download = download
         self.options = self._check_options(options)
         self._parsed: ParseResult | None = None
+        self.records_read: dict[str, int] = {}
 
     # --- options ------------------------------------------------------------------------
     default_options: ClassVar[dict[str, Any]] = {}
@@ -169,8 +222,8 @@ class CardDataset:
                 continue
             if path is None:
                 path = fetch(spec, self.root, allow_unverified=allow_unverified, opener=opener)
-            elif path.name == spec.name and verify(path, spec) is False:
-                logger.warning("%s: checksum differs from the card (local copy used)", path)
+            else:
+                check_source_file(spec, path, None)
             paths.append(path)
         return paths
 
@@ -211,12 +264,19 @@ class CardDataset:
     def parse(self) -> ParseResult:
         """Read the source files (once; later calls return the same result).
 
+        Every file read is checked against its card (:func:`check_source_file`: checksum,
+        and the number of records where the family counts them in :attr:`records_read`);
+        the result is logged, a difference as a warning.
+
         Returns:
             A :class:`ParseResult`; its counts are logged.
         """
         if self._parsed is None:
             files = self.source_files()
+            self.records_read = {}
             table, rejected = self._parse(files)
+            for name, path in files.items():
+                check_source_file(self.card.file(name), path, self.records_read.get(name))
             self._parsed = ParseResult(table.reset_index(drop=True), rejected, list(files.values()))
             logger.info(
                 "%s: parsed %d records, rejected %d", self.card.name, len(table), len(rejected)
@@ -224,6 +284,8 @@ class CardDataset:
         return self._parsed
 
     def _parse(self, files: dict[str, Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """``(table, rejected)`` of the source files; sets ``records_read[card file name]``
+        to the number of records each file held (parsed + rejected), where it is known."""
         raise NotImplementedError
 
     @property
@@ -266,22 +328,36 @@ class CardDataset:
 
         Args:
             preset: atom/bond featurizer preset (name or object).
-            cache: read/write ``$CHEMGRAPH_HOME/featurized/<name>/<key>/``.
+            cache: read/write ``$CHEMGRAPH_HOME/featurized/<name>/<key>/``. The cache is
+                checked against its index before it is used (every shard listed in
+                ``shards.json`` present, of its size, readable, and together holding the
+                index's rows in order); a damaged cache (a missing, truncated or foreign
+                shard) is logged as a warning, naming the folder, and built again.
             **graph_options: family options of the graph builder (e.g. ``cutoff``).
 
         Returns:
-            ``(dataset, rejected)``: ``dataset.rows`` index :attr:`ParseResult.table`;
-            ``rejected`` lists the parse and featurisation rejects (``row, input, reason``).
+            ``(dataset, rejected)``: ``dataset.rows`` index :attr:`ParseResult.table` (whose
+            ``row`` column, in families that have one, is the source-file row);
+            ``rejected`` lists the parse and featurisation rejects (``row, input, reason``,
+            ``file``), ``row`` always the source-file row where the table has one.
         """
         preset = get_preset(preset) if isinstance(preset, str) else preset
         featurizer = {"preset": preset.to_dict(), **graph_options}
         folder = chemgraph_home() / "featurized" / self.card.name / self.cache_key(featurizer)
-        if cache and (folder / "index.parquet").is_file():
-            dataset, rejected = _read_cache(folder)
-            logger.info("%s: %d graphs from cache %s", self.card.name, len(dataset), folder)
-            return dataset, rejected
+        if cache and folder.exists():
+            try:
+                dataset, rejected = _read_cache(folder)
+            except DamagedCacheError as error:
+                logger.warning("%s; featurizing again to replace it", error)
+            else:
+                logger.info("%s: %d graphs from cache %s", self.card.name, len(dataset), folder)
+                return dataset, rejected
         parsed = self.parse()
         dataset, rejected = self._build_graphs(parsed.table, preset, **graph_options)
+        if "row" in parsed.table and len(rejected):  # table position -> source-file row
+            rejected = rejected.assign(
+                row=parsed.table["row"].to_numpy(dtype=np.int64)[rejected["row"].to_numpy()]
+            )
         rejected = pd.concat(
             [parsed.rejected.reindex(columns=[*REJECTED_COLUMNS, "file"]), rejected],
             ignore_index=True,
@@ -313,7 +389,9 @@ class CardDataset:
         """The card's split protocol (or ``method``) over ``dataset`` (default: the table).
 
         Methods: ``"random"`` (card ``fractions``, default 80/10/10, seeded), ``"scaffold"``
-        (Bemis-Murcko, DeepChem order), and family methods (``"official"`` ...).
+        (Bemis-Murcko, DeepChem order), and family methods (``"official"`` ...). In random and
+        scaffold splits the records of one molecule (:func:`chemgraph.data.duplicate_groups`)
+        stay in one split; duplicates found are logged as a warning.
 
         Returns:
             ``{"train": idx, "valid": idx, "test": idx}``: sorted ``int64`` positions into
@@ -323,13 +401,20 @@ class CardDataset:
         seed = self.card.split.get("seed", 0) if seed is None else seed
         table = self.parse().table
         rows = np.arange(len(table)) if dataset is None else np.asarray(dataset.rows)
+        smiles = (
+            [str(s).strip() for s in table[self.smiles_column].to_numpy(dtype=object)[rows]]
+            if self.smiles_column in table
+            else None
+        )
+        groups = None if smiles is None else duplicate_groups(smiles)
+        if groups is not None and (found := find_duplicates(groups, rows)).molecules:
+            logger.warning("%s duplicates: %s", self.card.name, found)
         if method == "random":
             fractions = self.card.split.get("fractions", (0.8, 0.1, 0.1))
-            parts = random_split(len(rows), fractions, seed)
+            parts = random_split(len(rows), fractions, seed, groups=groups)
         elif method == "scaffold":
             fractions = self.card.split.get("fractions", (0.8, 0.1, 0.1))
-            smiles = table[self.smiles_column].to_numpy(dtype=object)[rows]
-            parts = scaffold_split([str(s).strip() for s in smiles], fractions)
+            parts = scaffold_split(smiles, fractions, groups=groups)
         else:
             return self._family_split(rows, method, seed)
         return dict(zip(("train", "valid", "test"), parts))
@@ -342,41 +427,90 @@ class CardDataset:
 
 
 # --- cache ------------------------------------------------------------------------------
+class DamagedCacheError(DatasetError, ValueError):
+    """A featurized-dataset cache folder does not match its index (the message names it)."""
+
+
 def _write_cache(
     folder: Path, dataset: MoleculeDataset, rejected: pd.DataFrame, featurizer: dict
 ) -> None:
-    """Write shards + index atomically: a temporary folder renamed into place."""
+    """Write shards + index atomically: a temporary folder renamed into place.
+
+    ``shards.json`` lists each shard file with its number of graphs and bytes, so that
+    :func:`_read_cache` can tell a complete cache from a damaged one."""
     temporary = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
     shutil.rmtree(temporary, ignore_errors=True)
     temporary.mkdir(parents=True)
     try:
+        shards = []
         for number, start in enumerate(range(0, max(len(dataset), 1), SHARD_SIZE)):
             graphs = dataset.graphs[start : start + SHARD_SIZE]
             if not graphs:
                 break
-            save_shard(
-                temporary / f"shard_{number:05d}.bin",
-                dgl.batch(graphs),
-                torch.arange(start, start + len(graphs)),
-            )
+            path = temporary / f"shard_{number:05d}.bin"
+            save_shard(path, dgl.batch(graphs), torch.arange(start, start + len(graphs)))
+            shards.append({"name": path.name, "graphs": len(graphs), "bytes": path.stat().st_size})
         index = pd.DataFrame({"row": dataset.rows, "smiles": dataset.smiles})
         for j, column in enumerate(dataset.target_columns):
             index[f"label:{column}"] = dataset.labels[:, j].numpy()
         index.to_parquet(temporary / "index.parquet")
         rejected.to_csv(temporary / "rejected.csv", index=False)
         (temporary / "featurizer.json").write_text(json.dumps(featurizer, default=str))
+        (temporary / "shards.json").write_text(json.dumps(shards))
         if folder.exists():
-            shutil.rmtree(folder)
+            try:
+                shutil.rmtree(folder)
+            except OSError as error:
+                raise DamagedCacheError(
+                    f"cannot replace the featurized cache {folder} ({error}); delete that "
+                    "folder and run again"
+                ) from error
         os.replace(temporary, folder)
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
 
 
 def _read_cache(folder: Path) -> tuple[MoleculeDataset, pd.DataFrame]:
-    index = pd.read_parquet(folder / "index.parquet")
+    """The dataset and rejects of a cache folder, checked against its index.
+
+    Raises:
+        DamagedCacheError: a file is missing or unreadable, a shard file is missing, extra
+            (foreign), of another size or truncated, or the shards do not hold the index's
+            rows ``0..n-1`` in order (the message names the folder and what differs).
+    """
+
+    def damaged(what: str) -> DamagedCacheError:
+        return DamagedCacheError(
+            f"the featurized cache {folder} is damaged ({what}); it is rebuilt, or delete "
+            "that folder"
+        )
+
+    try:
+        index = pd.read_parquet(folder / "index.parquet")
+        listed = json.loads((folder / "shards.json").read_text())
+        rejected = pd.read_csv(folder / "rejected.csv", keep_default_na=False, dtype={"input": str})
+    except (OSError, ValueError) as error:  # a missing file, or one that is not what it was
+        raise damaged(f"{type(error).__name__}: {error}") from None
+    present = sorted(path.name for path in folder.glob("shard_*.bin"))
+    names = [entry["name"] for entry in listed]
+    if present != names:
+        extra, missing = sorted(set(present) - set(names)), sorted(set(names) - set(present))
+        raise damaged(f"shard files missing: {missing}, not in its index: {extra}")
     graphs: list = []
-    for shard in sorted(folder.glob("shard_*.bin")):
-        graphs.extend(load_shard(shard)[0])
+    rows: list[torch.Tensor] = []
+    for entry in listed:
+        path = folder / entry["name"]
+        if path.stat().st_size != entry["bytes"]:
+            raise damaged(f"{entry['name']} has {path.stat().st_size} bytes, not {entry['bytes']}")
+        try:
+            shard_graphs, shard_rows = load_shard(path)
+        except ValueError as error:
+            raise damaged(str(error)) from None
+        graphs.extend(shard_graphs)
+        rows.append(shard_rows)
+    positions = torch.cat(rows).numpy() if rows else np.zeros(0, dtype=np.int64)
+    if not np.array_equal(positions, np.arange(len(index))):
+        raise damaged(f"its shards hold {len(positions)} graphs, its index {len(index)} rows")
     targets = [c.removeprefix("label:") for c in index.columns if c.startswith("label:")]
     labels = torch.from_numpy(
         index[[f"label:{t}" for t in targets]].to_numpy(dtype=np.float32, copy=True)
@@ -388,5 +522,4 @@ def _read_cache(folder: Path) -> tuple[MoleculeDataset, pd.DataFrame]:
         smiles=index["smiles"].astype(str).tolist(),
         target_columns=targets,
     )
-    rejected = pd.read_csv(folder / "rejected.csv", keep_default_na=False, dtype={"input": str})
     return dataset, rejected

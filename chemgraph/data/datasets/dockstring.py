@@ -87,7 +87,9 @@ class DockstringDataset(CardDataset):
 
     def _parse(self, files: dict[str, Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
         scores, split = (files[f.name] for f in self.card.files)
-        return read_dockstring(scores, split)
+        table, rejected = read_dockstring(scores, split)
+        self.records_read[self.card.files[0].name] = len(table) + len(rejected)
+        return table, rejected
 
     def _family_split(self, rows: np.ndarray, method: str, seed: int) -> dict[str, np.ndarray]:
         if method != "official":

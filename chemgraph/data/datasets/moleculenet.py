@@ -80,5 +80,7 @@ class MoleculeNetDataset(CardDataset):
         return str(self.card.raw["metric"])
 
     def _parse(self, files: dict[str, Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
-        (path,) = files.values()
-        return read_moleculenet_file(path, self.card.raw.get("smiles_column", "smiles"))
+        ((name, path),) = files.items()
+        table, rejected = read_moleculenet_file(path, self.card.raw.get("smiles_column", "smiles"))
+        self.records_read[name] = len(table) + len(rejected)
+        return table, rejected

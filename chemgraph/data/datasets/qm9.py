@@ -476,6 +476,7 @@ class QM9Dataset(CardDataset):
         for name, path in files.items():
             if roles[name] != "uncharacterized":
                 table, bad = read_qm9_file(path)
+                self.records_read[name] = len(table) + len(bad)
                 tables.append(table)
                 rejected.append(bad)
         table = pd.concat(tables, ignore_index=True)

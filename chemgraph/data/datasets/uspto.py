@@ -150,6 +150,7 @@ class USPTODataset(CardDataset):
         tables, rejected = [], []
         for name, path in files.items():
             table, bad = reader(path, split=self.card.file(name).split)
+            self.records_read[name] = len(table) + len(bad)
             tables.append(table)
             rejected.append(bad)
         table = pd.concat(tables, ignore_index=True)
