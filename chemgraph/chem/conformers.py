@@ -8,11 +8,21 @@ with ``rdDistGeom.ETKDGv3()`` and a fixed random seed, then each is relaxed with
 parallelism belongs to the caller (one molecule per worker process) and a seed gives the same
 coordinates bit for bit on every run.
 
+Embedding attempts, in this order (:data:`EMBEDDING_ATTEMPTS`): ETKDGv3 from RDKit's default
+start (coordinates from the eigenvectors of a random distance matrix), then, when that gives no
+conformer, ETKDGv3 from random coordinates (``useRandomCoords=True``), which RDKit's
+documentation advises for large and flexible molecules: the eigenvector start fails on long
+chains such as a C100 alkane, PEG-30 or a triglyceride, which embed from random coordinates.
+Each attempt uses the same seed. ``timeout`` bounds each attempt with RDKit's own
+``EmbedParameters.timeout`` (seconds per fragment); ``chemgraph featurize`` bounds the whole
+conformer step of a record (all attempts and MMFF94) with its per-record limit
+(``--record-timeout``, default 60 s).
+
 Nothing prints: RDKit's log output is blocked or captured while a molecule is processed.
-A molecule that cannot be embedded at all raises :class:`~chemgraph.chem.MoleculeParseError`;
-everything short of that (fewer conformers than asked, MMFF94 without parameters for the
-molecule, an optimisation that has not converged) is returned as a readable problem next to the
-coordinates.
+A molecule that cannot be embedded at all (no attempt gives a conformer) raises
+:class:`~chemgraph.chem.MoleculeParseError`; everything short of that (fewer conformers than
+asked, MMFF94 without parameters for the molecule, an optimisation that has not converged) is
+returned as a readable problem next to the coordinates.
 
 Public API
 ----------
@@ -22,6 +32,7 @@ Public API
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -30,7 +41,10 @@ from rdkit.Chem import rdDistGeom, rdForceFieldHelpers
 
 from chemgraph.chem.parse import MoleculeParseError, _rdkit_log_capture
 
-__all__ = ["MMFF94_ELEMENTS", "ConformerResult", "embed_conformers"]
+__all__ = ["EMBEDDING_ATTEMPTS", "MMFF94_ELEMENTS", "ConformerResult", "embed_conformers"]
+
+EMBEDDING_ATTEMPTS: tuple[str, ...] = ("eigenvector start", "random coordinates")
+"""The ETKDGv3 embedding attempts of :func:`embed_conformers`, in the order they are tried."""
 
 MMFF94_ELEMENTS: frozenset[str] = frozenset(
     ["H", "C", "N", "O", "F", "Si", "P", "S", "Cl", "Br", "I"]
@@ -57,6 +71,7 @@ class ConformerResult:
             it was not optimised (``optimize=False``, MMFF94 without parameters).
         converged: whether each conformer's MMFF94 optimisation converged within
             ``max_iterations``; ``None`` where it was not optimised.
+        attempt: the embedding attempt that gave the conformers (:data:`EMBEDDING_ATTEMPTS`).
         problems: human-readable problems, empty when everything worked. Molecule-level ones
             (``"ETKDGv3 embedded 3 of 10 conformers"``, ``"MMFF94 has no parameters for this
             molecule (no MMFF94 atom type for element(s) B); conformers are ETKDGv3 geometries,
@@ -72,6 +87,7 @@ class ConformerResult:
     energies: list[float | None] = field(default_factory=list)
     converged: list[bool | None] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    attempt: str = EMBEDDING_ATTEMPTS[0]
 
     @property
     def num_conformers(self) -> int:
@@ -100,12 +116,14 @@ def embed_conformers(
     seed: int = 0,
     optimize: bool = True,
     max_iterations: int = 500,
+    timeout: float | None = None,
 ) -> ConformerResult:
     """Embed 3D conformers with ETKDGv3 and optimise them with MMFF94.
 
     Steps: ``Chem.AddHs(mol, addCoords=True)``; ``rdDistGeom.EmbedMultipleConfs`` with
     ``rdDistGeom.ETKDGv3()`` parameters (``randomSeed=seed``, one thread, RDKit's other defaults:
-    chirality enforced, no RMS pruning); then, when ``optimize`` and
+    chirality enforced, no RMS pruning), and when that embeds nothing, again with
+    ``useRandomCoords=True`` (:data:`EMBEDDING_ATTEMPTS`); then, when ``optimize`` and
     ``rdForceFieldHelpers.MMFFHasAllMoleculeParams`` agree, ``MMFFOptimizeMoleculeConfs``
     (``mmffVariant="MMFF94"``, ``maxIters=max_iterations``, one thread).
 
@@ -117,15 +135,17 @@ def embed_conformers(
             machine with the same RDKit version; a negative seed means unseeded (RDKit's ``-1``).
         optimize: relax each conformer with MMFF94; ``False`` keeps the ETKDGv3 geometries.
         max_iterations: MMFF94 optimiser iterations per conformer (RDKit's ``maxIters``).
+        timeout: seconds each embedding attempt may take per fragment (RDKit's
+            ``EmbedParameters.timeout``, rounded up to whole seconds); ``None``: no limit.
 
     Returns:
         A :class:`ConformerResult`: the molecule with hydrogens and ``1 <= n <= num_conformers``
         conformers (Å), their MMFF94 energies (kcal/mol) and convergence, and the problems met.
 
     Raises:
-        MoleculeParseError: no conformer could be embedded; ``reason`` is ``"ETKDGv3 could not
-            embed a conformer (seed <seed>, <n> atoms with hydrogens)"``, plus RDKit's messages
-            when it gave any.
+        MoleculeParseError: no attempt embedded a conformer; ``reason`` is ``"ETKDGv3 could not
+            embed a conformer (seed <seed>, <n> atoms with hydrogens; tried eigenvector start,
+            random coordinates)"``, plus RDKit's messages when it gave any.
             Happens for geometrically impossible input, e.g. cyclopropyne ``"C1#CC1"`` or
             norbornane with contradictory bridgehead stereo ``"C1C[C@@H]2CC[C@@H]1C2"``.
         ValueError: ``num_conformers < 1`` or ``max_iterations < 1``.
@@ -138,18 +158,26 @@ def embed_conformers(
         raise MoleculeParseError("ETKDGv3 could not embed a conformer: the molecule has no atoms")
 
     mol_h = Chem.AddHs(mol, addCoords=True)
-    params = rdDistGeom.ETKDGv3()
-    params.randomSeed = int(seed) if seed >= 0 else -1
-    params.numThreads = 1
-    with _rdkit_log_capture() as log:
-        ids = list(rdDistGeom.EmbedMultipleConfs(mol_h, num_conformers, params))
+    messages: list[str] = []
+    for attempt in EMBEDDING_ATTEMPTS:
+        params = rdDistGeom.ETKDGv3()
+        params.randomSeed = int(seed) if seed >= 0 else -1
+        params.numThreads = 1
+        params.useRandomCoords = attempt == "random coordinates"
+        if timeout is not None:
+            params.timeout = max(1, math.ceil(timeout))
+        with _rdkit_log_capture() as log:
+            ids = list(rdDistGeom.EmbedMultipleConfs(mol_h, num_conformers, params))
+        messages += log.lines
+        if ids:
+            break
     if not ids:
         reason = (
             f"ETKDGv3 could not embed a conformer (seed {params.randomSeed}, "
-            f"{mol_h.GetNumAtoms()} atoms with hydrogens)"
+            f"{mol_h.GetNumAtoms()} atoms with hydrogens; tried {', '.join(EMBEDDING_ATTEMPTS)})"
         )
-        if log.lines:
-            reason += ": " + "; ".join(dict.fromkeys(log.lines))
+        if messages:
+            reason += ": " + "; ".join(dict.fromkeys(messages))
         raise MoleculeParseError(reason, Chem.MolToSmiles(mol))
 
     result = ConformerResult(
@@ -157,6 +185,7 @@ def embed_conformers(
         conformer_ids=ids,
         energies=[None] * len(ids),
         converged=[None] * len(ids),
+        attempt=attempt,
     )
     if len(ids) < num_conformers:
         result.problems.append(f"ETKDGv3 embedded {len(ids)} of {num_conformers} conformers")

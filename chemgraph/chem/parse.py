@@ -39,12 +39,15 @@ from chemgraph.errors import ChemgraphError
 __all__ = [
     "FragmentPolicy",
     "MoleculeParseError",
+    "check_smiles_molecule",
     "iter_sdf",
     "iter_sdf_blocks",
     "mol_from_sdf_block",
     "mol_from_smiles",
     "mols_from_smiles",
     "positions",
+    "query_reason",
+    "split_smiles_line",
 ]
 
 FragmentPolicy = Literal["keep", "largest"]
@@ -154,6 +157,85 @@ def _check_policy(fragments: str) -> None:
         raise ValueError(f"fragments must be one of {_FRAGMENT_POLICIES}, got {fragments!r}")
 
 
+def query_reason(mol: Chem.Mol) -> str | None:
+    """Why ``mol`` is a query structure rather than a molecule, or ``None`` when it is not.
+
+    A query bond (``~`` in SMILES; molfile bond types 5-8: single or double, single or
+    aromatic, double or aromatic, any) or a query atom (molfile ``A``, ``Q``, atom lists)
+    stands for a set of molecules: it has no bond order or element to featurize, and its
+    written SMILES does not read back as the same structure. RDKit marks both with
+    ``HasQuery()``.
+    """
+    for bond in mol.GetBonds():
+        if bond.HasQuery():
+            return (
+                f"query structure, not a molecule: bond {bond.GetIdx()} (atoms "
+                f"{bond.GetBeginAtomIdx()}-{bond.GetEndAtomIdx()}) is a query bond ('~' in "
+                "SMILES, molfile bond types 5-8: single or double, single or aromatic, double "
+                "or aromatic, any)"
+            )
+    for atom in mol.GetAtoms():
+        if atom.HasQuery():
+            return (
+                f"query structure, not a molecule: atom {atom.GetIdx()} is a query atom "
+                f"({atom.GetSmarts()}; molfile A, Q or an atom list)"
+            )
+    return None
+
+
+def check_smiles_molecule(mol: Chem.Mol, text: str) -> Chem.Mol:
+    """``mol`` (parsed from SMILES ``text``) unless it is a query (:func:`query_reason`).
+
+    SMILES can hold query bonds only as ``~``, so molecules whose text has none are not
+    scanned (this runs on every record of a library).
+
+    Raises:
+        MoleculeParseError: ``mol`` holds a query bond.
+    """
+    if "~" in text and (reason := query_reason(mol)) is not None:
+        raise MoleculeParseError(reason, text)
+    return mol
+
+
+def split_smiles_line(line: str) -> tuple[str, str]:
+    """``(smiles, name)`` of a SMILES line as RDKit reads one: the SMILES, its CXSMILES
+    extension block when the text after the first whitespace starts with ``|`` (up to the
+    closing ``|``, kept with the SMILES: ``"C[C@H](O)CC |&1:1|"``), then the name (stripped,
+    ``""`` when none). A ``|`` block that is never closed is left to the name (RDKit then
+    rejects nothing, and the SMILES is read without it).
+    """
+    fields = line.split(maxsplit=1)
+    if not fields:
+        return "", ""
+    if len(fields) == 1:
+        return fields[0], ""
+    rest = fields[1]
+    end = rest.find("|", 1) if rest.startswith("|") else -1
+    if end < 0:
+        return fields[0], rest.strip()
+    return f"{fields[0]} {rest[: end + 1]}", rest[end + 1 :].strip()
+
+
+def _flatten_enhanced_stereo(mol: Chem.Mol) -> Chem.Mol:
+    """Atoms of AND (racemic) and OR (one enantiomer, unknown which) enhanced-stereo groups
+    lose their chiral tag, and those groups are removed; absolute (ABS) stereo stays.
+
+    Per-atom chirality features can only say "this enantiomer", so a racemate written with its
+    stereo group (``C[C@H](O)CC |&1:1|``) is featurized as the molecule without stereo at
+    those atoms, never as the pure enantiomer its tags alone would describe."""
+    groups = mol.GetStereoGroups()
+    if not any(g.GetGroupType() != Chem.StereoGroupType.STEREO_ABSOLUTE for g in groups):
+        return mol
+    mol = Chem.Mol(mol)
+    for group in mol.GetStereoGroups():
+        if group.GetGroupType() != Chem.StereoGroupType.STEREO_ABSOLUTE:
+            for atom in group.GetAtoms():
+                atom.SetChiralTag(Chem.ChiralType.CHI_UNSPECIFIED)
+    Chem.CleanupStereoGroups(mol)
+    Chem.AssignStereochemistry(mol, cleanIt=True, force=True)
+    return mol
+
+
 def mol_from_smiles(smiles: str, fragments: FragmentPolicy = "keep") -> Chem.Mol:
     """Parse one SMILES string into a sanitised RDKit molecule (implicit hydrogens).
 
@@ -165,10 +247,13 @@ def mol_from_smiles(smiles: str, fragments: FragmentPolicy = "keep") -> Chem.Mol
     output is captured, never printed.
 
     Args:
-        smiles: one SMILES string. Surrounding whitespace is ignored; inner whitespace is an
-            error (RDKit would silently drop the text after it, so ``"CC O"`` would become
-            ethane): a ``.smi`` line's name is split off by the reader, a table's belongs in
-            its own column.
+        smiles: one SMILES string, optionally followed by its CXSMILES extension block
+            (``"C[C@H](O)CC |&1:1|"``, read by RDKit; enhanced stereo groups AND and OR are
+            not kept as absolute stereo, see :func:`_flatten_enhanced_stereo`). Surrounding
+            whitespace is ignored; other inner whitespace is an error (RDKit would silently
+            drop the text after it, so ``"CC O"`` would become ethane): a ``.smi`` line's name
+            is split off by the reader (:func:`split_smiles_line`), a table's belongs in its
+            own column.
         fragments: ``"keep"`` keeps every fragment of a salt or mixture; ``"largest"`` keeps the
             fragment with the most heavy atoms (see :data:`FragmentPolicy`).
 
@@ -179,7 +264,8 @@ def mol_from_smiles(smiles: str, fragments: FragmentPolicy = "keep") -> Chem.Mol
     Raises:
         MoleculeParseError: ``reason`` is ``"empty SMILES"`` (``""``, whitespace, ``None``,
             NaN as read from an empty CSV cell), ``"SMILES must be a str, got <type>"``,
-            ``"SMILES holds whitespace: ..."``,
+            ``"SMILES holds whitespace: ..."``, ``"query structure, not a molecule: ..."``
+            (a ``~`` bond, :func:`query_reason`),
             ``"SMILES parse error: <RDKit's message>"`` (e.g. an unclosed ring ``"C1CC"``,
             an unknown symbol ``"foo"``), or RDKit's chemistry message (e.g.
             ``"Explicit valence for atom # 0 N, 5, is greater than permitted"``,
@@ -194,7 +280,7 @@ def mol_from_smiles(smiles: str, fragments: FragmentPolicy = "keep") -> Chem.Mol
     text = smiles.strip()
     if not text:
         raise MoleculeParseError("empty SMILES", smiles)
-    if any(character.isspace() for character in text):
+    if split_smiles_line(text)[1]:  # text after the SMILES (and its CXSMILES block)
         raise MoleculeParseError(
             "SMILES holds whitespace: one SMILES per field (RDKit would drop the text after the "
             "whitespace); put a name in its own column",
@@ -211,6 +297,7 @@ def mol_from_smiles(smiles: str, fragments: FragmentPolicy = "keep") -> Chem.Mol
         raise MoleculeParseError(reason, text)
     if mol.GetNumAtoms() == 0:
         raise MoleculeParseError("empty SMILES (no atoms)", text)
+    mol = _flatten_enhanced_stereo(check_smiles_molecule(mol, text))
     return _apply_fragment_policy(mol, fragments)
 
 
@@ -235,7 +322,7 @@ def mols_from_smiles(
     with rdBase.BlockLogs():
         for item in smiles:
             text = item.strip() if isinstance(item, str) else ""
-            mol = None if len(text.split()) != 1 else Chem.MolFromSmiles(text)
+            mol = None if len(text.split()) != 1 or "~" in text else Chem.MolFromSmiles(text)
             if mol is None or mol.GetNumAtoms() == 0:
                 try:
                     mol = mol_from_smiles(item, fragments)
@@ -305,8 +392,9 @@ def mol_from_sdf_block(
             RDKit cannot read (e.g. ``"SDF parse error: Atom line too short: ..."``,
             ``"SDF parse error: Counts line too short: '$$$$' on line4"`` for three blank
             lines), RDKit's chemistry message for one that fails sanitisation (e.g.
-            ``"Explicit valence for atom # 0 N, 5, is greater than permitted"``), or ``"empty
-            record (no atoms)"``.
+            ``"Explicit valence for atom # 0 N, 5, is greater than permitted"``), ``"empty
+            record (no atoms)"``, or ``"query structure, not a molecule: ..."`` (molfile bond
+            types 5-8 or query atoms, :func:`query_reason`).
             ``record`` is ``None``.
         ValueError: ``fragments`` is not ``"keep"`` or ``"largest"``.
     """
@@ -323,7 +411,9 @@ def mol_from_sdf_block(
         raise MoleculeParseError(reason)
     if mol.GetNumAtoms() == 0:
         raise MoleculeParseError("empty record (no atoms)")
-    return _apply_fragment_policy(mol, fragments)
+    if (reason := query_reason(mol)) is not None:
+        raise MoleculeParseError(reason)
+    return _apply_fragment_policy(_flatten_enhanced_stereo(mol), fragments)
 
 
 def iter_sdf(

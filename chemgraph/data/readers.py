@@ -4,8 +4,10 @@ Every record of the file is yielded â€” blank and malformed ones too, flagged â€
 account for each one. ``Record.row`` is always the 0-based index of the record in the file,
 blank records included; what a record is depends on the format (each optionally gzipped):
 
-- ``.smi``/``.smiles``: one line (``\\n``, ``\\r\\n`` or ``\\r`` ends it): a SMILES, then optional
-  whitespace and a name. ``row`` is the 0-based line number (line ``row + 1`` in an editor).
+- ``.smi``/``.smiles``: one line (``\\n``, ``\\r\\n`` or ``\\r`` ends it): a SMILES, its
+  CXSMILES extension block ``|...|`` if any, then optional whitespace and a name
+  (:func:`chemgraph.chem.parse.split_smiles_line`, as RDKit reads a SMILES line). ``row`` is
+  the 0-based line number (line ``row + 1`` in an editor).
 - ``.csv``/``.tsv``: one data row after the header line, read with Python's :mod:`csv`
   (RFC 4180 quoting, so a quoted field may span lines). ``row`` is the 0-based data row; when
   no quoted field spans lines, it is on line ``row + 2`` of the file (the header is line 1).
@@ -32,7 +34,7 @@ from pathlib import Path
 from typing import Literal
 
 from chemgraph._files import open_compressed
-from chemgraph.chem.parse import iter_sdf_blocks
+from chemgraph.chem.parse import iter_sdf_blocks, split_smiles_line
 
 __all__ = ["Record", "library_format", "iter_record_chunks", "SMILES_COLUMN_NAMES"]
 
@@ -103,12 +105,11 @@ def _chunks(records: Iterator[Record], size: int) -> Iterator[list[Record]]:
 def _smi_records(path: Path) -> Iterator[Record]:
     with _open_text(path, newline=None) as lines:
         for row, line in enumerate(lines):
-            fields = line.split(maxsplit=1)
-            if not fields:
+            smiles, name = split_smiles_line(line)
+            if not smiles:
                 yield Record(row, str(row), "", "blank")
                 continue
-            name = fields[1].strip() if len(fields) > 1 else ""
-            yield Record(row, name or str(row), fields[0])
+            yield Record(row, name or str(row), smiles)
 
 
 def _sdf_records(path: Path, id_property: str | None) -> Iterator[Record]:

@@ -67,7 +67,11 @@ def mols_to_graph_arrays(
     atom_features = preset.atom.featurize_atoms_of(mols)
     ndata = {NODE_FEATURES: torch.as_tensor(atom_features, dtype=preset.atom.dtype)}
     if with_positions:
-        ndata[POSITIONS] = torch.from_numpy(np.concatenate([_positions(m) for m in mols]))
+        ndata[POSITIONS] = torch.from_numpy(
+            np.concatenate([_positions(m) for m in mols])
+            if len(mols)
+            else np.zeros((0, 3), dtype=np.float32)  # no molecule (a shard without survivors)
+        )
     bond_features = np.repeat(bond_features, 2, axis=0)
     edata = {
         EDGE_FEATURES: torch.as_tensor(bond_features, dtype=preset.bond.dtype).reshape(

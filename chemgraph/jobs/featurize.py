@@ -83,7 +83,7 @@ from chemgraph._files import (
 from chemgraph._interrupts import Interrupted, interrupts_raise
 from chemgraph._output import check_output_folder
 from chemgraph.chem import MoleculeParseError, embed_conformers, mols_from_smiles
-from chemgraph.chem.parse import mol_from_sdf_block
+from chemgraph.chem.parse import check_smiles_molecule, mol_from_sdf_block
 from chemgraph.data.readers import Record, iter_record_chunks, library_format
 from chemgraph.errors import MissingDependencyError
 from chemgraph.featurize import get_preset
@@ -253,7 +253,7 @@ def _parse(record: Record) -> Chem.Mol:
     if len(text.split()) == 1:
         mol = Chem.MolFromSmiles(text)
         if mol is not None and mol.GetNumAtoms():
-            return mol
+            return check_smiles_molecule(mol, text)
     (result,) = mols_from_smiles([record.text])  # rejected: the reason, as mols_from_smiles says
     if isinstance(result, MoleculeParseError):
         raise result

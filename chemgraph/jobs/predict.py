@@ -102,6 +102,7 @@ def checkpoint_files(checkpoints: str | Path | Sequence[str | Path]) -> list[Pat
 
     Raises:
         FileNotFoundError: a path that does not exist, or a folder with no checkpoint.
+        ValueError: the same model named twice (:func:`_refuse_duplicate_members`).
     """
     if isinstance(checkpoints, (str, Path)):
         checkpoints = [checkpoints]
@@ -123,7 +124,29 @@ def checkpoint_files(checkpoints: str | Path | Sequence[str | Path]) -> list[Pat
                     else f"{path} holds no best.ckpt and no model-<k>/best.ckpt"
                 )
             files.extend(members)
+    _refuse_duplicate_members(files)
     return files
+
+
+def _refuse_duplicate_members(files: list[Path]) -> None:
+    """An ensemble whose members include one model twice (the same file, e.g. a run folder
+    and its own ``best.ckpt``, or a copy of it) would report a spread of 0 for that pair.
+
+    Raises:
+        ValueError: two members are the same file or have the same bytes (both named).
+    """
+    if len(files) < 2:
+        return
+    seen: dict[str, Path] = {}
+    for file in files:
+        for key in (f"path:{file.resolve()}", f"sha256:{file_digest(file)}"):
+            if key in seen:
+                raise ValueError(
+                    f"{file} and {seen[key]} are the same model "
+                    f"({'the same file' if key.startswith('path') else 'identical bytes'}); "
+                    "an ensemble needs distinct members (give each checkpoint once)"
+                )
+            seen[key] = file
 
 
 def _member(checkpoint: Path) -> int | None:

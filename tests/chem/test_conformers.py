@@ -115,3 +115,16 @@ def test_bad_arguments():
         embed_conformers(mol, num_conformers=0)
     with pytest.raises(ValueError, match="max_iterations"):
         embed_conformers(mol, max_iterations=0)
+
+
+TRIGLYCERIDE = "CCCCCCCCCCCCCCCCCC(=O)OCC(COC(=O)CCCCCCCCCCCCCCCCC)OC(=O)CCCCCCCCCCCCCCCCC"
+
+
+def test_a_long_flexible_molecule_is_embedded_from_random_coordinates():
+    # tristearin, 57 heavy atoms: ETKDGv3's default (eigenvector) start finds no conformer
+    result = embed_conformers(mol_from_smiles(TRIGLYCERIDE), optimize=False)
+    assert result.attempt == "random coordinates" and result.num_conformers == 1
+    assert result.mol.GetNumAtoms() == 57 + 116
+    lengths = _bond_lengths(result.mol, result.conformer_ids[0], "C", "C")
+    assert len(lengths) == 53 and 1.4 < min(lengths) and max(lengths) < 1.65
+    assert embed_conformers(mol_from_smiles("CCO")).attempt == "eigenvector start"

@@ -115,3 +115,19 @@ def test_resume_rebuilds_a_damaged_shard_of_a_finished_run(smi, tmp_path, damage
     featurize_library(smi, out, options, shard_size=20, progress=False, resume=True)
     assert {p.name: p.read_bytes() for p in sorted((out / "graphs").iterdir())} == expected
     assert (out / "features" / "shard-00001.parquet").is_file()
+
+
+@pytest.mark.parametrize("conformers", [0, 1])
+def test_a_shard_without_survivors_is_an_empty_shard_and_the_run_goes_on(tmp_path, conformers):
+    path = tmp_path / "lib.smi"
+    path.write_text("CCO a\nCCN b\nC1CC c\n\nCCCO e\n")  # shard 1 (rows 2, 3): nothing survives
+    options = FeaturizeOptions(fingerprints=("maccs",), graphs="canonical", conformers=conformers)
+    out = tmp_path / "out"
+    manifest = featurize_library(path, out, options, shard_size=2, progress=False)
+    assert manifest["counts"]["featurized"] == 3
+    graphs, rows = load_shard(out / "graphs" / "shard-00001.bin")
+    assert graphs == [] and rows.tolist() == []
+    assert [r.tolist() for r in (load_shard(out / "graphs" / "shard-00002.bin")[1],)] == [[4]]
+    rejected = (out / "rejected.csv").read_text().splitlines()
+    assert [line.split(",")[0] for line in rejected[1:]] == ["2", "3"]
+    featurize_library(path, out, options, shard_size=2, progress=False, resume=True)

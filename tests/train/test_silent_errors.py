@@ -10,13 +10,13 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from chemgraph.jobs.train import _split
 from rdkit import Chem
 
 from chemgraph.cli import main
 from chemgraph.data import duplicate_groups, featurize_table, find_duplicates, random_split
 from chemgraph.data.splits import scaffold_split
 from chemgraph.featurize import get_preset
+from chemgraph.jobs.train import _split
 from chemgraph.train.config import TrainingConfig
 from chemgraph.train.scaler import TargetScaler
 

@@ -8,10 +8,10 @@ import logging
 import pandas as pd
 import pytest
 import torch
-from chemgraph.jobs.train import _featurize
 
 from chemgraph.data.datasets import get_dataset, read_data
 from chemgraph.graph_keys import NODE_FEATURES
+from chemgraph.jobs.train import _featurize
 from chemgraph.train.config import TrainingConfig
 
 from .conftest import FIXTURES

@@ -1,0 +1,116 @@
+"""Query structures are rejected on every input route; CXSMILES are read as RDKit reads them,
+enhanced stereo is not featurized as absolute, and the .smi and table routes agree."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from rdkit import Chem
+
+from chemgraph.chem import MoleculeParseError, mol_from_smiles, mols_from_smiles
+from chemgraph.chem.parse import mol_from_sdf_block
+from chemgraph.chem.reactions import ReactionParseError, parse_reaction_smiles
+from chemgraph.data import featurize_table
+from chemgraph.featurize import get_preset
+from chemgraph.jobs.featurize import FeaturizeOptions, featurize_library
+from chemgraph.jobs.predict import checkpoint_files
+
+MOLBLOCK = """
+  query
+
+  3  2  0  0  0  0  0  0  0  0999 V2000
+    0.0000    0.0000    0.0000 C   0  0  0  0  0  0  0  0  0  0  0  0
+    1.5000    0.0000    0.0000 C   0  0  0  0  0  0  0  0  0  0  0  0
+    3.0000    0.0000    0.0000 O   0  0  0  0  0  0  0  0  0  0  0  0
+  1  2  {bond}  0
+  2  3  1  0
+M  END
+$$$$
+"""
+
+
+@pytest.mark.parametrize("bond", [5, 6, 7, 8])
+def test_molfile_query_bonds_are_rejected_with_the_reason(bond):
+    with pytest.raises(MoleculeParseError, match="query structure, not a molecule: bond 0"):
+        mol_from_sdf_block(MOLBLOCK.format(bond=bond))
+    assert mol_from_sdf_block(MOLBLOCK.format(bond=1)).GetNumAtoms() == 3
+
+
+def test_a_tilde_bond_in_smiles_is_rejected_on_every_route(tmp_path):
+    reason = "query structure, not a molecule"
+    with pytest.raises(MoleculeParseError, match=reason):
+        mol_from_smiles("CC~O")
+    (result,) = mols_from_smiles(["CC~O"])
+    assert isinstance(result, MoleculeParseError) and reason in result.reason
+    # train (featurize_table)
+    table = pd.DataFrame({"smiles": ["CCO", "CC~O"], "y": [1.0, 2.0]})
+    dataset, rejected = featurize_table(table, "smiles", ["y"], get_preset("canonical"),
+                                        progress=False)  # fmt: skip
+    assert dataset.smiles == ["CCO"] and reason in rejected["reason"].iloc[0]
+    # featurize and predict (a library file, .smi and .sdf)
+    (tmp_path / "lib.smi").write_text("CCO a\nCC~O b\n")
+    (tmp_path / "lib.sdf").write_text(MOLBLOCK.format(bond=1) + MOLBLOCK.format(bond=8))
+    for name in ("lib.smi", "lib.sdf"):
+        out = tmp_path / f"out-{name}"
+        featurize_library(tmp_path / name, out, FeaturizeOptions(fingerprints=("maccs",)),
+                          progress=False)  # fmt: skip
+        rejected = pd.read_csv(out / "rejected.csv")
+        assert rejected["row"].tolist() == [1] and reason in rejected["reason"].iloc[0], name
+    # reaction input
+    with pytest.raises(ReactionParseError, match=reason):
+        parse_reaction_smiles("CC~O.CC>>CCOC", split_reagents=False)
+
+
+def test_a_smiles_line_keeps_its_cxsmiles_block_and_its_name():
+    from chemgraph.chem.parse import split_smiles_line
+
+    assert split_smiles_line("C[C@H](O)CC |&1:1| racemic-butanol\n") == (
+        "C[C@H](O)CC |&1:1|", "racemic-butanol"
+    )  # fmt: skip
+    assert split_smiles_line("CCO ethanol") == ("CCO", "ethanol")
+    assert split_smiles_line("CCO") == ("CCO", "")
+
+
+def test_enhanced_stereo_is_not_featurized_as_absolute():
+    racemic = mol_from_smiles("C[C@H](O)CC |&1:1|")
+    either = mol_from_smiles("C[C@H](O)CC |o1:1|")
+    absolute = mol_from_smiles("C[C@H](O)CC |a:1|")
+    plain = mol_from_smiles("CC(O)CC")
+    assert Chem.MolToSmiles(racemic) == Chem.MolToSmiles(either) == Chem.MolToSmiles(plain)
+    assert Chem.MolToSmiles(absolute) == Chem.MolToSmiles(mol_from_smiles("C[C@H](O)CC"))
+    assert racemic.GetAtomWithIdx(1).GetChiralTag() == Chem.ChiralType.CHI_UNSPECIFIED
+
+
+def test_the_smi_and_table_routes_agree_on_cxsmiles(tmp_path):
+    line = "C[C@H](O)CC |&1:1|"
+    (tmp_path / "lib.smi").write_text(f"{line} racemic-butanol\n")
+    pd.DataFrame({"smiles": [line], "id": ["racemic-butanol"]}).to_csv(
+        tmp_path / "lib.csv", index=False
+    )
+    found = {}
+    for name in ("lib.smi", "lib.csv"):
+        out = tmp_path / f"out-{name}"
+        options = FeaturizeOptions(
+            fingerprints=("maccs",), id_column="id" if "csv" in name else None
+        )
+        featurize_library(tmp_path / name, out, options, progress=False)
+        features = pd.concat(pd.read_parquet(p) for p in sorted((out / "features").glob("*")))
+        found[name] = features[["id", "smiles"]].values.tolist()
+    assert found["lib.smi"] == found["lib.csv"] == [["racemic-butanol", "CCC(C)O"]]
+
+
+def test_an_ensemble_of_one_model_twice_is_refused(tmp_path):
+    checkpoint = Path(__file__).parents[1] / "fixtures" / "checkpoints" / "esa.ckpt"
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(checkpoint, run / "best.ckpt")
+    with pytest.raises(ValueError, match="same model"):
+        checkpoint_files([checkpoint, checkpoint])
+    with pytest.raises(ValueError, match="same model"):
+        checkpoint_files([run, run / "best.ckpt"])
+    with pytest.raises(ValueError, match="identical bytes"):
+        checkpoint_files([checkpoint, run])
+    assert checkpoint_files([run]) == [run / "best.ckpt"]
