@@ -14,6 +14,7 @@ from chemgraph.chem.parse import (
     mols_from_smiles,
     positions,
 )
+from chemgraph.chem.preparation import MoleculePreparation
 from chemgraph.chem.reactions import (
     Reaction,
     ReactionParseError,
@@ -28,6 +29,7 @@ __all__ = [
     "ConformerResult",
     "FragmentPolicy",
     "MoleculeParseError",
+    "MoleculePreparation",
     "Reaction",
     "ReactionParseError",
     "STANDARDIZE_METHODS",

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from rdkit import Chem
 from rdkit.Chem import rdDistGeom, rdForceFieldHelpers
 
-from chemgraph.chem.parse import MoleculeParseError, _rdkit_log_capture
+from chemgraph.chem.parse import MoleculeParseError, rdkit_log_capture
 
 __all__ = ["EMBEDDING_ATTEMPTS", "MMFF94_ELEMENTS", "ConformerResult", "embed_conformers"]
 
@@ -166,7 +166,7 @@ def embed_conformers(
         params.useRandomCoords = attempt == "random coordinates"
         if timeout is not None:
             params.timeout = max(1, math.ceil(timeout))
-        with _rdkit_log_capture() as log:
+        with rdkit_log_capture() as log:
             ids = list(rdDistGeom.EmbedMultipleConfs(mol_h, num_conformers, params))
         messages += log.lines
         if ids:
@@ -192,13 +192,13 @@ def embed_conformers(
     if not optimize:
         return result
 
-    with _rdkit_log_capture():
+    with rdkit_log_capture():
         has_params = rdForceFieldHelpers.MMFFHasAllMoleculeParams(mol_h)
     if not has_params:
         result.problems.append(_mmff_missing_reason(mol_h))
         return result
 
-    with _rdkit_log_capture():
+    with rdkit_log_capture():
         outcome = rdForceFieldHelpers.MMFFOptimizeMoleculeConfs(
             mol_h, numThreads=1, maxIters=max_iterations, mmffVariant="MMFF94"
         )

@@ -37,8 +37,11 @@ from chemgraph._files import open_compressed
 from chemgraph.errors import ChemgraphError
 
 __all__ = [
+    "FRAGMENT_POLICIES",
     "FragmentPolicy",
     "MoleculeParseError",
+    "apply_fragment_policy",
+    "check_fragment_policy",
     "check_smiles_molecule",
     "iter_sdf",
     "iter_sdf_blocks",
@@ -58,7 +61,7 @@ FragmentPolicy = Literal["keep", "largest"]
   ``LargestFragmentChooser``: larger molecular weight, then alphabetical canonical SMILES).
 """
 
-_FRAGMENT_POLICIES: tuple[str, ...] = ("keep", "largest")
+FRAGMENT_POLICIES: tuple[str, ...] = ("keep", "largest")
 
 # RDKit prefixes every log line with a "[HH:MM:SS] " timestamp.
 _TIMESTAMP = re.compile(r"^\[\d{2}:\d{2}:\d{2}\] ?")
@@ -93,7 +96,7 @@ class MoleculeParseError(ChemgraphError, ValueError):
 
 
 class _Capture:
-    """RDKit error-log lines emitted inside :func:`_rdkit_log_capture`, timestamps removed."""
+    """RDKit error-log lines emitted inside :func:`rdkit_log_capture`, timestamps removed."""
 
     def __init__(self) -> None:
         self._source: rdBase.CaptureErrorLog | None = None
@@ -111,7 +114,7 @@ class _Capture:
 
 
 @contextlib.contextmanager
-def _rdkit_log_capture() -> Iterator[_Capture]:
+def rdkit_log_capture() -> Iterator[_Capture]:
     """Silence RDKit's logs and collect its error-log lines for the enclosed calls.
 
     Uses ``rdBase.BlockLogs`` (nothing reaches stderr or the Python logger) around
@@ -138,23 +141,26 @@ def _smiles_parse_reason(lines: list[str]) -> str:
 
 def _chemistry_reason(mol: Chem.Mol) -> str | None:
     """RDKit's messages for why an unsanitised molecule fails sanitisation, or ``None``."""
-    with _rdkit_log_capture():
+    with rdkit_log_capture():
         problems = Chem.DetectChemistryProblems(mol)
     return "; ".join(p.Message() for p in problems) or None
 
 
-def _apply_fragment_policy(mol: Chem.Mol, fragments: FragmentPolicy) -> Chem.Mol:
+def apply_fragment_policy(mol: Chem.Mol, fragments: FragmentPolicy) -> Chem.Mol:
+    """``mol`` (``"keep"``), or its largest fragment by heavy atoms (``"largest"``, RDKit's
+    ``LargestFragmentChooser``): the salt and solvent policy of :data:`FragmentPolicy`."""
     if fragments == "largest" and len(Chem.GetMolFrags(mol)) > 1:
         params = rdMolStandardize.CleanupParameters()
         params.largestFragmentChooserCountHeavyAtomsOnly = True
-        with _rdkit_log_capture():
+        with rdkit_log_capture():
             mol = rdMolStandardize.LargestFragmentChooser(params).choose(mol)
     return mol
 
 
-def _check_policy(fragments: str) -> None:
-    if fragments not in _FRAGMENT_POLICIES:
-        raise ValueError(f"fragments must be one of {_FRAGMENT_POLICIES}, got {fragments!r}")
+def check_fragment_policy(fragments: str) -> None:
+    """Raises ValueError unless ``fragments`` is one of :data:`FRAGMENT_POLICIES`."""
+    if fragments not in FRAGMENT_POLICIES:
+        raise ValueError(f"fragments must be one of {FRAGMENT_POLICIES}, got {fragments!r}")
 
 
 def query_reason(mol: Chem.Mol) -> str | None:
@@ -272,7 +278,7 @@ def mol_from_smiles(smiles: str, fragments: FragmentPolicy = "keep") -> Chem.Mol
             ``"Can't kekulize mol.  Unkekulized atoms: ..."``).
         ValueError: ``fragments`` is not ``"keep"`` or ``"largest"``.
     """
-    _check_policy(fragments)
+    check_fragment_policy(fragments)
     if smiles is None or (isinstance(smiles, float) and math.isnan(smiles)):
         raise MoleculeParseError(f"empty SMILES (got {smiles!r})")
     if not isinstance(smiles, str):
@@ -286,10 +292,10 @@ def mol_from_smiles(smiles: str, fragments: FragmentPolicy = "keep") -> Chem.Mol
             "whitespace); put a name in its own column",
             text,
         )
-    with _rdkit_log_capture() as log:
+    with rdkit_log_capture() as log:
         mol = Chem.MolFromSmiles(text)
     if mol is None:
-        with _rdkit_log_capture() as raw_log:
+        with rdkit_log_capture() as raw_log:
             raw = Chem.MolFromSmiles(text, sanitize=False)
         if raw is None:
             raise MoleculeParseError(_smiles_parse_reason(raw_log.lines), text)
@@ -298,7 +304,7 @@ def mol_from_smiles(smiles: str, fragments: FragmentPolicy = "keep") -> Chem.Mol
     if mol.GetNumAtoms() == 0:
         raise MoleculeParseError("empty SMILES (no atoms)", text)
     mol = _flatten_enhanced_stereo(check_smiles_molecule(mol, text))
-    return _apply_fragment_policy(mol, fragments)
+    return apply_fragment_policy(mol, fragments)
 
 
 def mols_from_smiles(
@@ -317,7 +323,7 @@ def mols_from_smiles(
         One entry per input, in order: the molecule :func:`mol_from_smiles` returns, or the
         :class:`MoleculeParseError` it raises.
     """
-    _check_policy(fragments)
+    check_fragment_policy(fragments)
     out: list[Chem.Mol | MoleculeParseError] = []
     with rdBase.BlockLogs():
         for item in smiles:
@@ -329,7 +335,7 @@ def mols_from_smiles(
                 except MoleculeParseError as error:
                     mol = error
             elif fragments != "keep":
-                mol = _apply_fragment_policy(mol, fragments)
+                mol = apply_fragment_policy(mol, fragments)
             out.append(mol)
     return out
 
@@ -398,7 +404,7 @@ def mol_from_sdf_block(
             ``record`` is ``None``.
         ValueError: ``fragments`` is not ``"keep"`` or ``"largest"``.
     """
-    _check_policy(fragments)
+    check_fragment_policy(fragments)
     data = block.encode("utf-8") if isinstance(block, str) else block
     mol, errors = _supply_one(data, sanitize=True, remove_hs=remove_hs)
     if mol is None:
@@ -413,7 +419,7 @@ def mol_from_sdf_block(
         raise MoleculeParseError("empty record (no atoms)")
     if (reason := query_reason(mol)) is not None:
         raise MoleculeParseError(reason)
-    return _apply_fragment_policy(_flatten_enhanced_stereo(mol), fragments)
+    return apply_fragment_policy(_flatten_enhanced_stereo(mol), fragments)
 
 
 def iter_sdf(
@@ -447,7 +453,7 @@ def iter_sdf(
         FileNotFoundError / OSError: the file cannot be opened.
         ValueError: ``fragments`` is not ``"keep"`` or ``"largest"``.
     """
-    _check_policy(fragments)
+    check_fragment_policy(fragments)
     for index, block in enumerate(iter_sdf_blocks(path)):
         try:
             yield index, mol_from_sdf_block(block, fragments, remove_hs), None
@@ -458,7 +464,7 @@ def iter_sdf(
 def _supply_one(block: bytes, sanitize: bool, remove_hs: bool) -> tuple[Chem.Mol | None, str]:
     """First molecule of one SDF record (or ``None``) and RDKit's error lines, joined."""
     supplier = Chem.ForwardSDMolSupplier(io.BytesIO(block), sanitize=sanitize, removeHs=remove_hs)
-    with _rdkit_log_capture() as log:
+    with rdkit_log_capture() as log:
         try:
             mol = next(supplier, None)
         except Exception as exc:  # defensive: RDKit normally returns None instead of raising

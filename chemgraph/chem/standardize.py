@@ -45,7 +45,7 @@ from typing import Literal
 from rdkit import Chem
 from rdkit.Chem.MolStandardize import rdMolStandardize
 
-from chemgraph.chem.parse import MoleculeParseError, _rdkit_log_capture
+from chemgraph.chem.parse import MoleculeParseError, rdkit_log_capture
 from chemgraph.errors import MissingDependencyError
 
 __all__ = ["STANDARDIZE_METHODS", "StandardizeMethod", "standardize"]
@@ -63,7 +63,7 @@ _CHEMBL_INSTALL = 'pip install "chemgraph[chembl]"'
 
 def _smiles_or_none(mol: Chem.Mol) -> str | None:
     try:
-        with _rdkit_log_capture():
+        with rdkit_log_capture():
             return Chem.MolToSmiles(mol)
     except Exception:
         return None
@@ -137,7 +137,7 @@ def standardize(mol: Chem.Mol, method: StandardizeMethod) -> Chem.Mol:
     if method == "none":
         return mol
     step = _basic if method == "basic" else _chembl
-    with _rdkit_log_capture() as log:
+    with rdkit_log_capture() as log:
         try:
             out = step(mol)
         except ImportError:

@@ -67,6 +67,14 @@ class FeaturizeCommand(Command):
             "kept. chembl: ChEMBL Structure Pipeline standardise + parent: also removes "
             "isotopes and the salts and solvents of ChEMBL's lists, and neutralises",
         )
+        parser.add_argument(
+            "--fragments",
+            choices=["keep", "largest"],
+            default="keep",
+            help="keep (default): every fragment of a salt or mixture, as one graph. largest: "
+            "only the fragment with the most heavy atoms (after --standardize), as chemgraph "
+            "train --fragments largest does",
+        )
         parser.add_argument("--workers", type=int, default=1, help="worker processes")
         parser.add_argument(
             "--shard-size",
@@ -107,6 +115,7 @@ class FeaturizeCommand(Command):
             descriptors=args.descriptors,
             conformers=args.conformers,
             standardize=args.standardize,
+            fragments=args.fragments,
             smiles_column=args.smiles_column,
             id_column=args.id_column,
             seed=args.seed,

@@ -88,6 +88,19 @@ class TrainCommand(Command):
             "--seed", type=int, help="random seed for split, weights, shuffling (default: 0)"
         )
         parser.add_argument(
+            "--standardize",
+            choices=["none", "basic", "chembl"],
+            help="standardise every molecule before featurizing it, as chemgraph featurize "
+            "--standardize does (default: none); stored in the checkpoint, so predict "
+            "prepares new molecules the same way",
+        )
+        parser.add_argument(
+            "--fragments",
+            choices=["keep", "largest"],
+            help="keep every fragment of a salt or mixture, or only the largest (after "
+            "--standardize; default: keep); stored in the checkpoint like --standardize",
+        )
+        parser.add_argument(
             "--protocol",
             choices=["default", "paper"],
             help="optimisation settings: default (AdamW lr 5e-4 with warm-up and cosine decay, "
@@ -148,6 +161,8 @@ class TrainCommand(Command):
             "model": args.model,
             "split": args.split,
             "seed": args.seed,
+            "standardize": args.standardize,
+            "fragments": args.fragments,
             "protocol": args.protocol,
             "max_epochs": args.max_epochs,
             "max_time_minutes": args.max_time_minutes,

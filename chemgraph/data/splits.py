@@ -20,7 +20,7 @@ import torch
 from rdkit import Chem
 from rdkit.Chem.Scaffolds import MurckoScaffold
 
-from chemgraph.chem import MoleculeParseError, mol_from_smiles
+from chemgraph.chem import MoleculeParseError, MoleculePreparation, mol_from_smiles
 
 __all__ = [
     "Duplicates",
@@ -52,19 +52,22 @@ def _as_split(train: Sequence[int], valid: Sequence[int], test: Sequence[int]) -
     return tuple(np.sort(np.asarray(part, dtype=np.int64)) for part in (train, valid, test))
 
 
-def duplicate_groups(smiles: Sequence[str], fragments: str = "keep") -> np.ndarray:
+def duplicate_groups(
+    smiles: Sequence[str], preparation: MoleculePreparation | None = None
+) -> np.ndarray:
     """The distinct molecule of each SMILES: ``int64 [n]``, equal for the same molecule.
 
     Two SMILES are the same molecule when RDKit's canonical isomeric SMILES of what the model
-    sees (the molecule after the ``fragments`` policy of :func:`chemgraph.chem.mol_from_smiles`,
-    so ``"largest"`` makes a salt the same molecule as its parent) are equal. A SMILES RDKit
+    sees (the molecule after ``preparation``, :class:`chemgraph.chem.MoleculePreparation`, so
+    ``fragments="largest"`` makes a salt the same molecule as its parent) are equal. A SMILES RDKit
     cannot parse is its own molecule. Groups are numbered in order of first appearance.
     """
+    prepare = preparation or MoleculePreparation()
     keys: dict[str, int] = {}
     groups = np.empty(len(smiles), dtype=np.int64)
     for index, text in enumerate(smiles):
         try:
-            key = Chem.MolToSmiles(mol_from_smiles(text, fragments=fragments))
+            key = Chem.MolToSmiles(prepare(mol_from_smiles(text)))
         except MoleculeParseError:
             key = f"unparsable:{text}"
         groups[index] = keys.setdefault(key, len(keys))

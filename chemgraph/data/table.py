@@ -26,7 +26,7 @@ from torch.utils.data import Dataset
 from tqdm.auto import tqdm
 
 from chemgraph._dgl import dgl
-from chemgraph.chem import MoleculeParseError, mol_from_smiles
+from chemgraph.chem import MoleculeParseError, MoleculePreparation, mol_from_smiles
 from chemgraph.featurize import FeaturizerPreset
 from chemgraph.graphs import mol_to_graph
 
@@ -241,7 +241,7 @@ def featurize_table(
     smiles_column: str,
     target_columns: Sequence[str],
     preset: FeaturizerPreset,
-    fragments: str = "keep",
+    preparation: MoleculePreparation | None = None,
     require_labels: bool = True,
     progress: bool = True,
     rows: Sequence[int] | np.ndarray | None = None,
@@ -251,16 +251,18 @@ def featurize_table(
     A row is rejected (checked in this order, one reason per row) when its SMILES is empty,
     a target cell is not a number (cells in :data:`MISSING_LABEL_TOKENS`, e.g. ``""``,
     ``"nan"``, count as missing, not as errors), ``require_labels`` is set and all of its
-    targets are missing, RDKit cannot parse the SMILES (reason = RDKit's message), the molecule
-    has no atoms, or graph building fails. Partially missing labels are kept as NaN.
+    targets are missing, RDKit cannot parse the SMILES (reason = RDKit's message), its
+    preparation fails (e.g. standardisation), the molecule has no atoms, or graph building
+    fails. Partially missing labels are kept as NaN.
 
     Args:
         df: the table (e.g. from :func:`read_table`).
         smiles_column: column holding the SMILES.
         target_columns: ``T`` target columns (may be empty for prediction-only data).
         preset: the atom/bond featurizer preset.
-        fragments: ``"keep"`` all fragments or only the ``"largest"``
-            (see :func:`chemgraph.chem.mol_from_smiles`).
+        preparation: standardisation and fragment policy applied to every parsed molecule
+            (:class:`chemgraph.chem.MoleculePreparation`, the same step ``chemgraph
+            featurize`` and ``predict`` run); default none and every fragment kept.
         require_labels: reject rows whose targets are all missing (ignored when ``T == 0``).
         progress: show a tqdm progress bar over the rows when stderr is a terminal.
         rows: the source-file row of each row of ``df`` (``int [len(df)]``), e.g. a dataset
@@ -293,6 +295,7 @@ def featurize_table(
     kept_rows: list[int] = []
     kept_smiles: list[str] = []
     rejected: list[tuple[int, str, str]] = []
+    prepare = preparation or MoleculePreparation()
     bar = progress and sys.stderr.isatty()  # a bar in a log file is a line of \r-joined text
     for row in tqdm(range(len(df)), total=len(df), disable=not bar, desc="featurize", unit="mol"):
         smiles = _smiles_text(smiles_cells[row])
@@ -301,7 +304,7 @@ def featurize_table(
         )
         if reason is None:
             try:
-                mol = mol_from_smiles(smiles, fragments=fragments)
+                mol = prepare(mol_from_smiles(smiles))
             except MoleculeParseError as error:
                 reason = error.reason or str(error)
             else:

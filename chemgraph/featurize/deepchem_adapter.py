@@ -38,7 +38,7 @@ import torch
 from rdkit import Chem
 
 from chemgraph._dgl import dgl
-from chemgraph.chem.parse import MoleculeParseError, _rdkit_log_capture
+from chemgraph.chem.parse import MoleculeParseError, rdkit_log_capture
 from chemgraph.errors import MissingDependencyError
 from chemgraph.graph_keys import EDGE_FEATURES, NODE_FEATURES
 
@@ -126,7 +126,7 @@ class DeepChemGraphFeaturizer:
         """
         if mol is None:
             raise MoleculeParseError(f"{self.name}: no molecule (None)")
-        with _rdkit_log_capture():
+        with rdkit_log_capture():
             try:
                 data = self.featurizer._featurize(mol)
             except Exception as exc:

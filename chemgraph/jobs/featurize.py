@@ -82,7 +82,12 @@ from chemgraph._files import (
 )
 from chemgraph._interrupts import Interrupted, interrupts_raise
 from chemgraph._output import check_output_folder
-from chemgraph.chem import MoleculeParseError, embed_conformers, mols_from_smiles
+from chemgraph.chem import (
+    MoleculeParseError,
+    MoleculePreparation,
+    embed_conformers,
+    mols_from_smiles,
+)
 from chemgraph.chem.parse import check_smiles_molecule, mol_from_sdf_block
 from chemgraph.data.readers import Record, iter_record_chunks, library_format
 from chemgraph.errors import MissingDependencyError
@@ -137,6 +142,9 @@ class FeaturizeOptions:
             conformer. The feature table is computed without them.
         standardize: ``"none"``, ``"basic"`` or ``"chembl"`` (see
             :func:`chemgraph.chem.standardize`).
+        fragments: ``"keep"`` every fragment or only the ``"largest"`` (salts, solvents);
+            with ``standardize`` the :attr:`preparation` of every molecule, the same step
+            ``chemgraph train`` runs (``predict`` passes its checkpoint's).
         smiles_column, id_column: input columns (tables) or SD property (``id_column``, SDF).
         seed: conformer embedding seed.
     """
@@ -146,6 +154,7 @@ class FeaturizeOptions:
     descriptors: str | None = None
     conformers: int = 0
     standardize: str = "none"
+    fragments: str = "keep"
     smiles_column: str | None = None
     id_column: str | None = None
     seed: int = 0
@@ -157,12 +166,16 @@ class FeaturizeOptions:
             parse_fingerprint(spec)
         if self.descriptors is not None:
             parse_descriptors(self.descriptors)
-        if self.standardize not in ("none", "basic", "chembl"):
-            raise ValueError(f"standardize must be none, basic or chembl, got {self.standardize!r}")
+        self.preparation  # noqa: B018  (checks standardize and fragments)
         if self.conformers < 0:
             raise ValueError(f"conformers must be >= 0, got {self.conformers}")
         if self.graphs is None and not self.fingerprints and self.descriptors is None:
             raise ValueError("nothing to compute: choose --graphs, --fingerprint or --descriptors")
+
+    @property
+    def preparation(self) -> MoleculePreparation:
+        """Standardisation, then the fragment policy, of every parsed molecule."""
+        return MoleculePreparation(standardize=self.standardize, fragments=self.fragments)
 
     def to_dict(self) -> dict[str, Any]:
         values = asdict(self)
@@ -303,11 +316,9 @@ def _featurize_record(
     conformer, so the feature table does not depend on ``--conformers``."""
     steps("parse")
     mol = _parse(record)
-    if options.standardize != "none":
-        from chemgraph.chem import standardize
-
-        steps("standardize")
-        mol = standardize(mol, options.standardize)
+    if options.preparation != MoleculePreparation():
+        steps("standardize")  # the step name of reasons and timeouts, as before
+        mol = options.preparation(mol)
     graph_mol = mol
     if options.conformers:
         steps("conformers")

@@ -60,6 +60,7 @@ from tqdm.auto import tqdm
 from chemgraph._dgl import dgl
 from chemgraph._files import atomic_path, file_digest, write_parquet_atomically
 from chemgraph._interrupts import interrupts_raise
+from chemgraph.chem import MoleculePreparation
 from chemgraph.data.applicability import (
     DEFAULT_SIMILARITY_THRESHOLD,
     FINGERPRINT,
@@ -77,6 +78,7 @@ from chemgraph.jobs.featurize import (
 from chemgraph.models import get_model_spec
 from chemgraph.train.checkpoint import load_checkpoint
 from chemgraph.train.inference import predict_graphs
+from chemgraph.train.module import PropertyPredictionModule
 
 __all__ = [
     "OUTPUT_SUFFIXES",
@@ -155,28 +157,39 @@ def _member(checkpoint: Path) -> int | None:
     return int(suffix) if suffix.isdigit() else None
 
 
+def _inputs_and_outputs(module: PropertyPredictionModule) -> dict[str, Any]:
+    """What the members of an ensemble must share: targets, task and featurization."""
+    hparams = module.hparams
+    return {
+        "target_columns": list(hparams.target_columns),
+        "task": hparams.task,
+        "featurizer": hparams.featurizer,
+        "preparation": module.preparation,
+    }
+
+
 class _Models:
     """The checkpoints of one prediction: one model, or the members of an ensemble.
 
     Raises:
         ValueError: a checkpoint that is not a property checkpoint, or members that differ in
-            targets, task, featurizer or fragment policy.
+            targets, task, featurizer or molecule preparation (standardisation, fragments).
     """
 
     def __init__(self, files: list[Path], device: str | torch.device) -> None:
         self.modules = [load_checkpoint(f, kind="property", device=device) for f in files]
         first = self.modules[0].hparams
         for file, module in zip(files[1:], self.modules[1:]):
-            for key in ("target_columns", "task", "featurizer", "fragments"):
-                if module.hparams[key] != first[key]:
+            for key, ours in _inputs_and_outputs(self.modules[0]).items():
+                theirs = _inputs_and_outputs(module)[key]
+                if theirs != ours:
                     raise ValueError(
-                        f"{file} and {files[0]} differ in {key} ({module.hparams[key]!r} and "
-                        f"{first[key]!r}); an ensemble's members must predict the same targets "
-                        "from the same features"
+                        f"{file} and {files[0]} differ in {key} ({theirs!r} and {ours!r}); an "
+                        "ensemble's members must predict the same targets from the same features"
                     )
         self.targets: list[str] = list(first.target_columns)
         self.preset = FeaturizerPreset.from_dict(first.featurizer)
-        self.fragments: str = first.fragments
+        self.preparation = self.modules[0].preparation
         stored = [m.hparams.get("train_fingerprints") for m in self.modules]
         missing = [str(f) for f, values in zip(files, stored) if values is None]
         self.missing_fingerprints = missing
@@ -347,13 +360,6 @@ def predict_table(
     top_target = models.targets[0] if top_target is None else top_target
     if top_target not in models.targets:
         raise ValueError(f"top target {top_target!r} is not one of the targets {models.targets}")
-    if models.fragments != "keep":
-        raise ValueError(
-            f"{files[0]} was trained on the largest fragment of each molecule (fragments: "
-            f"{models.fragments}), which chemgraph featurize does not select; strip salts and "
-            "solvents from the library first (e.g. chemgraph featurize --standardize basic "
-            "keeps the largest organic fragment)"
-        )
     folder = source if source.is_dir() else None
     if folder is not None:
         _check_folder(folder, models, files[0])
@@ -374,6 +380,8 @@ def predict_table(
         options = FeaturizeOptions(
             graphs=models.preset.name,
             fingerprints=(FINGERPRINT.spec,) if models.fingerprints is not None else (),
+            standardize=models.preparation.standardize,
+            fragments=models.preparation.fragments,
             smiles_column=smiles_column,
             id_column=id_column,
         )
@@ -512,6 +520,19 @@ def _check_folder(folder: Path, models: _Models, checkpoint: Path) -> None:
         raise ValueError(
             f"{folder} holds 3D graphs with explicit hydrogens (featurized with --conformers "
             f"{options['conformers']}) but {checkpoint} was trained on 2D graphs; {redo}"
+        )
+    prepared = MoleculePreparation(
+        standardize=options["standardize"], fragments=options.get("fragments", "keep")
+    )
+    if prepared != models.preparation:
+        wanted = models.preparation
+        raise ValueError(
+            f"{folder} holds molecules prepared with --standardize {prepared.standardize} "
+            f"--fragments {prepared.fragments} but {checkpoint} was trained on molecules "
+            f"prepared with standardize {wanted.standardize}, fragments {wanted.fragments}; "
+            f"featurize the library again with `chemgraph featurize LIBRARY --graphs "
+            f"{models.preset.name} --standardize {wanted.standardize} --fragments "
+            f"{wanted.fragments} --output NEW_FOLDER`, or pass the library file as --input"
         )
 
 

@@ -21,7 +21,7 @@ import pandas as pd
 import torch
 import yaml
 
-from chemgraph.chem import mols_from_smiles
+from chemgraph.chem import MoleculePreparation, mols_from_smiles
 from chemgraph.data import (
     Duplicates,
     MoleculeDataModule,
@@ -220,7 +220,7 @@ def _featurize(config: TrainingConfig, out: Path) -> tuple[MoleculeDataset, Feat
         config.smiles_column,
         config.target_columns,
         preset,
-        fragments=config.fragments,
+        preparation=config.preparation,
         progress=config.progress,
         rows=source.rows,
     )
@@ -257,7 +257,7 @@ def _split(
         ValueError: an empty split; a target without training labels; classification labels
             other than 0 and 1.
     """
-    groups = duplicate_groups(dataset.smiles, config.fragments)
+    groups = duplicate_groups(dataset.smiles, config.preparation)
     duplicates = find_duplicates(groups, dataset.rows, dataset.labels.numpy())
     if duplicates.molecules:
         log.warning("duplicates: %s", duplicates)
@@ -319,6 +319,7 @@ def _fit(
         featurizer=preset.to_dict(),
         scaler=asdict(scaler) if scaler is not None else None,
         fragments=config.fragments,
+        standardize=config.standardize,
         learning_rate=config.learning_rate,
         weight_decay=config.weight_decay,
         lr_schedule=config.lr_schedule,
@@ -326,7 +327,7 @@ def _fit(
         max_minutes=config.max_time_minutes,
         lr_patience=config.lr_patience,
         model=config.model,
-        train_fingerprints=_training_fingerprints(parts["train"], config.fragments),
+        train_fingerprints=_training_fingerprints(parts["train"], config.preparation),
     )
     for part in parts.values():  # e.g. Graphormer's shortest paths, once per molecule
         part.graphs = spec.transform_graphs(module.model.config, part.graphs)
@@ -359,11 +360,12 @@ def _fit(
     return _Fitted(module, result.trainer, data, history)
 
 
-def _training_fingerprints(part: MoleculeDataset, fragments: str) -> dict:
+def _training_fingerprints(part: MoleculeDataset, preparation: MoleculePreparation) -> dict:
     """The packed Morgan fingerprints of the training molecules, for the checkpoint
-    (:class:`chemgraph.data.applicability.TrainingFingerprints`); each SMILES parsed as it was
-    featurized, so every one parses."""
-    return TrainingFingerprints.from_mols(mols_from_smiles(part.smiles, fragments)).to_dict()
+    (:class:`chemgraph.data.applicability.TrainingFingerprints`); each SMILES parsed and
+    prepared as it was featurized, so every one parses."""
+    mols = [preparation(mol) for mol in mols_from_smiles(part.smiles)]
+    return TrainingFingerprints.from_mols(mols).to_dict()
 
 
 def _evaluate(

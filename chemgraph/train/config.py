@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 import torch
 import yaml
 
+from chemgraph.chem import MoleculePreparation
 from chemgraph.data.datasets import dataset_card, list_datasets
 from chemgraph.errors import ConfigError
 from chemgraph.featurize import get_preset
@@ -327,6 +328,10 @@ class TrainingConfig(RunConfig):
         featurizer: atom/bond featurizer preset; None = the model's default (ESA/NSA take
             float one-hot features, ``"canonical"``).
         fragments: multi-fragment (salt) policy, ``"keep"`` all fragments or ``"largest"``.
+        standardize: standardisation of every molecule before featurization, ``"none"``,
+            ``"basic"`` or ``"chembl"`` (:func:`chemgraph.chem.standardize`). With
+            ``fragments`` it is the run's :attr:`preparation`, stored in the checkpoint:
+            ``chemgraph predict`` prepares every molecule the same way.
         model_options: fields of the model's configuration, e.g.
             :class:`chemgraph.models.ESAConfig` (hidden_dim, num_heads, layer_pattern, norm,
             mlp, num_seeds, dropout, attend_to_self, readout, ...); the family's
@@ -377,6 +382,7 @@ class TrainingConfig(RunConfig):
     lr_patience: int | None = None
     featurizer: str | None = None
     fragments: Literal["keep", "largest"] = "keep"
+    standardize: Literal["none", "basic", "chembl"] = "none"
     model_options: dict[str, Any] = field(default_factory=dict)
     num_workers: int = 0
     accelerator: str = "auto"
@@ -388,6 +394,7 @@ class TrainingConfig(RunConfig):
         "model": tuple(MODELS),
         "split": ("random", "scaffold"),
         "fragments": ("keep", "largest"),
+        "standardize": ("none", "basic", "chembl"),
         "protocol": tuple(PROTOCOLS),
         "lr_schedule": ("cosine", "plateau", None),
     }
@@ -398,6 +405,11 @@ class TrainingConfig(RunConfig):
         "learning_rate": (float, 0.0), "weight_decay": (float, 0.0), "gradient_clip": (float, 0.0),
         "devices": (int, 1),
     }  # fmt: skip
+
+    @property
+    def preparation(self) -> MoleculePreparation:
+        """The molecule preparation of the run (standardisation, then the fragment policy)."""
+        return MoleculePreparation(standardize=self.standardize, fragments=self.fragments)
 
     def __post_init__(self) -> None:
         protocol = dict(PROTOCOLS.get(self.protocol, {}))

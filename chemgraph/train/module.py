@@ -11,6 +11,7 @@ import lightning as L
 import torch
 import torch.nn.functional as F
 
+from chemgraph.chem import MoleculePreparation
 from chemgraph.models import build_model
 from chemgraph.models.gmoe import expert_usage_table
 from chemgraph.train.scaler import TargetScaler
@@ -90,6 +91,10 @@ class PropertyPredictionModule(L.LightningModule):
             that a checkpoint alone can featurize new molecules.
         scaler: :class:`TargetScaler` as a dict (regression) or None.
         fragments: multi-fragment policy used when featurizing (``"keep"``/``"largest"``).
+        standardize: standardisation used when featurizing (``"none"``, ``"basic"``,
+            ``"chembl"``); with ``fragments`` the
+            :class:`chemgraph.chem.MoleculePreparation` that ``chemgraph predict`` repeats
+            (:attr:`preparation`). Checkpoints written before it existed: ``"none"``.
         learning_rate: AdamW peak learning rate.
         weight_decay: AdamW weight decay.
         lr_schedule: ``"cosine"`` (:func:`cosine_learning_rate`, per optimiser step; the run's
@@ -123,6 +128,7 @@ class PropertyPredictionModule(L.LightningModule):
         featurizer: dict,
         scaler: dict | None = None,
         fragments: str = "keep",
+        standardize: str = "none",
         learning_rate: float = 1e-4,
         weight_decay: float = 1e-2,
         lr_schedule: str = "plateau",
@@ -143,6 +149,14 @@ class PropertyPredictionModule(L.LightningModule):
         self.model = build_model(model, model_config)
         self.scaler = TargetScaler(**scaler) if scaler is not None else None
         self.task = task
+
+    @property
+    def preparation(self) -> MoleculePreparation:
+        """How the training molecules were prepared before featurization (and so must be
+        every molecule this module predicts)."""
+        return MoleculePreparation(
+            standardize=self.hparams.get("standardize", "none"), fragments=self.hparams.fragments
+        )
 
     def forward(self, batch) -> torch.Tensor:
         return self.model(batch)

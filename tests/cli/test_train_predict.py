@@ -328,3 +328,60 @@ def test_predict_without_failures_and_a_bad_top(tmp_path, capsys):
     assert pd.read_csv(table, skip_blank_lines=False)["smiles"].isna().tolist() == [
         False, True, False
     ]  # fmt: skip
+
+
+def test_predict_prepares_molecules_as_training_did(tmp_path):
+    """Train with --standardize basic --fragments largest: predict repeats that preparation
+    from the checkpoint, so every held-out molecule gets the prediction training gave it, and
+    a salt gets its parent's prediction."""
+    smiles = [s for s in VALID if s not in ("[Na+].[Cl-]",)]
+    salts = {"CC(=O)[O-].[Na+]": "CC(=O)O", "Cc1ccccc1.Cl": "Cc1ccccc1", "CCN.Cl": "CCN"}
+    smiles += [s for s in salts if s not in smiles]
+    data = tmp_path / "molecules.csv"
+    pd.DataFrame({"smiles": smiles, "y": [0.1 * i for i in range(len(smiles))]}).to_csv(
+        data, index=False
+    )
+    out = tmp_path / "run"
+    settings = tmp_path / "small.yaml"
+    settings.write_text(
+        yaml.safe_dump(
+            {"batch_size": 8, "model_options": {"hidden_dim": 16, "num_heads": 2, "num_seeds": 2}}
+        )
+    )
+    status = main(
+        ["train", "--data", str(data), "--target-columns", "y", "--standardize", "basic",
+         "--fragments", "largest", "--max-epochs", "2", "--seed", "3", "--out", str(out),
+         "--config", str(settings), "--quiet"]
+    )  # fmt: skip
+    assert status == 0
+    hyper = torch.load(out / "best.ckpt", weights_only=True)["hyper_parameters"]
+    assert (hyper["standardize"], hyper["fragments"]) == ("basic", "largest")
+    query = tmp_path / "query.smi"
+    query.write_text("".join(f"{s}\n" for s in smiles + list(salts.values())))
+    output = tmp_path / "predicted.csv"
+    assert main(["predict", "--checkpoint", str(out), "--input", str(query),
+                 "--output", str(output), "--quiet"]) == 0  # fmt: skip
+    predicted = pd.read_csv(output)
+    assert predicted["error"].isna().all()
+    held_out = pd.read_csv(out / "predictions.csv")
+    for _, row in held_out.iterrows():
+        assert predicted["y_pred"][int(row["row"])] == pytest.approx(row["y_pred"], abs=1e-5)
+    by_smiles = dict(zip(predicted["smiles"], predicted["y_pred"]))
+    for position, salt in enumerate(salts):  # the salt is featurized as its parent
+        parent = predicted.iloc[len(smiles) + position]
+        assert Chem.CanonSmiles(salts[salt]) == parent["smiles"]
+        assert predicted.iloc[smiles.index(salt)]["smiles"] == parent["smiles"]
+        assert by_smiles[parent["smiles"]] == pytest.approx(parent["y_pred"])
+    # a featurize folder prepared otherwise is refused, with the command that fits
+    folder = tmp_path / "lib"
+    assert main(["featurize", str(query), "--output", str(folder), "--quiet"]) == 0
+    with pytest.raises(ValueError, match="--standardize basic --fragments largest"):
+        from chemgraph.jobs.predict import predict_table
+
+        predict_table(out, folder, tmp_path / "refused.csv", progress=False)
+    assert main(["featurize", str(query), "--output", str(tmp_path / "lib2"), "--standardize",
+                 "basic", "--fragments", "largest", "--quiet"]) == 0  # fmt: skip
+    from_folder = tmp_path / "from_folder.csv"
+    assert main(["predict", "--checkpoint", str(out), "--input", str(tmp_path / "lib2"),
+                 "--output", str(from_folder), "--quiet"]) == 0  # fmt: skip
+    pd.testing.assert_series_equal(pd.read_csv(from_folder)["y_pred"], predicted["y_pred"])

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
+from chemgraph.chem import MoleculePreparation
 from chemgraph.data.table import (
     MoleculeDataset,
     featurize_table,
@@ -195,7 +196,9 @@ def test_featurize_empty_smiles_and_no_targets(preset):
 def test_featurize_largest_fragment(preset):
     df = pd.DataFrame({"smiles": ["CC(=O)[O-].[Na+]"], "y": [1.0]})
     keep, _ = featurize_table(df, "smiles", ["y"], preset, progress=False)
-    largest, _ = featurize_table(df, "smiles", ["y"], preset, fragments="largest", progress=False)
+    largest, _ = featurize_table(
+        df, "smiles", ["y"], preset, MoleculePreparation(fragments="largest"), progress=False
+    )
     assert keep[0][0].num_nodes() == 5
     assert largest[0][0].num_nodes() == 4
     assert largest.smiles == ["CC(=O)[O-].[Na+]"]  # the input as given

@@ -329,8 +329,8 @@ def test_checkpoints_that_cannot_score_a_library_as_featurized_are_refused(libra
     checkpoint = torch.load(ESA, weights_only=True)
     checkpoint["hyper_parameters"]["fragments"] = "largest"
     torch.save(checkpoint, tmp_path / "largest.ckpt")
-    with pytest.raises(ValueError, match="trained on the largest fragment of each molecule"):
-        predict_table(tmp_path / "largest.ckpt", library, tmp_path / "a.csv", progress=False)
+    with pytest.raises(ValueError, match="differ in preparation"):
+        predict_table([ESA, tmp_path / "largest.ckpt"], library, tmp_path / "a.csv", progress=False)
     with pytest.raises(ValueError, match="differ in featurizer"):
         predict_table([ESA, FIXTURES / "gin.ckpt"], library, tmp_path / "b.csv", progress=False)
     assert not list(tmp_path.glob("*.partial"))

@@ -12,6 +12,7 @@ import torch
 import yaml
 from rdkit import Chem
 
+from chemgraph.chem import MoleculePreparation
 from chemgraph.cli import main
 from chemgraph.data import duplicate_groups, featurize_table, find_duplicates, random_split
 from chemgraph.data.splits import scaffold_split
@@ -45,7 +46,9 @@ def _canonical(smiles):
 def test_duplicate_groups_are_the_molecule_the_model_sees():
     groups = duplicate_groups(["CCO", "OCC", "C(O)C", "CC(=O)[O-].[Na+]", "CC(=O)[O-]", "X"])
     assert groups.tolist() == [0, 0, 0, 1, 2, 3]
-    largest = duplicate_groups(["CC(=O)[O-].[Na+]", "CC(=O)[O-]"], fragments="largest")
+    largest = duplicate_groups(
+        ["CC(=O)[O-].[Na+]", "CC(=O)[O-]"], MoleculePreparation(fragments="largest")
+    )
     assert largest.tolist() == [0, 0]
     found = find_duplicates(groups, rows=np.array([10, 11, 12, 13, 14, 15]))
     assert (found.molecules, found.rows, found.examples) == (1, 3, [[10, 11, 12]])
@@ -82,7 +85,7 @@ def test_a_molecule_given_twice_stays_in_one_split_and_is_reported(split, fracti
 def test_scaffold_split_keeps_a_salt_with_its_parent_under_largest():
     # a pyridinium salt: its scaffold (benzene.pyridinium) is not its parent's (benzene)
     smiles = ["CCCCc1ccccc1C(=O)[O-].c1cc[nH+]cc1", "CCCCc1ccccc1C(=O)[O-]", "CCO"]
-    groups = duplicate_groups(smiles, fragments="largest")
+    groups = duplicate_groups(smiles, MoleculePreparation(fragments="largest"))
     assert groups.tolist() == [0, 0, 1]
 
     def where(parts):
