@@ -27,7 +27,7 @@ from chemgraph._lazy import lazy_attributes
 # name -> the module that defines it
 _MODULES = {
     "MISSING_LABEL_TOKENS": "table",
-    "REJECTED_COLUMNS": "table",
+    "REJECTED_COLUMNS": "readers",
     "MoleculeDataset": "table",
     "featurize_table": "table",
     "read_table": "table",

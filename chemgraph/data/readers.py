@@ -36,7 +36,19 @@ from typing import Literal
 from chemgraph._files import open_compressed
 from chemgraph.chem.parse import iter_sdf_blocks, split_smiles_line
 
-__all__ = ["Record", "library_format", "iter_record_chunks", "SMILES_COLUMN_NAMES"]
+__all__ = [
+    "REJECTED_COLUMNS",
+    "Record",
+    "library_format",
+    "iter_record_chunks",
+    "SMILES_COLUMN_NAMES",
+]
+
+REJECTED_COLUMNS: tuple[str, str, str, str] = ("row", "id", "input", "reason")
+"""The one schema of every ``rejected.csv`` chemgraph writes (``train``, ``featurize``,
+``predict``'s featurization, dataset caches): the 0-based source row, the record's id (its id
+column, ``.smi`` name or SDF title; the row when it has none), the input as read and why it was
+not used. Multi-file datasets add a ``file`` column."""
 
 #: Column names tried, in order, when no SMILES column is given.
 SMILES_COLUMN_NAMES = ("smiles", "SMILES", "Smiles", "canonical_smiles", "mol")

@@ -27,12 +27,12 @@ from tqdm.auto import tqdm
 
 from chemgraph._dgl import dgl
 from chemgraph.chem import MoleculeParseError, MoleculePreparation, mol_from_smiles
+from chemgraph.data.readers import REJECTED_COLUMNS
 from chemgraph.featurize import FeaturizerPreset
 from chemgraph.graphs import mol_to_graph
 
 __all__ = [
     "MISSING_LABEL_TOKENS",
-    "REJECTED_COLUMNS",
     "MoleculeDataset",
     "featurize_table",
     "read_table",
@@ -41,8 +41,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-REJECTED_COLUMNS: tuple[str, str, str] = ("row", "input", "reason")
-"""Columns of the rejected-rows table: 0-based data row, input SMILES, reason."""
 
 MISSING_LABEL_TOKENS: frozenset[str] = frozenset({"", "nan", "na", "n/a", "null", "none"})
 """Target cells that mean "label missing" (compared after ``strip().lower()``)."""
@@ -333,9 +331,11 @@ def featurize_table(
         smiles=kept_smiles,
         target_columns=target_columns,
     )
+    rejected_rows = source_rows[[r[0] for r in rejected]]
     rejected_table = pd.DataFrame(
         {
-            "row": pd.Series(source_rows[[r[0] for r in rejected]], dtype=np.int64),
+            "row": pd.Series(rejected_rows, dtype=np.int64),
+            "id": pd.Series([str(row) for row in rejected_rows], dtype=object),
             "input": pd.Series([r[1] for r in rejected], dtype=object),
             "reason": pd.Series([r[2] for r in rejected], dtype=object),
         }
@@ -368,11 +368,14 @@ def _reject_reason(
 
 
 def write_rejected(rejected: pd.DataFrame, path: str | os.PathLike[str]) -> None:
-    """Write the rejected-rows table as CSV with header ``row,input,reason`` (also when empty).
-
-    Parent folders are created.
+    """Write the rejected-rows table as CSV with header ``row,id,input,reason``
+    (:data:`chemgraph.data.readers.REJECTED_COLUMNS`, also when empty; a ``file`` column is
+    kept). A row without an id gets its row number. Parent folders are created.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    table = pd.DataFrame(rejected).reindex(columns=list(REJECTED_COLUMNS))
+    extra = [column for column in ("file",) if column in rejected]
+    table = pd.DataFrame(rejected).reindex(columns=[*REJECTED_COLUMNS, *extra])
+    missing = table["id"].isna()
+    table.loc[missing, "id"] = table.loc[missing, "row"].map(str)
     table.to_csv(path, index=False)

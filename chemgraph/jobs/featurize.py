@@ -89,7 +89,7 @@ from chemgraph.chem import (
     mols_from_smiles,
 )
 from chemgraph.chem.parse import check_smiles_molecule, mol_from_sdf_block
-from chemgraph.data.readers import Record, iter_record_chunks, library_format
+from chemgraph.data.readers import REJECTED_COLUMNS, Record, iter_record_chunks, library_format
 from chemgraph.errors import MissingDependencyError
 from chemgraph.featurize import get_preset
 from chemgraph.featurize.descriptors import RDKitDescriptors, parse_descriptors
@@ -107,7 +107,6 @@ __all__ = [
     "reason_kind",
 ]
 
-REJECTED_HEADER = ("row", "id", "input", "reason")
 
 #: What a record goes through, in order (``"start"``, ``"graphs"`` and ``"write"`` are
 #: shard-level phases, never timed against the per-record limit).
@@ -1076,7 +1075,7 @@ def _prepare_output(out: Path, manifest: dict[str, Any], resume: bool) -> None:
 def _concatenate_rejected(out: Path, shards: list[int]) -> None:
     temporary = atomic_path(out / "rejected.csv")
     with open(temporary, "w", encoding="utf-8", newline="") as handle:
-        handle.write(",".join(REJECTED_HEADER) + "\n")
+        handle.write(",".join(REJECTED_COLUMNS) + "\n")
         for shard in shards:
             handle.write((out / "parts" / f"{_shard_name(shard)}.csv").read_text(encoding="utf-8"))
     os.replace(temporary, out / "rejected.csv")

@@ -41,6 +41,7 @@ from chemgraph.data.reactions import (
     reaction_loader,
     reaction_records,
 )
+from chemgraph.data.table import write_rejected
 from chemgraph.errors import ConfigError
 from chemgraph.models.grat import GRATTranslatorConfig
 from chemgraph.train.callbacks import ValidationLog
@@ -140,7 +141,7 @@ class ReactionTrainingConfig(RunConfig):
 def train_reaction_model(config: ReactionTrainingConfig) -> Path:
     """Read and encode the data, train a :class:`chemgraph.train.reaction_module.ReactionModule`.
 
-    Writes ``rejected.csv`` (row, input, reason, file: unparsable reactions and molecules a
+    Writes ``rejected.csv`` (row, id, input, reason, file: unparsable reactions and molecules a
     graph cannot hold) and ``best.ckpt`` (lowest validation loss) to ``config.out``; logs the
     data sizes and one line per validation.
 
@@ -167,7 +168,7 @@ def train_reaction_model(config: ReactionTrainingConfig) -> Path:
     if len(train_items) < 2 or not valid_items:
         raise ValueError(f"too few usable reactions in {config.train} ({len(items)})")
     rejected = pd.concat(rejected_frames, ignore_index=True)
-    rejected.to_csv(out / "rejected.csv", index=False)
+    write_rejected(rejected, out / "rejected.csv")
     vocabulary = TokenVocabulary.from_graphs(
         g for item in train_items for g in (*item.reactants, *item.reagents, item.product)
     )

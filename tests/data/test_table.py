@@ -118,7 +118,7 @@ def test_featurize_rejects_exactly_the_invalid_smiles(tmp_path, preset):
         "CC(=O)O,6.0\n",
     )
     dataset, rejected = featurize_table(df, "smiles", ["y"], preset, progress=False)
-    assert list(rejected.columns) == ["row", "input", "reason"]
+    assert list(rejected.columns) == ["row", "id", "input", "reason"]
     assert rejected["row"].tolist() == [2, 4]
     assert rejected["input"].tolist() == ["C1CC", "CN(C)(C)(C)C"]
     assert all(isinstance(r, str) and r for r in rejected["reason"])
@@ -226,13 +226,13 @@ def test_subset_and_write_rejected(tmp_path, preset):
     out = tmp_path / "out" / "rejected.csv"
     write_rejected(rejected, out)
     back = pd.read_csv(out)
-    assert back.columns.tolist() == ["row", "input", "reason"]
-    assert back["row"].tolist() == [2]
+    assert back.columns.tolist() == ["row", "id", "input", "reason"]
+    assert back["row"].tolist() == [2] and back["id"].tolist() == [2]
     assert back["input"].tolist() == ["C1CC"]
 
     empty_out = tmp_path / "none.csv"
     write_rejected(rejected.iloc[0:0], empty_out)
-    assert empty_out.read_text() == "row,input,reason\n"
+    assert empty_out.read_text() == "row,id,input,reason\n"
 
 
 # --------------------------------------------------------------------------- real data

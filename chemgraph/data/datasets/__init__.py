@@ -186,7 +186,8 @@ def read_data(
     import numpy as np
     import pandas as pd
 
-    from chemgraph.data.table import REJECTED_COLUMNS, read_table
+    from chemgraph.data.readers import REJECTED_COLUMNS
+    from chemgraph.data.table import read_table
 
     if Path(data).is_file() or str(data) not in list_datasets():
         if not Path(data).exists() and not Path(data).suffix:

@@ -31,8 +31,9 @@ from chemgraph._dgl import dgl
 from chemgraph._files import file_digest
 from chemgraph.data.datasets.card import DatasetCard, SourceFile
 from chemgraph.data.datasets.download import chemgraph_home, fetch, verify
+from chemgraph.data.readers import REJECTED_COLUMNS
 from chemgraph.data.splits import duplicate_groups, find_duplicates, random_split, scaffold_split
-from chemgraph.data.table import REJECTED_COLUMNS, MoleculeDataset, featurize_table
+from chemgraph.data.table import MoleculeDataset, featurize_table
 from chemgraph.errors import DatasetError
 from chemgraph.featurize import FeaturizerPreset, get_preset
 from chemgraph.graph_keys import GRAPH_FORMAT
