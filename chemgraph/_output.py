@@ -1,15 +1,25 @@
-"""The rule every command that writes an output folder follows: a new or empty folder only.
+"""The rules every command that writes an output folder follows.
 
-``chemgraph train``, ``chemgraph recipe run``, ``chemgraph featurize`` and the QM9 gap demo
-refuse a folder that already holds files, so that a second run never silently replaces the
-results of a first; the commands that can write over an earlier run offer ``--overwrite``.
+A new or empty folder only (:func:`check_output_folder`): ``chemgraph train``, ``chemgraph
+recipe run``, ``chemgraph featurize``, ``chemgraph predict`` and the QM9 gap demo refuse a folder
+that already holds files, so that a second run never silently replaces the results of a first;
+the commands that can write over an earlier run offer ``--overwrite``.
+
+Resumable runs (:func:`resumable_folder`): ``chemgraph featurize`` (its output folder, recorded
+by ``manifest.json``) and ``chemgraph predict`` (``OUTPUT.partial/``, recorded by ``run.json``)
+keep their state in a folder whose record says what the run is; ``--resume`` continues it only
+when the record matches the new run.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-__all__ = ["check_output_folder"]
+__all__ = ["check_output_folder", "resumable_folder"]
 
 
 def check_output_folder(
@@ -40,3 +50,64 @@ def check_output_folder(
         return
     hint = f", or pass {overwrite_option} to write over it" if overwrite_option else ""
     raise ValueError(f"{folder} exists and is not empty; choose a new {option}{hint}")
+
+
+def resumable_folder(
+    folder: str | Path,
+    record: str,
+    identity: Mapping[str, Any],
+    *,
+    resume: bool,
+    option: str,
+    restart_option: str | None = None,
+    restart: bool = False,
+) -> bool:
+    """Open the state folder of a resumable run: a new one, or the earlier run to resume.
+
+    ``folder/record`` (JSON) describes the run that owns the folder; the caller writes it.
+    A run is continued only with ``resume`` and only when every key of ``identity`` has the
+    same value in the record (the input's hash, the options, ...); the temporary files of
+    writes that were killed (:func:`chemgraph._files.atomic_path`) are then removed.
+
+    Args:
+        folder: the state folder; created when new.
+        record: the file name of the run's record in ``folder`` (``"manifest.json"``).
+        identity: what must match to resume.
+        resume: continue a run found in ``folder``.
+        option: the command-line option that names the output, for the messages.
+        restart_option: the option that starts again (``"--overwrite"``), suggested in the
+            messages; None for a command that has none.
+        restart: delete ``folder`` first, so the run starts again (only for a folder the
+            command owns entirely, such as ``OUTPUT.partial``).
+
+    Returns:
+        True when an earlier run is resumed, False for a new one.
+
+    Raises:
+        ValueError: a run is there but ``resume`` is not set; the run there differs (the
+            differing keys are named); the folder holds other files (:func:`check_output_folder`).
+    """
+    folder = Path(folder)
+    if restart:
+        shutil.rmtree(folder, ignore_errors=True)
+    again = (
+        f", or pass {restart_option} to start again"
+        if restart_option
+        else f", or choose a new {option}"
+    )
+    path = folder / record
+    if path.exists():
+        if not resume:
+            raise ValueError(f"{folder} holds an earlier run; pass --resume to continue it{again}")
+        previous = json.loads(path.read_text())
+        changed = [key for key in identity if previous.get(key) != identity[key]]
+        if changed:
+            raise ValueError(
+                f"cannot resume the run in {folder}: {', '.join(changed)} differ from it{again}"
+            )
+        for temporary in folder.rglob(".*.tmp-*"):  # left by a write that was killed
+            temporary.unlink()
+        return True
+    check_output_folder(folder, option, overwrite=False, overwrite_option=restart_option)
+    folder.mkdir(parents=True, exist_ok=True)
+    return False

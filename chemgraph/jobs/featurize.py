@@ -81,7 +81,7 @@ from chemgraph._files import (
     write_text_atomically,
 )
 from chemgraph._interrupts import Interrupted, interrupts_raise
-from chemgraph._output import check_output_folder
+from chemgraph._output import resumable_folder
 from chemgraph.chem import (
     MoleculeParseError,
     MoleculePreparation,
@@ -1048,25 +1048,9 @@ def _write_manifest(manifest: dict[str, Any], out: Path) -> None:
 
 
 def _prepare_output(out: Path, manifest: dict[str, Any], resume: bool) -> None:
-    existing = out / "manifest.json"
-    if existing.exists():
-        previous = json.loads(existing.read_text())
-        keys = ("input_sha256", "options", "graph_featurizer", "shard_size", "chemgraph_version")
-        if not resume:
-            raise ValueError(
-                f"{out} already holds a featurization; use --resume to continue it, or a new "
-                "--output"
-            )
-        changed = [k for k in keys if previous.get(k) != manifest[k]]
-        if changed:
-            raise ValueError(
-                f"cannot resume in {out}: {', '.join(changed)} differ from the run there; "
-                "use a new --output"
-            )
-        for temporary in out.rglob(".*.tmp-*"):  # left by a write that was killed
-            temporary.unlink()
-    else:
-        check_output_folder(out, "--output")
+    keys = ("input_sha256", "options", "graph_featurizer", "shard_size", "chemgraph_version")
+    identity = {key: manifest[key] for key in keys}
+    resumable_folder(out, "manifest.json", identity, resume=resume, option="--output")
     for folder in ("graphs", "features", "parts"):
         (out / folder).mkdir(parents=True, exist_ok=True)
     _write_manifest({**manifest, "status": "running"}, out)

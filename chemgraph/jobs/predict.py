@@ -60,6 +60,7 @@ from tqdm.auto import tqdm
 from chemgraph._dgl import dgl
 from chemgraph._files import atomic_path, file_digest, write_parquet_atomically
 from chemgraph._interrupts import interrupts_raise
+from chemgraph._output import resumable_folder
 from chemgraph.chem import MoleculePreparation
 from chemgraph.data.applicability import (
     DEFAULT_SIMILARITY_THRESHOLD,
@@ -445,21 +446,9 @@ def _prepare_work(
             ``overwrite``); a run to resume that differs.
     """
     work = _work_folder(output)
-    record = work / "run.json"
     top_file = None if top is None else top_path(output, top)
-    if overwrite:
-        shutil.rmtree(work, ignore_errors=True)
-    else:
-        resuming = resume and record.exists()
-        if resuming:
-            previous = json.loads(record.read_text())
-            changed = [key for key in identity if previous.get(key) != identity[key]]
-            if changed:
-                raise ValueError(
-                    f"cannot resume the run in {work}: {', '.join(changed)} differ from it; "
-                    "pass --overwrite to start again"
-                )
-        elif output.exists():
+    if not overwrite:
+        if output.exists() and not (resume and (work / "run.json").exists()):
             raise ValueError(
                 f"{output} exists; choose a new --output, or pass --overwrite to write over it"
                 + (" (it is complete: there is nothing to resume)" if resume else "")
@@ -469,15 +458,12 @@ def _prepare_work(
                 f"{top_file} exists (the --top {top} file of {output}); choose a new --output, "
                 "or pass --overwrite to write over it"
             )
-        if resuming:
-            return work
-        if work.exists():
-            raise ValueError(
-                f"{work} holds an interrupted run; pass --resume to continue it, or --overwrite "
-                "to start again"
-            )
-    work.mkdir(parents=True)
-    record.write_text(json.dumps(identity, indent=2) + "\n")
+    resumed = resumable_folder(
+        work, "run.json", identity, resume=resume, option="--output",
+        restart_option="--overwrite", restart=overwrite,
+    )  # fmt: skip
+    if not resumed:
+        (work / "run.json").write_text(json.dumps(identity, indent=2) + "\n")
     return work
 
 

@@ -1,6 +1,8 @@
 """The output-folder rule of the commands that write one (`train`, `recipe run`): a new or empty
 folder, or `--overwrite`."""
 
+import json
+
 import pytest
 
 from chemgraph.cli import main
@@ -48,3 +50,31 @@ def test_recipe_run_writes_to_the_configs_out_unless_out_is_given(tmp_path, monk
         == 0
     )
     assert received == [str(tmp_path / "from_config"), "runs/reaction_outcome_cpu", str(given)]
+
+
+def test_a_resumable_folder_is_new_or_the_same_run(tmp_path):
+    from chemgraph._output import resumable_folder
+
+    folder, identity = tmp_path / "state", {"input_sha256": "ab", "shard_size": 4}
+    assert resumable_folder(folder, "run.json", identity, resume=False, option="--output") is False
+    (folder / "run.json").write_text(json.dumps(identity))
+    (folder / ".shard-1.parquet.tmp-99").write_text("half a file")
+    with pytest.raises(
+        ValueError,
+        match="holds an earlier run; pass --resume to continue it, or choose a new --output",
+    ):
+        resumable_folder(folder, "run.json", identity, resume=False, option="--output")
+    changed = {**identity, "shard_size": 5}
+    with pytest.raises(ValueError, match="shard_size differ from it, or pass --overwrite"):
+        resumable_folder(folder, "run.json", changed, resume=True, option="--output",
+                         restart_option="--overwrite")  # fmt: skip
+    assert (folder / ".shard-1.parquet.tmp-99").exists()  # nothing touched by a refusal
+    assert resumable_folder(folder, "run.json", identity, resume=True, option="--output")
+    assert sorted(p.name for p in folder.iterdir()) == ["run.json"]  # the temporary is gone
+    restarted = resumable_folder(folder, "run.json", changed, resume=False, option="--output",
+                                 restart=True)  # fmt: skip
+    assert restarted is False and list(folder.iterdir()) == []
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("a user's file")
+    with pytest.raises(ValueError, match="exists and is not empty"):
+        resumable_folder(tmp_path / "other", "run.json", identity, resume=True, option="--output")

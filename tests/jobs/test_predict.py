@@ -175,7 +175,7 @@ def test_an_interrupted_run_is_resumed_never_overwritten(library, tmp_path, monk
     with pytest.raises(KeyboardInterrupt):
         predict_table(ESA, library, output, shard_size=4, progress=False)
     assert scored == [0, 1] and not output.exists()
-    with pytest.raises(ValueError, match="holds an interrupted run; pass --resume"):
+    with pytest.raises(ValueError, match="holds an earlier run; pass --resume"):
         predict_table(ESA, library, output, shard_size=4, progress=False)
     with pytest.raises(ValueError, match="shard_size differ from it"):
         predict_table(ESA, library, output, shard_size=5, resume=True, progress=False)
