@@ -301,7 +301,15 @@ class TrainingConfig(RunConfig):
             column holds only 0 and 1), and the decided task is written to ``config.yaml``.
         model: a registered model family (:data:`chemgraph.models.MODELS`), e.g. ``"esa"``
             (edge-set attention) or ``"nsa"`` (node-set attention).
-        split: ``"random"`` (seeded) or ``"scaffold"`` (Bemis–Murcko, deterministic).
+        split: ``"random"`` (seeded), ``"scaffold"`` (Bemis–Murcko, deterministic) or
+            ``"predefined"`` (``split_column`` or ``split_file``; set when either is given).
+        split_column: a column of the data naming each row's split (``train``, ``val`` or
+            ``valid``/``validation``, ``test``; an empty cell leaves the row out), as
+            Chemprop's ``--splits-column``.
+        split_file: a JSON file of 0-based source rows per split, ``{"train": [...], "val":
+            [...], "test": [...]}`` (or Chemprop's ``--splits-file`` list holding one such
+            mapping; ``"valid"`` is accepted for ``"val"``, and ``"0-3,7"`` strings for lists);
+            a relative path is resolved against the current folder.
         split_fractions: train/validation/test fractions, summing to 1.
         seed: seeds the split (unless ``split_seed`` is set), the weight initialisation and
             the shuffling.
@@ -359,7 +367,9 @@ class TrainingConfig(RunConfig):
     data_root: str | None = None
     task: Literal["regression", "classification"] | None = None
     model: str = "esa"
-    split: Literal["random", "scaffold"] = "random"
+    split: Literal["random", "scaffold", "predefined"] = "random"
+    split_column: str | None = None
+    split_file: str | None = None
     split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
     seed: int = 0
     split_seed: int | None = None
@@ -386,7 +396,7 @@ class TrainingConfig(RunConfig):
     CHOICES = {
         "task": ("regression", "classification", None),
         "model": tuple(MODELS),
-        "split": ("random", "scaffold"),
+        "split": ("random", "scaffold", "predefined"),
         "fragments": ("keep", "largest"),
         "protocol": tuple(PROTOCOLS),
         "lr_schedule": ("cosine", "plateau", None),
@@ -407,6 +417,17 @@ class TrainingConfig(RunConfig):
             if getattr(self, name) is None:
                 setattr(self, name, value)
         super().__post_init__()
+        if self.split_column is not None and self.split_file is not None:
+            raise ConfigError("give split_column or split_file, not both")
+        if self.split_column is not None or self.split_file is not None:
+            if self.split == "scaffold":
+                raise ConfigError(
+                    "split 'scaffold' and a predefined split (split_column or split_file) "
+                    "exclude each other"
+                )
+            self.split = "predefined"
+        elif self.split == "predefined":
+            raise ConfigError("split 'predefined' needs split_column or split_file")
         fractions = tuple(_number("split_fractions", f, float, 0.0) for f in self.split_fractions)
         if len(fractions) != 3 or abs(sum(fractions) - 1) > 1e-6:
             raise ConfigError(f"split_fractions must be 3 numbers summing to 1, got {fractions}")

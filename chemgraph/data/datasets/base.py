@@ -165,6 +165,8 @@ class CardDataset:
         self.options = self._check_options(options)
         self._parsed: ParseResult | None = None
         self.records_read: dict[str, int] = {}
+        self._warned_choice: set[str] = set()
+        self._root_given = root is not None
 
     # --- options ------------------------------------------------------------------------
     default_options: ClassVar[dict[str, Any]] = {}
@@ -190,15 +192,25 @@ class CardDataset:
         return tuple(f for f in self.card.files if f.split is None or f.split in self.splits)
 
     def _find(self, spec: SourceFile) -> Path | None:
-        exact = self.root / spec.name
-        if exact.is_file():
-            return exact
+        """The file of ``spec`` under :attr:`root`: its card name, else the first match of its
+        aliases (in alias order, then by name). When the folder holds other candidates too
+        (say, the full CSV and a small extxyz sample), a warning names the one read and the
+        others, once per dataset object."""
+        candidates = [self.root / spec.name] if (self.root / spec.name).is_file() else []
         if self.root.is_dir():
+            names = sorted(p for p in self.root.iterdir() if p.is_file() or p.is_dir())
             for pattern in spec.aliases:
-                found = sorted(p for p in self.root.iterdir() if fnmatch.fnmatch(p.name, pattern))
-                if found:
-                    return found[0]
-        return None
+                candidates += [p for p in names if fnmatch.fnmatch(p.name, pattern)]
+        candidates = list(dict.fromkeys(candidates))
+        if len(candidates) > 1 and spec.name not in self._warned_choice:
+            self._warned_choice.add(spec.name)
+            others = ", ".join(p.name for p in candidates[1:])
+            logger.warning(
+                "%s: %s holds several copies of %s; reading %s (also there: %s); give --root "
+                "a folder with only the copy you mean",
+                self.card.name, self.root, spec.name, candidates[0].name, others,
+            )  # fmt: skip
+        return candidates[0] if candidates else None
 
     def download(self, *, allow_unverified: bool = False, opener=None) -> list[Path]:
         """Make every source file available in :attr:`root`, downloading the missing ones.
@@ -232,8 +244,10 @@ class CardDataset:
         Downloads missing files when the dataset was created with ``download=True``.
 
         Raises:
-            FileNotFoundError: a required file is missing and downloading is off (the message
-                names the file, the folder searched and how to get it).
+            FileNotFoundError: a ``root`` that was given is not a folder (and the files cannot
+                be downloaded into it with a checksum to verify them); a required file is
+                missing and downloading is off (the message names the file, the folder searched
+                and how to get it).
         """
         found: dict[str, Path] = {}
         missing = []
@@ -243,6 +257,13 @@ class CardDataset:
                 found[spec.name] = path
             elif not spec.optional:
                 missing.append(spec)
+        downloadable = self.auto_download and all(s.url and (s.sha256 or s.md5) for s in missing)
+        if missing and self._root_given and not self.root.is_dir() and not downloadable:
+            raise FileNotFoundError(
+                f"dataset {self.card.name!r}: the folder {self.root} "
+                f"{'is not a folder' if self.root.exists() else 'does not exist'}; give --root "
+                "(root=...) the folder that holds the dataset's files"
+            )
         if missing and self.auto_download:
             self.download()
             return self.source_files_present()
