@@ -42,7 +42,7 @@ from chemgraph.featurize import FeaturizerPreset, get_preset
 from chemgraph.models import get_model_spec
 from chemgraph.train.callbacks import EpochProgress, LossHistory
 from chemgraph.train.checkpoint import best_checkpoint_path, load_weights
-from chemgraph.train.config import TrainingConfig
+from chemgraph.train.config import TrainingConfig, paper_protocol_differences
 from chemgraph.train.metrics import mean_over_tasks, per_task_metrics
 from chemgraph.train.module import PropertyPredictionModule
 from chemgraph.train.plots import (
@@ -107,6 +107,11 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     for name in OUTPUT_FILES:  # a rerun into the same folder must not leave stale results
         (out / name).unlink(missing_ok=True)
     L.seed_everything(config.seed, workers=True, verbose=False)
+    if config.protocol == "paper":
+        log.info(
+            "protocol paper (Buterez et al. 2024, SI 7), with these differences: %s",
+            "; ".join(paper_protocol_differences(config)),
+        )
     dataset, preset, source = _featurize(config, out)
     if config.task is None:
         config = replace(config, task=infer_task(dataset.labels, config.target_columns))
