@@ -335,3 +335,12 @@ def test_checkpoints_that_cannot_score_a_library_as_featurized_are_refused(libra
     with pytest.raises(ValueError, match="differ in featurizer"):
         predict_table([ESA, FIXTURES / "gin.ckpt"], library, tmp_path / "b.csv", progress=False)
     assert not list(tmp_path.glob("*.partial"))
+
+
+def test_a_shard_without_survivors_is_scored_as_an_empty_shard(tmp_path):
+    path = tmp_path / "lib.smi"
+    path.write_text("CCO a\nC1CC b\nX c\nCCN d\n")  # shard 1 (rows 1, 2) has no molecule
+    _, table = _predict(ESA, path, tmp_path / "out.parquet", shard_size=2)
+    assert table["row"].tolist() == [0, 1, 2, 3]
+    assert table["error"].tolist()[1].startswith("SMILES parse error")
+    assert table["logp_pred"].notna().tolist() == [True, False, False, True]
