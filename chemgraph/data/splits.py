@@ -126,7 +126,10 @@ class Duplicates:
 
 
 def find_duplicates(
-    groups: np.ndarray, rows: np.ndarray | None = None, labels: np.ndarray | None = None
+    groups: np.ndarray,
+    rows: np.ndarray | None = None,
+    labels: np.ndarray | None = None,
+    parts: np.ndarray | None = None,
 ) -> Duplicates:
     """How many molecules ``groups`` (:func:`duplicate_groups`) gives more than once.
 
@@ -134,6 +137,8 @@ def find_duplicates(
         groups: ``int [n]`` molecule of each item.
         rows: ``int [n]`` the items' names for ``examples`` (default ``0..n-1``).
         labels: ``float [n, T]`` labels (NaN = missing) to compare within a molecule.
+        parts: ``int [n]`` the split of each item (-1: none), e.g. a predefined split; then
+            ``across_splits`` counts the molecules in more than one split (leakage).
     """
     groups = np.asarray(groups, dtype=np.int64)
     rows = np.arange(len(groups)) if rows is None else np.asarray(rows)
@@ -148,6 +153,11 @@ def find_duplicates(
                 summary.differing_labels += 1
         if len(summary.examples) < 5:
             summary.examples.append([int(r) for r in rows[members]])
+    if parts is not None and summary.molecules:
+        parts = np.asarray(parts, dtype=np.int64)
+        used = parts >= 0
+        pairs = np.unique(np.stack([groups[used], parts[used]]), axis=1)
+        summary.across_splits = int((np.bincount(pairs[0]) > 1).sum()) if pairs.size else 0
     return summary
 
 

@@ -312,11 +312,7 @@ def _split(
             other than 0 and 1.
     """
     groups = duplicate_groups(dataset.smiles, config.fragments)
-    duplicates = find_duplicates(groups, dataset.rows, dataset.labels.numpy())
-    if predefined is not None:
-        used = predefined >= 0
-        pairs = np.unique(np.stack([groups[used], predefined[used]]), axis=1)
-        duplicates.across_splits = int((np.bincount(pairs[0]) > 1).sum()) if pairs.size else 0
+    duplicates = find_duplicates(groups, dataset.rows, dataset.labels.numpy(), predefined)
     if duplicates.molecules:
         log.warning("duplicates: %s", duplicates)
     if predefined is not None:

@@ -51,6 +51,8 @@ logger = logging.getLogger(__name__)
 SHARD_SIZE = 5_000
 """Graphs per cache shard."""
 
+SPLIT_KEYS = ("train", "valid", "test")
+
 
 def rejected_frame(rows: Sequence[tuple[int, str, str]]) -> pd.DataFrame:
     """A rejected-rows table (``row`` int64, ``input``, ``reason``) from tuples."""
@@ -411,7 +413,8 @@ class CardDataset:
         Methods: ``"random"`` (card ``fractions``, default 80/10/10, seeded), ``"scaffold"``
         (Bemis-Murcko, DeepChem order), and family methods (``"official"`` ...). In random and
         scaffold splits the records of one molecule (:func:`chemgraph.data.duplicate_groups`)
-        stay in one split; duplicates found are logged as a warning.
+        stay in one split; duplicates found are logged as a warning, which says how many
+        molecules a family split puts in more than one split (leakage it was published with).
 
         Returns:
             ``{"train": idx, "valid": idx, "test": idx}``: sorted ``int64`` positions into
@@ -427,17 +430,21 @@ class CardDataset:
             else None
         )
         groups = None if smiles is None else duplicate_groups(smiles)
-        if groups is not None and (found := find_duplicates(groups, rows)).molecules:
-            logger.warning("%s duplicates: %s", self.card.name, found)
         if method == "random":
             fractions = self.card.split.get("fractions", (0.8, 0.1, 0.1))
-            parts = random_split(len(rows), fractions, seed, groups=groups)
+            split = dict(zip(SPLIT_KEYS, random_split(len(rows), fractions, seed, groups=groups)))
         elif method == "scaffold":
             fractions = self.card.split.get("fractions", (0.8, 0.1, 0.1))
-            parts = scaffold_split(smiles, fractions, groups=groups)
+            split = dict(zip(SPLIT_KEYS, scaffold_split(smiles, fractions, groups=groups)))
         else:
-            return self._family_split(rows, method, seed)
-        return dict(zip(("train", "valid", "test"), parts))
+            split = self._family_split(rows, method, seed)
+        if groups is not None:
+            part = np.full(len(rows), -1)
+            for number, key in enumerate(SPLIT_KEYS):
+                part[split[key]] = number
+            if (found := find_duplicates(groups, rows, parts=part)).molecules:
+                logger.warning("%s duplicates (%s split): %s", self.card.name, method, found)
+        return split
 
     def _family_split(self, rows: np.ndarray, method: str, seed: int) -> dict[str, np.ndarray]:
         if method == "official" and "split" in self.parse().table:

@@ -132,3 +132,21 @@ def test_a_folder_with_several_copies_says_which_it_read(tmp_path, caplog):
 def test_a_missing_root_says_the_folder_is_missing(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"the folder .*nowhere does not exist"):
         get_dataset("qm9", root=tmp_path / "nowhere").parse()  # download on, no checksum
+
+
+def test_the_dataset_api_split_keeps_a_molecule_in_one_split(tmp_path, caplog):
+    root = tmp_path / "bbbp"
+    root.mkdir()
+    smiles = [s for i, s in enumerate(SMILES) if i not in BAD_ROWS]  # 12 molecules
+    smiles += ["OCC", "C(C)O", "c1ccccc1"]  # rows 12-14: molecules of rows 0, 0 and 1, again
+    pd.DataFrame({"p_np": [i % 2 for i in range(15)], "smiles": smiles}).to_csv(
+        root / "BBBP.csv", index=False
+    )
+    dataset = get_dataset("bbbp", root=root, download=False)
+    for method in ("random", "scaffold"):
+        for seed in range(5):
+            split = dataset.split(method=method, seed=seed)
+            where = {int(i): name for name, part in split.items() for i in part}
+            assert where[0] == where[12] == where[13] and where[1] == where[14]
+    assert any("2 molecules are given in more than one row" in r.getMessage()
+               for r in caplog.records)  # fmt: skip
