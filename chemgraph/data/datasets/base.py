@@ -372,6 +372,8 @@ class CardDataset:
             except DamagedCacheError as error:
                 logger.warning("%s; featurizing again to replace it", error)
             else:
+                for name, path in self.parse_sources().items():  # said on every read
+                    check_source_file(self.card.file(name), path, None)
                 logger.info("%s: %d graphs from cache %s", self.card.name, len(dataset), folder)
                 return dataset, rejected
         parsed = self.parse()

@@ -150,3 +150,11 @@ def test_the_dataset_api_split_keeps_a_molecule_in_one_split(tmp_path, caplog):
             assert where[0] == where[12] == where[13] and where[1] == where[14]
     assert any("2 molecules are given in more than one row" in r.getMessage()
                for r in caplog.records)  # fmt: skip
+
+
+def test_a_cached_read_checks_the_files_too(bbbp_root, caplog):
+    get_dataset("bbbp", root=bbbp_root, download=False).featurize("canonical")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        get_dataset("bbbp", root=bbbp_root, download=False).featurize("canonical")  # cached
+    assert any("checksum differs" in r.getMessage() for r in caplog.records)
