@@ -82,8 +82,12 @@ class NodeSetBatch(TensorBatch):
     Attributes:
         x: ``float32 [B, N, d_n]`` atom features; zero at padding.
         adjacency: ``bool [B, N, N]`` True where a bond joins two atoms or on the diagonal of
-            real atoms; False for every pair involving padding; ``None`` when the batch was
-            built with ``dense_mask=False`` (the model then derives it from ``edge_index``).
+            real atoms (a departure from Buterez et al. 2024, Algorithm 2, whose node mask holds
+            the bonds alone: the diagonal lets an atom attend to itself, as the edge mask of
+            Algorithm 1 lets an edge, so that an atom without bonds has a key; ``ESAConfig(
+            attend_to_self=False)`` drops it); False for every pair involving padding;
+            ``None`` when the batch was built with ``dense_mask=False`` (the model then derives
+            it from ``edge_index``).
         pad_mask: ``bool [B, N]`` True for real atoms.
         num_nodes: ``int64 [B]`` atoms per graph.
         edge_index: ``int64 [2, E]`` directed bonds (both directions of every bond) as

@@ -142,6 +142,9 @@ def _parse_field(text: str, field: str, record: str) -> list[Chem.Mol]:
     return mols
 
 
+# A CXSMILES block with an AND ("&1:3") or OR ("o1:3") enhanced stereo group.
+_ENHANCED_STEREO = re.compile(r"\|(?:[^|]*[,|])?[&o]\d+:")
+
 # A reaction arrow: a '>' that does not end a dative bond '->' (bracket atoms hold no '>').
 _ARROW = re.compile(r"(?<!-)>")
 
@@ -152,7 +155,9 @@ def split_reaction_smiles(text: str) -> tuple[str, str, str]:
     Only reaction arrows split: a ``'>'`` that ends a dative bond ``'->'`` belongs to its molecule
     (``"O->[Mg+2]<-O.CCBr>>CCO"`` gives ``("O->[Mg+2]<-O.CCBr", "", "CCO")``). Surrounding
     whitespace is ignored, and so is text after the first inner whitespace (a name, CXSMILES
-    extensions ``|...|``, USPTO-MIT edit labels), as RDKit does for SMILES.
+    extensions ``|...|``, USPTO-MIT edit labels), as RDKit does for SMILES, except a CXSMILES
+    block with enhanced stereo groups (``&1:...``, ``o1:...``): without it the molecules' stereo
+    tags would read as absolute, so such a reaction is rejected.
 
     Args:
         text: ``"reactants>reagents>products"``; any field may be empty here.
@@ -163,14 +168,21 @@ def split_reaction_smiles(text: str) -> tuple[str, str, str]:
         surrounding whitespace and trailing text.
 
     Raises:
-        ReactionParseError: ``text`` is not a str or is blank, or it does not have exactly two
-            reaction arrows.
+        ReactionParseError: ``text`` is not a str or is blank, it does not have exactly two
+            reaction arrows, or its CXSMILES block holds enhanced stereo groups.
     """
     if not isinstance(text, str):
         raise ReactionParseError(f"reaction SMILES must be a str, got {type(text).__name__}")
     words = text.split(maxsplit=1)
     if not words:
         raise ReactionParseError("empty reaction SMILES", text)
+    if len(words) > 1 and _ENHANCED_STEREO.match(words[1]):
+        raise ReactionParseError(
+            "the CXSMILES block holds enhanced stereo groups (AND/OR), which reaction inputs do "
+            "not read: without them the stereo would count as absolute; remove the stereo "
+            "marks of those atoms or the groups",
+            text.strip(),
+        )
     smiles = words[0]
     fields = _ARROW.split(smiles)
     if len(fields) != 3:

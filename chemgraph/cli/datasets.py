@@ -123,7 +123,7 @@ def card_text(card: DatasetCard, width: int) -> str:
     if columns:
         rows = [("", "column", "unit", "description"), *(("", *row) for row in columns)]
         blocks.append(table_lines(rows, width, wrap=True))
-    blocks.append([f"card file: {card.path} (--yaml prints it)"])
+    blocks.append(["card file (--yaml prints it):", f"  {card.path}"])  # a path of any length
     return "\n\n".join("\n".join(block) for block in blocks)
 
 

@@ -18,7 +18,8 @@ examples:
   chemgraph train ... --ensemble 5 --out runs/ens
   chemgraph predict --checkpoint runs/ens --input library.sdf --output scores.csv
 
-output columns: row, id, smiles (canonical), <target>_pred (and <target>_std for an ensemble),
+output columns: row, id, smiles (canonical), <target>_pred (and <target>_std for an ensemble: the
+members' sample standard deviation, ddof=1),
 max_similarity_to_train, in_domain, error: one row per input record, in input order; records
 that could not be featurized keep their row with the reason in error. Until it is complete the
 run keeps its state in OUTPUT.partial/ (--resume continues it).

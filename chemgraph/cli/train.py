@@ -25,7 +25,8 @@ reusable with --config). --out must
 be a new or empty folder; --overwrite writes over an earlier run (replacing these files). With
 --ensemble K, each of the K models writes these files to --out/model-<k>, and --out gets the
 ensemble's metrics.json (from the members' mean prediction, and each member's metrics),
-predictions.csv (mean as <target>_pred, members' standard deviation as <target>_std),
+predictions.csv (mean as <target>_pred, members' sample standard deviation, ddof=1, as
+<target>_std),
 test-split plots and config.yaml (--config OUT/config.yaml --ensemble K repeats the run).
 """
 
@@ -52,8 +53,8 @@ class TrainCommand(Command):
         # Defaults left None here are TrainingConfig's (or a --config file's); the help says them.
         parser.add_argument(
             "--data",
-            help="CSV, TSV or parquet file (optionally .gz), or a registered dataset name "
-            "(chemgraph datasets list)",
+            help="CSV, TSV or parquet file (optionally .gz), an SDF file (SD properties as "
+            "targets), or a registered dataset name (chemgraph datasets list)",
         )
         parser.add_argument(
             "--root",
@@ -81,8 +82,21 @@ class TrainCommand(Command):
         )
         parser.add_argument(
             "--split",
-            choices=["random", "scaffold"],
-            help="random 80/10/10 (seeded) or Bemis-Murcko scaffold split (default: random)",
+            choices=["random", "scaffold", "predefined"],
+            help="random 80/10/10 (seeded), Bemis-Murcko scaffold split, or predefined "
+            "(--split-column or --split-file); random and scaffold splits keep the rows of one "
+            "molecule in one split (default: random)",
+        )
+        parser.add_argument(
+            "--split-column",
+            help="column naming each row's split: train, val (or valid) or test; an empty "
+            "cell leaves the row out (as Chemprop's --splits-column)",
+        )
+        parser.add_argument(
+            "--split-file",
+            help='JSON file {"train": [rows], "val": [rows], "test": [rows]} of 0-based data '
+            "rows (Chemprop's --splits-file with one split is read too); a row in two splits "
+            "is an error, a molecule in two splits is reported as leakage",
         )
         parser.add_argument(
             "--seed", type=int, help="random seed for split, weights, shuffling (default: 0)"
@@ -160,6 +174,8 @@ class TrainCommand(Command):
             "task": args.task,
             "model": args.model,
             "split": args.split,
+            "split_column": args.split_column,
+            "split_file": args.split_file,
             "seed": args.seed,
             "standardize": args.standardize,
             "fragments": args.fragments,

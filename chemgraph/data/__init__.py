@@ -36,6 +36,8 @@ _MODULES = {
     "duplicate_groups": "splits",
     "find_duplicates": "splits",
     "murcko_scaffold": "splits",
+    "predefined_parts": "splits",
+    "read_split_file": "splits",
     "random_split": "splits",
     "scaffold_split": "splits",
     "warn_single_class": "splits",

@@ -10,7 +10,9 @@ many there were.
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,10 +25,13 @@ from rdkit.Chem.Scaffolds import MurckoScaffold
 from chemgraph.chem import MoleculeParseError, MoleculePreparation, mol_from_smiles
 
 __all__ = [
+    "SPLIT_NAMES",
     "Duplicates",
     "duplicate_groups",
     "find_duplicates",
     "murcko_scaffold",
+    "predefined_parts",
+    "read_split_file",
     "random_split",
     "scaffold_split",
     "warn_single_class",
@@ -89,29 +94,45 @@ class Duplicates:
     rows: int = 0
     differing_labels: int = 0
     examples: list[list[int]] = field(default_factory=list)
+    across_splits: int = 0
 
     def to_dict(self) -> dict:
         """The ``duplicates`` entry of ``metrics.json``."""
+        kept = (
+            "a molecule's rows are in one split"
+            if not self.across_splits
+            else f"{self.across_splits} molecules are in more than one split of the given split"
+        )
         return {
             "molecules": self.molecules,
             "rows": self.rows,
             "differing_labels": self.differing_labels,
-            "labels": "kept: every row stays an example; a molecule's rows are in one split",
+            "across_splits": self.across_splits,
+            "labels": f"kept: every row stays an example; {kept}",
             "examples": self.examples,
         }
 
     def __str__(self) -> str:
         if not self.molecules:
             return "no molecule is given twice"
+        where = (
+            "each molecule's rows are kept in one split"
+            if not self.across_splits
+            else f"LEAKAGE: {self.across_splits} of them are in more than one split of the "
+            "predefined split, so test metrics are inflated"
+        )
         return (
             f"{self.molecules} molecules are given in more than one row ({self.rows} rows, "
             f"{self.differing_labels} with differing labels; e.g. rows {self.examples[0]}): "
-            "each molecule's rows are kept in one split, every row stays an example"
+            f"{where}; every row stays an example"
         )
 
 
 def find_duplicates(
-    groups: np.ndarray, rows: np.ndarray | None = None, labels: np.ndarray | None = None
+    groups: np.ndarray,
+    rows: np.ndarray | None = None,
+    labels: np.ndarray | None = None,
+    parts: np.ndarray | None = None,
 ) -> Duplicates:
     """How many molecules ``groups`` (:func:`duplicate_groups`) gives more than once.
 
@@ -119,6 +140,8 @@ def find_duplicates(
         groups: ``int [n]`` molecule of each item.
         rows: ``int [n]`` the items' names for ``examples`` (default ``0..n-1``).
         labels: ``float [n, T]`` labels (NaN = missing) to compare within a molecule.
+        parts: ``int [n]`` the split of each item (-1: none), e.g. a predefined split; then
+            ``across_splits`` counts the molecules in more than one split (leakage).
     """
     groups = np.asarray(groups, dtype=np.int64)
     rows = np.arange(len(groups)) if rows is None else np.asarray(rows)
@@ -133,7 +156,102 @@ def find_duplicates(
                 summary.differing_labels += 1
         if len(summary.examples) < 5:
             summary.examples.append([int(r) for r in rows[members]])
+    if parts is not None and summary.molecules:
+        parts = np.asarray(parts, dtype=np.int64)
+        used = parts >= 0
+        pairs = np.unique(np.stack([groups[used], parts[used]]), axis=1)
+        summary.across_splits = int((np.bincount(pairs[0]) > 1).sum()) if pairs.size else 0
     return summary
+
+
+SPLIT_NAMES: dict[str, int] = {"train": 0, "val": 1, "valid": 1, "validation": 1, "test": 2}
+"""Names of the train (0), validation (1) and test (2) splits in a predefined split."""
+
+
+def predefined_parts(names: Sequence[object]) -> np.ndarray:
+    """The split of each item from its split name (a split column, as Chemprop's
+    ``--splits-column``): ``int64 [n]``, 0 train, 1 validation, 2 test, -1 none (an empty
+    cell). Names are :data:`SPLIT_NAMES`, compared after ``strip().lower()``.
+
+    Raises:
+        ValueError: a name that is not a split (the first ones are named).
+    """
+    parts = np.full(len(names), -1, dtype=np.int64)
+    unknown: dict[str, int] = {}
+    for index, name in enumerate(names):
+        text = "" if name is None or (isinstance(name, float) and math.isnan(name)) else str(name)
+        text = text.strip().lower()
+        if not text:
+            continue
+        if text not in SPLIT_NAMES:
+            unknown.setdefault(text, index)
+            continue
+        parts[index] = SPLIT_NAMES[text]
+    if unknown:
+        shown = ", ".join(f"{name!r} (item {index})" for name, index in list(unknown.items())[:5])
+        raise ValueError(f"split names must be train, val (valid) or test; got {shown}")
+    return parts
+
+
+def _indices(value: object, path: str, name: str) -> list[int]:
+    """A split's indices: a list of integers, or Chemprop's ``"0-3,7"`` text."""
+    if isinstance(value, str):
+        out: list[int] = []
+        for piece in filter(None, (p.strip() for p in value.split(","))):
+            low, _, high = piece.partition("-")
+            if not low.isdigit() or (high and not high.isdigit()):
+                raise ValueError(f"{path}: split {name!r}: {piece!r} is not an index or range")
+            out.extend(range(int(low), int(high or low) + 1))
+        return out
+    if not isinstance(value, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value
+    ):
+        raise ValueError(f"{path}: split {name!r} must be a list of row numbers >= 0")
+    return list(value)
+
+
+def read_split_file(path: str | os.PathLike[str], num_rows: int) -> np.ndarray:
+    """A split file as the split of each source row: ``int64 [num_rows]`` (0 train, 1
+    validation, 2 test, -1 none).
+
+    The file is JSON: ``{"train": [...], "val": [...], "test": [...]}`` of 0-based source rows
+    (``"valid"`` for ``"val"`` too), or a list holding one such mapping (Chemprop's
+    ``--splits-file``, whose index lists may also be ``"0-3,7"`` strings).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: not such JSON, several splits in the list, a row outside ``0..num_rows-1``,
+            or a row in two splits (the overlap is named).
+    """
+    path = os.fspath(path)
+    with open(path, encoding="utf-8") as handle:
+        try:
+            content = json.load(handle)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}: not JSON ({error})") from error
+    if isinstance(content, list):
+        if len(content) != 1:
+            raise ValueError(f"{path}: holds {len(content)} splits; give a file with one")
+        content = content[0]
+    if not isinstance(content, dict) or not set(content) <= set(SPLIT_NAMES):
+        raise ValueError(f'{path}: expected {{"train": [...], "val": [...], "test": [...]}}')
+    parts = np.full(num_rows, -1, dtype=np.int64)
+    for name, value in content.items():
+        rows = np.asarray(_indices(value, path, name), dtype=np.int64)
+        outside = rows[rows >= num_rows]
+        if outside.size:
+            raise ValueError(
+                f"{path}: split {name!r} names row {int(outside[0])}, but the data has "
+                f"{num_rows} rows (0-{num_rows - 1})"
+            )
+        taken = rows[(parts[rows] >= 0) & (parts[rows] != SPLIT_NAMES[name])]
+        if taken.size:
+            raise ValueError(
+                f"{path}: row {int(taken[0])} is in split {name!r} and in another split "
+                f"({taken.size} rows overlap): a row belongs to one split"
+            )
+        parts[rows] = SPLIT_NAMES[name]
+    return parts
 
 
 def random_split(

@@ -972,6 +972,13 @@ def _featurize_shards(
     finally:
         bar.close()
     summaries.sort(key=lambda s: s.shard)
+    if dask_scheduler is None and workers > len(summaries):
+        say(
+            f"note: {workers} workers but the input made {len(summaries)} shard(s) of up to "
+            f"{shard_size} records, one worker each, so {workers - len(summaries)} had nothing "
+            "to do; a smaller --shard-size spreads a small library over the workers (the shard "
+            "size is never chosen from --workers, so that the output does not depend on them)"
+        )
     return summaries, duplicates.report(out, shard_size)
 
 

@@ -15,7 +15,8 @@ Output: one row per input record, in input order, bad records included::
     id                       string   the record's id (id column, .smi name, SDF title, or row)
     smiles                   string   canonical SMILES (RDKit); "" when not featurized
     <target>_pred            float32  target units (regression) or probability of class 1
-    <target>_std             float32  ensembles only: standard deviation over the members
+    <target>_std             float32  ensembles only: sample standard deviation over the K
+                                      members (ddof=1: sqrt(sum (p_k - mean)^2 / (K - 1)))
     max_similarity_to_train  float32  applicability domain (:mod:`chemgraph.data.applicability`)
     in_domain                bool     max_similarity_to_train >= the threshold
     error                    string   null (an empty CSV cell) when predicted, else why the
@@ -216,8 +217,9 @@ class _Models:
 
     def predict(self, graphs: dgl.DGLGraph, batch_size: int) -> dict[str, np.ndarray]:
         """``{column: float32 [N]}`` for :meth:`columns` from the batched graph of ``N``
-        molecules: each member's predictions, their mean and (ensembles) their standard
-        deviation (over the members, ``ddof=0``)."""
+        molecules: each member's predictions, their mean and (ensembles) their sample standard
+        deviation over the members (``ddof=1``, the usual estimate of the spread of
+        independently trained models)."""
         predictions = []
         for module in self.modules:
             spec = get_model_spec(module.hparams.model)
@@ -231,7 +233,7 @@ class _Models:
         for index, target in enumerate(self.targets):
             columns[f"{target}_pred"] = stacked[:, :, index].mean(axis=0)
             if len(self.modules) > 1:
-                columns[f"{target}_std"] = stacked[:, :, index].std(axis=0)
+                columns[f"{target}_std"] = stacked[:, :, index].std(axis=0, ddof=1)
         return columns
 
 

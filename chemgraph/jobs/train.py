@@ -29,17 +29,19 @@ from chemgraph.data import (
     duplicate_groups,
     featurize_table,
     find_duplicates,
+    predefined_parts,
     random_split,
+    read_split_file,
     scaffold_split,
     warn_single_class,
     write_rejected,
 )
 from chemgraph.data.applicability import TrainingFingerprints
-from chemgraph.data.datasets import dataset_card, list_datasets, read_data
+from chemgraph.data.datasets import DataSource, dataset_card, list_datasets, read_data
 from chemgraph.featurize import FeaturizerPreset, get_preset
 from chemgraph.models import get_model_spec
 from chemgraph.train.callbacks import EpochProgress, LossHistory
-from chemgraph.train.config import TrainingConfig
+from chemgraph.train.config import TrainingConfig, paper_protocol_differences
 from chemgraph.train.fit import fit
 from chemgraph.train.metrics import mean_over_tasks, per_task_metrics
 from chemgraph.train.module import PropertyPredictionModule
@@ -105,11 +107,16 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     for name in OUTPUT_FILES:  # a rerun into the same folder must not leave stale results
         (out / name).unlink(missing_ok=True)
     L.seed_everything(config.seed, workers=True, verbose=False)
-    dataset, preset = _featurize(config, out)
+    if config.protocol == "paper":
+        log.info(
+            "protocol paper (Buterez et al. 2024, SI 7), with these differences: %s",
+            "; ".join(paper_protocol_differences(config)),
+        )
+    dataset, preset, source = _featurize(config, out)
     if config.task is None:
         config = replace(config, task=infer_task(dataset.labels, config.target_columns))
-    (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
-    parts, duplicates = _split(config, dataset)
+    (out / "config.yaml").write_text(yaml.safe_dump(_recorded(config), sort_keys=False))
+    parts, duplicates = _split(config, dataset, _predefined_parts(config, source, dataset))
     fitted = _fit(config, parts, preset, out)
     metrics, predictions = _evaluate(config, fitted, parts)
     metrics["duplicates"] = duplicates.to_dict()
@@ -138,7 +145,7 @@ def train_ensemble(config: TrainingConfig, size: int) -> dict:
     in ``<config.out>/model-<k>``. The ensemble's own results go to ``config.out``:
     ``predictions.csv`` (split, row, smiles, each target, its ``_pred`` column = the members'
     mean prediction, in the targets' units or as a probability of class 1, and its ``_std``
-    column = the members' standard deviation, ``ddof=0``), ``metrics.json`` (the metrics of
+    column = the members' sample standard deviation, ``ddof=1``), ``metrics.json`` (the metrics of
     :func:`train` computed from the mean prediction, plus ``"ensemble_size"`` and
     ``"members"``: each member's ``val`` and ``test`` metrics), the test-split plots and
     ``config.yaml`` (the settings of ``config``, with ``task`` decided: ``chemgraph train
@@ -182,7 +189,7 @@ def train_ensemble(config: TrainingConfig, size: int) -> dict:
     (out / "metrics.json").write_text(json.dumps(_json_safe(metrics), indent=2))
     predictions.to_csv(out / "predictions.csv", index=False)
     config = replace(config, task=task)
-    (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
+    (out / "config.yaml").write_text(yaml.safe_dump(_recorded(config), sort_keys=False))
     _plot_test_split(config, out, predictions)
     return metrics
 
@@ -202,17 +209,62 @@ def _mean_prediction_frame(frames: list[pd.DataFrame], targets: list[str]) -> pd
     for target in targets:
         stacked = np.stack([frame[f"{target}_pred"].to_numpy(dtype=float) for frame in frames])
         mean[f"{target}_pred"] = stacked.mean(axis=0)
-        mean[f"{target}_std"] = stacked.std(axis=0)
+        mean[f"{target}_std"] = stacked.std(axis=0, ddof=1)
     return mean
 
 
-def _featurize(config: TrainingConfig, out: Path) -> tuple[MoleculeDataset, FeaturizerPreset]:
-    """Read the table (a file or a registered dataset), featurize it, write ``rejected.csv``.
+def _recorded(config: TrainingConfig) -> dict:
+    """The settings as ``config.yaml`` records them: paths made absolute, so that ``--config
+    config.yaml`` repeats the run from any folder (a registered dataset name stays a name)."""
+    values = config.to_dict()
+    for key in ("data", "data_root", "out", "split_file"):
+        value = values.get(key)
+        if value is not None and (key != "data" or Path(value).exists()):
+            values[key] = str(Path(value).resolve())
+    return values
+
+
+def _predefined_parts(
+    config: TrainingConfig, source: DataSource, dataset: MoleculeDataset
+) -> np.ndarray | None:
+    """With a predefined split, the split of each molecule of ``dataset`` (0 train, 1
+    validation, 2 test, -1 none), from ``split_column`` of the data or from ``split_file``
+    (rows = source rows); ``None`` otherwise.
+
+    Raises:
+        ValueError: the split column is missing or names an unknown split; see
+            :func:`chemgraph.data.read_split_file`.
+    """
+    if config.split != "predefined":
+        return None
+    if config.split_column is not None:
+        if config.split_column not in source.table:
+            raise ValueError(
+                f"split column {config.split_column!r} is not in {config.data}; columns: "
+                f"{', '.join(map(str, source.table.columns))}"
+            )
+        names = source.table[config.split_column].to_numpy(dtype=object)
+        by_row = dict(zip(source.rows.tolist(), predefined_parts(names).tolist()))
+    else:
+        rows = np.concatenate([source.rows, source.rejected["row"].to_numpy(dtype=np.int64)])
+        by_row = dict(enumerate(read_split_file(config.split_file, int(rows.max()) + 1)))
+    parts = np.asarray([by_row.get(row, -1) for row in dataset.rows.tolist()], dtype=np.int64)
+    if (parts < 0).any():
+        log.info("predefined split: %d molecules are in no split (left out)", (parts < 0).sum())
+    return parts
+
+
+def _featurize(
+    config: TrainingConfig, out: Path
+) -> tuple[MoleculeDataset, FeaturizerPreset, DataSource]:
+    """Read the data (a table or SDF file, or a registered dataset), featurize it, write
+    ``rejected.csv``; also return what was read.
 
     Raises:
         ValueError: fewer than 10 valid molecules.
     """
-    source = read_data(config.data, config.data_root).head(config.max_rows)
+    source = read_data(config.data, config.data_root, config.smiles_column)
+    source = source.head(config.max_rows)
     table = source.table
     preset = get_preset(config.featurizer)
     dataset, rejected = featurize_table(
@@ -243,25 +295,29 @@ def _featurize(config: TrainingConfig, out: Path) -> tuple[MoleculeDataset, Feat
             f"only {len(dataset)} usable rows in {config.data}; need at least 10 "
             f"({len(rejected)} rejected{first})"
         )
-    return dataset, preset
+    return dataset, preset, source
 
 
 def _split(
-    config: TrainingConfig, dataset: MoleculeDataset
+    config: TrainingConfig, dataset: MoleculeDataset, predefined: np.ndarray | None = None
 ) -> tuple[dict[str, MoleculeDataset], Duplicates]:
     """The train/val/test subsets of ``dataset`` (random or scaffold split), with the rows
     of one molecule (:func:`chemgraph.data.duplicate_groups` of what the model sees) in one
-    split, and what was found (logged as a warning when a molecule is given twice).
+    split, and what was found (logged as a warning when a molecule is given twice). With
+    ``predefined`` (the split of each molecule, :func:`_predefined_parts`), that split is
+    used as given, and a molecule in more than one of its splits is reported as leakage.
 
     Raises:
         ValueError: an empty split; a target without training labels; classification labels
             other than 0 and 1.
     """
     groups = duplicate_groups(dataset.smiles, config.preparation)
-    duplicates = find_duplicates(groups, dataset.rows, dataset.labels.numpy())
+    duplicates = find_duplicates(groups, dataset.rows, dataset.labels.numpy(), predefined)
     if duplicates.molecules:
         log.warning("duplicates: %s", duplicates)
-    if config.split == "random":
+    if predefined is not None:
+        index = tuple(np.flatnonzero(predefined == part) for part in range(3))
+    elif config.split == "random":
         seed = config.seed if config.split_seed is None else config.split_seed
         index = random_split(len(dataset), config.split_fractions, seed=seed, groups=groups)
     else:

@@ -114,3 +114,10 @@ def test_an_ensemble_of_one_model_twice_is_refused(tmp_path):
     with pytest.raises(ValueError, match="identical bytes"):
         checkpoint_files([checkpoint, run])
     assert checkpoint_files([run]) == [run / "best.ckpt"]
+
+
+def test_a_reaction_with_enhanced_stereo_groups_is_rejected_not_read_as_absolute():
+    with pytest.raises(ReactionParseError, match="enhanced stereo groups"):
+        parse_reaction_smiles("C[C@H](O)CC>>C[C@H](O)CC=O |&1:1,o2:7|", split_reagents=False)
+    kept = parse_reaction_smiles("C[C@H](O)CC>>C[C@H](O)C |a:1|", split_reagents=False)
+    assert kept.reactants == ("CC[C@H](C)O",)  # an absolute group is what the tags say

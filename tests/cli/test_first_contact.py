@@ -112,6 +112,19 @@ def test_datasets_info_is_a_readable_card(capsys, monkeypatch, name):
     assert all(fits(line, 100) for line in out.splitlines())
 
 
+def test_a_card_in_a_deep_folder_still_fits_the_width():
+    from dataclasses import replace
+    from pathlib import Path
+
+    from chemgraph.cli.datasets import card_text
+    from chemgraph.data.datasets import dataset_card
+
+    deep = Path("/", *(["a-rather-long-folder-name"] * 8), "datasets", "esol.yaml")
+    out = card_text(replace(dataset_card("esol"), path=deep), 100)
+    assert all(fits(line, 100) for line in out.splitlines())
+    assert f"  {deep}" in out.splitlines()
+
+
 def test_datasets_info_states_size_units_and_split(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "100")
     assert main(["datasets", "info", "esol"]) == 0

@@ -101,7 +101,9 @@ def test_train_an_ensemble_and_predict_with_its_folder(tmp_path, capsys):
     mean = pd.read_csv(out / "predictions.csv").sort_values("row")
     members = np.stack([frame["logp_pred"].to_numpy() for frame in splits])
     np.testing.assert_allclose(mean["logp_pred"], members.mean(axis=0), rtol=1e-6)
-    np.testing.assert_allclose(mean["logp_std"], np.abs(members[0] - members[1]) / 2, rtol=1e-5)
+    np.testing.assert_allclose(
+        mean["logp_std"], np.abs(members[0] - members[1]) / np.sqrt(2), rtol=1e-5
+    )
     assert mean["split"].tolist() == splits[0]["split"].tolist()
     metrics = json.loads((out / "metrics.json").read_text())
     test = mean[mean["split"] == "test"]

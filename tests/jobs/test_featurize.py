@@ -488,19 +488,29 @@ def test_a_record_over_the_time_limit_is_rejected_and_the_run_goes_on(
     assert f"{where}: rejected, timeout: descriptors (over 2 s)" in err
 
 
-def test_a_worker_that_dies_on_a_record_rejects_only_that_record(chain_library, tmp_path):
+def test_a_worker_that_dies_on_a_record_rejects_only_that_record(
+    chain_library, tmp_path, monkeypatch
+):
     import psutil
 
+    # the worker is killed once the parent has read, in its heartbeat, that it is computing the
+    # chain's descriptors (which take hours): not after a guessed delay, so on a busy machine too
+    on_the_chain = threading.Event()
+    state = library._Worker.state
+
+    def watched(worker):
+        position, step, seconds = state(worker)
+        if position >= 0 and worker.task.records[position].row == 13 and step == "descriptors":
+            on_the_chain.set()
+        return position, step, seconds
+
+    monkeypatch.setattr(library._Worker, "state", watched)
+
     def kill_the_worker():  # as the kernel's out-of-memory killer would
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            workers = [p for p in psutil.Process().children(recursive=True)
-                       if p.ppid() != os.getpid()]  # fmt: skip  # forkserver children
-            if workers:
-                time.sleep(1.0)  # the chain is parsed in ms; its descriptors take hours
-                workers[0].kill()
-                return
-            time.sleep(0.05)
+        on_the_chain.wait(timeout=600)  # (a test that fails, rather than one that hangs)
+        workers = [p for p in psutil.Process().children(recursive=True)
+                   if p.ppid() != os.getpid()]  # fmt: skip  # forkserver children
+        workers[0].kill()
 
     killer = threading.Thread(target=kill_the_worker)
     killer.start()

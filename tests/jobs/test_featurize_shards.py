@@ -131,3 +131,13 @@ def test_a_shard_without_survivors_is_an_empty_shard_and_the_run_goes_on(tmp_pat
     rejected = (out / "rejected.csv").read_text().splitlines()
     assert [line.split(",")[0] for line in rejected[1:]] == ["2", "3"]
     featurize_library(path, out, options, shard_size=2, progress=False, resume=True)
+
+
+def test_more_workers_than_shards_says_why_they_are_idle(tmp_path, capsys):
+    path = tmp_path / "lib.smi"
+    path.write_text("CCO a\nCCN b\nCCCO c\n")
+    options = FeaturizeOptions(fingerprints=("maccs",), graphs=None)
+    featurize_library(path, tmp_path / "out", options, workers=2, progress=False)
+    assert "note: 2 workers but the input made 1 shard(s) of up to 5000 records" in (
+        capsys.readouterr().err
+    )

@@ -256,3 +256,32 @@ def test_a_family_s_training_settings_apply_under_the_default_protocol_only():
     assert TrainingConfig.from_dict({**base, "batch_size": 8}).batch_size == 8
     paper = TrainingConfig.from_dict({**base, "protocol": "paper"})
     assert (paper.batch_size, paper.learning_rate) == (128, 1e-4)
+
+
+def test_the_paper_protocol_lists_each_difference_from_the_paper():
+    from chemgraph.train.config import paper_protocol_differences
+
+    esa = paper_protocol_differences(
+        TrainingConfig(data="t.csv", target_columns=["y"], out="o", protocol="paper")
+    )
+    assert any("8-bit AdamW" in d for d in esa)
+    assert any(d.startswith("weight decay 0.01") for d in esa)
+    assert any("readout 'seeds+sum'" in d and "'seeds'" in d for d in esa)
+    gmoe = paper_protocol_differences(
+        TrainingConfig(
+            data="t.csv", target_columns=["y"], out="o", protocol="paper", model="gmoe-gcn"
+        )  # fmt: skip
+    )
+    assert any("model option k 2" in d and "form is 1" in d for d in gmoe)
+    assert any("model option norm 'layer'" in d for d in gmoe)
+    assert any("batch size 128 and learning rate 0.0001 are the ESA paper's" in d for d in gmoe)
+    own = paper_protocol_differences(
+        TrainingConfig(
+            data="t.csv",
+            target_columns=["y"],
+            out="o",
+            protocol="paper",
+            model_options={"readout": "seeds"},
+        )  # fmt: skip
+    )
+    assert not any("readout" in d for d in own)  # the user's own choice is not a departure

@@ -166,12 +166,52 @@ class DataSource:
         )
 
 
-def read_data(
-    data: str | os.PathLike[str], root: str | os.PathLike[str] | None = None
-) -> DataSource:
-    """A table file (:func:`chemgraph.data.read_table`), or a registered dataset's records.
+def _is_sdf(path: Path) -> bool:
+    return path.name.lower().endswith((".sdf", ".sdf.gz"))
 
-    ``chemgraph train --data`` accepts both: an existing path is read as a table; otherwise a
+
+def _read_sdf(path: Path, smiles_column: str) -> DataSource:
+    """An SDF file as a table: one row per readable record, its SD properties as columns (text;
+    targets are converted as table cells are) and ``smiles_column`` the isomeric SMILES RDKit
+    writes for the record's molecule (stereo from its coordinates and wedges); unreadable
+    records, query structures included, are ``rejected`` with RDKit's reason."""
+    import numpy as np
+    import pandas as pd
+    from rdkit import Chem
+
+    from chemgraph.chem import iter_sdf
+    from chemgraph.data.datasets.base import rejected_frame
+
+    records, rows, bad = [], [], []
+    for index, mol, reason in iter_sdf(path):
+        if mol is None:
+            bad.append((index, f"record {index}", reason))
+            continue
+        properties = {k: str(v) for k, v in mol.GetPropsAsDict(includePrivate=False).items()}
+        records.append({**properties, smiles_column: Chem.MolToSmiles(mol)})
+        rows.append(index)
+    if not records and not bad:
+        raise ValueError(f"{path}: the SDF file holds no records")
+    return DataSource(
+        table=pd.DataFrame.from_records(records),
+        rows=np.asarray(rows, dtype=np.int64),
+        rejected=rejected_frame(bad),
+        description=str(path),
+    )
+
+
+def read_data(
+    data: str | os.PathLike[str],
+    root: str | os.PathLike[str] | None = None,
+    smiles_column: str = "smiles",
+) -> DataSource:
+    """A table file (:func:`chemgraph.data.read_table`), an SDF file, or a registered
+    dataset's records.
+
+    ``chemgraph train --data`` accepts all three: an SDF file (``.sdf``, ``.sdf.gz``) gives
+    one row per record with its SD properties as columns (the targets) and, in
+    ``smiles_column``, the SMILES of its molecule; ``rows`` are the record numbers (0-based)
+    and unreadable records are ``rejected``. Another existing path is read as a table; otherwise a
     registered name (:func:`list_datasets`) is loaded (from ``$CHEMGRAPH_HOME``, downloading
     when needed; its files checked against the card, see :meth:`CardDataset.parse`) and its
     parsed table returned (SMILES in ``smiles``, the card's targets as columns) with the
@@ -195,6 +235,8 @@ def read_data(
                 f"{data!r} is neither a file nor a registered dataset; datasets: "
                 f"{', '.join(list_datasets())}"
             )
+        if _is_sdf(Path(data)):
+            return _read_sdf(Path(data), smiles_column)
         table = read_table(data)
         return DataSource(
             table=table,

@@ -53,6 +53,8 @@ logger = logging.getLogger(__name__)
 SHARD_SIZE = 5_000
 """Graphs per cache shard."""
 
+SPLIT_KEYS = ("train", "valid", "test")
+
 
 def rejected_frame(rows: Sequence[tuple[int, str, str]]) -> pd.DataFrame:
     """A rejected-rows table (``row`` int64, ``input``, ``reason``) from tuples."""
@@ -167,6 +169,8 @@ class CardDataset:
         self.options = self._check_options(options)
         self._parsed: ParseResult | None = None
         self.records_read: dict[str, int] = {}
+        self._warned_choice: set[str] = set()
+        self._root_given = root is not None
 
     # --- options ------------------------------------------------------------------------
     default_options: ClassVar[dict[str, Any]] = {}
@@ -192,15 +196,25 @@ class CardDataset:
         return tuple(f for f in self.card.files if f.split is None or f.split in self.splits)
 
     def _find(self, spec: SourceFile) -> Path | None:
-        exact = self.root / spec.name
-        if exact.is_file():
-            return exact
+        """The file of ``spec`` under :attr:`root`: its card name, else the first match of its
+        aliases (in alias order, then by name). When the folder holds other candidates too
+        (say, the full CSV and a small extxyz sample), a warning names the one read and the
+        others, once per dataset object."""
+        candidates = [self.root / spec.name] if (self.root / spec.name).is_file() else []
         if self.root.is_dir():
+            names = sorted(p for p in self.root.iterdir() if p.is_file() or p.is_dir())
             for pattern in spec.aliases:
-                found = sorted(p for p in self.root.iterdir() if fnmatch.fnmatch(p.name, pattern))
-                if found:
-                    return found[0]
-        return None
+                candidates += [p for p in names if fnmatch.fnmatch(p.name, pattern)]
+        candidates = list(dict.fromkeys(candidates))
+        if len(candidates) > 1 and spec.name not in self._warned_choice:
+            self._warned_choice.add(spec.name)
+            others = ", ".join(p.name for p in candidates[1:])
+            logger.warning(
+                "%s: %s holds several copies of %s; reading %s (also there: %s); give --root "
+                "a folder with only the copy you mean",
+                self.card.name, self.root, spec.name, candidates[0].name, others,
+            )  # fmt: skip
+        return candidates[0] if candidates else None
 
     def download(self, *, allow_unverified: bool = False, opener=None) -> list[Path]:
         """Make every source file available in :attr:`root`, downloading the missing ones.
@@ -234,8 +248,10 @@ class CardDataset:
         Downloads missing files when the dataset was created with ``download=True``.
 
         Raises:
-            FileNotFoundError: a required file is missing and downloading is off (the message
-                names the file, the folder searched and how to get it).
+            FileNotFoundError: a ``root`` that was given is not a folder (and the files cannot
+                be downloaded into it with a checksum to verify them); a required file is
+                missing and downloading is off (the message names the file, the folder searched
+                and how to get it).
         """
         found: dict[str, Path] = {}
         missing = []
@@ -245,6 +261,13 @@ class CardDataset:
                 found[spec.name] = path
             elif not spec.optional:
                 missing.append(spec)
+        downloadable = self.auto_download and all(s.url and (s.sha256 or s.md5) for s in missing)
+        if missing and self._root_given and not self.root.is_dir() and not downloadable:
+            raise FileNotFoundError(
+                f"dataset {self.card.name!r}: the folder {self.root} "
+                f"{'is not a folder' if self.root.exists() else 'does not exist'}; give --root "
+                "(root=...) the folder that holds the dataset's files"
+            )
         if missing and self.auto_download:
             self.download()
             return self.source_files_present()
@@ -351,6 +374,8 @@ class CardDataset:
             except DamagedCacheError as error:
                 logger.warning("%s; featurizing again to replace it", error)
             else:
+                for name, path in self.parse_sources().items():  # said on every read
+                    check_source_file(self.card.file(name), path, None)
                 logger.info("%s: %d graphs from cache %s", self.card.name, len(dataset), folder)
                 return dataset, rejected
         parsed = self.parse()
@@ -392,7 +417,8 @@ class CardDataset:
         Methods: ``"random"`` (card ``fractions``, default 80/10/10, seeded), ``"scaffold"``
         (Bemis-Murcko, DeepChem order), and family methods (``"official"`` ...). In random and
         scaffold splits the records of one molecule (:func:`chemgraph.data.duplicate_groups`)
-        stay in one split; duplicates found are logged as a warning.
+        stay in one split; duplicates found are logged as a warning, which says how many
+        molecules a family split puts in more than one split (leakage it was published with).
 
         Returns:
             ``{"train": idx, "valid": idx, "test": idx}``: sorted ``int64`` positions into
@@ -408,17 +434,21 @@ class CardDataset:
             else None
         )
         groups = None if smiles is None else duplicate_groups(smiles)
-        if groups is not None and (found := find_duplicates(groups, rows)).molecules:
-            logger.warning("%s duplicates: %s", self.card.name, found)
         if method == "random":
             fractions = self.card.split.get("fractions", (0.8, 0.1, 0.1))
-            parts = random_split(len(rows), fractions, seed, groups=groups)
+            split = dict(zip(SPLIT_KEYS, random_split(len(rows), fractions, seed, groups=groups)))
         elif method == "scaffold":
             fractions = self.card.split.get("fractions", (0.8, 0.1, 0.1))
-            parts = scaffold_split(smiles, fractions, groups=groups)
+            split = dict(zip(SPLIT_KEYS, scaffold_split(smiles, fractions, groups=groups)))
         else:
-            return self._family_split(rows, method, seed)
-        return dict(zip(("train", "valid", "test"), parts))
+            split = self._family_split(rows, method, seed)
+        if groups is not None:
+            part = np.full(len(rows), -1)
+            for number, key in enumerate(SPLIT_KEYS):
+                part[split[key]] = number
+            if (found := find_duplicates(groups, rows, parts=part)).molecules:
+                logger.warning("%s duplicates (%s split): %s", self.card.name, method, found)
+        return split
 
     def _family_split(self, rows: np.ndarray, method: str, seed: int) -> dict[str, np.ndarray]:
         if method == "official" and "split" in self.parse().table:

@@ -12,6 +12,12 @@ Reference: S. Yoo, Y.-S. Kim, K. H. Lee, K. Jeong, J. Choi, H. Lee, Y. S. Choi (
   auto-regressive graph decoder for reaction outcomes (sections 3.2, 4.2).
 * :mod:`~chemgraph.models.grat.beam_search`: its beam search over product graphs
   (:class:`GraphHypothesis`).
+
+Departure from the paper: its node tokens are elements (a vocabulary of "the number of elements
+in the periodic table plus a few special tokens", section 4.2); chemgraph's atom tokens
+(:class:`chemgraph.chem.graph_codec.AtomLabel`) also carry the formal charge, the hydrogen
+count, aromaticity, the isotope and the chirality, so that a decoded product graph is one
+molecule without a separate step that guesses charges, hydrogens and stereo.
 """
 
 from chemgraph.models.grat.beam_search import GraphHypothesis, ValenceRules

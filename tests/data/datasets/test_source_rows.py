@@ -51,7 +51,7 @@ def test_a_card_dataset_keeps_the_source_row_and_lists_every_reject(bbbp_root, t
         progress=False,
     )  # fmt: skip
     (tmp_path / "o").mkdir()
-    dataset, _ = _featurize(config, tmp_path / "o")
+    dataset, _, _ = _featurize(config, tmp_path / "o")
     # every molecule's row names its own line of BBBP.csv
     assert [SMILES[row] for row in dataset.rows] == dataset.smiles
     rejected = pd.read_csv(tmp_path / "o" / "rejected.csv")
@@ -115,3 +115,46 @@ def test_a_damaged_cache_is_detected_and_rebuilt(chemgraph_home, damage, caplog)
     with caplog.at_level(logging.WARNING):
         load()  # the rebuilt cache is read without a warning
     assert not [r for r in caplog.records if "damaged" in r.getMessage()]
+
+
+def test_a_folder_with_several_copies_says_which_it_read(tmp_path, caplog):
+    root = tmp_path / "qm9"
+    root.mkdir()
+    for folder in ("qm9_original", "qm9_deepchem"):
+        for path in (FIXTURES / folder).iterdir():
+            (root / path.name).write_bytes(path.read_bytes())
+    with caplog.at_level(logging.WARNING):
+        get_dataset("qm9", root=root, download=False).parse()
+    (message,) = [r.getMessage() for r in caplog.records if "several copies" in r.getMessage()]
+    assert "reading dsgdb9nsd.xyz.tar.bz2 (also there: qm9.csv)" in message
+
+
+def test_a_missing_root_says_the_folder_is_missing(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"the folder .*nowhere does not exist"):
+        get_dataset("qm9", root=tmp_path / "nowhere").parse()  # download on, no checksum
+
+
+def test_the_dataset_api_split_keeps_a_molecule_in_one_split(tmp_path, caplog):
+    root = tmp_path / "bbbp"
+    root.mkdir()
+    smiles = [s for i, s in enumerate(SMILES) if i not in BAD_ROWS]  # 12 molecules
+    smiles += ["OCC", "C(C)O", "c1ccccc1"]  # rows 12-14: molecules of rows 0, 0 and 1, again
+    pd.DataFrame({"p_np": [i % 2 for i in range(15)], "smiles": smiles}).to_csv(
+        root / "BBBP.csv", index=False
+    )
+    dataset = get_dataset("bbbp", root=root, download=False)
+    for method in ("random", "scaffold"):
+        for seed in range(5):
+            split = dataset.split(method=method, seed=seed)
+            where = {int(i): name for name, part in split.items() for i in part}
+            assert where[0] == where[12] == where[13] and where[1] == where[14]
+    assert any("2 molecules are given in more than one row" in r.getMessage()
+               for r in caplog.records)  # fmt: skip
+
+
+def test_a_cached_read_checks_the_files_too(bbbp_root, caplog):
+    get_dataset("bbbp", root=bbbp_root, download=False).featurize("canonical")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        get_dataset("bbbp", root=bbbp_root, download=False).featurize("canonical")  # cached
+    assert any("checksum differs" in r.getMessage() for r in caplog.records)
