@@ -155,6 +155,7 @@ def embedded_data(
         high_name="GW",
         low_theory=DFT_THEORY,
         high_theory=_gw_theory(gw),
+        smiles=list(dft["smiles"]),
     )
     split = high_fidelity_split(
         data, data_config["split_seed"], fractions=tuple(settings["split_fractions"])
@@ -264,6 +265,7 @@ def full_data(
         high_name="GW",
         low_theory=low_theory,
         high_theory=f"{', '.join(gw_targets)} (QM9-GW, Fediai et al. 2023), eV",
+        smiles=list(structures["smiles"]) if "smiles" in structures else None,
     )
     counts = dict(settings["split_counts"])
     split = high_fidelity_split(data, data_config["split_seed"], counts=counts)
@@ -427,8 +429,8 @@ def run(
         [f"Differences from Buterez et al. 2024 Table 5 ({len(differences)}):"]
         + [f"- {line}" for line in differences]
     )
-    runs = run_transfer(data, split, transfer, out)
-    table = results_table(runs, data.high_name)
+    runs, baselines = run_transfer(data, split, transfer, out)
+    table = results_table(runs, data.high_name, baselines=baselines)
     _, claim = transfer_claim(table, data.high_name, "eV")
     (Path(out) / "table.md").write_text(f"{header}\n\n{format_table(table)}\n")
     log.info(

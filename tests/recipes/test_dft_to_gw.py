@@ -91,12 +91,17 @@ def test_tiny_embedded_run(tmp_path, caplog):
     assert "- joint_targets = True, where the Table 5 protocol has False" in logged
     header = (tmp_path / "table.md").read_text()
     assert header.startswith("Differences from Buterez et al. 2024 Table 5")
-    assert "| HOMO | GW |" in header
+    assert "| HOMO | GW | none | ESA |" in header
+    assert "| HOMO | Δ-learning: a·DFT + b + kernel ridge | transductive | baseline |" in header
     # the claim check follows the table, one way or the other
-    assert ("Shown: every transfer strategy" in logged) != ("Not shown by this budget" in logged)
-    assert "margin (eV) = mean RMSE of GW only" in logged
-    assert list(table["strategy"]) == ["GW", "Ind.", "Trans."] * 2
-    assert (table["seeds"] == 2).all()
+    assert ("Shown: every transfer strategy" in logged) != ("Not shown by this run" in logged)
+    assert "margin = mean RMSE of the best baseline of the setting (GW only included)" in logged
+    esa = table[table["method"] == "ESA"]
+    assert list(esa["strategy"]) == ["GW", "Ind.", "Trans."] * 2
+    assert (esa["seeds"] == 2).all()
+    baselines = pd.read_csv(tmp_path / "baselines.csv")
+    assert len(baselines) == 7 * 2  # every baseline of both settings, per target
+    assert (table.loc[table["method"] == "baseline", "seeds"] == 0).all()
     runs = pd.read_csv(tmp_path / "runs.csv")
     assert len(runs) == 2 * 3 * 2
     assert runs["rmse"].between(0, 20).all()

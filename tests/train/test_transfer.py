@@ -131,7 +131,10 @@ def test_results_table_mean_and_sample_std():
     assert list(table["strategy"]) == ["GW", "Ind."]
     assert table["rmse_mean"].tolist() == pytest.approx([0.25, 0.12])
     assert table["rmse_std"].tolist() == pytest.approx([np.sqrt(0.005), np.sqrt(0.0008)])
-    assert table["ESA"].tolist() == ["0.250 ± 0.071", "0.120 ± 0.028"]
+    assert table["test RMSE"].tolist() == ["0.250 ± 0.071", "0.120 ± 0.028"]
+    one = results_table(runs[runs.seed == 0], "GW")
+    assert one["test RMSE"].tolist() == ["0.200 ± undefined", "0.100 ± undefined"]
+    assert one["rmse_std"].isna().all()
 
 
 def test_tiny_end_to_end_run(data, split, tmp_path):
@@ -140,16 +143,25 @@ def test_tiny_end_to_end_run(data, split, tmp_path):
         pretrain_val_fraction=0.2, featurizer=FEATURIZER.to_dict(), model_options=TINY_MODEL,
         progress=False,
     )  # fmt: skip
-    runs = run_transfer(data, split, config, tmp_path)
+    runs, baselines = run_transfer(data, split, config, tmp_path)
     assert len(runs) == 2 * 3 * 2  # seeds x strategies x targets
+    # no SMILES: only the linear corrections, computed on the same test molecules
+    assert sorted(set(baselines["key"])) == ["linear", "linear_all"]
+    test = split["test"]
+    low, high = data.low[:, 0].numpy(), data.high[:, 0].numpy()
+    a, b = np.polyfit(low[split["train"]], high[split["train"]], 1)
+    expected = np.sqrt(np.mean((a * low[test] + b - high[test]) ** 2))
+    row = baselines[(baselines.key == "linear") & (baselines.target == "homo")]
+    assert float(row["rmse"].iloc[0]) == pytest.approx(expected, abs=1e-5)
     assert np.isfinite(runs["rmse"]).all() and (runs["rmse"] > 0).all()
     assert set(runs.loc[runs.strategy != "high_fidelity_only", "pretrain_epochs"]) == {2}
     table = pd.read_csv(tmp_path / "table.csv")
-    assert list(table["target"]) == ["HOMO"] * 3 + ["LUMO"] * 3
-    assert (table["seeds"] == 2).all()
+    assert list(table["target"]) == ["HOMO"] * 5 + ["LUMO"] * 5
+    assert list(table["seeds"]) == [2, 2, 2, 0, 0] * 2  # 0: a baseline (deterministic)
     assert "| HOMO | GW |" in (tmp_path / "table.md").read_text()
     predictions = pd.read_csv(tmp_path / "predictions.csv")
     assert set(predictions["id"]) == set(data.ids[split["test"]])
+    assert {"linear", "linear_all"} <= set(predictions["strategy"])
     curves = pd.read_csv(tmp_path / "learning_curves.csv")
     assert set(curves["phase"]) == {"pretrain", "finetune"}
     assert (tmp_path / "curves" / "transductive_seed1_homo_pretrain.png").exists()
@@ -197,13 +209,46 @@ def test_transfer_margins_against_the_seed_spread():
     assert margins["spread"].tolist() == pytest.approx([0.02, 0.03, 0.02, 0.01])
     assert margins["shown"].tolist() == [True, False, True, False]
     assert (margins["seeds"] == 3).all()
+    assert margins["negative"].tolist() == [False, False, False, True]
     shown, text = transfer_claim(results_table(runs, "GW"), "GW", "eV")
     assert not shown
-    verdict, details = text.splitlines()
-    assert verdict.startswith("Not shown by this budget")
-    assert verdict.endswith("; the margin is not above the spread for HOMO Trans., LUMO Trans.")
-    assert "margin (eV)" in details
-    assert "HOMO Ind. +0.110 > 0.020" in details and "LUMO Trans. -0.020 ≤ 0.010" in details
+    verdict, _, *lines = text.splitlines()
+    assert verdict.startswith("Not shown by this run")
+    assert verdict.endswith("; not for HOMO Trans., LUMO Trans.")
+    assert lines == [
+        "HOMO Ind.: ahead of GW by 0.110 eV > spread 0.020",
+        "HOMO Trans.: ahead of GW by 0.010 eV, not above the spread 0.030",
+        "LUMO Ind.: ahead of GW by 0.080 eV > spread 0.020",
+        "LUMO Trans.: negative transfer: behind GW by 0.020 eV",
+    ]
+
+
+def test_margins_against_the_best_baseline_of_each_setting():
+    runs = _runs(
+        {
+            ("high_fidelity_only", "homo"): [0.60, 0.64, 0.62],
+            ("inductive", "homo"): [0.50, 0.50, 0.53],  # mean 0.51
+            ("transductive", "homo"): [0.20, 0.21, 0.22],  # mean 0.21, std 0.01
+        }
+    )
+    baselines = pd.DataFrame(
+        [
+            dict(baseline="kernel ridge", setting="both", target="homo", rmse=0.55),
+            dict(baseline="Δ-learning", setting="transductive", target="homo", rmse=0.25),
+            dict(baseline="DFT model", setting="inductive", target="homo", rmse=0.45),
+        ]
+    )
+    table = results_table(runs, "GW", baselines=baselines)
+    assert table["test RMSE"].tolist()[3:] == ["0.550", "0.250", "0.450"]
+    margins = transfer_margins(table, "GW")
+    assert margins["best"].tolist() == ["DFT model", "Δ-learning"]
+    assert margins["margin"].tolist() == pytest.approx([-0.06, 0.04])
+    assert margins["spread"].tolist() == pytest.approx([np.std([0.5, 0.5, 0.53], ddof=1), 0.01])
+    assert margins["negative"].tolist() == [True, False]
+    shown, text = transfer_claim(table, "GW", "eV")
+    assert not shown
+    assert "HOMO Ind.: negative transfer: behind DFT model by 0.060 eV" in text
+    assert "HOMO Trans.: ahead of Δ-learning by 0.040 eV > spread 0.010" in text
 
 
 def test_transfer_claim_shown_and_one_seed():
@@ -218,7 +263,8 @@ def test_transfer_claim_shown_and_one_seed():
     shown, text = transfer_claim(results_table(_runs(both), "GW"), "GW")
     assert shown
     assert text.startswith(
-        "Shown: every transfer strategy (Ind., Trans.) beats GW only for HOMO and LUMO"
+        "Shown: every transfer strategy (Ind., Trans.) beats every baseline of its setting for "
+        "HOMO and LUMO"
     )
     one_seed = {key: values[:1] for key, values in both.items()}
     shown, text = transfer_claim(results_table(_runs(one_seed), "GW"), "GW")
