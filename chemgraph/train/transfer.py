@@ -259,7 +259,8 @@ class TransferConfig(RunConfig):
             low-fidelity level is only the pretraining target (Buterez et al. 2024 Table 5).
         baselines: compute the baselines of every setting on the same split
             (:func:`baseline_runs`) and put them in the table (default True).
-        batch_size, learning_rate, finetune_learning_rate (None = learning_rate),
+        batch_size, finetune_batch_size (None = batch_size), learning_rate,
+        finetune_learning_rate (None = learning_rate),
         weight_decay, gradient_clip: optimisation (AdamW).
         lr_schedule: ``"plateau"`` (halve the learning rate after ``lr_patience`` epochs
             without improvement; Buterez et al. 2024 SI 7) or ``"cosine"`` (linear warm-up,
@@ -296,6 +297,7 @@ class TransferConfig(RunConfig):
     delta_learning: bool = False
     baselines: bool = True
     batch_size: int = 128
+    finetune_batch_size: int | None = None
     learning_rate: float = 1e-4
     finetune_learning_rate: float | None = None
     weight_decay: float = 1e-2
@@ -313,8 +315,9 @@ class TransferConfig(RunConfig):
 
     NUMBERS = {
         "seeds": (int, 1), "pretrain_epochs": (int, 1), "finetune_max_epochs": (int, 1),
-        "batch_size": (int, 1), "early_stopping_patience": (int, 0), "lr_patience": (int, 0),
-        "warmup_steps": (int, 0), "num_workers": (int, 0), "learning_rate": (float, 0.0),
+        "batch_size": (int, 1), "finetune_batch_size": (int, 1),
+        "early_stopping_patience": (int, 0), "lr_patience": (int, 0), "warmup_steps": (int, 0),
+        "num_workers": (int, 0), "learning_rate": (float, 0.0),
         "finetune_learning_rate": (float, 0.0), "weight_decay": (float, 0.0),
         "gradient_clip": (float, 0.0), "pretrain_val_fraction": (float, 0.0),
         "pretrain_max_minutes": (float, 0.0), "finetune_max_minutes": (float, 0.0),
@@ -377,6 +380,7 @@ def _fit(
     max_minutes: float | None,
     seed: int,
     checkpoint_dir: Path | None,
+    batch_size: int,
 ) -> tuple[list[dict[str, float]], int]:
     """Train ``module``. With ``checkpoint_dir``: early stopping on the validation loss, then
     the best weights are loaded (and their checkpoint deleted); without: the last weights stay.
@@ -386,7 +390,7 @@ def _fit(
     """
     builder = _batch_builder(config.graph_featurizer, module.model.config.attention)
     data = MoleculeDataModule(
-        train_set, val_set, None, builder, config.batch_size, config.num_workers, seed
+        train_set, val_set, None, builder, batch_size, config.num_workers, seed
     )
     history = LossHistory(log_epochs=config.progress)
     progress = [EpochProgress()] if config.progress else []
@@ -492,9 +496,10 @@ def run_transfer(
     each target has its own chain and a model with one output.
 
     Writes to ``out``: ``runs.csv`` (strategy, seed, target, model (its targets joined by
-    ``+``), test RMSE/MAE in the labels' units, epochs and wall-clock seconds of each phase of
-    that model), ``table.md`` / ``table.csv`` (:func:`results_table`), ``learning_curves.csv``
-    (strategy, seed, model, phase, epoch, losses), ``curves/*.png``, ``predictions.csv``
+    ``+``), test RMSE/MAE and validation RMSE (``val_rmse``) in the labels' units, epochs
+    and wall-clock seconds of each phase of that model), ``table.md`` / ``table.csv``
+    (:func:`results_table`), ``learning_curves.csv`` (strategy, seed, model, phase, epoch,
+    losses), ``curves/*.png``, ``predictions.csv``
     (test-set predictions of every run) and ``config.yaml``.
 
     With ``config.baselines`` it also writes ``baselines.csv`` (:func:`baseline_runs`), adds the
@@ -532,12 +537,14 @@ def run_transfer(
                     dict(strategy=strategy, seed=seed, model=model, **e)
                     for e in chain.pop("curves")
                 ]
+                val_rmse = chain.pop("val_rmse")
                 for t, target in enumerate(names):
                     metrics = regression_metrics(truth[:, t], predicted[:, t])
                     rows.append(
                         dict(
                             strategy=strategy, seed=seed, target=target, model=model,
-                            rmse=metrics["rmse"], mae=metrics["mae"], **chain,
+                            rmse=metrics["rmse"], mae=metrics["mae"], val_rmse=val_rmse[t],
+                            **chain,
                         )
                     )  # fmt: skip
                     log.info(
@@ -617,8 +624,9 @@ def _train_chain(
     Returns:
         ``(truth, predicted, chain)``: high-fidelity test labels and predictions
         ``[n_test, len(columns)]``, and ``pretrain_epochs``, ``finetune_epochs``,
-        ``pretrain_seconds``, ``finetune_seconds`` and ``curves`` (the per-epoch losses, each
-        with its ``phase``).
+        ``pretrain_seconds``, ``finetune_seconds``, ``val_rmse`` (per target, the
+        high-fidelity validation RMSE: what settings are chosen on) and ``curves`` (the
+        per-epoch losses, each with its ``phase``).
     """
     targets = [data.targets[c] for c in columns]
     label = f"{strategy} seed {seed}" + ("" if config.joint_targets else f" {targets[0]}")
@@ -642,6 +650,7 @@ def _train_chain(
         epochs, pretrain_epochs = _fit(
             pretrained, pre_train, pre_val, config, max_epochs=config.pretrain_epochs,
             max_minutes=config.pretrain_max_minutes, seed=seed, checkpoint_dir=None,
+            batch_size=config.batch_size,
         )  # fmt: skip
         pretrain_seconds = time.perf_counter() - started
         curves += [dict(phase="pretrain", **e) for e in epochs]
@@ -666,6 +675,7 @@ def _train_chain(
         module, high_train, high_val, config, max_epochs=config.finetune_max_epochs,
         max_minutes=config.finetune_max_minutes, seed=seed,
         checkpoint_dir=out / "checkpoints" / stem,
+        batch_size=config.finetune_batch_size or config.batch_size,
     )  # fmt: skip
     finetune_seconds = time.perf_counter() - started
     curves += [dict(phase="finetune", **e) for e in epochs]
@@ -674,14 +684,22 @@ def _train_chain(
         f"MSE of standardised {data.high_name} labels",
     )  # fmt: skip
     builder = _batch_builder(config.graph_featurizer, module.model.config.attention)
-    predicted = predict_graphs(module, high_test.graphs, builder, config.batch_size)
-    truth = high_test.labels.numpy()
-    if correction is not None:
-        predicted = predicted + correction[2].numpy()
-        truth = truth + correction[2].numpy()
+    outputs = []
+    for position, dataset in ((1, high_val), (2, high_test)):
+        predicted = predict_graphs(module, dataset.graphs, builder, config.batch_size)
+        truth = dataset.labels.numpy()
+        if correction is not None:  # back from the residual to the high-fidelity values
+            predicted = predicted + correction[position].numpy()
+            truth = truth + correction[position].numpy()
+        outputs.append((truth, predicted))
+    (val_truth, val_predicted), (truth, predicted) = outputs
     chain = dict(
         pretrain_epochs=pretrain_epochs, finetune_epochs=finetune_epochs,
         pretrain_seconds=pretrain_seconds, finetune_seconds=finetune_seconds, curves=curves,
+        val_rmse=[
+            regression_metrics(val_truth[:, t], val_predicted[:, t])["rmse"]
+            for t in range(len(targets))
+        ],
     )  # fmt: skip
     return truth, predicted, chain
 
@@ -714,6 +732,15 @@ def _low_fidelity_correction(
             )
             for name in SPLITS
         ]
+    if strategy == "inductive":
+        truth = data.low[split["test"]][:, columns].numpy()
+        errors = [
+            regression_metrics(truth[:, i], low[2][:, i])["rmse"] for i in range(len(columns))
+        ]
+        log.info(
+            "inductive: the pretrained model's %s test RMSE %s", data.low_name,
+            ", ".join(f"{data.targets[c]} {e:.4f}" for c, e in zip(columns, errors)),
+        )  # fmt: skip
     high_train = data.high[split["train"]][:, columns].numpy()
     correction = LinearCorrection.fit(low[0], high_train, same_column=False)
     return tuple(torch.from_numpy(correction.predict(x).astype(np.float32)) for x in low)

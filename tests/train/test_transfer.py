@@ -290,3 +290,32 @@ def test_build_module_schedule_settings():
     assert plain.hparams.lr_schedule == "plateau" and plain.hparams.max_minutes is None
     with pytest.raises(ValueError, match="lr_schedule must be one of"):
         TransferConfig(lr_schedule="step")
+
+
+def test_delta_learning_adds_the_linear_correction_back(tmp_path):
+    """high = 1.2·low − 0.5 + a residual of at most 1 meV: transductive Δ-learning predicts
+    the linear correction of the test molecules' own low-fidelity labels plus a residual of
+    the residual's size (the network's standardised output times its std), so it is within a
+    few meV whatever the network learned; without the correction added back it would be
+    eV off. The inductive base is the pretrained model's prediction, far less exact."""
+    data = _data()
+    labelled = ~torch.isnan(data.high[:, 0])
+    wiggle = 1e-3 * torch.sin(torch.arange(len(data), dtype=torch.float32))[:, None]
+    data.high[labelled] = (1.2 * data.low - 0.5 + wiggle)[labelled]
+    split = high_fidelity_split(data, seed=0, fractions=(0.6, 0.2, 0.2))
+    config = TransferConfig(
+        seeds=1, pretrain_epochs=2, finetune_max_epochs=2, batch_size=16, learning_rate=1e-3,
+        pretrain_val_fraction=0.2, featurizer=FEATURIZER.to_dict(), model_options=TINY_MODEL,
+        progress=False, delta_learning=True, joint_targets=True, finetune_batch_size=4,
+        strategies=["inductive", "transductive"], baselines=False,
+    )  # fmt: skip
+    runs, baselines = run_transfer(data, split, config, tmp_path)
+    assert baselines is None
+    transductive = runs[runs.strategy == "transductive"]
+    assert (transductive["rmse"] < 0.01).all() and (transductive["val_rmse"] < 0.01).all()
+    inductive = runs[runs.strategy == "inductive"]
+    assert (inductive["rmse"] > 0.01).all() and np.isfinite(inductive["rmse"]).all()
+    predictions = pd.read_csv(tmp_path / "predictions.csv")
+    mine = predictions[predictions.strategy == "transductive"]
+    low = data.low[split["test"]].numpy()
+    np.testing.assert_allclose(mine["homo_pred"], 1.2 * low[:, 0] - 0.5, atol=0.01)
