@@ -47,6 +47,7 @@ from chemgraph.train.transfer import (
     TransferConfig,
     format_table,
     high_fidelity_split,
+    label_curve,
     pretraining_pool,
     results_table,
     run_transfer,
@@ -385,7 +386,7 @@ def run(
         ValueError: unknown source or settings; FileNotFoundError: ``source="full"`` without
             the downloads.
     """
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     override = read_settings(config)
     values = recipe_settings("dft_to_gw", override)
     data_config = values["data"]
@@ -434,11 +435,25 @@ def run(
     _, claim = transfer_claim(table, data.high_name, "eV")
     (Path(out) / "table.md").write_text(f"{header}\n\n{format_table(table)}\n")
     log.info(
-        "\n%s\n\nTest RMSE (eV) of 3D ESA on %s HOMO/LUMO, mean ± std over %d seeds (%s):\n"
-        "%s\n%s\nepochs run (mean over seeds): %s\nwall time %.0f s (%s); results in %s",
+        "\n%s\n\nTest RMSE (eV) on %s HOMO/LUMO of 3D ESA (mean ± std over %d seeds) and of "
+        "the baselines (deterministic: no seed changes them), %s:\n%s\n%s\n"
+        "epochs run (mean over seeds): %s\nwall time %.0f s, CPU time %.0f s (%s); results in %s",
         header, data.high_name, transfer.seeds, data.high_theory, format_table(table), claim,
-        _epochs_run(runs), time.perf_counter() - start, _phase_times(runs), out,
+        _epochs_run(runs), time.perf_counter() - start, time.process_time() - cpu_start,
+        _phase_times(runs), out,
     )  # fmt: skip
+    counts = data_config.get("label_counts")
+    if counts:
+        folder = Path(out) / "label_curve"
+        label_curve(data, split, transfer, [int(n) for n in counts], folder, "eV")
+        log.info(
+            "label curve (test RMSE against GW training labels): %s", folder / "label_curve.png"
+        )
+    else:
+        log.info(
+            "label curve: off (data.label_counts: null); with e.g. [50, 100, 250, 625] the "
+            "recipe repeats the run per count and plots test RMSE against GW training labels"
+        )
     return table
 
 

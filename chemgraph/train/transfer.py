@@ -64,7 +64,7 @@ from chemgraph.train.checkpoint import best_checkpoint_path, load_weights
 from chemgraph.train.config import RunConfig
 from chemgraph.train.metrics import regression_metrics
 from chemgraph.train.module import LR_SCHEDULES, PropertyPredictionModule
-from chemgraph.train.plots import plot_learning_curve
+from chemgraph.train.plots import plot_label_curve, plot_learning_curve
 from chemgraph.train.predict import predict_graphs
 from chemgraph.train.scaler import TargetScaler
 from chemgraph.train.trainer import hide_lightning_info, make_trainer
@@ -75,6 +75,7 @@ __all__ = [
     "TransferConfig",
     "build_module",
     "high_fidelity_split",
+    "label_curve",
     "pretraining_pool",
     "format_table",
     "results_table",
@@ -83,6 +84,7 @@ __all__ = [
     "transfer_claim",
     "transfer_margins",
     "transfer_weights",
+    "baseline_runs",
 ]
 
 log = logging.getLogger(__name__)
@@ -486,6 +488,7 @@ def run_transfer(
     split: dict[str, np.ndarray],
     config: TransferConfig,
     out: str | Path,
+    pretrained_cache: dict | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """Run every strategy for every seed and every model (:func:`target_groups`); write
     results, table, learning curves.
@@ -501,6 +504,11 @@ def run_transfer(
     (:func:`results_table`), ``learning_curves.csv`` (strategy, seed, model, phase, epoch,
     losses), ``curves/*.png``, ``predictions.csv``
     (test-set predictions of every run) and ``config.yaml``.
+
+    ``pretrained_cache``: a dict that keeps every pretrained model, keyed by strategy, seed and
+    targets, and gives it to a later run with the same key instead of pretraining again (for
+    runs whose pretraining pools are equal: :func:`label_curve`; the pool depends on the
+    test molecules only); None = always pretrain.
 
     With ``config.baselines`` it also writes ``baselines.csv`` (:func:`baseline_runs`), adds the
     baselines' test predictions to ``predictions.csv`` and their rows to the table.
@@ -531,7 +539,16 @@ def run_transfer(
                 # per-target chains existed
                 stem = f"{strategy}_seed{seed}" + ("" if config.joint_targets else f"_{model}")
                 truth, predicted, chain = _train_chain(
-                    data, split, config, strategy, seed, columns, finetune_lr, out, stem
+                    data,
+                    split,
+                    config,
+                    strategy,
+                    seed,
+                    columns,
+                    finetune_lr,
+                    out,
+                    stem,
+                    pretrained_cache,
                 )
                 curves += [
                     dict(strategy=strategy, seed=seed, model=model, **e)
@@ -566,6 +583,71 @@ def run_transfer(
     table.to_csv(out / "table.csv", index=False)
     (out / "table.md").write_text(format_table(table) + "\n")
     return runs, baselines
+
+
+def label_curve(
+    data: MultiFidelityData,
+    split: dict[str, np.ndarray],
+    config: TransferConfig,
+    counts: list[int],
+    out: str | Path,
+    unit: str | None = None,
+) -> pd.DataFrame:
+    """Test RMSE against the number of high-fidelity training labels: how many expensive
+    labels transfer learning saves.
+
+    For every ``n`` of ``counts``, :func:`run_transfer` on the first ``n`` molecules of a
+    seeded (seed 0) permutation of ``split["train"]`` (so every smaller training set is part of
+    every larger one), the same validation and test molecules, into ``out/labels_<n>``. Each
+    method of a curve: the no-transfer strategy, the best baseline of each setting at that
+    ``n`` (by test RMSE, so the curve is a lower envelope of the baselines), and each transfer
+    strategy. The pretraining runs once per strategy, seed and model and serves every ``n``
+    (``pretrained_cache`` of :func:`run_transfer`).
+
+    Writes ``out/label_curve.csv`` and ``out/label_curve.png``
+    (:func:`chemgraph.train.plots.plot_label_curve`).
+
+    Returns:
+        Rows ``target``, ``method``, ``labels``, ``rmse_mean``, ``rmse_std``, ``seeds``.
+
+    Raises:
+        ValueError: a count below 2 or above the training molecules.
+    """
+    out = Path(out)
+    train = split["train"]
+    bad = [n for n in counts if not 2 <= n <= len(train)]
+    if bad:
+        raise ValueError(f"label counts must be in 2..{len(train)}, got {bad}")
+    order = np.random.default_rng(0).permutation(train)
+    high_name = data.high_name
+    records, pretrained = [], {}  # the pools do not depend on the training molecules
+    for n in counts:
+        subset = {**split, "train": np.sort(order[:n])}
+        runs, baselines = run_transfer(data, subset, config, out / f"labels_{n}", pretrained)
+        table = results_table(runs, high_name, baselines=baselines)
+        for target, rows in table.groupby("target", sort=False):
+            chosen = [rows[rows["method"] != "baseline"]]
+            for setting in ("transductive", "inductive"):
+                if STRATEGY_LABELS[setting] not in set(rows["strategy"]):
+                    continue
+                pool = rows[
+                    (rows["method"] == "baseline") & rows["setting"].isin(["both", setting])
+                ]
+                if len(pool):
+                    best = pool.loc[[pool["rmse_mean"].idxmin()]].copy()
+                    best["strategy"] = f"best {setting} baseline"
+                    chosen.append(best)
+            for row in pd.concat(chosen).itertuples(index=False):
+                records.append(
+                    dict(
+                        target=target, method=row.strategy, labels=n, rmse_mean=row.rmse_mean,
+                        rmse_std=row.rmse_std if row.seeds else np.nan, seeds=row.seeds,
+                    )
+                )  # fmt: skip
+    curve = pd.DataFrame(records)
+    curve.to_csv(out / "label_curve.csv", index=False)
+    plot_label_curve(curve, out / "label_curve.png", unit)
+    return curve
 
 
 def baseline_runs(
@@ -617,6 +699,7 @@ def _train_chain(
     finetune_lr: float,
     out: Path,
     stem: str,
+    pretrained_cache: dict | None = None,
 ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """One model of :func:`run_transfer`: pretraining (unless ``high_fidelity_only``) and
     fine-tuning on the targets ``columns``.
@@ -636,7 +719,15 @@ def _train_chain(
     L.seed_everything(seed, workers=True, verbose=False)
     pretrained = None
     pretrain_epochs, pretrain_seconds, curves = 0, 0.0, []
-    if strategy != "high_fidelity_only":
+    key = (strategy, seed, tuple(columns))
+    if (
+        strategy != "high_fidelity_only"
+        and pretrained_cache is not None
+        and key in pretrained_cache
+    ):
+        pretrained, pretrain_epochs, curves = pretrained_cache[key]
+        log.info("%s: the pretrained model of an earlier run (same pool, seed, targets)", label)
+    elif strategy != "high_fidelity_only":
         pool = pretraining_pool(data, split, strategy, columns)
         held_out = np.random.default_rng(seed).random(len(pool)) < config.pretrain_val_fraction
         held_out[0] |= not held_out.any()  # the learning curve needs one molecule
@@ -658,6 +749,10 @@ def _train_chain(
             epochs, out / "curves" / f"{stem}_pretrain.png",
             f"MSE of standardised {data.low_name} labels",
         )  # fmt: skip
+        if pretrained_cache is not None:
+            pretrained_cache[key] = (pretrained, pretrain_epochs, list(curves))
+    # fine-tuning starts from the same random state whether the pretraining ran or was reused
+    L.seed_everything(seed, workers=True, verbose=False)
     correction = None
     if pretrained is not None and config.delta_learning:
         correction = _low_fidelity_correction(data, split, strategy, columns, pretrained, config)

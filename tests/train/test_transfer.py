@@ -319,3 +319,30 @@ def test_delta_learning_adds_the_linear_correction_back(tmp_path):
     mine = predictions[predictions.strategy == "transductive"]
     low = data.low[split["test"]].numpy()
     np.testing.assert_allclose(mine["homo_pred"], 1.2 * low[:, 0] - 0.5, atol=0.01)
+
+
+def test_label_curve_rows_and_plot(data, split, tmp_path):
+    from chemgraph.train.transfer import label_curve
+
+    config = TransferConfig(
+        seeds=1, pretrain_epochs=1, finetune_max_epochs=1, batch_size=16,
+        pretrain_val_fraction=0.2, featurizer=FEATURIZER.to_dict(), model_options=TINY_MODEL,
+        progress=False, joint_targets=True, strategies=["high_fidelity_only", "transductive"],
+    )  # fmt: skip
+    curve = label_curve(data, split, config, [6, 18], tmp_path, "eV")
+    assert (tmp_path / "label_curve.png").stat().st_size > 0
+    assert pd.read_csv(tmp_path / "label_curve.csv").shape == curve.shape
+    homo = curve[curve.target == "HOMO"]
+    assert list(homo["method"]) == ["GW", "Trans.", "best transductive baseline"] * 2
+    assert list(homo["labels"]) == [6] * 3 + [18] * 3
+    # the best baseline at n labels is the lowest baseline RMSE of that run
+    baselines = pd.read_csv(tmp_path / "labels_6" / "baselines.csv")
+    best = baselines[(baselines.target == "homo") & (baselines.setting != "inductive")]["rmse"]
+    assert homo["rmse_mean"].iloc[2] == pytest.approx(best.min())
+    assert homo["rmse_std"].isna().all()  # one seed: no spread
+    assert len(pd.read_csv(tmp_path / "labels_6" / "runs.csv")) == 2 * 2
+    # one pretraining serves both counts
+    assert (tmp_path / "labels_6" / "curves" / "transductive_seed0_pretrain.png").exists()
+    assert not (tmp_path / "labels_18" / "curves" / "transductive_seed0_pretrain.png").exists()
+    with pytest.raises(ValueError, match="label counts must be in 2..18"):
+        label_curve(data, split, config, [19], tmp_path / "bad")
