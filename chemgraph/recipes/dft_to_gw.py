@@ -90,6 +90,8 @@ PAPER_PROTOCOL: dict[tuple[str, str], tuple[Any, str]] = {
     ("", "lr_schedule"): ("plateau", "paper SI 7: halve after 15 epochs without improvement"),
     ("", "lr_patience"): (15, "paper SI 7"),
     ("", "batch_size"): (128, "paper SI 7"),
+    ("", "finetune_batch_size"): (None, "paper SI 7: batch 128 in both phases"),
+    ("", "delta_learning"): (False, "paper Table 5: the DFT labels only pretrain"),
     ("", "learning_rate"): (1e-4, "paper SI 7"),
     ("", "finetune_learning_rate"): (None, "paper SI 7: one learning rate, 1e-4"),
     ("", "gradient_clip"): (0.5, "paper SI 7"),
@@ -97,6 +99,7 @@ PAPER_PROTOCOL: dict[tuple[str, str], tuple[Any, str]] = {
     ("featurizer", "cutoff"): (2.0, "authors' code: radius_graph(r=2)"),
     ("featurizer", "max_neighbors"): (32, "authors' code: max_num_neighbors=32"),
     ("featurizer", "num_basis"): (32, "authors' code: GaussianLayer K=32"),
+    ("featurizer", "atom_distance_basis"): (32, "authors' code: 32 Gaussians over all atoms"),
     ("model_options", "hidden_dim"): (256, "authors' command"),
     ("model_options", "num_heads"): (16, "authors' command"),
     ("model_options", "layer_pattern"): ("MMMMMMMMP", "authors' command"),
@@ -333,8 +336,22 @@ def paper_differences(
     precision = _precision(config.accelerator, config.precision)
     if precision != "bf16-mixed":
         lines.append(f"precision {precision}; paper SI 7: bf16 mixed precision")
+    featurizer = config.graph_featurizer
+    if featurizer.atom_distance_basis:
+        lines.append(
+            f"atom features: element one-hot + the sum over every other atom of the molecule of "
+            f"{featurizer.atom_distance_basis} fixed Gaussians of the distance (centres 0-"
+            f"{featurizer.atom_distance_range:g} Å); the authors' code: learned per-atom-pair "
+            "Gaussians summed over all atoms, projected into a learned atom embedding"
+        )
+    else:
+        lines.append(
+            "atom features: element one-hot only (featurizer.atom_distance_basis: 0), so the "
+            "model sees no distance beyond the radius graph's; the authors' code adds to every "
+            "atom embedding the sum over all atoms of learned per-atom-pair Gaussians"
+        )
     lines += [
-        "edge tokens: one-hot atom types of both atoms + fixed Gaussians of the distance; the "
+        "edge tokens: the features of both atoms + fixed Gaussians of the distance; the "
         "authors' code: learned atom embeddings and per-atom-pair learned Gaussians",
         "loss: MSE of standardised labels; the authors' command: MAE",
         "optimiser: 32-bit AdamW; paper SI 7: 8-bit AdamW",
