@@ -447,7 +447,9 @@ def run(
         [f"Differences from Buterez et al. 2024 Table 5 ({len(differences)}):"]
         + [f"- {line}" for line in differences]
     )
-    runs, baselines = run_transfer(data, split, transfer, out)
+    counts = data_config.get("label_counts")
+    pretrained = {} if counts else None  # the label curve reuses this run's pretrained models
+    runs, baselines = run_transfer(data, split, transfer, out, pretrained)
     table = results_table(runs, data.high_name, baselines=baselines)
     _, claim = transfer_claim(table, data.high_name, "eV")
     (Path(out) / "table.md").write_text(f"{header}\n\n{format_table(table)}\n")
@@ -459,10 +461,9 @@ def run(
         _epochs_run(runs), time.perf_counter() - start, time.process_time() - cpu_start,
         _phase_times(runs), out,
     )  # fmt: skip
-    counts = data_config.get("label_counts")
     if counts:
         folder = Path(out) / "label_curve"
-        label_curve(data, split, transfer, [int(n) for n in counts], folder, "eV")
+        label_curve(data, split, transfer, [int(n) for n in counts], folder, "eV", pretrained)
         log.info(
             "label curve (test RMSE against GW training labels): %s", folder / "label_curve.png"
         )

@@ -592,6 +592,7 @@ def label_curve(
     counts: list[int],
     out: str | Path,
     unit: str | None = None,
+    pretrained_cache: dict | None = None,
 ) -> pd.DataFrame:
     """Test RMSE against the number of high-fidelity training labels: how many expensive
     labels transfer learning saves.
@@ -602,7 +603,8 @@ def label_curve(
     method of a curve: the no-transfer strategy, the best baseline of each setting at that
     ``n`` (by test RMSE, so the curve is a lower envelope of the baselines), and each transfer
     strategy. The pretraining runs once per strategy, seed and model and serves every ``n``
-    (``pretrained_cache`` of :func:`run_transfer`).
+    (``pretrained_cache`` of :func:`run_transfer`; pass the dict of an earlier run on the same
+    split to reuse its pretrained models too).
 
     Writes ``out/label_curve.csv`` and ``out/label_curve.png``
     (:func:`chemgraph.train.plots.plot_label_curve`).
@@ -620,7 +622,8 @@ def label_curve(
         raise ValueError(f"label counts must be in 2..{len(train)}, got {bad}")
     order = np.random.default_rng(0).permutation(train)
     high_name = data.high_name
-    records, pretrained = [], {}  # the pools do not depend on the training molecules
+    records = []
+    pretrained = {} if pretrained_cache is None else pretrained_cache  # pools: test-only
     for n in counts:
         subset = {**split, "train": np.sort(order[:n])}
         runs, baselines = run_transfer(data, subset, config, out / f"labels_{n}", pretrained)

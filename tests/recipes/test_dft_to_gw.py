@@ -162,3 +162,24 @@ def test_user_training_keys_win_over_the_profile(monkeypatch):
         dft_to_gw.run(override)
     assert seen["pretrain_epochs"] == 1 and seen["seeds"] == 1  # not the profile's 10 and 3
     assert seen["finetune_max_epochs"] == 40  # the embedded profile still applies elsewhere
+
+
+def test_label_curve_option(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="chemgraph")
+    config = {**TINY, "data": {**TINY["data"], "label_counts": [8, 19]}}
+    get_recipe("dft_to_gw").run(config, seeds=1, out=tmp_path)
+    folder = tmp_path / "label_curve"
+    assert f"label curve (test RMSE against GW training labels): {folder / 'label_curve.png'}" in (
+        caplog.text
+    )
+    curve = pd.read_csv(folder / "label_curve.csv")
+    assert sorted(set(curve["labels"])) == [8, 19]
+    assert {"GW", "Ind.", "Trans.", "best transductive baseline", "best inductive baseline"} == set(
+        curve["method"]
+    )
+    # the label curve reuses the main run's pretrained models, and with all 19 training
+    # molecules it repeats the main run digit for digit
+    assert not (folder / "labels_8" / "curves" / "inductive_seed0_pretrain.png").exists()
+    main = pd.read_csv(tmp_path / "runs.csv")
+    full = pd.read_csv(folder / "labels_19" / "runs.csv")
+    pd.testing.assert_series_equal(main["rmse"], full["rmse"])
