@@ -102,8 +102,8 @@ def run_setting(
         "max_neighbors": "none" if max_neighbors is None else max_neighbors,
         "tokens": round(mean_tokens(cutoff, max_neighbors), 1),
     }
-    for record in table.itertuples(index=False):
-        row[f"{record.target} {record.strategy}"] = record.ESA
+    for record in table[table["method"] != "baseline"].to_dict("records"):
+        row[f"{record['target']} {record['strategy']}"] = record["test RMSE"]
     row["claim shown"] = "yes" if shown else "no"
     row["pretrain s/epoch"] = round(
         pretrained["pretrain_seconds"].sum() / max(pretrained["pretrain_epochs"].sum(), 1), 1

@@ -17,6 +17,8 @@ import numpy as np
 import torch
 from ase.data import chemical_symbols
 
+from chemgraph.featurize.distance import GaussianBasis
+
 __all__ = ["ElementOneHot", "RadiusGraphFeaturizer"]
 
 
@@ -75,10 +77,19 @@ class RadiusGraphFeaturizer:
         num_basis: ``K`` Gaussians of :class:`~chemgraph.featurize.GaussianBasis` (centres
             evenly spaced on [0, cutoff], cosine envelope).
         atomic_numbers: elements of the :class:`ElementOneHot` node features.
+        atom_distance_basis: ``K_a`` > 0 appends to every atom's features the sum, over every
+            other atom of the molecule (not only the radius-graph neighbours), of its distance
+            in ``K_a`` Gaussians (:meth:`atom_distance_features`), so that distances beyond
+            the cutoff reach the model; 0 (default) = element one-hot only. The authors' code
+            for Buterez et al. 2024 Table 5 (github.com/davidbuterez/edge-set-attention,
+            ``transfer_learning/esa_3d/models.py``) adds such a sum, of learned per-atom-pair
+            Gaussians over all atoms, to its atom embeddings.
+        atom_distance_range: Å, the last centre of those Gaussians (centres evenly spaced on
+            ``[0, atom_distance_range]``, width the spacing, no envelope).
 
-    Attributes derived: ``atom`` (the :class:`ElementOneHot`), ``node_features`` (its width
-    ``d_n``), ``edge_features`` (``K``), ``edge_token_features`` (``2·d_n + K``, the ESA token
-    width).
+    Attributes derived: ``atom`` (the :class:`ElementOneHot`), ``node_features`` (the atom
+    feature width ``d_n``: one-hot plus ``K_a``), ``edge_features`` (``K``),
+    ``edge_token_features`` (``2·d_n + K``, the ESA token width).
     """
 
     cutoff: float = 5.0
@@ -86,6 +97,8 @@ class RadiusGraphFeaturizer:
     atomic_numbers: tuple[int, ...] = (1, 6, 7, 8, 9)
     name: str = "radius_atom_types"
     max_neighbors: int | None = None
+    atom_distance_basis: int = 0
+    atom_distance_range: float = 6.0
 
     def __post_init__(self) -> None:
         if not (self.cutoff > 0 and np.isfinite(self.cutoff)):
@@ -103,6 +116,12 @@ class RadiusGraphFeaturizer:
             object.__setattr__(self, "max_neighbors", int(self.max_neighbors))
         if int(self.num_basis) < 1:
             raise ValueError(f"num_basis must be >= 1, got {self.num_basis}")
+        if isinstance(self.atom_distance_basis, bool) or int(self.atom_distance_basis) < 0:
+            raise ValueError(f"atom_distance_basis must be >= 0, got {self.atom_distance_basis}")
+        if not (self.atom_distance_range > 0 and np.isfinite(self.atom_distance_range)):
+            raise ValueError(
+                f"atom_distance_range must be a finite number > 0 Å, got {self.atom_distance_range}"
+            )
         object.__setattr__(
             self, "atomic_numbers", ElementOneHot(self.atomic_numbers).atomic_numbers
         )
@@ -113,7 +132,23 @@ class RadiusGraphFeaturizer:
 
     @property
     def node_features(self) -> int:
-        return len(self.atom)
+        return len(self.atom) + int(self.atom_distance_basis)
+
+    def atom_distance_features(self, positions: np.ndarray | torch.Tensor) -> torch.Tensor:
+        """``float32 [N, K_a]``: row ``i`` is ``Σ_{j≠i} phi(|pos_i − pos_j|)`` over every
+        other atom, ``phi`` the :class:`~chemgraph.featurize.GaussianBasis` of
+        ``atom_distance_basis`` centres on ``[0, atom_distance_range]`` without envelope.
+        ``positions``: ``[N, 3]`` in Å. Invariant to rotation, translation and atom order
+        (rows follow the atoms)."""
+        pos = torch.as_tensor(np.asarray(positions), dtype=torch.float64).reshape(-1, 3)
+        basis = GaussianBasis(
+            int(self.atom_distance_basis), float(self.atom_distance_range), envelope=False
+        ).double()
+        distances = torch.cdist(pos, pos, compute_mode="donot_use_mm_for_euclid_dist")
+        with torch.no_grad():
+            values = basis(distances)  # [N, N, K_a]
+        values = values * (1 - torch.eye(len(pos), dtype=values.dtype)).unsqueeze(-1)
+        return values.sum(dim=1).to(torch.float32)
 
     @property
     def edge_features(self) -> int:

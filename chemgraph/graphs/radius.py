@@ -380,8 +380,10 @@ def atoms_to_radius_graph(
     one-hot (:class:`chemgraph.featurize.ElementOneHot`) and ``edata["e"]`` the distances
     expanded in :class:`chemgraph.featurize.GaussianBasis` (``featurizer.num_basis`` Gaussians
     on ``[0, cutoff]``, cosine envelope), so :func:`chemgraph.batches.edge_set_batch` builds the
-    tokens ``onehot(z_src) ‖ onehot(z_dst) ‖ phi(d)`` unchanged. An atom with no neighbour
-    within the cutoff becomes an ESA self-loop token.
+    tokens ``onehot(z_src) ‖ onehot(z_dst) ‖ phi(d)`` unchanged. With
+    ``featurizer.atom_distance_basis`` each atom's features also hold the Gaussian sum of its
+    distances to every other atom (:meth:`RadiusGraphFeaturizer.atom_distance_features`). An
+    atom with no neighbour within the cutoff becomes an ESA self-loop token.
 
     Args:
         atomic_numbers: ``int64 [N]``.
@@ -406,7 +408,12 @@ def atoms_to_radius_graph(
         positions, featurizer.cutoff, featurizer.max_neighbors, atomic_numbers=z.numpy()
     )
     graph.ndata[ATOMIC_NUMBERS] = z
-    graph.ndata[NODE_FEATURES] = featurizer.atom(z)
+    atom_features = featurizer.atom(z)
+    if featurizer.atom_distance_basis:
+        atom_features = torch.cat(
+            [atom_features, featurizer.atom_distance_features(positions)], dim=1
+        )
+    graph.ndata[NODE_FEATURES] = atom_features
     return add_distance_features(graph, featurizer) if edge_features else graph
 
 

@@ -25,6 +25,7 @@ from chemgraph.train.metrics import THRESHOLD, per_task_metrics, regression_metr
 __all__ = [
     "MAX_TASKS",
     "plot_confusion_matrices",
+    "plot_label_curve",
     "plot_learning_curve",
     "plot_parity",
     "plot_precision_recall",
@@ -112,6 +113,40 @@ def plot_learning_curve(
     axis.set_xlabel("epoch")
     axis.set_ylabel(f"{loss_name} (log scale)" if log_scale else loss_name)
     axis.set_title("training and validation loss")
+    return _save(figure, path)
+
+
+def plot_label_curve(curve: pd.DataFrame, path: str | Path, unit: str | None = None) -> Figure:
+    """Test RMSE against the number of high-fidelity training labels, one panel per target,
+    one line per method (mean over seeds, error bars = sample std where there are 2 or more),
+    both axes logarithmic; to ``path`` (PNG).
+
+    Args:
+        curve: rows with ``target``, ``method`` (the line's label), ``labels`` (training
+            labels), ``rmse_mean``, ``rmse_std`` (NaN = none)
+            (:func:`chemgraph.jobs.transfer.label_curve`).
+        path: PNG file.
+        unit: of the RMSE, for the axis label (e.g. ``"eV"``).
+    """
+    targets = list(dict.fromkeys(curve["target"]))
+    figure, axes = _grid(len(targets), 4.5)
+    for axis, target in zip(axes, targets):
+        rows = curve[curve["target"] == target]
+        for method, line in rows.groupby("method", sort=False):
+            line = line.sort_values("labels")
+            error = line["rmse_std"].to_numpy(dtype=float)
+            axis.errorbar(
+                line["labels"], line["rmse_mean"],
+                yerr=None if np.isnan(error).all() else np.nan_to_num(error),
+                marker="o", capsize=3, label=method,
+            )  # fmt: skip
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.set_xticks(sorted(set(rows["labels"])), [str(n) for n in sorted(set(rows["labels"]))])
+        axis.set_xlabel("high-fidelity training labels")
+        axis.set_ylabel(_with_unit("test RMSE", unit))
+        axis.set_title(str(target))
+    axes[-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
     return _save(figure, path)
 
 

@@ -45,3 +45,31 @@ def test_radius_featurizer_max_neighbors_setting():
     for bad in (0, -1, 2.5, True):
         with pytest.raises(ValueError, match="max_neighbors"):
             RadiusGraphFeaturizer(max_neighbors=bad)
+
+
+def test_atom_distance_features_sum_over_every_other_atom():
+    featurizer = RadiusGraphFeaturizer(
+        cutoff=2.0, num_basis=4, atom_distance_basis=3, atom_distance_range=4.0
+    )
+    assert featurizer.node_features == 6 + 3
+    assert featurizer.edge_token_features == 2 * 9 + 4
+    # three atoms on a line: distances 1 (0-1), 3 (1-2), 4 (0-2); centres 0, 2, 4 Å, width 2
+    positions = torch.tensor([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [4.0, 0.0, 0.0]])
+
+    def phi(d):
+        return torch.exp(-0.5 * ((d - torch.tensor([0.0, 2.0, 4.0])) / 2.0) ** 2)
+
+    expected = torch.stack(
+        [phi(torch.tensor(1.0)) + phi(torch.tensor(4.0)),
+         phi(torch.tensor(1.0)) + phi(torch.tensor(3.0)),
+         phi(torch.tensor(4.0)) + phi(torch.tensor(3.0))]
+    )  # fmt: skip
+    torch.testing.assert_close(featurizer.atom_distance_features(positions), expected)
+    # rows follow the atoms; a rotation changes nothing
+    order = [2, 0, 1]
+    torch.testing.assert_close(featurizer.atom_distance_features(positions[order]), expected[order])
+    rotation = torch.tensor([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    torch.testing.assert_close(featurizer.atom_distance_features(positions @ rotation.T), expected)
+    assert RadiusGraphFeaturizer.from_dict(featurizer.to_dict()) == featurizer
+    with pytest.raises(ValueError, match="atom_distance_basis"):
+        RadiusGraphFeaturizer(atom_distance_basis=-1)

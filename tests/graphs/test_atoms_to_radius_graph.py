@@ -141,3 +141,15 @@ def test_max_neighbors_ties_do_not_depend_on_atom_order():
     # into the H at 210°: the C, then of the H at 90° and at 330° (2.0785 Å, the latter nearer
     # by 1e-15 Å of rounding noise only: a tie) the one of lower x
     assert sorted(s for s, d in pairs if d == key[2]) == sorted([key[0], key[1]])
+
+
+def test_atom_distance_features_reach_beyond_the_cutoff():
+    featurizer = RadiusGraphFeaturizer(cutoff=1.5, num_basis=4, atom_distance_basis=5)
+    positions = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [5.0, 0.0, 0.0]])
+    graph = atoms_to_radius_graph([6, 1, 8], positions, featurizer)
+    x = graph.ndata["x"]
+    assert x.shape == (3, 6 + 5)
+    torch.testing.assert_close(x[:, :6], featurizer.atom(torch.tensor([6, 1, 8])))
+    torch.testing.assert_close(x[:, 6:], featurizer.atom_distance_features(positions))
+    assert graph.num_edges() == 2  # atom 2 has no neighbour within 1.5 Å ...
+    assert x[2, 6:].sum() > 0  # ... but its distances to the others are in its features

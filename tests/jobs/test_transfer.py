@@ -131,7 +131,10 @@ def test_results_table_mean_and_sample_std():
     assert list(table["strategy"]) == ["GW", "Ind."]
     assert table["rmse_mean"].tolist() == pytest.approx([0.25, 0.12])
     assert table["rmse_std"].tolist() == pytest.approx([np.sqrt(0.005), np.sqrt(0.0008)])
-    assert table["ESA"].tolist() == ["0.250 ± 0.071", "0.120 ± 0.028"]
+    assert table["test RMSE"].tolist() == ["0.250 ± 0.071", "0.120 ± 0.028"]
+    one = results_table(runs[runs.seed == 0], "GW")
+    assert one["test RMSE"].tolist() == ["0.200 ± undefined", "0.100 ± undefined"]
+    assert one["rmse_std"].isna().all()
 
 
 def test_tiny_end_to_end_run(data, split, tmp_path):
@@ -140,16 +143,25 @@ def test_tiny_end_to_end_run(data, split, tmp_path):
         pretrain_val_fraction=0.2, featurizer=FEATURIZER.to_dict(), model_options=TINY_MODEL,
         progress=False,
     )  # fmt: skip
-    runs = run_transfer(data, split, config, tmp_path)
+    runs, baselines = run_transfer(data, split, config, tmp_path)
     assert len(runs) == 2 * 3 * 2  # seeds x strategies x targets
+    # no SMILES: only the linear corrections, computed on the same test molecules
+    assert sorted(set(baselines["key"])) == ["linear", "linear_all"]
+    test = split["test"]
+    low, high = data.low[:, 0].numpy(), data.high[:, 0].numpy()
+    a, b = np.polyfit(low[split["train"]], high[split["train"]], 1)
+    expected = np.sqrt(np.mean((a * low[test] + b - high[test]) ** 2))
+    row = baselines[(baselines.key == "linear") & (baselines.target == "homo")]
+    assert float(row["rmse"].iloc[0]) == pytest.approx(expected, abs=1e-5)
     assert np.isfinite(runs["rmse"]).all() and (runs["rmse"] > 0).all()
     assert set(runs.loc[runs.strategy != "high_fidelity_only", "pretrain_epochs"]) == {2}
     table = pd.read_csv(tmp_path / "table.csv")
-    assert list(table["target"]) == ["HOMO"] * 3 + ["LUMO"] * 3
-    assert (table["seeds"] == 2).all()
+    assert list(table["target"]) == ["HOMO"] * 5 + ["LUMO"] * 5
+    assert list(table["seeds"]) == [2, 2, 2, 0, 0] * 2  # 0: a baseline (deterministic)
     assert "| HOMO | GW |" in (tmp_path / "table.md").read_text()
     predictions = pd.read_csv(tmp_path / "predictions.csv")
     assert set(predictions["id"]) == set(data.ids[split["test"]])
+    assert {"linear", "linear_all"} <= set(predictions["strategy"])
     curves = pd.read_csv(tmp_path / "learning_curves.csv")
     assert set(curves["phase"]) == {"pretrain", "finetune"}
     assert (tmp_path / "curves" / "transductive_seed1_homo_pretrain.png").exists()
@@ -197,13 +209,46 @@ def test_transfer_margins_against_the_seed_spread():
     assert margins["spread"].tolist() == pytest.approx([0.02, 0.03, 0.02, 0.01])
     assert margins["shown"].tolist() == [True, False, True, False]
     assert (margins["seeds"] == 3).all()
+    assert margins["negative"].tolist() == [False, False, False, True]
     shown, text = transfer_claim(results_table(runs, "GW"), "GW", "eV")
     assert not shown
-    verdict, details = text.splitlines()
-    assert verdict.startswith("Not shown by this budget")
-    assert verdict.endswith("; the margin is not above the spread for HOMO Trans., LUMO Trans.")
-    assert "margin (eV)" in details
-    assert "HOMO Ind. +0.110 > 0.020" in details and "LUMO Trans. -0.020 ≤ 0.010" in details
+    verdict, _, *lines = text.splitlines()
+    assert verdict.startswith("Not shown by this run")
+    assert verdict.endswith("; not for HOMO Trans., LUMO Trans.")
+    assert lines == [
+        "HOMO Ind.: ahead of GW by 0.110 eV > spread 0.020",
+        "HOMO Trans.: ahead of GW by 0.010 eV, not above the spread 0.030",
+        "LUMO Ind.: ahead of GW by 0.080 eV > spread 0.020",
+        "LUMO Trans.: negative transfer: behind GW by 0.020 eV",
+    ]
+
+
+def test_margins_against_the_best_baseline_of_each_setting():
+    runs = _runs(
+        {
+            ("high_fidelity_only", "homo"): [0.60, 0.64, 0.62],
+            ("inductive", "homo"): [0.50, 0.50, 0.53],  # mean 0.51
+            ("transductive", "homo"): [0.20, 0.21, 0.22],  # mean 0.21, std 0.01
+        }
+    )
+    baselines = pd.DataFrame(
+        [
+            dict(baseline="kernel ridge", setting="both", target="homo", rmse=0.55),
+            dict(baseline="Δ-learning", setting="transductive", target="homo", rmse=0.25),
+            dict(baseline="DFT model", setting="inductive", target="homo", rmse=0.45),
+        ]
+    )
+    table = results_table(runs, "GW", baselines=baselines)
+    assert table["test RMSE"].tolist()[3:] == ["0.550", "0.250", "0.450"]
+    margins = transfer_margins(table, "GW")
+    assert margins["best"].tolist() == ["DFT model", "Δ-learning"]
+    assert margins["margin"].tolist() == pytest.approx([-0.06, 0.04])
+    assert margins["spread"].tolist() == pytest.approx([np.std([0.5, 0.5, 0.53], ddof=1), 0.01])
+    assert margins["negative"].tolist() == [True, False]
+    shown, text = transfer_claim(table, "GW", "eV")
+    assert not shown
+    assert "HOMO Ind.: negative transfer: behind DFT model by 0.060 eV" in text
+    assert "HOMO Trans.: ahead of Δ-learning by 0.040 eV > spread 0.010" in text
 
 
 def test_transfer_claim_shown_and_one_seed():
@@ -218,7 +263,8 @@ def test_transfer_claim_shown_and_one_seed():
     shown, text = transfer_claim(results_table(_runs(both), "GW"), "GW")
     assert shown
     assert text.startswith(
-        "Shown: every transfer strategy (Ind., Trans.) beats GW only for HOMO and LUMO"
+        "Shown: every transfer strategy (Ind., Trans.) beats every baseline of its setting for "
+        "HOMO and LUMO"
     )
     one_seed = {key: values[:1] for key, values in both.items()}
     shown, text = transfer_claim(results_table(_runs(one_seed), "GW"), "GW")
@@ -244,3 +290,59 @@ def test_build_module_schedule_settings():
     assert plain.hparams.lr_schedule == "plateau" and plain.hparams.max_minutes is None
     with pytest.raises(ValueError, match="lr_schedule must be one of"):
         TransferConfig(lr_schedule="step")
+
+
+def test_delta_learning_adds_the_linear_correction_back(tmp_path):
+    """high = 1.2·low − 0.5 + a residual of at most 1 meV: transductive Δ-learning predicts
+    the linear correction of the test molecules' own low-fidelity labels plus a residual of
+    the residual's size (the network's standardised output times its std), so it is within a
+    few meV whatever the network learned; without the correction added back it would be
+    eV off. The inductive base is the pretrained model's prediction, far less exact."""
+    data = _data()
+    labelled = ~torch.isnan(data.high[:, 0])
+    wiggle = 1e-3 * torch.sin(torch.arange(len(data), dtype=torch.float32))[:, None]
+    data.high[labelled] = (1.2 * data.low - 0.5 + wiggle)[labelled]
+    split = high_fidelity_split(data, seed=0, fractions=(0.6, 0.2, 0.2))
+    config = TransferConfig(
+        seeds=1, pretrain_epochs=2, finetune_max_epochs=2, batch_size=16, learning_rate=1e-3,
+        pretrain_val_fraction=0.2, featurizer=FEATURIZER.to_dict(), model_options=TINY_MODEL,
+        progress=False, delta_learning=True, joint_targets=True, finetune_batch_size=4,
+        strategies=["inductive", "transductive"], baselines=False,
+    )  # fmt: skip
+    runs, baselines = run_transfer(data, split, config, tmp_path)
+    assert baselines is None
+    transductive = runs[runs.strategy == "transductive"]
+    assert (transductive["rmse"] < 0.01).all() and (transductive["val_rmse"] < 0.01).all()
+    inductive = runs[runs.strategy == "inductive"]
+    assert (inductive["rmse"] > 0.01).all() and np.isfinite(inductive["rmse"]).all()
+    predictions = pd.read_csv(tmp_path / "predictions.csv")
+    mine = predictions[predictions.strategy == "transductive"]
+    low = data.low[split["test"]].numpy()
+    np.testing.assert_allclose(mine["homo_pred"], 1.2 * low[:, 0] - 0.5, atol=0.01)
+
+
+def test_label_curve_rows_and_plot(data, split, tmp_path):
+    from chemgraph.jobs.transfer import label_curve
+
+    config = TransferConfig(
+        seeds=1, pretrain_epochs=1, finetune_max_epochs=1, batch_size=16,
+        pretrain_val_fraction=0.2, featurizer=FEATURIZER.to_dict(), model_options=TINY_MODEL,
+        progress=False, joint_targets=True, strategies=["high_fidelity_only", "transductive"],
+    )  # fmt: skip
+    curve = label_curve(data, split, config, [6, 18], tmp_path, "eV")
+    assert (tmp_path / "label_curve.png").stat().st_size > 0
+    assert pd.read_csv(tmp_path / "label_curve.csv").shape == curve.shape
+    homo = curve[curve.target == "HOMO"]
+    assert list(homo["method"]) == ["GW", "Trans.", "best transductive baseline"] * 2
+    assert list(homo["labels"]) == [6] * 3 + [18] * 3
+    # the best baseline at n labels is the lowest baseline RMSE of that run
+    baselines = pd.read_csv(tmp_path / "labels_6" / "baselines.csv")
+    best = baselines[(baselines.target == "homo") & (baselines.setting != "inductive")]["rmse"]
+    assert homo["rmse_mean"].iloc[2] == pytest.approx(best.min())
+    assert homo["rmse_std"].isna().all()  # one seed: no spread
+    assert len(pd.read_csv(tmp_path / "labels_6" / "runs.csv")) == 2 * 2
+    # one pretraining serves both counts
+    assert (tmp_path / "labels_6" / "curves" / "transductive_seed0_pretrain.png").exists()
+    assert not (tmp_path / "labels_18" / "curves" / "transductive_seed0_pretrain.png").exists()
+    with pytest.raises(ValueError, match="label counts must be in 2..18"):
+        label_curve(data, split, config, [19], tmp_path / "bad")

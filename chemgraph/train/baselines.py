@@ -1,0 +1,316 @@
+"""What a chemist would do instead of transfer learning: the baselines of every transfer table.
+
+Given molecules with cheap low-fidelity labels (e.g. DFT HOMO/LUMO) and a few expensive
+high-fidelity ones (e.g. GW), on the same train/val/test split as the transfer strategies
+(:func:`chemgraph.jobs.transfer.high_fidelity_split`):
+
+* **fingerprint kernel ridge on the high-fidelity labels alone** (both settings): Morgan
+  fingerprints (radius 2, 2,048 bits), Tanimoto kernel, :class:`sklearn.kernel_ridge.KernelRidge`
+  with a precomputed kernel on the centred labels, ``alpha`` chosen on the validation molecules;
+* **linear correction** ``high = a·low + b`` (transductive: the low-fidelity labels of the test
+  molecules are known): ``a``, ``b`` per target by least squares on the training molecules;
+  with ``all_low_columns`` every low-fidelity column enters each target's fit
+  (``high_t = Σ_s a_ts·low_s + b_t``);
+* **Δ-learning** (Ramakrishnan, Dral, Rupp and von Lilienfeld 2015, "Big data meets quantum
+  chemistry approximations: the Δ-machine learning approach", J. Chem. Theory Comput. 11,
+  2087, doi:10.1021/acs.jctc.5b00099): the linear correction plus a fingerprint kernel ridge
+  on its training residuals;
+* inductive (the test molecules' low-fidelity labels are not known): a low-fidelity model — a
+  fingerprint kernel ridge trained on the inductive pool's low-fidelity labels — predicts
+  them, and that prediction is corrected linearly (and by Δ-learning) as above.
+
+Every baseline is deterministic given the split: no seed changes it.
+
+Public API
+----------
+- :func:`tanimoto_kernel` — bit fingerprints ``[N, F]``, ``[M, F]`` -> ``float64 [N, M]``.
+- :class:`LinearCorrection` — ``high ≈ low @ weights + intercept``, fitted by least squares.
+- :class:`FingerprintKernelRidge` — per-target kernel ridge, ``alpha`` chosen on validation.
+- :func:`morgan_fingerprints` — SMILES -> ``uint8 [N, 2048]`` Morgan bits.
+- :func:`transfer_baselines` — test-set predictions of every baseline of a setting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.kernel_ridge import KernelRidge
+
+from chemgraph.chem import mol_from_smiles
+from chemgraph.featurize.fingerprints import MorganFingerprint
+
+__all__ = [
+    "KERNEL_RIDGE_ALPHAS",
+    "FingerprintKernelRidge",
+    "LinearCorrection",
+    "baseline_names",
+    "morgan_fingerprints",
+    "tanimoto_kernel",
+    "transfer_baselines",
+]
+
+KERNEL_RIDGE_ALPHAS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+"""Ridge strengths tried by :class:`FingerprintKernelRidge`; the one with the lowest
+validation RMSE is kept."""
+
+MAX_KERNEL_MOLECULES = 10_000
+"""At most this many training molecules enter a kernel (a 10,000² float64 kernel is 0.8 GB);
+a larger training set is subsampled (seeded) for the kernel baselines."""
+
+
+def tanimoto_kernel(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Tanimoto (Jaccard) similarity of every pair of bit fingerprints.
+
+    ``K[i, j] = |a_i ∧ b_j| / (|a_i| + |b_j| − |a_i ∧ b_j|)``; two empty fingerprints have
+    similarity 1 (identical), an empty and a non-empty one 0.
+
+    Args:
+        a: ``[N, F]`` bits (any integer or bool dtype, values 0/1).
+        b: ``[M, F]`` bits.
+
+    Returns:
+        ``float64 [N, M]`` in [0, 1].
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    common = a @ b.T
+    union = a.sum(1)[:, None] + b.sum(1)[None, :] - common
+    return np.where(union > 0, common / np.where(union > 0, union, 1.0), 1.0)
+
+
+def morgan_fingerprints(smiles: list[str]) -> np.ndarray:
+    """Morgan fingerprints (radius 2, 2,048 bits; :class:`MorganFingerprint`) of SMILES.
+
+    Returns:
+        ``uint8 [N, 2048]``.
+
+    Raises:
+        chemgraph.chem.MoleculeParseError: a SMILES RDKit cannot read (with RDKit's reason).
+    """
+    return MorganFingerprint(radius=2, size=2048).featurize([mol_from_smiles(s) for s in smiles])
+
+
+@dataclass
+class LinearCorrection:
+    """``high ≈ low @ weights + intercept``, per target by least squares.
+
+    Attributes:
+        weights: ``float64 [S, T]`` (``S`` low-fidelity inputs, ``T`` targets).
+        intercept: ``float64 [T]``.
+    """
+
+    weights: np.ndarray
+    intercept: np.ndarray
+
+    @classmethod
+    def fit(cls, low: np.ndarray, high: np.ndarray, same_column: bool) -> LinearCorrection:
+        """Fit on molecules with both labels (rows with a NaN input or target are skipped
+        for that target).
+
+        Args:
+            low: ``[N, S]`` low-fidelity values (labels or a model's predictions).
+            high: ``[N, T]`` high-fidelity labels.
+            same_column: target ``t`` uses only low-fidelity column ``t`` (``high_t =
+                a_t·low_t + b_t``; needs ``S == T``); False: every column.
+
+        Raises:
+            ValueError: shapes disagree, or a target has fewer molecules than coefficients.
+        """
+        low = np.asarray(low, dtype=np.float64).reshape(len(low), -1)
+        high = np.asarray(high, dtype=np.float64).reshape(len(high), -1)
+        if len(low) != len(high) or (same_column and low.shape[1] != high.shape[1]):
+            raise ValueError(f"low {low.shape} and high {high.shape} do not match")
+        weights = np.zeros((low.shape[1], high.shape[1]))
+        intercept = np.zeros(high.shape[1])
+        for t in range(high.shape[1]):
+            inputs = [t] if same_column else list(range(low.shape[1]))
+            rows = ~np.isnan(high[:, t]) & ~np.isnan(low[:, inputs]).any(1)
+            if rows.sum() <= len(inputs):
+                raise ValueError(
+                    f"target {t}: {int(rows.sum())} molecules for {len(inputs) + 1} coefficients"
+                )
+            design = np.c_[low[rows][:, inputs], np.ones(int(rows.sum()))]
+            solution, *_ = np.linalg.lstsq(design, high[rows, t], rcond=None)
+            weights[inputs, t] = solution[:-1]
+            intercept[t] = solution[-1]
+        return cls(weights, intercept)
+
+    def predict(self, low: np.ndarray) -> np.ndarray:
+        """``float64 [N, T]`` corrected values of ``low`` ``[N, S]``."""
+        return np.asarray(low, dtype=np.float64).reshape(len(low), -1) @ self.weights + (
+            self.intercept
+        )
+
+
+@dataclass
+class FingerprintKernelRidge:
+    """Kernel ridge regression on Tanimoto similarities of bit fingerprints, one model per
+    target, fitted to the centred labels (the prediction far from every training molecule is
+    the training mean, not 0).
+
+    Attributes:
+        train_fingerprints: ``[N, F]`` bits of the training molecules.
+        models: one fitted :class:`~sklearn.kernel_ridge.KernelRidge` per target (None: the
+            target had no training label; it predicts NaN).
+        means: ``float64 [T]`` training means.
+        alphas: the chosen ``alpha`` per target.
+    """
+
+    train_fingerprints: np.ndarray
+    models: list = field(default_factory=list)
+    means: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    alphas: list[float] = field(default_factory=list)
+
+    @classmethod
+    def fit(
+        cls,
+        fingerprints: np.ndarray,
+        labels: np.ndarray,
+        val_fingerprints: np.ndarray,
+        val_labels: np.ndarray,
+        alphas: tuple[float, ...] = KERNEL_RIDGE_ALPHAS,
+    ) -> FingerprintKernelRidge:
+        """Fit each target for every ``alpha`` and keep the one with the lowest RMSE on the
+        validation molecules (NaN labels skipped).
+
+        Args:
+            fingerprints, val_fingerprints: ``[N, F]``, ``[V, F]`` bits.
+            labels, val_labels: ``[N, T]``, ``[V, T]`` (NaN = missing).
+            alphas: ridge strengths to try.
+        """
+        labels = np.asarray(labels, dtype=np.float64).reshape(len(labels), -1)
+        val_labels = np.asarray(val_labels, dtype=np.float64).reshape(len(val_labels), -1)
+        kernel = tanimoto_kernel(fingerprints, fingerprints)
+        val_kernel = tanimoto_kernel(val_fingerprints, fingerprints)
+        models, means, chosen = [], [], []
+        for t in range(labels.shape[1]):
+            rows = ~np.isnan(labels[:, t])
+            val_rows = ~np.isnan(val_labels[:, t])
+            if not rows.any():
+                models.append(None), means.append(np.nan), chosen.append(np.nan)
+                continue
+            mean = float(labels[rows, t].mean())
+            best = None
+            for alpha in alphas:
+                model = KernelRidge(alpha=alpha, kernel="precomputed")
+                model.fit(kernel[np.ix_(rows, rows)], labels[rows, t] - mean)
+                error = (
+                    np.sqrt(np.mean((model.predict(val_kernel[val_rows][:, rows]) + mean
+                                     - val_labels[val_rows, t]) ** 2))
+                    if val_rows.any() else 0.0
+                )  # fmt: skip
+                if best is None or error < best[0]:
+                    best = (error, alpha, model, rows)
+            models.append((best[2], best[3]))
+            means.append(mean)
+            chosen.append(best[1])
+        return cls(np.asarray(fingerprints), models, np.asarray(means), chosen)
+
+    def predict(self, fingerprints: np.ndarray) -> np.ndarray:
+        """``float64 [M, T]`` predictions for ``[M, F]`` bits."""
+        kernel = tanimoto_kernel(fingerprints, self.train_fingerprints)
+        out = np.full((len(kernel), len(self.models)), np.nan)
+        for t, fitted in enumerate(self.models):
+            if fitted is not None:
+                model, rows = fitted
+                out[:, t] = model.predict(kernel[:, rows]) + self.means[t]
+        return out
+
+
+BASELINES = {
+    "both": ("kernel_ridge",),
+    "transductive": ("linear", "delta", "linear_all", "delta_all"),
+    "inductive": ("low_model_linear", "low_model_delta"),
+}
+"""The baselines of each setting, in table order (``both`` = shown with either setting)."""
+
+
+def baseline_names(low_name: str, high_name: str) -> dict[str, str]:
+    """The label of every baseline in a table, e.g. ``"Δ-learning: a·DFT + b + kernel
+    ridge"``."""
+    return {
+        "kernel_ridge": f"kernel ridge on {high_name} labels only",
+        "linear": f"linear correction a·{low_name} + b",
+        "delta": f"Δ-learning: a·{low_name} + b + kernel ridge",
+        "linear_all": f"linear correction on every {low_name} column",
+        "delta_all": f"Δ-learning on every {low_name} column + kernel ridge",
+        "low_model_linear": f"{low_name} kernel ridge model, corrected linearly",
+        "low_model_delta": f"{low_name} kernel ridge model + Δ-learning",
+    }
+
+
+def _subsample(index: np.ndarray, limit: int, seed: int = 0) -> np.ndarray:
+    if len(index) <= limit:
+        return index
+    return np.sort(np.random.default_rng(seed).choice(index, limit, replace=False))
+
+
+def transfer_baselines(
+    low: np.ndarray,
+    high: np.ndarray,
+    fingerprints: np.ndarray | None,
+    split: dict[str, np.ndarray],
+    inductive_pool: np.ndarray | None = None,
+    max_kernel_molecules: int = MAX_KERNEL_MOLECULES,
+) -> dict[str, np.ndarray]:
+    """Test-set predictions of every baseline (see the module docstring).
+
+    Args:
+        low: ``[N, T]`` low-fidelity labels of every molecule (NaN = missing).
+        high: ``[N, T]`` high-fidelity labels (NaN = missing).
+        fingerprints: ``[N, F]`` bits, or None: no kernel ridge baselines (only the linear
+            corrections).
+        split: ``train``/``val``/``test`` positions (the transfer strategies' split).
+        inductive_pool: positions whose low-fidelity labels train the low-fidelity model of
+            the inductive baselines (the test molecules excluded); None = no inductive
+            baselines.
+        max_kernel_molecules: a kernel's training molecules are subsampled (seed 0) to at
+            most this many.
+
+    Returns:
+        ``{baseline key (BASELINES): float64 [n_test, T] predictions}``.
+    """
+    train, val, test = split["train"], split["val"], split["test"]
+    low = np.asarray(low, dtype=np.float64)
+    high = np.asarray(high, dtype=np.float64)
+    out: dict[str, np.ndarray] = {}
+    kernel_train = _subsample(train, max_kernel_molecules)
+
+    def residual_ridge(base: np.ndarray) -> np.ndarray:
+        model = FingerprintKernelRidge.fit(
+            fingerprints[kernel_train], high[kernel_train] - base[kernel_train],
+            fingerprints[val], high[val] - base[val],
+        )  # fmt: skip
+        return base[test] + model.predict(fingerprints[test])
+
+    if fingerprints is not None:
+        model = FingerprintKernelRidge.fit(
+            fingerprints[kernel_train], high[kernel_train], fingerprints[val], high[val]
+        )
+        out["kernel_ridge"] = model.predict(fingerprints[test])
+    for suffix, same in (("", True), ("_all", False)):
+        known = np.concatenate([train, val, test])
+        base = np.full_like(high, np.nan)
+        base[known] = LinearCorrection.fit(low[train], high[train], same).predict(low[known])
+        out[f"linear{suffix}"] = base[test]
+        if fingerprints is not None:
+            out[f"delta{suffix}"] = residual_ridge(base)
+    if inductive_pool is not None and fingerprints is not None:
+        pool = np.setdiff1d(inductive_pool, test)
+        held_out = np.random.default_rng(0).random(len(pool)) < 0.1
+        low_model = FingerprintKernelRidge.fit(
+            fingerprints[_subsample(pool[~held_out], max_kernel_molecules)],
+            low[_subsample(pool[~held_out], max_kernel_molecules)],
+            fingerprints[pool[held_out]], low[pool[held_out]],
+        )  # fmt: skip
+        known = np.concatenate([train, val, test])
+        predicted = np.full_like(low, np.nan)
+        predicted[known] = low_model.predict(fingerprints[known])
+        base = np.full_like(high, np.nan)
+        base[known] = LinearCorrection.fit(predicted[train], high[train], True).predict(
+            predicted[known]
+        )
+        out["low_model_linear"] = base[test]
+        out["low_model_delta"] = residual_ridge(base)
+    return out

@@ -1,0 +1,70 @@
+"""Baselines of the transfer tables: Tanimoto kernel, linear correction, kernel ridge, and the
+baselines of each setting on a split."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from chemgraph.train.baselines import (
+    FingerprintKernelRidge,
+    LinearCorrection,
+    morgan_fingerprints,
+    tanimoto_kernel,
+    transfer_baselines,
+)
+
+
+def test_tanimoto_kernel_by_hand():
+    a = np.array([[1, 1, 0, 0], [0, 0, 0, 0]], dtype=np.uint8)
+    b = np.array([[1, 0, 1, 0], [1, 1, 0, 0], [0, 0, 0, 0]], dtype=np.uint8)
+    expected = np.array([[1 / 3, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    np.testing.assert_allclose(tanimoto_kernel(a, b), expected)
+
+
+def test_linear_correction_recovers_the_coefficients():
+    rng = np.random.default_rng(0)
+    low = rng.normal(size=(20, 2))
+    high = np.c_[2.0 * low[:, 0] - 1.0, 0.5 * low[:, 0] + 3.0 * low[:, 1] + 0.25]
+    high[3, 0] = np.nan  # skipped for that target only
+    same = LinearCorrection.fit(low, high, same_column=True)
+    assert same.weights[:, 0] == pytest.approx([2.0, 0.0])
+    assert same.intercept[0] == pytest.approx(-1.0)
+    assert same.weights[0, 1] == 0.0  # target 1 sees only low column 1
+    every = LinearCorrection.fit(low, high, same_column=False)
+    assert every.weights[:, 1] == pytest.approx([0.5, 3.0])
+    assert every.intercept[1] == pytest.approx(0.25)
+    np.testing.assert_allclose(every.predict(low[:2])[:, 1], high[:2, 1])
+    with pytest.raises(ValueError, match="molecules for 3 coefficients"):
+        LinearCorrection.fit(low[:2], high[:2], same_column=False)
+
+
+def test_kernel_ridge_interpolates_and_falls_back_to_the_mean():
+    fingerprints = np.eye(6, dtype=np.uint8)  # no two molecules share a bit
+    labels = np.arange(6, dtype=np.float64)[:, None] + 10.0
+    model = FingerprintKernelRidge.fit(fingerprints, labels, fingerprints, labels, (1e-6, 1.0))
+    assert model.alphas == [1e-6]  # the validation RMSE picks the smaller ridge
+    np.testing.assert_allclose(model.predict(fingerprints), labels, atol=1e-4)
+    unseen = np.zeros((1, 6), dtype=np.uint8)
+    unseen_bits = np.r_[unseen, [[0] * 6]]
+    assert model.predict(unseen_bits[:1])[0, 0] == pytest.approx(12.5)  # the training mean
+
+
+def test_transfer_baselines_on_a_split():
+    smiles = ["C", "CC", "CCC", "CCCC", "CO", "CCO", "CCCO", "CN", "CCN", "CCCN", "C=O", "CC=O"]
+    fingerprints = morgan_fingerprints(smiles)
+    assert fingerprints.shape == (12, 2048) and fingerprints.dtype == np.uint8
+    rng = np.random.default_rng(1)
+    low = rng.normal(size=(12, 1)) - 7.0
+    high = 1.1 * low - 2.0  # an exact linear relation
+    split = {"train": np.arange(0, 6), "val": np.arange(6, 9), "test": np.arange(9, 12)}
+    out = transfer_baselines(low, high, fingerprints, split, inductive_pool=np.arange(12))
+    assert set(out) == {
+        "kernel_ridge", "linear", "delta", "linear_all", "delta_all",
+        "low_model_linear", "low_model_delta",
+    }  # fmt: skip
+    np.testing.assert_allclose(out["linear"], high[9:], atol=1e-10)
+    np.testing.assert_allclose(out["delta"], high[9:], atol=1e-6)  # zero residual to learn
+    assert all(v.shape == (3, 1) for v in out.values())
+    # no fingerprints: only the linear corrections
+    assert set(transfer_baselines(low, high, None, split)) == {"linear", "linear_all"}
