@@ -78,7 +78,8 @@ Edit = tuple[int, int, int]
 
 
 def bond_class(bond: Chem.Bond | None) -> int:
-    """Index in :data:`BOND_CLASSES` of an RDKit bond (None = no bond, 0).
+    """Index in :data:`BOND_CLASSES` of an RDKit bond (None = no bond, 0). A dative bond
+    (RDKit's sanitisation writes some bonds to metals so) is single.
 
     Raises:
         ValueError: a bond type outside single, double, triple and aromatic (dative, ...).
@@ -86,6 +87,8 @@ def bond_class(bond: Chem.Bond | None) -> int:
     if bond is None:
         return 0
     kind = bond.GetBondType()
+    if kind == Chem.BondType.DATIVE:
+        return 1
     for index, known in _BOND_TYPES.items():
         if kind == known:
             return index
@@ -221,8 +224,11 @@ def apply_edits(inputs: Chem.Mol, edits: Iterable[Edit]) -> Chem.Mol | None:
         delta = _bond_sum(atom) - before
         hydrogens, charge = atom.GetNumExplicitHs(), atom.GetFormalCharge()
         first = charge
-        if delta < 0 < charge or (delta > 0 > charge) or (delta > 0 and charge > 0 and
-                                                           atom.GetSymbol() == "C"):
+        if (
+            delta < 0 < charge
+            or (delta > 0 > charge)
+            or (delta > 0 and charge > 0 and atom.GetSymbol() == "C")
+        ):
             # a cation losing a bond, an anion or a carbocation forming one: neutralised first
             used = min(abs(charge), abs(delta))
             charge -= used if charge > 0 else -used
