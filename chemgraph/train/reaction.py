@@ -157,13 +157,15 @@ def train_reaction_model(config: ReactionTrainingConfig) -> Path:
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     L.seed_everything(config.seed, workers=True, verbose=False)
-    items, _, rejected = load_reaction_graphs(config.train, config.max_train)
+    items, _, rejected = load_reaction_graphs(config.train, config.max_train, config.progress)
     rejected_frames = [rejected]
     if config.valid is None:
         cut = len(items) - max(1, round(config.valid_fraction * len(items)))
         train_items, valid_items = items[:cut], items[cut:]
     else:
-        valid_items, _, valid_rejected = load_reaction_graphs(config.valid, config.max_valid)
+        valid_items, _, valid_rejected = load_reaction_graphs(
+            config.valid, config.max_valid, config.progress
+        )
         rejected_frames.append(valid_rejected)
         train_items = items
     if len(train_items) < 2 or not valid_items:
