@@ -51,6 +51,7 @@ __all__ = [
 RECIPES: dict[str, str] = {
     "dft_to_gw": "chemgraph.recipes.dft_to_gw",
     "reaction_outcome": "chemgraph.recipes.reaction_outcome",
+    "reaction_centre": "chemgraph.recipes.reaction_centre",
     "qm9_gap": "chemgraph.recipes.qm9_gap_demo",
 }
 
@@ -61,6 +62,9 @@ RECIPE_DESCRIPTIONS: dict[str, str] = {
     "2024, Table 5): GW only, inductive and transductive pretraining",
     "reaction_outcome": "reaction outcome prediction: GRAT graph-to-graph translation on "
     "USPTO-MIT, beam search, top-1/2/3/5 accuracy (Yoo et al. 2020, section 4.2)",
+    "reaction_centre": "reaction outcome prediction: reaction centres scored by a GRAT encoder, "
+    "candidate products built with RDKit and ranked (WLN/WLDN, Jin et al. 2017); the shipped "
+    "model's settings",
     "qm9_gap": "ESA on the HOMO-LUMO gap (eV) of 10,000 QM9 molecules from the qm9pack package, "
     "offline: one model, 40 epochs, about 5 minutes on 2 CPU cores (make demo-gap)",
 }
@@ -73,6 +77,7 @@ SETTINGS_CLASSES: dict[str, dict[str, str]] = {
         for place in ("training", "profiles.full", "profiles.embedded")
     },
     "reaction_outcome": {"": "chemgraph.recipes.reaction_outcome:ReactionOutcomeConfig"},
+    "reaction_centre": {"": "chemgraph.recipes.reaction_centre:ReactionCentreRecipeConfig"},
     "qm9_gap": {"": "chemgraph.train.config:TrainingConfig"},
 }
 

@@ -32,6 +32,7 @@ import lightning as L
 import numpy as np
 import torch
 import torch.nn.functional as F
+import yaml
 from rdkit import Chem
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
@@ -105,7 +106,7 @@ class ReactionCentreTrainingConfig(RunConfig):
     warmup_steps: int = 200
     scorer_epochs: int = 4
     ranker_epochs: int = 2
-    ranker_reactions: int | None = 8000
+    ranker_reactions: int | None = None
     top_changes: int = 10
     max_edits: int = 4
     max_candidates: int = 20
@@ -524,6 +525,11 @@ def train_reaction_centre_model(config: ReactionCentreTrainingConfig) -> Path:
     )  # fmt: skip
     settings["ranker_reactions"] = len(subset)
     settings["ranker_coverage"] = covered
+    if not sets:
+        raise ValueError(
+            f"the scorer found the recorded product among the candidates of none of the "
+            f"{len(subset)} ranker reactions; train it longer (scorer_epochs)"
+        )
     start = time.perf_counter()
     sampler = LengthBucketSampler(
         [examples[s.example].arrays.num_atoms for s in sets], config.ranker_batch_size,
@@ -545,14 +551,8 @@ def train_reaction_centre_model(config: ReactionCentreTrainingConfig) -> Path:
     log.info("ranker trained in %.1f min", (time.perf_counter() - start) / 60)
     model = ReactionCentreModel(model_config, scorer.eval(), ranker.eval(), settings)
     save_reaction_centre_model(out / "model.pt", model)
-    (out / "config.yaml").write_text(_yaml(asdict(config)))
+    (out / "config.yaml").write_text(yaml.safe_dump(asdict(config), sort_keys=False))
     return out / "model.pt"
-
-
-def _yaml(values: dict) -> str:
-    import yaml
-
-    return yaml.safe_dump(values, sort_keys=False)
 
 
 def evaluate_reaction_centre(
