@@ -14,8 +14,13 @@ charges that follow, atom by atom, from the change of the atom's bond-order sum:
 * hydrogens are conserved: an atom that gains bond order loses as many hydrogens, one that
   loses bond order gains them;
 * an atom that gains a bond with no hydrogen left: an anion becomes neutral (an alkoxide or
-  carboxylate forming a bond), a neutral N, P or S becomes a cation (a quaternised amine, a
-  pyridine N-oxide, a phosphonium or sulfonium salt);
+  carboxylate forming a bond), a neutral S reaching 4 or 6 bonds or P reaching 5 stays neutral
+  (sulfoxides, sulfones), another neutral N, P or S becomes a cation (a quaternised amine, a
+  pyridine N-oxide, a phosphonium or sulfonium salt), an aromatic N takes the hydrogen of a
+  ring [nH] instead when there is one (azole tautomers);
+* a metal left with no bond is a by-product's and may stay bare (a Grignard's magnesium);
+* products with a metal counter-ion get their carboxylic acids deprotonated
+  (:func:`product_smiles`);
 * an atom that loses bond order while positive becomes neutral first (a nitro group or an
   N-oxide reduced, a quaternary ammonium cleaved);
 * a neutral oxygen left with one bond and no hydrogen next to a cation is an anion (the N-oxide
@@ -72,6 +77,8 @@ _BOND_TYPES = {
 }
 _ORDER = (0.0, 1.0, 2.0, 3.0, 1.5)
 _HALOGENS = ("F", "Cl", "Br", "I")
+_HYPERVALENT = {"S": (4.0, 6.0), "P": (5.0,)}
+_ORGANIC = frozenset({"H", "B", "C", "N", "O", "F", "Si", "P", "S", "Cl", "Se", "Br", "I"})
 
 Edit = tuple[int, int, int]
 """``(i, j, c)``: atoms ``i < j`` of the input molecule get bond class ``c``."""
@@ -230,7 +237,7 @@ def apply_edits(inputs: Chem.Mol, edits: Iterable[Edit]) -> Chem.Mol | None:
             or (delta > 0 and charge > 0 and atom.GetSymbol() == "C")
         ):
             # a cation losing a bond, an anion or a carbocation forming one: neutralised first
-            used = min(abs(charge), abs(delta))
+            used = min(abs(charge), int(abs(delta)))
             charge -= used if charge > 0 else -used
             delta += used if delta < 0 else -used
         left = hydrogens - delta
@@ -242,7 +249,10 @@ def apply_edits(inputs: Chem.Mol, edits: Iterable[Edit]) -> Chem.Mol | None:
                     partner.SetNumExplicitHs(partner.GetNumExplicitHs() + int(delta))
                     left = hydrogens if delta < 0 else 0
         if left < 0:
-            if atom.GetSymbol() in ("N", "P", "S") and charge == 0:
+            hypervalent = _HYPERVALENT.get(atom.GetSymbol(), ())
+            if charge == 0 and _bond_sum(atom) in hypervalent:
+                pass  # a sulfoxide, sulfone or P(V): no charge
+            elif atom.GetSymbol() in ("N", "P", "S") and charge == 0:
                 partner = None
                 if atom.GetIsAromatic():  # azole tautomer: a ring [nH] gives up its H
                     partner = _ring_nitrogen(rings, mol, k, True, touched)
@@ -314,21 +324,26 @@ def _ring_nitrogen(
 
 
 def _sanitised(mol: Chem.RWMol, touched: Iterable[int]) -> Chem.Mol | None:
-    """The sanitised copy of ``mol``; None when RDKit refuses it or an edited atom is left
-    with unpaired electrons (untouched reagents keep theirs: ``[Na]``, ``[Pd]``)."""
+    """The sanitised copy of ``mol``; None when RDKit refuses it or an edited non-metal atom is
+    left with unpaired electrons (untouched reagents keep theirs: ``[Na]``, ``[Pd]``; the
+    products are checked again by :func:`chemgraph.chem.validity.product_problem`)."""
     out = Chem.Mol(mol)
     try:
         Chem.SanitizeMol(out)
     except (Chem.rdchem.MolSanitizeException, RuntimeError, ValueError):
         return None
-    if any(out.GetAtomWithIdx(k).GetNumRadicalElectrons() for k in touched):
-        return None
+    for k in touched:
+        atom = out.GetAtomWithIdx(k)
+        if atom.GetNumRadicalElectrons() and atom.GetSymbol() in _ORGANIC:
+            return None  # a metal left bare (Mg of a Grignard reagent) is a by-product's
     return out
 
 
 def product_smiles(edited: Chem.Mol, atoms: Sequence[int]) -> str | None:
     """Canonical SMILES (no atom maps, stereo kept) of the fragments of ``edited`` that hold
-    any of ``atoms``; None when RDKit cannot read the fragments back."""
+    any of ``atoms``; None when RDKit cannot read the fragments back. Fragments that carry a
+    net positive charge (a metal counter-ion) get as many carboxylic acids deprotonated (the
+    salt as USPTO writes it: ``RC(=O)[O-].[Na+]``)."""
     wanted = set(atoms)
     fragments = Chem.GetMolFrags(edited, asMols=False, sanitizeFrags=False)
     chosen = sorted(k for fragment in fragments if wanted & set(fragment) for k in fragment)
@@ -336,4 +351,36 @@ def product_smiles(edited: Chem.Mol, atoms: Sequence[int]) -> str | None:
         return None
     text = Chem.MolFragmentToSmiles(edited, atomsToUse=chosen, canonical=False)
     mol = Chem.MolFromSmiles(text)
-    return canonical_smiles(mol) if mol is not None else None
+    if mol is None:
+        return None
+    return canonical_smiles(_salt_balanced(mol))
+
+
+def _salt_balanced(mol: Chem.Mol) -> Chem.Mol:
+    """``mol`` with as many carboxylic acids deprotonated as its cations need (a product
+    written with its counter-ion, ``RC(=O)[O-].[Na+]``); unchanged when it is neutral."""
+    excess = Chem.GetFormalCharge(mol)
+    if excess <= 0:
+        return mol
+    out = Chem.RWMol(mol)
+    for atom in out.GetAtoms():
+        if excess == 0:
+            break
+        if atom.GetSymbol() != "O" or atom.GetFormalCharge() or atom.GetTotalNumHs() != 1:
+            continue
+        carbon = atom.GetNeighbors()[0] if atom.GetDegree() == 1 else None
+        if carbon is None or carbon.GetSymbol() != "C":
+            continue
+        if any(
+            b.GetBondType() == Chem.BondType.DOUBLE and b.GetOtherAtom(carbon).GetSymbol() == "O"
+            for b in carbon.GetBonds()
+        ):
+            atom.SetNumExplicitHs(0)
+            atom.SetNoImplicit(True)
+            atom.SetFormalCharge(-1)
+            excess -= 1
+    try:
+        Chem.SanitizeMol(out)
+    except (Chem.rdchem.MolSanitizeException, RuntimeError, ValueError):
+        return mol
+    return out.GetMol()

@@ -87,6 +87,10 @@ class ReactionCentreTrainingConfig(RunConfig):
         learning_rate, weight_decay: AdamW (cosine decay after ``warmup_steps`` linear warm-up).
         scorer_epochs, ranker_epochs: fixed work of each stage.
         ranker_reactions: training reactions whose candidates train the ranker (None = all).
+        scorer_checkpoint: the ``scorer.pt`` of an earlier run with the same ``train``,
+            ``max_train``, ``model_options`` and stage-1 settings: its scorer is used and stage 1
+            is skipped (the result equals a run from the start; the ranker's initial weights do
+            not depend on stage 1). None = train the scorer.
         top_changes: best-scored changes combined into candidates.
         max_edits, max_candidates, max_tries: of
             :func:`chemgraph.data.reaction_centre.enumerate_candidates`.
@@ -107,6 +111,7 @@ class ReactionCentreTrainingConfig(RunConfig):
     scorer_epochs: int = 4
     ranker_epochs: int = 2
     ranker_reactions: int | None = None
+    scorer_checkpoint: str | None = None
     top_changes: int = 10
     max_edits: int = 4
     max_candidates: int = 20
@@ -489,23 +494,33 @@ def train_reaction_centre_model(config: ReactionCentreTrainingConfig) -> Path:
         "seed": config.seed,
     }  # fmt: skip
     start = time.perf_counter()
-    sampler = LengthBucketSampler(
-        [e.arrays.num_atoms for e in examples], config.batch_size, config.seed
-    )
-    loader = DataLoader(
-        examples,
-        batch_sampler=sampler,
-        collate_fn=lambda items: reaction_centre_batch(
-            [e.arrays for e in items], [e.edits for e in items], [e.product_atoms for e in items]
-        ),
-    )
-    _fit(
-        ScorerModule(scorer, config),
-        loader,
-        config.scorer_epochs,
-        config.accelerator,
-        config.progress,
-    )
+    if config.scorer_checkpoint is not None:  # stage 1 done before: its scorer.pt
+        scorer = load_reaction_centre_model(config.scorer_checkpoint).scorer
+        if scorer.config != model_config:
+            raise ValueError(
+                f"scorer_checkpoint {config.scorer_checkpoint} holds another model "
+                f"({scorer.config}) than model_options ({model_config})"
+            )
+    else:
+        sampler = LengthBucketSampler(
+            [e.arrays.num_atoms for e in examples], config.batch_size, config.seed
+        )
+        loader = DataLoader(
+            examples,
+            batch_sampler=sampler,
+            collate_fn=lambda items: reaction_centre_batch(
+                [e.arrays for e in items],
+                [e.edits for e in items],
+                [e.product_atoms for e in items],
+            ),
+        )
+        _fit(
+            ScorerModule(scorer, config),
+            loader,
+            config.scorer_epochs,
+            config.accelerator,
+            config.progress,
+        )
     model = ReactionCentreModel(model_config, scorer.eval(), ranker, settings)
     save_reaction_centre_model(out / "scorer.pt", model)
     log.info("scorer trained in %.1f min", (time.perf_counter() - start) / 60)

@@ -55,6 +55,12 @@ def test_esterification_edits_by_hand():
         "[O:1]=[c:2]1[cH:3][cH:4][cH:5][cH:6][nH:7]1.[Cl:8][P:9]([Cl:10])([Cl:11])=[O:12]>>[Cl:8][c:2]1[cH:3][cH:4][cH:5][cH:6][n:7]1",  # noqa: E501
         # SN2 with hydroxide (sodium a spectator)
         "[CH3:1][CH2:2][Br:3].[OH-:4].[Na+:5]>>[CH3:1][CH2:2][OH:4]",
+        # sulfide oxidation: the sulfoxide sulfur stays neutral
+        "[CH3:1][S:2][CH3:3].[OH:4][OH:5]>>[CH3:1][S:2](=[O:4])[CH3:3]",
+        # Grignard addition: the magnesium left bare is a by-product's
+        "[CH3:1][Mg+:2].[Br-:3].[CH3:4][C:5]([CH3:6])=[O:7]>>[CH3:1][C:5]([CH3:4])([CH3:6])[OH:7]",
+        # saponification recorded as the sodium salt: the acid is deprotonated
+        "[CH3:1][C:2](=[O:3])[O:4][CH3:5].[Na+:6].[OH-:7]>>[CH3:1][C:2](=[O:3])[O-:7].[Na+:6]",
         # amide coupling from an acid chloride
         "[CH3:1][C:2](=[O:3])[Cl:4].[NH2:5][CH2:6][CH3:7]>>[CH3:1][C:2](=[O:3])[NH:5][CH2:6][CH3:7]",  # noqa: E501
     ],
