@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["card_path", "cards_folder", "recipe_path"]
+__all__ = ["SHIPPED_REACTION_MODEL", "card_path", "cards_folder", "model_path", "recipe_path"]
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -57,4 +57,24 @@ def recipe_path(*parts: str) -> Path:
     path = _folder("recipes").joinpath(*parts)
     if not path.is_file():
         raise FileNotFoundError(f"no recipe file {'/'.join(parts)} in {_folder('recipes')}")
+    return path
+
+
+SHIPPED_REACTION_MODEL = "reaction_centre_uspto_mit_30k.pt"
+"""The trained reaction-outcome model in ``chemgraph/_data/models/`` (its card: ``README.md``
+there), used by ``chemgraph react`` when no ``--checkpoint`` is given."""
+
+
+def model_path(name: str = SHIPPED_REACTION_MODEL) -> Path:
+    """A trained model that ships inside the package: ``chemgraph/_data/models/<name>``.
+
+    Raises:
+        FileNotFoundError: no such file (reinstall chemgraph).
+    """
+    path = _PACKAGE / "_data" / "models" / name
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"the shipped model {name} is missing from {path.parent}; reinstall chemgraph "
+            "(pip install .)"
+        )
     return path

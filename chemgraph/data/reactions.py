@@ -32,6 +32,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 from torch.utils.data import DataLoader, Sampler
+from tqdm.auto import tqdm
 
 from chemgraph.batches.reaction import (
     ReactionGraphs,
@@ -184,7 +185,10 @@ def parse_input_reaction(text: str) -> Reaction:
 
 
 def encode_reactions(
-    reactions: Sequence[Reaction], rows: Sequence[int], with_product: bool = True
+    reactions: Sequence[Reaction],
+    rows: Sequence[int],
+    with_product: bool = True,
+    progress: bool = False,
 ) -> tuple[list[ReactionGraphs], list[int], list[tuple[int, str, str]]]:
     """Labelled graphs of each reaction; molecules the graphs cannot hold are reported.
 
@@ -192,12 +196,16 @@ def encode_reactions(
         reactions: parsed reactions.
         rows: their row numbers (reported with rejected reactions).
         with_product: encode the products too (False for reactions to predict).
+        progress: a tqdm bar (reactions encoded of the total) on stderr.
 
     Returns:
         ``(graphs, kept_rows, rejected)`` with rejected ``(row, reaction SMILES, reason)``.
     """
     graphs, kept, rejected = [], [], []
-    for row, reaction in zip(rows, reactions):
+    pairs = zip(rows, reactions)
+    for row, reaction in tqdm(
+        pairs, total=len(reactions), desc="reaction graphs", unit="reaction", disable=not progress
+    ):
         try:
             graphs.append(reaction_graphs(reaction, with_product=with_product))
             kept.append(row)
@@ -207,9 +215,10 @@ def encode_reactions(
 
 
 def load_reaction_graphs(
-    path: str | Path, limit: int | None = None
+    path: str | Path, limit: int | None = None, progress: bool = False
 ) -> tuple[list[ReactionGraphs], list[int], pd.DataFrame]:
-    """:func:`read_reaction_file`, then :func:`encode_reactions` with products.
+    """:func:`read_reaction_file`, then :func:`encode_reactions` with products (``progress``:
+    its tqdm bar).
 
     Returns:
         ``(graphs, rows, rejected)``: the graphs, their 0-based line numbers, and the
@@ -220,7 +229,7 @@ def load_reaction_graphs(
         OSError: the file cannot be read.
     """
     reactions, rows, unreadable = read_reaction_file(path, limit)
-    graphs, kept, bad = encode_reactions(reactions, rows)
+    graphs, kept, bad = encode_reactions(reactions, rows, progress=progress)
     unencodable = rejected_frame(bad).assign(file=Path(path).name)
     return graphs, kept, pd.concat([unreadable, unencodable], ignore_index=True)
 

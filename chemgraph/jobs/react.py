@@ -34,6 +34,7 @@ from chemgraph.chem.graph_codec import (
     same_molecules,
 )
 from chemgraph.chem.reactions import ReactionParseError
+from chemgraph.chem.validity import ReactionInputs, product_problem
 from chemgraph.data.reactions import (
     encode_reactions,
     load_reaction_graphs,
@@ -60,6 +61,7 @@ __all__ = [
     "predict_file",
     "predict_reactions",
     "prediction_frame",
+    "reaction_inputs",
     "top_k_metrics",
     "train_reaction_model",
 ]
@@ -156,13 +158,15 @@ def train_reaction_model(config: ReactionTrainingConfig) -> Path:
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     L.seed_everything(config.seed, workers=True, verbose=False)
-    items, _, rejected = load_reaction_graphs(config.train, config.max_train)
+    items, _, rejected = load_reaction_graphs(config.train, config.max_train, config.progress)
     rejected_frames = [rejected]
     if config.valid is None:
         cut = len(items) - max(1, round(config.valid_fraction * len(items)))
         train_items, valid_items = items[:cut], items[cut:]
     else:
-        valid_items, _, valid_rejected = load_reaction_graphs(config.valid, config.max_valid)
+        valid_items, _, valid_rejected = load_reaction_graphs(
+            config.valid, config.max_valid, config.progress
+        )
         rejected_frames.append(valid_rejected)
         train_items = items
     if len(train_items) < 2 or not valid_items:
@@ -251,8 +255,11 @@ def predict_reactions(
 
     With ``valid_only`` the search builds valid molecules only: atoms keep to the valences of
     the module's ``allowed_valences`` (:class:`chemgraph.models.grat.ValenceRules`), and a graph
-    counts as finished only when RDKit can sanitise it (:func:`graph_to_smiles`). Otherwise
-    every finished graph counts and invalid ones are reported.
+    counts as finished only when RDKit can sanitise it (:func:`graph_to_smiles`), and a
+    finished graph that is not a valid product of the reaction's inputs
+    (:func:`chemgraph.chem.validity.product_problem`: a radical such as ``[CH3]``, a bare atom
+    or atoms the reactants do not hold) is counted as invalid, not predicted. Otherwise every
+    finished graph RDKit sanitises counts and the others are reported.
 
     Args:
         module: a trained module (eval mode), on any device.
@@ -285,17 +292,31 @@ def predict_reactions(
             batch, beam_width, length_penalty, rules=rules, accept=accept
         )
         for index, hypotheses in zip(chunk, beams):
-            results[index] = decode_hypotheses(hypotheses, vocabulary, top_k)
+            inputs = reaction_inputs(items[index]) if valid_only else None
+            results[index] = decode_hypotheses(hypotheses, vocabulary, top_k, inputs)
         if progress:
             done = min(first + batch_size, len(order))
             log.info("predicted %d/%d (%.0f s)", done, len(order), time.perf_counter() - start)
     return [results[i] for i in range(len(items))]
 
 
+def reaction_inputs(item: ReactionGraphs) -> ReactionInputs:
+    """The reactants and reagents of a reaction (for :func:`decode_hypotheses`)."""
+    return ReactionInputs.from_smiles(graph_to_smiles(g) for g in item.reactants + item.reagents)
+
+
 def decode_hypotheses(
-    hypotheses: Sequence[Any], vocabulary: TokenVocabulary, top_k: int
+    hypotheses: Sequence[Any],
+    vocabulary: TokenVocabulary,
+    top_k: int,
+    inputs: ReactionInputs | None = None,
 ) -> ReactionPrediction:
     """The valid, distinct canonical SMILES of one reaction's finished beams.
+
+    Valid means RDKit sanitises the graph and, given ``inputs``, that it is a product a chemist
+    would accept (:func:`chemgraph.chem.validity.product_problem`: no radical or bare atom the
+    reactants do not have, no atom the reactants do not account for); a methyl radical
+    ``[CH3]`` or a chlorine atom ``[Cl]`` is invalid.
 
     Args:
         hypotheses: beam-search graphs, best first, each with ``labels`` (token ids),
@@ -303,6 +324,7 @@ def decode_hypotheses(
             (:class:`chemgraph.models.grat.GraphHypothesis`).
         vocabulary: anything with the ``tokens`` list of the model's vocabulary.
         top_k: most SMILES kept.
+        inputs: the reactants and reagents (:func:`reaction_inputs`); None = RDKit's check only.
 
     Returns:
         The prediction; a graph that is not a valid molecule is counted in ``num_invalid``,
@@ -311,6 +333,8 @@ def decode_hypotheses(
     smiles, scores, invalid, first_invalid = [], [], 0, False
     for rank, hypothesis in enumerate(hypotheses):
         text = _graph_smiles(hypothesis, vocabulary)
+        if text is not None and inputs is not None and product_problem(text, inputs):
+            text = None
         if text is None:
             invalid += 1
             first_invalid = first_invalid or rank == 0
@@ -342,7 +366,8 @@ def top_k_metrics(
 
     Returns:
         ``top_<k>`` for each of ``ks``; ``invalid_top1``: share of reactions whose
-        best-scoring graph is not a valid molecule; ``invalid_beam``: share of all finished beam
+        best-scoring graph is not a valid product (:func:`decode_hypotheses`: a radical such
+        as ``[CH3]`` counts), or that have none; ``invalid_beam``: share of all finished beam
         graphs that are invalid; ``reactions``: their number.
     """
     n = max(1, len(targets))

@@ -91,6 +91,14 @@ RECIPES: dict[str, Recipe] = {
             {"": "chemgraph.recipes.reaction_outcome:ReactionOutcomeConfig"},
         ),
         Recipe(
+            "reaction_centre",
+            "chemgraph.recipes.reaction_centre",
+            "reaction outcome prediction: reaction centres scored by a GRAT encoder, candidate "
+            "products built with RDKit and ranked (WLN/WLDN, Jin et al. 2017); the shipped "
+            "model's settings",
+            {"": "chemgraph.recipes.reaction_centre:ReactionCentreRecipeConfig"},
+        ),
+        Recipe(
             "qm9_gap",
             "chemgraph.recipes.qm9_gap_demo",
             "ESA on the HOMO-LUMO gap (eV) of 10,000 QM9 molecules from the qm9pack package, "

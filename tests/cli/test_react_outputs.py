@@ -17,7 +17,10 @@ from chemgraph.cli.react import INPUT_FORMAT, reaction_lines
 from chemgraph.jobs.react import NO_PRODUCT, predict_file
 
 FROZEN = str(
-    Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints" / "reaction_grat.ckpt"
+    Path(__file__).resolve().parents[1]
+    / "fixtures"
+    / "checkpoints"
+    / "reaction_grat_test_fixture.ckpt"
 )
 ESTER_INPUT = "CC(=O)Cl.OCC>c1ccncc1>"
 SCORE = r"-?\d+\.\d{4}"
@@ -25,7 +28,7 @@ SEPARATORS = "expected 'reactants>reagents>products' (2 '>' separators), found 0
 
 
 def _react(*argv: str) -> int:
-    return main(["react", *argv, "--beam-width", "4", "--top-k", "2"])
+    return main(["react", *argv, "--decoder", "generate", "--beam-width", "4", "--top-k", "2"])
 
 
 def test_one_reaction_prints_ranked_products_with_scores(capsys):
@@ -67,8 +70,9 @@ def test_input_file_prints_each_reaction_then_the_summary(tmp_path, capsys):
     valid = int((table["prediction_1"] != "").sum())
     assert valid == 2
     assert lines[-4] == (
-        f"4 reactions read, 2 decoded, 2 with a valid product (written to {output}; its error "
-        "column says why a reaction has no prediction)"
+        "4 reactions read, 2 decoded, 2 with a valid product, 0 whose best-scoring product was "
+        "not valid (a radical or bare atom the reactants lack, or atoms they do not hold) or "
+        f"missing (written to {output}; its error column says why a reaction has no prediction)"
     )
     # the amide alone of the decoded reactions has a product: the accuracy is over it
     assert lines[-3] == (
@@ -96,8 +100,9 @@ def test_input_file_without_valid_products_says_so_per_reaction(
         f"  {NO_PRODUCT}",
         "row 2: CCO>>CC=O",
         f"  {NO_PRODUCT}",
-        f"3 reactions read, 3 decoded, 0 with a valid product (written to {output}; its error "
-        "column says why a reaction has no prediction)",
+        "3 reactions read, 3 decoded, 0 with a valid product, 3 whose best-scoring product was "
+        "not valid (a radical or bare atom the reactants lack, or atoms they do not hold) or "
+        f"missing (written to {output}; its error column says why a reaction has no prediction)",
         "top-k accuracy over 1 of 3 reactions (the decoded ones with a known product):",
         "         top-1         top-2         top-3         top-5  invalid-top1",
         "         0.00%         0.00%         0.00%         0.00%       100.00%",

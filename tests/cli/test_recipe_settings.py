@@ -104,6 +104,7 @@ def test_set_works_for_every_recipe(tmp_path, received):
                       "--set", "training.finetune_max_minutes=2"],
         "qm9_gap": ["--set", "max_epochs=2", "--max-time-minutes", "1.5"],
         "reaction_outcome": ["--set", "profile=cpu", "--set", "top_k=3"],
+        "reaction_centre": ["--set", "profile=full", "--set", "scorer_epochs=2"],
     }  # fmt: skip
     assert set(runs) == set(RECIPES)
     for name, flags in runs.items():
@@ -117,6 +118,8 @@ def test_set_works_for_every_recipe(tmp_path, received):
         2, 1.5, ["gap_ev"],
     )  # fmt: skip
     assert recipe_settings("reaction_outcome", configs["reaction_outcome"])["top_k"] == 3
+    centre = recipe_settings("reaction_centre", configs["reaction_centre"])
+    assert centre["scorer_epochs"] == 2 and centre["model_options"]["hidden_dim"] == 256
 
 
 def test_unknown_keys_are_refused_with_the_valid_ones(tmp_path, capsys, received):

@@ -19,7 +19,12 @@ from chemgraph.jobs.react import (
     prediction_frame,
 )
 
-CHECKPOINT = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints" / "reaction_grat.ckpt"
+CHECKPOINT = (
+    Path(__file__).resolve().parents[1]
+    / "fixtures"
+    / "checkpoints"
+    / "reaction_grat_test_fixture.ckpt"
+)
 
 COLUMNS = [
     "row", "reaction", "target", "target_rank", "top1_invalid",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from chemgraph.chem.validity import ReactionInputs
 from chemgraph.cli import main
 from chemgraph.jobs import react as reaction
 from chemgraph.jobs.react import (
@@ -59,22 +60,68 @@ def test_predictions_are_deduplicated_and_invalid_graphs_counted():
     assert prediction.num_invalid == 2 and not prediction.top1_invalid
 
 
+def test_radical_top1_counts_as_invalid_top1():
+    """Issue 27: every top-1 was [CH3] or [Cl] and invalid_top1 said 0.0."""
+    tokens = ["<PAD>", "<UNK>", "<CLS>", "<REACTANT>", "<REAGENT>", "<PRODUCT>", "<G>", "<EOG>",
+              "[CH3]", "[OH]", "[CH2]", "[Cl]"]  # fmt: skip
+
+    class Vocabulary:
+        pass
+
+    vocabulary = Vocabulary()
+    vocabulary.tokens = tokens
+    hypotheses = [
+        _Hypothesis([8], [], -0.1),  # [CH3]: a methyl radical
+        _Hypothesis([11], [], -0.15),  # [Cl]: a chlorine atom
+        _Hypothesis([8, 10, 9], [(0, 1, 1), (1, 2, 1)], -0.2),  # CCO
+    ]
+    inputs = ReactionInputs.from_smiles(["CCCl", "[OH-].[Na+]"])
+    prediction = decode_hypotheses(hypotheses, vocabulary, top_k=5, inputs=inputs)
+    assert prediction.smiles == ["CCO"] and prediction.scores == [-0.2]
+    assert prediction.top1_invalid and prediction.num_invalid == 2
+    metrics = top_k_metrics([prediction], ["CCO"])
+    assert metrics["invalid_top1"] == 100.0 and metrics["top_1"] == 100.0
+    # without the reactants only RDKit's check applies: the radicals pass it
+    assert decode_hypotheses(hypotheses, vocabulary, top_k=5).smiles == ["[CH3]", "[Cl]", "CCO"]
+
+
 def test_react_user_errors_are_one_line(tmp_path, capsys):
     not_a_checkpoint = tmp_path / "table.csv"
     not_a_checkpoint.write_text("smiles\nCCO\n")
     reaction = "CC(=O)Cl.OCC>c1ccncc1>"
-    assert main(["react", reaction, "--checkpoint", str(not_a_checkpoint)]) == 2
+    assert (
+        main(["react", reaction, "--decoder", "generate", "--checkpoint", str(not_a_checkpoint)])
+        == 2
+    )
     assert "not a readable PyTorch checkpoint" in capsys.readouterr().err
-    assert main(["react", reaction, "--checkpoint", str(tmp_path / "missing.ckpt")]) == 2
+    assert (
+        main(
+            [
+                "react",
+                reaction,
+                "--decoder",
+                "generate",
+                "--checkpoint",
+                str(tmp_path / "missing.ckpt"),
+            ]
+        )
+        == 2
+    )
     assert "does not exist" in capsys.readouterr().err
     for option in ("--top-k", "--beam-width", "--batch-size"):
-        assert main(["react", reaction, "--checkpoint", "x.ckpt", option, "0"]) == 2
+        assert (
+            main(
+                ["react", reaction, "--decoder", "generate", "--checkpoint", "x.ckpt", option, "0"]
+            )
+            == 2
+        )
         assert f"{option} must be at least 1, got 0" in capsys.readouterr().err
 
 
 def _react_file(inputs, checkpoint, output) -> int:
-    return main(["react", "--input", str(inputs), "--checkpoint", checkpoint, "--output",
-                 str(output), "--beam-width", "3", "--top-k", "2", "--overwrite"])  # fmt: skip
+    return main(["react", "--input", str(inputs), "--decoder", "generate", "--checkpoint",
+                 checkpoint, "--output", str(output), "--beam-width", "3", "--top-k", "2",
+                 "--overwrite"])  # fmt: skip
 
 
 def test_react_input_counts_no_valid_product_and_writes_integer_rows(

@@ -57,16 +57,17 @@ def test_recipe_run_and_react_cli(tmp_path, capsys, caplog):
     checkpoint = str(tmp_path / "run" / "best.ckpt")
 
     capsys.readouterr()
-    assert main(["react", "CC(=O)Cl.OCC>c1ccncc1>", "--checkpoint", checkpoint,
-                 "--top-k", "2", "--beam-width", "3"]) == 0  # fmt: skip
+    assert main(["react", "CC(=O)Cl.OCC>c1ccncc1>", "--decoder", "generate", "--checkpoint",
+                 checkpoint, "--top-k", "2", "--beam-width", "3"]) == 0  # fmt: skip
     lines = [line for line in capsys.readouterr().out.splitlines() if line]
     assert lines and all(line.split("\t")[0].isdigit() or "no valid" in line for line in lines)
 
     inputs = tmp_path / "inputs.txt"
     inputs.write_text("CC(=O)Cl.OCC>c1ccncc1>\nnot a reaction\n\nCO.[Na+]>>\n")
     output = tmp_path / "predictions.csv"
-    assert main(["react", "--input", str(inputs), "--checkpoint", checkpoint, "--output",
-                 str(output), "--beam-width", "3", "--top-k", "2"]) == 0  # fmt: skip
+    assert main(["react", "--input", str(inputs), "--decoder", "generate", "--checkpoint",
+                 checkpoint, "--output", str(output), "--beam-width", "3",
+                 "--top-k", "2"]) == 0  # fmt: skip
     table = pd.read_csv(output, keep_default_na=False)
     assert table["row"].tolist() == [0, 1, 3]
     assert table["reaction"].tolist() == ["CC(=O)Cl.OCC>c1ccncc1>", "not", "CO.[Na+]>>"]
@@ -74,7 +75,8 @@ def test_recipe_run_and_react_cli(tmp_path, capsys, caplog):
     assert table["error"].tolist()[0] == decoded and "separators" in table["error"].tolist()[1]
     valid = int((table["prediction_1"] != "").sum())
     assert f"3 reactions read, 2 decoded, {valid} with a valid product" in capsys.readouterr().out
-    assert main(["react", "--checkpoint", checkpoint]) == 2  # neither a reaction nor --input
+    # neither a reaction nor --input
+    assert main(["react", "--decoder", "generate", "--checkpoint", checkpoint]) == 2
 
 
 def test_profiles_are_complete_and_valid():

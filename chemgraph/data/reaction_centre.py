@@ -1,0 +1,224 @@
+"""Reaction-centre data: mapped reactions -> training examples; scored changes -> candidates.
+
+* :func:`load_reaction_centre_examples` reads a file of atom-mapped reactions (USPTO-MIT lines,
+  or any ``reactants>reagents>products`` file of :func:`chemgraph.data.reactions.reaction_records`)
+  with a progress bar, and turns each into a :class:`ReactionCentreExample`: the input molecule
+  as arrays, the edits (:func:`chemgraph.chem.reaction_edits.reaction_edits`) and the atoms of
+  the product. Reactions that cannot be read are reported (row, input, reason), never dropped
+  silently.
+* :func:`enumerate_candidates` turns the scored bond changes of one reaction into candidate
+  products: combinations of the best-scored changes, applied with RDKit
+  (:func:`chemgraph.chem.reaction_edits.apply_edits`), sanitised, the product fragments chosen
+  by the scorer's product-atom logits, checked by :func:`chemgraph.chem.validity.product_problem`
+  and deduplicated, so every candidate is a valid product by construction.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from rdkit import Chem
+from tqdm.auto import tqdm
+
+from chemgraph.batches.reaction_centre import MoleculeArrays, molecule_arrays
+from chemgraph.chem.reaction_edits import (
+    Edit,
+    MappedReaction,
+    apply_edits,
+    mapped_reaction,
+    product_smiles,
+    reaction_edits,
+)
+from chemgraph.chem.reactions import ReactionParseError
+from chemgraph.chem.validity import ReactionInputs, product_problem
+from chemgraph.data.datasets.base import rejected_frame
+from chemgraph.data.reactions import reaction_records
+
+__all__ = [
+    "Candidate",
+    "ReactionCentreExample",
+    "enumerate_candidates",
+    "load_reaction_centre_examples",
+    "reaction_centre_example",
+]
+
+
+@dataclass
+class ReactionCentreExample:
+    """One reaction for the reaction-centre model.
+
+    Attributes:
+        text: the reaction SMILES as read.
+        reaction: the parsed reaction (input molecule, product, product atoms).
+        arrays: the input molecule as :class:`MoleculeArrays`.
+        edits: the recorded edits (empty without a mapped product).
+        product_smiles: canonical SMILES of the recorded product (``""`` when unknown).
+    """
+
+    text: str
+    reaction: MappedReaction
+    arrays: MoleculeArrays
+    edits: tuple[Edit, ...]
+    product_smiles: str
+
+    @property
+    def product_atoms(self) -> list[int]:
+        return sorted(self.reaction.product_atoms)
+
+
+def reaction_centre_example(
+    text: str, max_distance: int, with_edits: bool = True
+) -> ReactionCentreExample:
+    """The example of one reaction SMILES.
+
+    Args:
+        text: ``reactants>reagents>products``; the products (atom-mapped) are needed for
+            ``with_edits``, else they may be empty.
+        max_distance: distance buckets of the model.
+        with_edits: derive the recorded edits (training, evaluation).
+
+    Raises:
+        ReactionParseError: see :func:`chemgraph.chem.reaction_edits.mapped_reaction`; with
+            ``with_edits`` also a product that is missing or not fully mapped, or a bond type
+            outside single, double, triple and aromatic.
+    """
+    reaction = mapped_reaction(text)
+    edits: tuple[Edit, ...] = ()
+    if with_edits:
+        try:
+            edits = reaction_edits(reaction)
+        except ValueError as error:
+            raise ReactionParseError(str(error), text) from error
+    try:
+        arrays = molecule_arrays(reaction.inputs, max_distance)
+    except ValueError as error:
+        raise ReactionParseError(str(error), text) from error
+    return ReactionCentreExample(text, reaction, arrays, edits, reaction.product_smiles)
+
+
+def load_reaction_centre_examples(
+    path: str | Path,
+    max_distance: int,
+    max_reactions: int | None = None,
+    with_edits: bool = True,
+    progress: bool = True,
+) -> tuple[list[ReactionCentreExample], list[int], pd.DataFrame]:
+    """Read and encode the reactions of a file, with a progress bar (reactions done / total).
+
+    Returns:
+        The examples, their rows (0-based line or data row), and the rejected records
+        (``row``, ``input``, ``reason``, ``file``).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    records = list(itertools.islice(reaction_records(path), max_reactions))
+    examples, rows, rejected = [], [], []
+    for row, text, reason in tqdm(
+        records, desc=f"encoding {Path(path).name}", unit="reaction", disable=not progress
+    ):
+        if reason is None:
+            try:
+                examples.append(reaction_centre_example(text, max_distance, with_edits))
+                rows.append(row)
+                continue
+            except ReactionParseError as error:
+                reason = error.reason
+        rejected.append((row, text, reason))
+    frame = rejected_frame(rejected)
+    frame["file"] = str(path)
+    return examples, rows, frame
+
+
+@dataclass
+class Candidate:
+    """One candidate product of a reaction.
+
+    Attributes:
+        smiles: canonical SMILES of the product fragments (no atom maps).
+        edits: the edits applied.
+        edit_score: summed scorer logit of the edits.
+        molecule: the whole edited molecule (reagents and by-products too; atom ``k`` is input
+            atom ``k``).
+        product_atoms: the atoms of the product fragments.
+    """
+
+    smiles: str
+    edits: tuple[Edit, ...]
+    edit_score: float
+    molecule: Chem.Mol
+    product_atoms: tuple[int, ...]
+
+
+def enumerate_candidates(
+    reaction: MappedReaction,
+    changes: Sequence[tuple[Edit, float]],
+    atom_logits: np.ndarray,
+    max_edits: int = 4,
+    max_candidates: int = 20,
+    max_tries: int = 60,
+    inputs: ReactionInputs | None = None,
+) -> list[Candidate]:
+    """Candidate products from combinations of the best-scored bond changes.
+
+    Every combination of 1 … ``max_edits`` of ``changes`` (at most one change per atom pair)
+    is scored by the sum of its logits (the log-odds of that edit set when the changes are
+    independent Bernoulli variables) and applied best first with RDKit; a combination whose
+    molecule does not sanitise, or whose product is not valid
+    (:func:`chemgraph.chem.validity.product_problem`), or repeats an earlier product, is
+    skipped. The product of an edited molecule is its fragments whose atoms have a mean
+    product logit above 0 (the scorer's "ends in the product"), or, if no edited fragment has,
+    the edited fragment with the highest mean: so a by-product (tosylate, Ph3P=O, a salt's
+    counter-ion) is not the product because it is larger.
+
+    Args:
+        reaction: the reaction (its ``inputs`` molecule).
+        changes: ``((i, j, c), logit)`` best first (the scorer's top changes).
+        atom_logits: ``float [N]`` product logit per input atom.
+        max_edits: most changes combined.
+        max_candidates: stop after this many distinct valid products.
+        max_tries: stop after applying this many combinations.
+        inputs: the facts for the validity check (computed from ``reaction.inputs`` if None).
+
+    Returns:
+        Up to ``max_candidates`` candidates, in the order of their summed logits.
+    """
+    inputs = inputs or ReactionInputs.from_mols([reaction.inputs])
+    combos = []
+    for size in range(1, max_edits + 1):
+        for combo in itertools.combinations(range(len(changes)), size):
+            pairs = {changes[k][0][:2] for k in combo}
+            if len(pairs) == size:
+                combos.append((sum(changes[k][1] for k in combo), combo))
+    combos.sort(key=lambda item: -item[0])
+    keep_untouched = atom_logits > 0
+    candidates: list[Candidate] = []
+    seen: set[str] = set()
+    for score, combo in combos[:max_tries]:
+        edits = tuple(changes[k][0] for k in combo)
+        molecule = apply_edits(reaction.inputs, edits)
+        if molecule is None:
+            continue
+        touched = {k for e in edits for k in e[:2]}
+        chosen, best, best_mean = [], None, -np.inf
+        for fragment in Chem.GetMolFrags(molecule, asMols=False, sanitizeFrags=False):
+            mean = float(atom_logits[list(fragment)].mean())
+            if mean > 0 and (touched & set(fragment) or keep_untouched[list(fragment)].all()):
+                chosen.extend(fragment)
+            if touched & set(fragment) and mean > best_mean:
+                best, best_mean = fragment, mean
+        if not touched & set(chosen):
+            chosen = list(best) + [k for k in chosen]
+        smiles = product_smiles(molecule, chosen)
+        if smiles is None or smiles in seen or product_problem(smiles, inputs) is not None:
+            continue
+        seen.add(smiles)
+        candidates.append(Candidate(smiles, edits, score, molecule, tuple(sorted(chosen))))
+        if len(candidates) >= max_candidates:
+            break
+    return candidates

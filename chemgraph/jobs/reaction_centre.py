@@ -1,0 +1,692 @@
+"""Reaction outcomes by reaction-centre prediction: training, prediction, checkpoints.
+
+The model (:mod:`chemgraph.models.reaction_centre`: Jin et al. 2017, WLN/WLDN, NeurIPS,
+arXiv:1709.04555; Coley et al. 2019, Chem. Sci. 10, 370; on the GRAT encoder of Yoo et al.
+2020, arXiv:2006.05213) is trained in two stages, each for a fixed number of epochs:
+
+1. the scorer learns, for every input atom pair, which bond class it takes in the product
+   (sigmoid cross-entropy over the pair's other classes; the edits come from the atom maps,
+   :func:`chemgraph.chem.reaction_edits.reaction_edits`) and, per atom, whether it ends in the
+   product;
+2. the trained scorer proposes candidates for the first ``ranker_reactions`` training reactions
+   (:func:`chemgraph.data.reaction_centre.enumerate_candidates`), and the ranker learns to put
+   the recorded product first (softmax cross-entropy over a reaction's candidates; reactions
+   whose product is not among them are left out of this stage and counted).
+
+Prediction: scorer -> best ``top_changes`` changes -> candidates (valid by construction) ->
+ranker -> softmax probabilities, best first. A checkpoint is a plain dictionary
+(``hyper_parameters``: plain values; ``state_dict``: tensors), read with
+``torch.load(..., weights_only=True)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import numpy as np
+import torch
+import torch.nn.functional as F
+import yaml
+from rdkit import Chem
+from torch.utils.data import DataLoader
+from tqdm.auto import tqdm
+
+from chemgraph.batches.reaction_centre import molecule_arrays, reaction_centre_batch
+from chemgraph.chem.reaction_edits import Edit
+from chemgraph.chem.validity import ReactionInputs
+from chemgraph.data.reaction_centre import (
+    Candidate,
+    ReactionCentreExample,
+    enumerate_candidates,
+    load_reaction_centre_examples,
+)
+from chemgraph.data.reactions import LengthBucketSampler
+from chemgraph.errors import ConfigError
+from chemgraph.jobs.react import ReactionPrediction
+from chemgraph.models.reaction_centre import (
+    CandidateRanker,
+    ReactionCentreConfig,
+    ReactionCentreScorer,
+)
+from chemgraph.train.callbacks import EpochProgress, LossHistory
+from chemgraph.train.config import RunConfig
+from chemgraph.train.trainer import make_trainer
+
+__all__ = [
+    "CHECKPOINT_KIND",
+    "ReactionCentreModel",
+    "ReactionCentreTrainingConfig",
+    "load_reaction_centre_model",
+    "save_reaction_centre_model",
+    "train_reaction_centre_model",
+]
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_KIND = "reaction_centre"
+"""``hyper_parameters["kind"]`` of a reaction-centre checkpoint."""
+
+
+@dataclass
+class ReactionCentreTrainingConfig(RunConfig):
+    """Settings of training the reaction-centre model; round-trips through YAML.
+
+    Attributes:
+        train: file of atom-mapped reactions (USPTO-MIT ``.txt``, plain or gzip, or any file
+            :func:`chemgraph.data.reactions.reaction_records` reads).
+        out: output folder (``model.pt``, ``rejected.csv``).
+        max_train: use only the first N reactions (None = all).
+        model_options: fields of :class:`chemgraph.models.reaction_centre.ReactionCentreConfig`.
+        batch_size: reactions per scorer batch; ranker_batch_size: reactions per ranker batch.
+        learning_rate, weight_decay: AdamW (cosine decay after ``warmup_steps`` linear warm-up).
+        scorer_epochs, ranker_epochs: fixed work of each stage.
+        ranker_reactions: training reactions whose candidates train the ranker (None = all).
+        scorer_checkpoint: the ``scorer.pt`` of an earlier run with the same ``train``,
+            ``max_train``, ``model_options`` and stage-1 settings: its scorer is used and stage 1
+            is skipped (the result equals a run from the start; the ranker's initial weights do
+            not depend on stage 1). None = train the scorer.
+        top_changes: best-scored changes combined into candidates.
+        max_edits, max_candidates, max_tries: of
+            :func:`chemgraph.data.reaction_centre.enumerate_candidates`.
+        seed: data order and weight initialisation.
+        accelerator: Lightning accelerator (``"auto"``: CUDA when present).
+        progress: progress bars.
+    """
+
+    train: str
+    out: str
+    max_train: int | None = None
+    model_options: dict[str, Any] = field(default_factory=dict)
+    batch_size: int = 16
+    ranker_batch_size: int = 8
+    learning_rate: float = 1e-3
+    weight_decay: float = 0.0
+    warmup_steps: int = 200
+    scorer_epochs: int = 4
+    ranker_epochs: int = 2
+    ranker_reactions: int | None = None
+    scorer_checkpoint: str | None = None
+    top_changes: int = 10
+    max_edits: int = 4
+    max_candidates: int = 20
+    max_tries: int = 60
+    seed: int = 0
+    accelerator: str = "auto"
+    progress: bool = True
+
+    NUMBERS = {
+        "max_train": (int, 2), "batch_size": (int, 1), "ranker_batch_size": (int, 1),
+        "learning_rate": (float, 0.0), "weight_decay": (float, 0.0), "warmup_steps": (int, 0),
+        "scorer_epochs": (int, 1), "ranker_epochs": (int, 1), "ranker_reactions": (int, 1),
+        "top_changes": (int, 1), "max_edits": (int, 1), "max_candidates": (int, 1),
+        "max_tries": (int, 1), "seed": (int, 0),
+    }  # fmt: skip
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        try:
+            ReactionCentreConfig.check_options(self.model_options)
+        except ValueError as error:
+            raise ConfigError(str(error)) from error
+
+
+def _optimiser(module: L.LightningModule, learning_rate: float, weight_decay: float,
+               warmup_steps: int) -> dict:  # fmt: skip
+    optimiser = torch.optim.AdamW(module.parameters(), lr=learning_rate, weight_decay=weight_decay)
+    total = max(1, module.trainer.estimated_stepping_batches)
+
+    def factor(step: int) -> float:
+        if step < warmup_steps:
+            return (step + 1) / warmup_steps
+        progress = (step - warmup_steps) / max(1, total - warmup_steps)
+        return 0.5 * (1 + np.cos(np.pi * min(1.0, progress)))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimiser, factor)
+    return {"optimizer": optimiser, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+
+def scorer_loss(
+    scorer: ReactionCentreScorer, batch
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Sigmoid cross-entropy of the pair logits (summed over the upper triangle's allowed
+    entries, averaged over reactions) and of the product-atom logits; returns (total, pair,
+    atom) losses, ``float32`` scalars."""
+    pair_logits, atom_logits = scorer(batch)
+    b = batch.pad_mask.shape[0]
+    upper = torch.triu(torch.ones_like(batch.bonds, dtype=torch.bool), diagonal=1)
+    allowed = torch.isfinite(pair_logits) & upper.unsqueeze(-1)
+    pair = F.binary_cross_entropy_with_logits(
+        pair_logits[allowed], batch.edit_target[allowed], reduction="sum"
+    )
+    atom = F.binary_cross_entropy_with_logits(
+        atom_logits[batch.pad_mask], batch.product_target[batch.pad_mask], reduction="sum"
+    )
+    return (pair + atom) / b, pair / b, atom / b
+
+
+class ScorerModule(L.LightningModule):
+    """Trains :class:`ReactionCentreScorer` (:func:`scorer_loss`)."""
+
+    def __init__(self, scorer: ReactionCentreScorer, settings: ReactionCentreTrainingConfig):
+        super().__init__()
+        self.scorer, self.settings = scorer, settings
+
+    def training_step(self, batch, batch_index):
+        loss, pair, atom = scorer_loss(self.scorer, batch)
+        size = batch.pad_mask.shape[0]
+        self.log("train_loss", loss, on_step=False, on_epoch=True, batch_size=size)
+        self.log_dict(
+            {"pair_loss": pair, "atom_loss": atom}, on_step=False, on_epoch=True, batch_size=size
+        )
+        return loss
+
+    def configure_optimizers(self):
+        s = self.settings
+        return _optimiser(self, s.learning_rate, s.weight_decay, s.warmup_steps)
+
+
+@dataclass
+class CandidateSet:
+    """The candidates of one reaction for the ranker: edited molecules as RDKit binaries."""
+
+    example: int
+    molecules: list[bytes]
+    product_atoms: list[tuple[int, ...]]
+    edit_scores: list[float]
+    label: int = -1
+
+
+def _ranker_batch(
+    examples: Sequence[ReactionCentreExample], sets: Sequence[CandidateSet], max_distance: int
+) -> dict:
+    """The reactants, candidates and targets of some reactions' candidate sets as tensors."""
+    reactants = reaction_centre_batch([examples[s.example].arrays for s in sets])
+    arrays, owner, masks, scores, labels, first = [], [], [], [], [], 0
+    for k, s in enumerate(sets):
+        for binary in s.molecules:
+            arrays.append(molecule_arrays(Chem.Mol(binary), max_distance))
+        owner += [k] * len(s.molecules)
+        masks += s.product_atoms
+        scores += s.edit_scores
+        labels.append(first + s.label if s.label >= 0 else -1)
+        first += len(s.molecules)
+    candidates = reaction_centre_batch(arrays)
+    mask = torch.zeros(candidates.pad_mask.shape, dtype=torch.bool)
+    for k, atoms in enumerate(masks):
+        mask[k, list(atoms)] = True
+    return {
+        "reactants": reactants, "candidates": candidates, "owner": torch.tensor(owner),
+        "product_mask": mask, "edit_score": torch.tensor(scores, dtype=torch.float32),
+        "labels": torch.tensor(labels),
+    }  # fmt: skip
+
+
+def _move(batch: dict, device: torch.device) -> dict:
+    return {k: v.to(device) for k, v in batch.items()}
+
+
+def ranker_scores(ranker: CandidateRanker, batch: dict) -> torch.Tensor:
+    """Scores ``float32 [K]`` of the candidates of a :func:`_ranker_batch`."""
+    keys = ("reactants", "candidates", "owner", "product_mask", "edit_score")
+    return ranker(*(batch[k] for k in keys))
+
+
+def _grouped_log_softmax(scores: torch.Tensor, owner: torch.Tensor, groups: int) -> torch.Tensor:
+    """Log-softmax of ``scores [K]`` within each owner group (``owner: int64 [K]``)."""
+    top = torch.full((groups,), -torch.inf, device=scores.device)
+    top = top.scatter_reduce(0, owner, scores.detach(), reduce="amax")
+    exp = torch.exp(scores - top[owner])
+    total = torch.zeros(groups, device=scores.device).index_add(0, owner, exp)
+    return scores - top[owner] - torch.log(total[owner])
+
+
+class RankerModule(L.LightningModule):
+    """Trains :class:`CandidateRanker`: softmax cross-entropy over each reaction's candidates."""
+
+    def __init__(self, ranker: CandidateRanker, settings: ReactionCentreTrainingConfig):
+        super().__init__()
+        self.ranker, self.settings = ranker, settings
+
+    def training_step(self, batch, batch_index):
+        scores = ranker_scores(self.ranker, batch)
+        groups = int(batch["labels"].numel())
+        log_p = _grouped_log_softmax(scores, batch["owner"], groups)
+        labels = batch["labels"]
+        loss = -log_p[labels[labels >= 0]].sum() / groups
+        self.log("train_loss", loss, on_step=False, on_epoch=True, batch_size=groups)
+        return loss
+
+    def configure_optimizers(self):
+        s = self.settings
+        return _optimiser(self, s.learning_rate, s.weight_decay, s.warmup_steps)
+
+
+@dataclass
+class ReactionCentreModel:
+    """A trained scorer and ranker with their candidate settings (eval mode).
+
+    Attributes:
+        config: the model sizes.
+        scorer, ranker: the networks.
+        settings: ``top_changes``, ``max_edits``, ``max_candidates``, ``max_tries`` and what
+            the model was trained on (plain values, as stored in the checkpoint).
+    """
+
+    config: ReactionCentreConfig
+    scorer: ReactionCentreScorer
+    ranker: CandidateRanker
+    settings: dict[str, Any]
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.scorer.parameters()).device
+
+    @torch.no_grad()
+    def changes(
+        self, examples: Sequence[ReactionCentreExample], batch_size: int = 32
+    ) -> list[tuple[list[tuple[Edit, float]], np.ndarray]]:
+        """Per example, its best ``top_changes`` bond changes ``((i, j, c), logit)`` best first
+        and its product-atom logits ``float [N]``."""
+        top = self.settings["top_changes"]
+        order = sorted(range(len(examples)), key=lambda k: examples[k].arrays.num_atoms)
+        out: dict[int, tuple] = {}
+        for first in range(0, len(order), batch_size):
+            chunk = order[first : first + batch_size]
+            batch = reaction_centre_batch([examples[k].arrays for k in chunk]).to(self.device)
+            pair_logits, atom_logits = self.scorer(batch)
+            n = pair_logits.shape[1]
+            upper = torch.triu(torch.ones(n, n, dtype=torch.bool, device=self.device), 1)
+            pair_logits = pair_logits.masked_fill(~upper.unsqueeze(-1), float("-inf"))
+            flat = pair_logits.flatten(1)
+            values, index = flat.topk(min(top, flat.shape[1]), dim=1)
+            values, index = values.cpu().numpy(), index.cpu().numpy()
+            atoms = atom_logits.cpu().numpy()
+            classes = pair_logits.shape[-1]
+            for row, k in enumerate(chunk):
+                found = []
+                for value, flat_index in zip(values[row], index[row]):
+                    if not np.isfinite(value):
+                        break
+                    pair, c = divmod(int(flat_index), classes)
+                    found.append(((pair // n, pair % n, c), float(value)))
+                size = examples[k].arrays.num_atoms
+                out[k] = (found, atoms[row, :size])
+        return [out[k] for k in range(len(examples))]
+
+    def candidates(
+        self, examples: Sequence[ReactionCentreExample], progress: bool = False
+    ) -> list[list[Candidate]]:
+        """The valid candidate products of each example, best summed logit first."""
+        s = self.settings
+        result = []
+        scored = self.changes(examples)
+        for example, (changes, atoms) in tqdm(
+            list(zip(examples, scored)), desc="candidates", unit="reaction", disable=not progress
+        ):
+            result.append(
+                enumerate_candidates(
+                    example.reaction,
+                    changes,
+                    atoms,
+                    s["max_edits"],
+                    s["max_candidates"],
+                    s["max_tries"],
+                    ReactionInputs.from_mols([example.reaction.inputs]),
+                )  # fmt: skip
+            )
+        return result
+
+    @torch.no_grad()
+    def predict(
+        self,
+        examples: Sequence[ReactionCentreExample],
+        top_k: int = 5,
+        batch_size: int = 8,
+        progress: bool = False,
+    ) -> list[ReactionCentrePrediction]:
+        """Ranked products of each example (its ``product_smiles`` is not used)."""
+        everything = self.candidates(examples, progress)
+        predictions: list[ReactionCentrePrediction] = []
+        for first in range(0, len(examples), batch_size):
+            chunk = list(range(first, min(first + batch_size, len(examples))))
+            sets = [_candidate_set(k, everything[k]) for k in chunk if everything[k]]
+            probabilities: dict[int, np.ndarray] = {}
+            if sets:
+                batch = _move(_ranker_batch(examples, sets, self.config.max_distance), self.device)
+                scores = ranker_scores(self.ranker, batch)
+                log_p = _grouped_log_softmax(scores, batch["owner"], len(sets))
+                p = log_p.exp().cpu().numpy()
+                start = 0
+                for s in sets:
+                    probabilities[s.example] = p[start : start + len(s.molecules)]
+                    start += len(s.molecules)
+            for k in chunk:
+                found = everything[k]
+                p = probabilities.get(k, np.zeros(0))
+                ranked = sorted(range(len(found)), key=lambda r: -p[r])[:top_k]
+                predictions.append(
+                    ReactionCentrePrediction(
+                        smiles=[found[r].smiles for r in ranked],
+                        scores=[float(p[r]) for r in ranked],
+                        top1_invalid=not found,
+                        num_invalid=0,
+                        edits=[found[r].edits for r in ranked],
+                        product_atoms=[found[r].product_atoms for r in ranked],
+                    )
+                )
+        return predictions
+
+
+@dataclass
+class ReactionCentrePrediction(ReactionPrediction):
+    """:class:`chemgraph.jobs.react.ReactionPrediction` with the reaction centre.
+
+    ``scores`` are the ranker's probabilities (softmax over the reaction's candidates);
+    ``top1_invalid`` is True only when no candidate was valid (every prediction is valid by
+    construction). ``edits[r]``: the ``(i, j, bond class)`` edits of prediction ``r`` (input
+    atom indices in the order the reactants and reagents are written); ``product_atoms[r]``:
+    the input atoms that make up its product (the map from product atoms to reactant atoms).
+    """
+
+    edits: list[tuple[Edit, ...]] = field(default_factory=list)
+    product_atoms: list[tuple[int, ...]] = field(default_factory=list)
+
+
+def _candidate_set(index: int, found: Sequence[Candidate], label: int = -1) -> CandidateSet:
+    return CandidateSet(
+        index,
+        [c.molecule.ToBinary() for c in found],
+        [c.product_atoms for c in found],
+        [c.edit_score for c in found],
+        label,
+    )
+
+
+def save_reaction_centre_model(path: str | Path, model: ReactionCentreModel) -> None:
+    """Write a checkpoint: ``{"hyper_parameters": {...}, "state_dict": {...}}`` (plain values
+    and CPU tensors; ``torch.load(path, weights_only=True)`` reads it)."""
+    state = {f"scorer.{k}": v.cpu() for k, v in model.scorer.state_dict().items()}
+    state |= {f"ranker.{k}": v.cpu() for k, v in model.ranker.state_dict().items()}
+    torch.save(
+        {
+            "hyper_parameters": {
+                "kind": CHECKPOINT_KIND,
+                "model_config": model.config.to_dict(),
+                "settings": dict(model.settings),
+            },
+            "state_dict": state,
+        },
+        path,
+    )
+
+
+def load_reaction_centre_model(
+    path: str | Path, device: str | torch.device = "cpu"
+) -> ReactionCentreModel:
+    """Rebuild a :class:`ReactionCentreModel` from :func:`save_reaction_centre_model`'s file.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: the file is not a reaction-centre checkpoint.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint {path}")
+    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    parameters = checkpoint.get("hyper_parameters", {}) if isinstance(checkpoint, dict) else {}
+    if parameters.get("kind") != CHECKPOINT_KIND:
+        raise ValueError(f"{path} is not a reaction-centre checkpoint")
+    config = ReactionCentreConfig(**parameters["model_config"])
+    scorer, ranker = ReactionCentreScorer(config), CandidateRanker(config)
+    state = checkpoint["state_dict"]
+    scorer.load_state_dict({k[7:]: v for k, v in state.items() if k.startswith("scorer.")})
+    ranker.load_state_dict({k[7:]: v for k, v in state.items() if k.startswith("ranker.")})
+    return ReactionCentreModel(
+        config, scorer.to(device).eval(), ranker.to(device).eval(), parameters["settings"]
+    )
+
+
+def _fit(
+    module: L.LightningModule, loader: DataLoader, epochs: int, accelerator: str, progress: bool
+) -> None:
+    callbacks = [EpochProgress(), LossHistory(log_epochs=True)] if progress else []
+    trainer = make_trainer(
+        max_epochs=epochs, accelerator=accelerator, gradient_clip=1.0, callbacks=callbacks
+    )
+    trainer.fit(module, loader)
+
+
+def train_reaction_centre_model(config: ReactionCentreTrainingConfig) -> Path:
+    """Train the scorer, enumerate candidates with it, train the ranker; write ``model.pt``.
+
+    Writes to ``config.out``: ``rejected.csv`` (row, input, reason, file), ``scorer.pt`` (the
+    model after stage 1, the ranker untrained) and ``model.pt``; logs the data sizes, the
+    share of ranker reactions whose product is among their candidates, and the times.
+
+    Returns:
+        The path of ``model.pt``.
+
+    Raises:
+        OSError: the data file cannot be read; ValueError: fewer than 2 usable reactions.
+    """
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    L.seed_everything(config.seed, workers=True, verbose=False)
+    model_config = ReactionCentreConfig(**config.model_options)
+    examples, _, rejected = load_reaction_centre_examples(
+        config.train, model_config.max_distance, config.max_train, progress=config.progress
+    )
+    rejected.to_csv(out / "rejected.csv", index=False)
+    if len(examples) < 2:
+        raise ValueError(f"too few usable reactions in {config.train} ({len(examples)})")
+    log.info("reactions: %d usable, %d rejected", len(examples), len(rejected))
+    scorer, ranker = ReactionCentreScorer(model_config), CandidateRanker(model_config)
+    settings = {
+        "top_changes": config.top_changes, "max_edits": config.max_edits,
+        "max_candidates": config.max_candidates, "max_tries": config.max_tries,
+        "trained_on": str(config.train), "training_reactions": len(examples),
+        "seed": config.seed,
+    }  # fmt: skip
+    start = time.perf_counter()
+    if config.scorer_checkpoint is not None:  # stage 1 done before: its scorer.pt
+        scorer = load_reaction_centre_model(config.scorer_checkpoint).scorer
+        if scorer.config != model_config:
+            raise ValueError(
+                f"scorer_checkpoint {config.scorer_checkpoint} holds another model "
+                f"({scorer.config}) than model_options ({model_config})"
+            )
+    else:
+        sampler = LengthBucketSampler(
+            [e.arrays.num_atoms for e in examples], config.batch_size, config.seed
+        )
+        loader = DataLoader(
+            examples,
+            batch_sampler=sampler,
+            collate_fn=lambda items: reaction_centre_batch(
+                [e.arrays for e in items],
+                [e.edits for e in items],
+                [e.product_atoms for e in items],
+            ),
+        )
+        _fit(
+            ScorerModule(scorer, config),
+            loader,
+            config.scorer_epochs,
+            config.accelerator,
+            config.progress,
+        )
+    model = ReactionCentreModel(model_config, scorer.eval(), ranker, settings)
+    save_reaction_centre_model(out / "scorer.pt", model)
+    log.info("scorer trained in %.1f min", (time.perf_counter() - start) / 60)
+    start = time.perf_counter()
+    subset = examples[: config.ranker_reactions]
+    found = model.candidates(subset, progress=config.progress)
+    sets = []
+    for k, (example, candidates) in enumerate(zip(subset, found)):
+        label = next((r for r, c in enumerate(candidates) if c.smiles == example.product_smiles),
+                     -1)  # fmt: skip
+        if label >= 0:
+            sets.append(_candidate_set(k, candidates, label))
+    covered = len(sets) / max(1, len(subset))
+    log.info(
+        "candidates for %d reactions in %.1f min; recorded product among them: %.1f%%",
+        len(subset), (time.perf_counter() - start) / 60, 100 * covered,
+    )  # fmt: skip
+    settings["ranker_reactions"] = len(subset)
+    settings["ranker_coverage"] = covered
+    if not sets:
+        raise ValueError(
+            f"the scorer found the recorded product among the candidates of none of the "
+            f"{len(subset)} ranker reactions; train it longer (scorer_epochs)"
+        )
+    start = time.perf_counter()
+    sampler = LengthBucketSampler(
+        [examples[s.example].arrays.num_atoms for s in sets], config.ranker_batch_size,
+        config.seed,
+    )  # fmt: skip
+    loader = DataLoader(
+        sets,
+        batch_sampler=sampler,
+        collate_fn=lambda items: _ranker_batch(subset, items, model_config.max_distance),
+    )
+    ranker.train()
+    _fit(
+        RankerModule(ranker, config),
+        loader,
+        config.ranker_epochs,
+        config.accelerator,
+        config.progress,
+    )
+    log.info("ranker trained in %.1f min", (time.perf_counter() - start) / 60)
+    model = ReactionCentreModel(model_config, scorer.eval(), ranker.eval(), settings)
+    save_reaction_centre_model(out / "model.pt", model)
+    (out / "config.yaml").write_text(yaml.safe_dump(asdict(config), sort_keys=False))
+    return out / "model.pt"
+
+
+def evaluate_reaction_centre(
+    model: ReactionCentreModel,
+    examples: Sequence[ReactionCentreExample],
+    top_k: int = 5,
+    progress: bool = False,
+) -> tuple[dict[str, Any], list[ReactionCentrePrediction]]:
+    """Top-k accuracy, invalid outputs, speed and calibration on reactions with products.
+
+    Returns:
+        The metrics and the predictions. Metrics: those of
+        :func:`chemgraph.jobs.react.top_k_metrics` (``top_1`` … in %, ``invalid_top1``:
+        reactions with no valid product in %), ``invalid_outputs``: predictions of any rank
+        that fail :func:`chemgraph.chem.validity.product_problem` (a count, 0 by
+        construction), ``reactions_per_second`` (wall clock of :meth:`ReactionCentreModel.predict`
+        on this machine), ``top1_auroc``: ROC AUC of "top-1 is right" against the top-1
+        probability (NaN when all or none are right), ``calibration``: per probability decile
+        ``[mean probability, share right, reactions]``.
+    """
+    from sklearn.metrics import roc_auc_score
+
+    from chemgraph.chem.graph_codec import same_molecules
+    from chemgraph.chem.validity import product_problem
+    from chemgraph.jobs.react import top_k_metrics
+
+    start = time.perf_counter()
+    predictions = model.predict(examples, top_k=top_k, progress=progress)
+    seconds = time.perf_counter() - start
+    targets = [e.product_smiles for e in examples]
+    metrics: dict[str, Any] = top_k_metrics(predictions, targets)
+    invalid = 0
+    for example, prediction in zip(examples, predictions):
+        inputs = ReactionInputs.from_mols([example.reaction.inputs])
+        invalid += sum(product_problem(s, inputs) is not None for s in prediction.smiles)
+    metrics["invalid_outputs"] = invalid
+    metrics["reactions_per_second"] = len(examples) / max(seconds, 1e-9)
+    right = np.array(
+        [bool(p.smiles) and same_molecules(p.smiles[0], t) for p, t in zip(predictions, targets)]
+    )
+    confidence = np.array([p.scores[0] if p.scores else 0.0 for p in predictions])
+    metrics["top1_auroc"] = (
+        float(roc_auc_score(right, confidence)) if 0 < right.sum() < len(right) else float("nan")
+    )
+    edges = np.linspace(0, 1, 11)
+    bins = np.clip(np.digitize(confidence, edges[1:-1]), 0, 9)
+    metrics["calibration"] = [
+        [
+            float(confidence[bins == b].mean()),
+            float(right[bins == b].mean()),
+            int((bins == b).sum()),
+        ]
+        for b in range(10)
+        if (bins == b).any()
+    ]
+    return metrics, predictions
+
+
+def predict_reaction_file(
+    model: ReactionCentreModel, input_path: str | Path, output: str | Path, top_k: int = 5
+) -> tuple[Any, dict[str, float] | None]:
+    """``chemgraph react --input`` with the reaction-centre model.
+
+    Reads the file as :func:`chemgraph.jobs.react.predict_file` does (one reaction SMILES
+    a line, or a ``.csv``/``.tsv`` with a reaction column; atom maps optional) and writes the
+    same table: ``row``, ``reaction``, ``target``, ``target_rank``, ``top1_invalid`` (True
+    only when no candidate was valid), ``prediction_k`` and ``score_k`` (the ranker's
+    probability) for ``k`` up to ``top_k``, ``error``; plus ``edits_1`` (the reaction centre
+    of the top prediction: ``i-j:class`` with 0-based atom indices of the input as written,
+    ``;``-joined).
+
+    Returns:
+        The table and the :func:`chemgraph.jobs.react.top_k_metrics` of the reactions that
+        hold products (None when none does).
+
+    Raises:
+        OSError: ``input_path`` cannot be read; ValueError: a table without a reaction column.
+    """
+    import pandas as pd
+
+    from chemgraph.chem.reaction_edits import BOND_CLASSES
+    from chemgraph.chem.reactions import ReactionParseError
+    from chemgraph.data.reaction_centre import reaction_centre_example
+    from chemgraph.data.reactions import reaction_records
+    from chemgraph.jobs.react import NO_PRODUCT, prediction_frame, top_k_metrics
+
+    examples, kept, errors, texts = [], [], {}, {}
+    for row, text, reason in reaction_records(input_path):
+        texts[row] = text
+        if reason is None:
+            try:
+                examples.append(
+                    reaction_centre_example(text, model.config.max_distance, with_edits=False)
+                )
+                kept.append(row)
+                continue
+            except ReactionParseError as error:
+                reason = error.reason
+        errors[row] = reason
+    predictions = model.predict(examples, top_k=top_k)
+    table = pd.DataFrame(
+        {"row": pd.Series(list(texts), dtype="int64"), "reaction": list(texts.values())}
+    )
+    frame = prediction_frame(kept, examples, predictions, top_k)
+    frame["edits_1"] = [
+        ";".join(f"{i}-{j}:{BOND_CLASSES[c]}" for i, j, c in p.edits[0]) if p.edits else ""
+        for p in predictions
+    ]
+    table = table.merge(frame, on="row", how="left")
+    text_columns = ["target", "edits_1"] + [f"prediction_{rank}" for rank in range(1, top_k + 1)]
+    table[text_columns] = table[text_columns].fillna("")
+    table = table.astype(frame.dtypes.to_dict())
+    table["error"] = [errors.get(row, "") for row in table["row"]]
+    table.loc[table["top1_invalid"].notna() & (table["prediction_1"] == ""), "error"] = NO_PRODUCT
+    table.to_csv(output, index=False)
+    known = [k for k, e in enumerate(examples) if e.product_smiles]
+    metrics = None
+    if known:
+        metrics = top_k_metrics(
+            [predictions[k] for k in known], [examples[k].product_smiles for k in known]
+        )
+    return table, metrics

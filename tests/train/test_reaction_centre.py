@@ -1,0 +1,164 @@
+"""The reaction-centre model: batches, the scorer's symmetry and equivariance, candidate
+enumeration, training on hand-written USPTO-MIT lines, checkpoints and ``chemgraph react``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from rdkit import Chem
+
+from chemgraph.batches.reaction_centre import molecule_arrays, reaction_centre_batch
+from chemgraph.chem.validity import ReactionInputs, product_problem
+from chemgraph.cli import main
+from chemgraph.data.reaction_centre import (
+    enumerate_candidates,
+    load_reaction_centre_examples,
+    reaction_centre_example,
+)
+from chemgraph.jobs.reaction_centre import (
+    ReactionCentreTrainingConfig,
+    _grouped_log_softmax,
+    load_reaction_centre_model,
+    train_reaction_centre_model,
+)
+from chemgraph.models.reaction_centre import ReactionCentreConfig, ReactionCentreScorer
+
+TINY = Path(__file__).resolve().parents[1] / "fixtures" / "reactions" / "uspto_mit_tiny.txt"
+ESTERIFICATION = (
+    "[CH3:1][C:2](=[O:3])[OH:4].[OH:5][CH2:6][CH3:7]>>[CH3:1][C:2](=[O:3])[O:5][CH2:6][CH3:7]"  # noqa: E501
+)
+
+
+def test_molecule_arrays_by_hand():
+    arrays = molecule_arrays(Chem.MolFromSmiles("C=O.c1ccccc1"), max_distance=2)
+    assert arrays.bonds[0, 1] == arrays.bonds[1, 0] == 2  # double
+    assert arrays.bonds[2, 3] == 4  # aromatic
+    assert arrays.distance[0, 2] == 3  # other fragment = max_distance + 1
+    assert arrays.distance[2, 5] == 2  # para carbons: 3 bonds, clamped to 2
+    # element C, degree 1, 2 hydrogens, charge 0 (+3), not aromatic, not in a ring, no radical
+    assert arrays.atoms[0].tolist() == [0, 1, 2, 3, 0, 0, 0]
+    batch = reaction_centre_batch([arrays, molecule_arrays(Chem.MolFromSmiles("O"), 2)])
+    assert batch.pad_mask.sum(1).tolist() == [8, 1]
+
+
+def _scorer() -> ReactionCentreScorer:
+    torch.manual_seed(0)
+    config = ReactionCentreConfig(hidden_dim=16, num_heads=2, num_layers=1, pair_hidden=16)
+    return ReactionCentreScorer(config).eval()
+
+
+def test_scorer_is_symmetric_masks_current_bonds_and_is_permutation_equivariant():
+    scorer = _scorer()
+    mol = Chem.MolFromSmiles("CC(=O)O.OCC")
+    with torch.no_grad():
+        logits, atoms = scorer(reaction_centre_batch([molecule_arrays(mol, 8)]))
+    finite = torch.isfinite(logits[0])
+    assert torch.equal(finite, finite.transpose(0, 1))
+    assert torch.allclose(logits[0][finite], logits[0].transpose(0, 1)[finite], atol=1e-6)
+    assert torch.isinf(logits[0, 1, 2, 2])  # C=O is double now: "double" is not an edit
+    assert torch.isinf(logits[0, 0, 0]).all()  # no self pairs
+    order = [6, 3, 0, 5, 1, 4, 2]
+    permuted = Chem.RenumberAtoms(mol, order)
+    with torch.no_grad():
+        logits_p, atoms_p = scorer(reaction_centre_batch([molecule_arrays(permuted, 8)]))
+    index = torch.tensor(order)
+    expected = logits[0][index][:, index]
+    assert torch.equal(torch.isfinite(expected), torch.isfinite(logits_p[0]))
+    keep = torch.isfinite(expected)
+    assert torch.allclose(expected[keep], logits_p[0][keep], atol=1e-5)
+    assert torch.allclose(atoms[0][index], atoms_p[0], atol=1e-5)
+
+
+def test_padding_does_not_change_scores():
+    scorer = _scorer()
+    small = molecule_arrays(Chem.MolFromSmiles("CCO"), 8)
+    large = molecule_arrays(Chem.MolFromSmiles("c1ccccc1CCCC"), 8)
+    with torch.no_grad():
+        alone, _ = scorer(reaction_centre_batch([small]))
+        padded, _ = scorer(reaction_centre_batch([small, large]))
+    keep = torch.isfinite(alone[0])
+    assert torch.allclose(alone[0][keep], padded[0, :3, :3][keep], atol=1e-5)
+
+
+def test_grouped_softmax_sums_to_one_per_reaction():
+    scores = torch.tensor([1.0, 2.0, 3.0, -1.0, 0.5])
+    owner = torch.tensor([0, 0, 0, 1, 1])
+    p = _grouped_log_softmax(scores, owner, 2).exp()
+    assert torch.allclose(p[:3], torch.softmax(scores[:3], 0))
+    assert torch.allclose(p[3:], torch.softmax(scores[3:], 0))
+
+
+def test_candidates_are_valid_distinct_and_in_score_order():
+    example = reaction_centre_example(ESTERIFICATION, 8)
+    # atoms: C1 0, C2 1, O3 2, O4 3, O5 4, C6 5, C7 6; the true edits (1,3,0) and (1,4,1)
+    changes = [((1, 4, 1), 5.0), ((1, 3, 0), 4.0), ((0, 1, 0), -3.0), ((4, 5, 0), -4.0)]
+    atom_logits = np.array([2.0, 2.0, 2.0, -2.0, 2.0, 2.0, 2.0])
+    found = enumerate_candidates(example.reaction, changes, atom_logits)
+    assert found[0].smiles == "CCOC(C)=O" and found[0].edits == ((1, 4, 1), (1, 3, 0))
+    assert found[0].edit_score == 9.0 and 3 not in found[0].product_atoms  # water left out
+    assert [c.edit_score for c in found] == sorted((c.edit_score for c in found), reverse=True)
+    assert len({c.smiles for c in found}) == len(found)
+    inputs = ReactionInputs.from_mols([example.reaction.inputs])
+    assert all(product_problem(c.smiles, inputs) is None for c in found)
+    # C2 with five bonds (the new C-O bond alone) never becomes a candidate
+    assert all(c.edits != ((1, 4, 1),) for c in found)
+
+
+def test_examples_report_unreadable_lines(tmp_path):
+    path = tmp_path / "reactions.txt"
+    path.write_text(ESTERIFICATION + "\nnot a reaction\n[CH3:1][OH:2]>>[CH3:1][OH:3]\n")
+    examples, rows, rejected = load_reaction_centre_examples(path, 8, progress=False)
+    assert rows == [0] and examples[0].edits == ((1, 3, 0), (1, 4, 1))
+    assert rejected["row"].tolist() == [1, 2]
+    assert "separators" in rejected["reason"][0] and "not in the input" in rejected["reason"][1]
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reaction_centre")
+    config = ReactionCentreTrainingConfig(
+        train=str(TINY), out=str(out), batch_size=4, ranker_batch_size=4, learning_rate=3e-3,
+        warmup_steps=5, scorer_epochs=60, ranker_epochs=30, accelerator="cpu", progress=False,
+        model_options={"hidden_dim": 32, "num_heads": 4, "num_layers": 2, "pair_hidden": 32,
+                       "ranker_hidden": 16, "ranker_heads": 2, "ranker_layers": 1},
+    )  # fmt: skip
+    return train_reaction_centre_model(config)
+
+
+def test_tiny_model_learns_its_reactions_and_round_trips(tiny_model):
+    model = load_reaction_centre_model(tiny_model)
+    examples, _, _ = load_reaction_centre_examples(TINY, model.config.max_distance, progress=False)
+    predictions = model.predict(examples, top_k=3)
+    right = [p.smiles[:1] == [e.product_smiles] for p, e in zip(predictions, examples)]
+    assert sum(right) >= 6, [
+        (p.smiles[:1], e.product_smiles) for p, e in zip(predictions, examples)
+    ]
+    for prediction in predictions:
+        assert prediction.scores == sorted(prediction.scores, reverse=True)
+        assert 0 < sum(prediction.scores) <= 1 + 1e-5
+    again = load_reaction_centre_model(tiny_model).predict(examples, top_k=3)
+    assert [p.smiles for p in again] == [p.smiles for p in predictions]
+    assert np.allclose([p.scores for p in again][0], predictions[0].scores)
+
+
+def test_react_cli_with_a_reaction_centre_checkpoint(tiny_model, tmp_path, capsys):
+    assert main(["react", "CC(=O)O.OCC>>", "--checkpoint", str(tiny_model), "--top-k", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert 1 <= len(lines) <= 2 and lines[0].startswith("1\t")
+    rank, smiles, probability, centre = lines[0].split("\t")
+    assert Chem.MolFromSmiles(smiles) is not None and 0 < float(probability) <= 1
+    assert all(part.count("-") == 1 and ":" in part for part in centre.split(";"))
+    inputs, output = tmp_path / "in.txt", tmp_path / "out.csv"
+    inputs.write_text("CC(=O)O.OCC>>CCOC(C)=O\nnot a reaction\n")
+    argv = ["react", "--input", str(inputs), "--output", str(output), "--checkpoint",
+            str(tiny_model)]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "2 reactions read, 1 decoded" in out and "top-k accuracy over 1 of 2" in out
+    # a GRAT translator checkpoint is refused with the option that takes it
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
+    assert main(["react", "CCO>>", "--checkpoint", str(fixture / "grat.ckpt")]) == 2
+    assert "--decoder generate" in capsys.readouterr().err
