@@ -502,7 +502,7 @@ class GMoE(nn.Module):
 def expert_usage_table(statistics: ExpertStatistics) -> str:
     """One line per layer of :class:`ExpertStatistics`: the experts' shares of the node
     selections and the mean CV² of importance and load, e.g. ``"expert usage (share of node
-    selections) | CV² importance, load\n  layer 0: 0.25 0.31 0.19 0.25 | 0.010 0.012"``."""
+    selections) | CV² importance, load\\n  layer 0: 0.25 0.31 0.19 0.25 | 0.010 0.012"``."""
     lines = ["expert usage (share of node selections) | CV² importance, load (eq. 5, 8)"]
     rows = zip(
         statistics.usage.tolist(), statistics.importance_cv2.tolist(), statistics.load_cv2.tolist()
