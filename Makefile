@@ -26,8 +26,8 @@ demo-gap: install
 	$(PY) -m chemgraph recipe run qm9_gap --out runs/demo_gap --overwrite
 
 lint: install
-	$(VENV)/bin/ruff check chemgraph tests benchmarks
-	$(VENV)/bin/ruff format --check chemgraph tests benchmarks
+	$(VENV)/bin/ruff check chemgraph tests benchmarks docs/*.py
+	$(VENV)/bin/ruff format --check chemgraph tests benchmarks docs/*.py
 	$(VENV)/bin/lint-imports  # the layer rule (pyproject.toml [tool.importlinter])
 
 # The documentation site (Sphinx, offline) into docs/_build/html; warnings are errors, as in CI.

@@ -48,6 +48,9 @@ napoleon_use_rtype = False
 napoleon_custom_sections = ["Shapes", ("Options", "params_style")]
 napoleon_use_ivar = True  # Attributes as fields: NamedTuple fields are not documented twice
 
+# Option names such as --model stay as written (smart quotes would make "--" an en dash).
+smartquotes = False
+
 html_theme = "furo"
 html_title = f"chemgraph {release}"
 html_static_path: list[str] = []
