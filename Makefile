@@ -4,12 +4,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 
-.PHONY: install test demo demo-gap lint benchmark clean
+.PHONY: install test demo demo-gap lint docs benchmark clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -c constraints.txt torch==2.13.0
-	$(PIP) install -c constraints.txt -e ".[offline-data,qc,chembl,deepchem,dask,dev]"
+	$(PIP) install -c constraints.txt -e ".[offline-data,qc,chembl,deepchem,dask,dev,docs]"
 	touch $@
 
 install: $(VENV)/.installed
@@ -26,12 +26,18 @@ demo-gap: install
 	$(PY) -m chemgraph recipe run qm9_gap --out runs/demo_gap --overwrite
 
 lint: install
-	$(VENV)/bin/ruff check chemgraph tests benchmarks
-	$(VENV)/bin/ruff format --check chemgraph tests benchmarks
+	$(VENV)/bin/ruff check chemgraph tests benchmarks docs/*.py
+	$(VENV)/bin/ruff format --check chemgraph tests benchmarks docs/*.py
 	$(VENV)/bin/lint-imports  # the layer rule (pyproject.toml [tool.importlinter])
+
+# The documentation site (Sphinx, offline) into docs/_build/html; warnings are errors, as in CI.
+docs: install
+	rm -rf docs/api/generated  # -E and this: every page is read again, so every warning shows
+	OMP_NUM_THREADS=1 $(VENV)/bin/sphinx-build -b html -E -W --keep-going -q docs docs/_build/html
+	@echo "docs: open docs/_build/html/index.html"
 
 benchmark: install
 	$(PY) benchmarks/moleculenet_esa.py
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs .pytest_cache docs/_build docs/api/generated

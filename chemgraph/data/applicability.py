@@ -144,8 +144,8 @@ class TrainingFingerprints:
 
 def canonical_smiles_fingerprints(smiles: Sequence[str]) -> np.ndarray:
     """:data:`FINGERPRINT` bits of SMILES that RDKit wrote from sanitised molecules (the
-    canonical ``smiles`` column of ``chemgraph featurize``), about 2.4 times faster than
-    parsing them in full.
+    canonical ``smiles`` column of ``chemgraph featurize``), faster than parsing them in full
+    (measured in ``benchmarks/README.md``, "Scoring a library").
 
     Such a SMILES already holds the molecule's aromaticity and charges, so it is read without
     sanitisation and only what the Morgan atom invariants read is computed: implicit hydrogens

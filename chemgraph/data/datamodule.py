@@ -41,9 +41,8 @@ class SizeBucketBatchSampler(Sampler[list[int]]):
     Every epoch: shuffle all indices, cut them into pools of ``pool_batches × batch_size``,
     sort each pool by size, cut the sorted pools into batches, shuffle the batches. Each batch
     is thus a random draw among graphs of about one size, and the order of batches is random
-    (the "bucketing" of sequence models). The padded length of an ESA batch of 128 QM9
-    molecules falls from 24.5 to 19.2 tokens on average (18.8 real), and an epoch takes ~12%
-    less time (``benchmarks/README.md``).
+    (the "bucketing" of sequence models), so batches hold less padding and an epoch takes less
+    time (measured in ``benchmarks/README.md``, "Where an ESA epoch goes").
 
     Args:
         sizes: a size per item (e.g. atoms + bonds of each graph).

@@ -240,9 +240,9 @@ def iter_record_chunks(
         are replaced by U+FFFD (the record is then rejected by the parser, with the row named).
 
     Raises:
-        FileNotFoundError: no such file. ValueError: unsupported format, a missing column, an
-        empty table file (no header), a table the :mod:`csv` module cannot parse (the line is
-        named).
+        FileNotFoundError: no such file.
+        ValueError: unsupported format, a missing column, an empty table file (no header), a
+            table the :mod:`csv` module cannot parse (the line is named).
     """
     path = Path(path)
     if not path.is_file():

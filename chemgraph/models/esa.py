@@ -43,12 +43,9 @@ the pooled seeds; Chemprop v2's ``norm`` aggregation divides its atom sum by 100
 
 AUTO_SPARSE_MIN_TOKENS = 1024
 """``attention="auto"`` takes the sparse path when a batch's padded set length ``L`` is at
-least this. Measured with ``benchmarks/esa_scaling.py --sizes 256,512,1000,2000,4000`` (ESA,
-hidden 64, 4 heads, ``MMMMPS``, forward+backward, idle 2-core CPU, fp32), sparse/dense time at
-``L`` ≈ 500, 1000, 2000: 1.7, 1.1, 0.40 on a random geometric graph of mean degree 10 and 0.75,
-0.39, 0.17 on a peptide. A batch of 128 QM9 molecules (``L`` = 24) stays dense, where sparse is
-1.10x slower (NSA: 1.03x); from 1024 on, sparse is at most 1.1x slower and its memory grows
-as ``P``, not ``L²`` (dense ESA needs 16 GB at 30,000 edges)."""
+least this (sparse memory grows with the adjacent pairs ``P``, dense memory with ``L²``); the
+time and memory of both paths against ``L`` that set it are in ``benchmarks/README.md``
+(``esa_scaling.py``)."""
 
 
 @dataclass

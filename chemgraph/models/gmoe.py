@@ -24,19 +24,16 @@ included) and the distinct bond-feature rows are built once per forward and hop
 (:class:`chemgraph.nn.Neighbourhood`); every layer and expert gathers its atoms' rows from them.
 With linear messages a hop's sum is computed once for the hop's routed nodes (a CSR product,
 ``O(E·s)``) and only the transforms (``O(N·s²)``) are split between the experts, so a layer's
-arithmetic is a GCN layer's (with the dispatch, 1.1 to 1.25 times its CPU time). With OGB
-messages an expert also needs the linear map of its nodes' neighbours (the ReLU comes after the
-map, so no sharing removes it): for 1,000 HIV molecules routed uniformly at random, ``n = 4``
-experts with ``k = 1`` map 2.3 (hop 1 only) to 2.5 (two of them hop 2) times as many rows as
-one GCN layer, 1.4 to 1.6 times with the inference benchmark's uneven random gates
-(``benchmarks/README.md``).
+arithmetic is a GCN layer's. With OGB messages an expert also needs the linear map of its nodes'
+neighbours (the ReLU comes after the map, so no sharing removes it), so the experts map more
+rows than one GCN layer. Both costs are measured in ``benchmarks/README.md`` (``gmoe_vs_gcn.py``).
 
 Training defaults (``chemgraph train --model gmoe-gcn``/``gmoe-gin``; a departure from the
 paper, ``ModelSpec.training_options`` of :mod:`chemgraph.models.registry`): ``k = 2``, no gate
 noise, ``gate_init="normal"``, ``norm="layer"`` and dropout 0.1. :class:`GMoEConfig`'s own
 defaults stay the paper's and the reference's (``k = 1``, noisy gate, zero gate weights,
 BatchNorm, dropout 0.5), so stored configurations load as they were trained. With those GMoE
-does not learn ESOL (test R² about 0; ``benchmarks/README.md`` has the experiments): the
+does not learn ESOL (``benchmarks/README.md``, "GMoE on ESOL", has the experiments): the
 weights fit the training set in training mode and predict nonsense in evaluation mode, for
 three reasons, each enough alone:
 
@@ -45,21 +42,17 @@ three reasons, each enough alone:
   training sends every atom to a random expert at every step;
 * BatchNorm normalises an atom with statistics of its training batch and with running
   statistics in evaluation; one BatchNorm per expert (the reference's form) makes the model
-  much more sensitive to the difference than GCN (after 8 epochs of the paper's form the
-  validation R² is 0.32 on batch statistics and −0.65 on running statistics; GCN 0.78 and
-  0.66);
+  much more sensitive to the difference than GCN;
 * the difference grows with dropout 0.5 before every layer, and with ``chemgraph train``'s
   size-bucketed training batches (molecules of about one size per batch), whose statistics
-  differ from the whole set's: with random batches ``k = 2``, no noise and dropout 0.1 reach
-  validation R² 0.82 (GCN 0.80), with bucketed batches 0.36 (GCN 0.47).
+  differ from the whole set's.
 
 ``k = 2`` lets the task train the gate; without noise the routing is the same in training and
 evaluation (the load loss, eq. 8, is then the count of atoms per expert, without gradient, and
 the importance loss alone balances the experts); ``gate_init="normal"`` sends the atoms to all
 experts from the first step (with zeros and no noise every atom starts on the same ``k``
 experts, those where ``topk`` breaks the tie); LayerNorm computes the same function in
-training and evaluation, whatever the batch (bucketed batches: validation R² 0.74, against
-0.36 with BatchNorm); dropout 0.1 did better than 0.5 with LayerNorm (0.74 against 0.65).
+training and evaluation, whatever the batch; dropout 0.1 did better than 0.5 with LayerNorm.
 
 FLOPs (section 3.2): with ``k`` experts per node at width ``s``, a layer's transforms cost
 ``k·s²`` (GCN) per node, so the model width is ``s = round(s₀ / √k)`` for the dense
@@ -502,7 +495,7 @@ class GMoE(nn.Module):
 def expert_usage_table(statistics: ExpertStatistics) -> str:
     """One line per layer of :class:`ExpertStatistics`: the experts' shares of the node
     selections and the mean CV² of importance and load, e.g. ``"expert usage (share of node
-    selections) | CV² importance, load\n  layer 0: 0.25 0.31 0.19 0.25 | 0.010 0.012"``."""
+    selections) | CV² importance, load\\n  layer 0: 0.25 0.31 0.19 0.25 | 0.010 0.012"``."""
     lines = ["expert usage (share of node selections) | CV² importance, load (eq. 5, 8)"]
     rows = zip(
         statistics.usage.tolist(), statistics.importance_cv2.tolist(), statistics.load_cv2.tolist()

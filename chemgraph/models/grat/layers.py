@@ -101,8 +101,8 @@ class EdgeConditioning(nn.Module):
         All layers are gathered in one embedding lookup and split with ``unbind``: the
         gradient of gathering from a table of ~100 rows into B·L² pairs is a scatter-add
         whose cost is per pair, not per value (on CUDA, advanced indexing's gradient even runs
-        serially per table row: 15.9 s a training step of the 24 + 24-layer translator at
-        batch 128 on an H200 when each layer gathered on its own).
+        serially per table row when each layer gathers on its own; measured in
+        ``benchmarks/README.md``, ``gpu_check.py``).
         """
         film = F.embedding(index, table.flatten(1)).unflatten(-1, table.shape[1:])
         for layer in film.unbind(3):  # [B, L_q, L_k, H', 2]
