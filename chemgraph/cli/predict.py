@@ -27,7 +27,9 @@ run keeps its state in OUTPUT.partial/ (--resume continues it).
 
 
 class PredictCommand(Command):
-    """Predictions for every record of a library (:func:`chemgraph.jobs.predict.predict_table`)."""
+    """Predictions for every record of a library: one
+    :class:`~chemgraph.jobs.predict.PredictOptions`, one
+    :func:`~chemgraph.jobs.predict.predict_table`."""
 
     name = "predict"
     help = "predict properties of the molecules of a library with trained checkpoints"
@@ -111,37 +113,28 @@ class PredictCommand(Command):
     def run(self, args: argparse.Namespace) -> int:
         """Predict; an interrupt (Ctrl-C or SIGTERM) prints how to resume and returns 128 +
         the signal number."""
-        from chemgraph.errors import ConfigError
-        from chemgraph.jobs.predict import predict_table
+        from chemgraph.jobs.predict import PredictOptions, predict_table
 
-        # checked here too: the library names its arguments, the user typed the options
-        for option in ("top", "batch_size", "workers", "shard_size"):
-            value = getattr(args, option)
-            if value is not None and value < 1:
-                flag = "--" + option.replace("_", "-")
-                raise ConfigError(f"{flag} must be at least 1, got {value}")
-        similarity = args.similarity_threshold
-        if similarity is not None and not 0 <= similarity <= 1:
-            raise ConfigError(
-                f"--similarity-threshold is a Tanimoto similarity in [0, 1], got {similarity}"
-            )
         threshold = {}
         if args.similarity_threshold is not None:
             threshold["similarity_threshold"] = args.similarity_threshold
+        options = PredictOptions(
+            smiles_column=args.smiles_column,
+            id_column=args.id_column,
+            batch_size=args.batch_size,
+            top=args.top,
+            top_target=args.top_target,
+            ascending=args.ascending,
+            **threshold,
+        )
         try:
             summary = predict_table(
                 args.checkpoint,
                 args.input,
                 args.output,
-                smiles_column=args.smiles_column,
-                id_column=args.id_column,
-                batch_size=args.batch_size,
+                options,
                 workers=args.workers,
                 shard_size=args.shard_size,
-                top=args.top,
-                top_target=args.top_target,
-                ascending=args.ascending,
-                **threshold,
                 resume=args.resume,
                 overwrite=args.overwrite,
                 progress=not args.quiet,

@@ -70,6 +70,7 @@ from chemgraph.data.applicability import (
     canonical_smiles_fingerprints,
 )
 from chemgraph.data.readers import iter_record_chunks
+from chemgraph.errors import ConfigError
 from chemgraph.featurize import FeaturizerPreset
 from chemgraph.graphs.shards import load_shard_batch
 from chemgraph.jobs.featurize import (
@@ -84,6 +85,7 @@ from chemgraph.train.module import PropertyPredictionModule
 
 __all__ = [
     "OUTPUT_SUFFIXES",
+    "PredictOptions",
     "PredictionSummary",
     "checkpoint_files",
     "predict_table",
@@ -277,47 +279,78 @@ def _output_suffix(path: Path) -> str:
     raise ValueError(f"{path}: the output must end with {', '.join(OUTPUT_SUFFIXES)}")
 
 
+@dataclass(frozen=True)
+class PredictOptions:
+    """What :func:`predict_table` predicts and writes; checks itself when built, so the Python
+    API and ``chemgraph predict`` refuse the same values with the same message (which names
+    the command-line option).
+
+    Attributes:
+        smiles_column, id_column: a table's SMILES and id columns (SDF: the id property);
+            default: the first of :data:`chemgraph.data.readers.SMILES_COLUMN_NAMES`, and the
+            ``.smi`` name / SDF title / row number. Only for a file.
+        batch_size: molecules per forward pass (at least 1).
+        top: also write the ``top`` best-scoring molecules to :func:`top_path`, best first
+            (ties: input order); None: no such file.
+        top_target: the target ranked by (default: the first); the score is its ``_pred``
+            column (the ensemble mean; a probability for classification).
+        ascending: rank the lowest scores first.
+        similarity_threshold: ``in_domain`` is ``max_similarity_to_train >=`` this, a
+            Tanimoto similarity in [0, 1].
+
+    Raises:
+        ConfigError: a value out of range.
+    """
+
+    smiles_column: str | None = None
+    id_column: str | None = None
+    batch_size: int = 256
+    top: int | None = None
+    top_target: str | None = None
+    ascending: bool = False
+    similarity_threshold: float = DEFAULT_SIMILARITY_THRESHOLD
+
+    def __post_init__(self) -> None:
+        _at_least_one(top=self.top, batch_size=self.batch_size)
+        if not 0 <= self.similarity_threshold <= 1:
+            raise ConfigError(
+                "--similarity-threshold is a Tanimoto similarity in [0, 1], got "
+                f"{self.similarity_threshold}"
+            )
+
+
+def _at_least_one(**values: int | None) -> None:
+    for name, value in values.items():
+        if value is not None and value < 1:
+            raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+
+
 def predict_table(
     checkpoint: str | Path | Sequence[str | Path],
     input_path: str | Path,
     output_path: str | Path,
-    smiles_column: str | None = None,
-    id_column: str | None = None,
-    batch_size: int = 256,
+    options: PredictOptions | None = None,
     workers: int = 1,
     shard_size: int = 5_000,
-    top: int | None = None,
-    top_target: str | None = None,
-    ascending: bool = False,
-    similarity_threshold: float = DEFAULT_SIMILARITY_THRESHOLD,
     resume: bool = False,
     overwrite: bool = False,
     progress: bool = True,
     device: str | torch.device | None = None,
 ) -> PredictionSummary:
     """Predict every record of a library and write the table described in the module
-    docstring.
+    docstring (what ``chemgraph predict`` runs).
 
     Args:
         checkpoint: ``best.ckpt`` of ``chemgraph train``, a run or ensemble folder, or several
             checkpoints (an ensemble; see :func:`checkpoint_files`).
         input_path: a library file (``.smi``, ``.sdf``, ``.csv``, ``.tsv``, ``.parquet``,
             optionally ``.gz``) or a ``chemgraph featurize`` output folder whose graphs were
-            made with the checkpoint's preset (then used as they are).
+            made with the checkpoint's preset and molecule preparation (then used as they are).
         output_path: ``.csv``, ``.csv.gz`` or ``.parquet`` file to write.
-        smiles_column, id_column: a table's SMILES and id columns (SDF: the id property);
-            default: the first of :data:`chemgraph.data.readers.SMILES_COLUMN_NAMES`, and the
-            ``.smi`` name / SDF title / row number. Only for a file.
-        batch_size: molecules per forward pass.
+        options: what to predict and write (:class:`PredictOptions`; default its defaults).
         workers: worker processes: featurizing a file, and scoring shards on the CPU (each
             scoring worker runs torch on one thread and scores whole shards).
         shard_size: records per shard when featurizing a file.
-        top: also write the ``top`` best-scoring molecules to :func:`top_path`, best first
-            (ties: input order); None: no such file.
-        top_target: the target ranked by (default: the first); the score is its ``_pred``
-            column (the ensemble mean; a probability for classification).
-        ascending: rank the lowest scores first.
-        similarity_threshold: ``in_domain`` is ``max_similarity_to_train >=`` this.
         resume: continue an interrupted run with the same checkpoints, input and options.
         overwrite: replace an existing output and discard an interrupted run.
         progress: progress bars on stderr when it is a terminal (featurization, then scoring;
@@ -329,29 +362,26 @@ def predict_table(
 
     Raises:
         FileNotFoundError: no such checkpoint or input.
-        ValueError: a bad option, an output or top file that exists (without ``overwrite``) or an
+        ConfigError: ``workers`` or ``shard_size`` below 1, ``resume`` with ``overwrite``.
+        ValueError: an output or top file that exists (without ``overwrite``) or an
             interrupted run in the way (without ``resume``), a run to resume with other
             settings, a folder featurized otherwise than the checkpoint needs (its preset,
-            conformers or no graphs; the message names both and what to do), a checkpoint
-            trained on the largest fragment only, or see
-            :func:`chemgraph.train.checkpoint.load_checkpoint` and
+            preparation, conformers or no graphs; the message names both and what to do), or
+            see :func:`chemgraph.train.checkpoint.load_checkpoint` and
             :func:`chemgraph.jobs.featurize.featurize_library`.
         chemgraph._interrupts.Interrupted: SIGINT or SIGTERM (main thread only; while
             featurizing a file, its :class:`~chemgraph.jobs.featurize.FeaturizeInterrupted`);
             complete shards, featurized and scored, are kept for ``resume``.
     """
+    options = PredictOptions() if options is None else options
+    smiles_column, id_column = options.smiles_column, options.id_column
+    batch_size, top, ascending = options.batch_size, options.top, options.ascending
+    similarity_threshold = options.similarity_threshold
     output, source = Path(output_path), Path(input_path)
     suffix = _output_suffix(output)
-    for name, value in (("top", top), ("batch_size", batch_size), ("workers", workers),
-                        ("shard_size", shard_size)):  # fmt: skip
-        if value is not None and value < 1:
-            raise ValueError(f"{name} must be at least 1, got {value}")
-    if not 0 <= similarity_threshold <= 1:
-        raise ValueError(
-            f"similarity_threshold is a Tanimoto similarity in [0, 1], got {similarity_threshold}"
-        )
+    _at_least_one(workers=workers, shard_size=shard_size)
     if resume and overwrite:
-        raise ValueError("resume and overwrite exclude each other")
+        raise ConfigError("--resume and --overwrite exclude each other")
     if not source.exists():
         raise FileNotFoundError(f"input {source} does not exist")
     if output.resolve() == source.resolve():
@@ -360,7 +390,7 @@ def predict_table(
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     models = _Models(files, device)
-    top_target = models.targets[0] if top_target is None else top_target
+    top_target = models.targets[0] if options.top_target is None else options.top_target
     if top_target not in models.targets:
         raise ValueError(f"top target {top_target!r} is not one of the targets {models.targets}")
     folder = source if source.is_dir() else None

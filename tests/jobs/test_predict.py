@@ -18,9 +18,10 @@ from rdkit import Chem
 
 from chemgraph._interrupts import Interrupted
 from chemgraph.data.applicability import TrainingFingerprints
+from chemgraph.errors import ConfigError
 from chemgraph.jobs import predict
 from chemgraph.jobs.featurize import FeaturizeOptions, featurize_library
-from chemgraph.jobs.predict import checkpoint_files, predict_table, top_path
+from chemgraph.jobs.predict import PredictOptions, checkpoint_files, predict_table, top_path
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
 ESA, NSA = FIXTURES / "esa.ckpt", FIXTURES / "nsa.ckpt"
@@ -102,7 +103,8 @@ def test_tables_and_sdf_files_with_their_ids(tmp_path):
     table = tmp_path / "library.tsv"
     table.write_text("name\tstructure\nethanol\tCCO\nbad\tC1CC\n\t\nbenzene\tc1ccccc1\n")
     output = tmp_path / "table.csv"
-    predict_table(ESA, table, output, smiles_column="structure", id_column="name", progress=False)
+    options = PredictOptions(smiles_column="structure", id_column="name")
+    predict_table(ESA, table, output, options, progress=False)
     result = pd.read_csv(output, keep_default_na=False)
     assert result["id"].tolist() == ["ethanol", "bad", "2", "benzene"]
     assert result["smiles"].tolist() == ["CCO", "", "", "c1ccccc1"]
@@ -123,17 +125,23 @@ def test_tables_and_sdf_files_with_their_ids(tmp_path):
 def test_bad_options_are_refused_before_anything_is_written(library, tmp_path):
     output = tmp_path / "out.csv"
     for options, message in [
-        (dict(batch_size=-5), "batch_size must be at least 1, got -5"),
-        (dict(batch_size=0), "batch_size must be at least 1, got 0"),
-        (dict(workers=0), "workers must be at least 1, got 0"),
-        (dict(shard_size=0), "shard_size must be at least 1, got 0"),
+        (dict(batch_size=-5), "--batch-size must be at least 1, got -5"),
+        (dict(batch_size=0), "--batch-size must be at least 1, got 0"),
+        (dict(top=0), "--top must be at least 1, got 0"),
         (
             dict(similarity_threshold=5.0),
-            r"similarity_threshold is a Tanimoto similarity in \[0, 1\]",
+            r"--similarity-threshold is a Tanimoto similarity in \[0, 1\]",
         ),
     ]:
-        with pytest.raises(ValueError, match=message):
-            predict_table(ESA, library, output, progress=False, **options)
+        with pytest.raises(ConfigError, match=message):
+            PredictOptions(**options)
+    for run, message in [
+        (dict(workers=0), "--workers must be at least 1, got 0"),
+        (dict(shard_size=0), "--shard-size must be at least 1, got 0"),
+        (dict(resume=True, overwrite=True), "--resume and --overwrite exclude each other"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            predict_table(ESA, library, output, progress=False, **run)
     table = tmp_path / "library.csv"
     table.write_text("smiles\nCCO\n")
     with pytest.raises(ValueError, match="is the input; choose another --output"):
@@ -144,19 +152,20 @@ def test_bad_options_are_refused_before_anything_is_written(library, tmp_path):
 
 def test_top_holds_the_best_scores_best_first(library, tmp_path):
     output = tmp_path / "hits.csv"
-    summary = predict_table(ESA, library, output, top=3, progress=False)
+    summary = predict_table(ESA, library, output, PredictOptions(top=3), progress=False)
     assert summary.top == tmp_path / "hits.top3.csv" == top_path(output, 3)
     full, top = pd.read_csv(output), pd.read_csv(summary.top)
     predicted = full[full["error"].isna()]
     assert top["row"].tolist() == predicted.nlargest(3, "logp_pred")["row"].tolist()
     assert top["logp_pred"].is_monotonic_decreasing and len(top) == 3
 
-    predict_table(ESA, library, tmp_path / "low.parquet", top=4, top_target="tpsa",
-                  ascending=True, progress=False)  # fmt: skip
+    low = PredictOptions(top=4, top_target="tpsa", ascending=True)
+    predict_table(ESA, library, tmp_path / "low.parquet", low, progress=False)
     top = pd.read_parquet(tmp_path / "low.top4.parquet")
     assert top["row"].tolist() == predicted.nsmallest(4, "tpsa_pred")["row"].tolist()
     with pytest.raises(ValueError, match="top target 'mass' is not one of the targets"):
-        predict_table(ESA, library, tmp_path / "x.csv", top=1, top_target="mass", progress=False)
+        options = PredictOptions(top=1, top_target="mass")
+        predict_table(ESA, library, tmp_path / "x.csv", options, progress=False)
 
 
 def test_an_interrupted_run_is_resumed_never_overwritten(library, tmp_path, monkeypatch):
@@ -280,7 +289,8 @@ def test_applicability_domain_columns(library, tmp_path):
     # shards without a fingerprint column: computed from the canonical SMILES, equally
     _, from_shards = _predict(checkpoint, _featurized(library, tmp_path), tmp_path / "f.parquet")
     pd.testing.assert_series_equal(from_shards["max_similarity_to_train"], similarity)
-    _, loose = _predict(checkpoint, library, tmp_path / "loose.parquet", similarity_threshold=0.0)
+    loose_options = PredictOptions(similarity_threshold=0.0)
+    _, loose = _predict(checkpoint, library, tmp_path / "loose.parquet", options=loose_options)
     assert loose["in_domain"].notna().sum() == 10 and loose["in_domain"].dropna().all()
 
 
