@@ -58,7 +58,6 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 
-from chemgraph._dgl import dgl
 from chemgraph._files import atomic_path, file_digest, write_parquet_atomically
 from chemgraph._interrupts import interrupts_raise
 from chemgraph._output import resumable_folder
@@ -66,7 +65,6 @@ from chemgraph.chem import MoleculePreparation
 from chemgraph.data.applicability import (
     DEFAULT_SIMILARITY_THRESHOLD,
     FINGERPRINT,
-    TrainingFingerprints,
     canonical_smiles_fingerprints,
 )
 from chemgraph.data.readers import iter_record_chunks
@@ -78,16 +76,12 @@ from chemgraph.jobs.featurize import (
     FeaturizeOptions,
     featurize_library,
 )
-from chemgraph.models import get_model_spec
-from chemgraph.train.checkpoint import load_checkpoint
-from chemgraph.train.inference import predict_graphs
-from chemgraph.train.module import PropertyPredictionModule
+from chemgraph.train.ensemble import Ensemble, checkpoint_files
 
 __all__ = [
     "OUTPUT_SUFFIXES",
     "PredictOptions",
     "PredictionSummary",
-    "checkpoint_files",
     "predict_table",
     "top_path",
 ]
@@ -96,147 +90,6 @@ log = logging.getLogger(__name__)
 
 OUTPUT_SUFFIXES = (".csv", ".csv.gz", ".parquet")
 """File names the output may end with (case-insensitive); the suffix sets the format."""
-
-
-def checkpoint_files(checkpoints: str | Path | Sequence[str | Path]) -> list[Path]:
-    """The checkpoint files named by ``checkpoints``.
-
-    Args:
-        checkpoints: one or several of: a checkpoint file; a ``chemgraph train`` output folder
-            (its ``best.ckpt``); an ensemble folder of ``chemgraph train --ensemble K`` (the
-            ``best.ckpt`` of each ``model-<k>`` sub-folder, in member order).
-
-    Raises:
-        FileNotFoundError: a path that does not exist, or a folder with no checkpoint.
-        ValueError: the same model named twice (:func:`_refuse_duplicate_members`).
-    """
-    if isinstance(checkpoints, (str, Path)):
-        checkpoints = [checkpoints]
-    files: list[Path] = []
-    for path in map(Path, checkpoints):
-        if path.is_file():
-            files.append(path)
-        elif (path / "best.ckpt").is_file():
-            files.append(path / "best.ckpt")
-        else:
-            members = sorted(
-                (p for p in path.glob("model-*/best.ckpt") if _member(p) is not None),
-                key=_member,
-            )
-            if not members:
-                raise FileNotFoundError(
-                    f"checkpoint {path} does not exist"
-                    if not path.exists()
-                    else f"{path} holds no best.ckpt and no model-<k>/best.ckpt"
-                )
-            files.extend(members)
-    _refuse_duplicate_members(files)
-    return files
-
-
-def _refuse_duplicate_members(files: list[Path]) -> None:
-    """An ensemble whose members include one model twice (the same file, e.g. a run folder
-    and its own ``best.ckpt``, or a copy of it) would report a spread of 0 for that pair.
-
-    Raises:
-        ValueError: two members are the same file or have the same bytes (both named).
-    """
-    if len(files) < 2:
-        return
-    seen: dict[str, Path] = {}
-    for file in files:
-        for key in (f"path:{file.resolve()}", f"sha256:{file_digest(file)}"):
-            if key in seen:
-                raise ValueError(
-                    f"{file} and {seen[key]} are the same model "
-                    f"({'the same file' if key.startswith('path') else 'identical bytes'}); "
-                    "an ensemble needs distinct members (give each checkpoint once)"
-                )
-            seen[key] = file
-
-
-def _member(checkpoint: Path) -> int | None:
-    """``k`` of ``model-<k>/best.ckpt``, else None."""
-    suffix = checkpoint.parent.name.removeprefix("model-")
-    return int(suffix) if suffix.isdigit() else None
-
-
-def _inputs_and_outputs(module: PropertyPredictionModule) -> dict[str, Any]:
-    """What the members of an ensemble must share: targets, task and featurization."""
-    hparams = module.hparams
-    return {
-        "target_columns": list(hparams.target_columns),
-        "task": hparams.task,
-        "featurizer": hparams.featurizer,
-        "preparation": module.preparation,
-    }
-
-
-class _Models:
-    """The checkpoints of one prediction: one model, or the members of an ensemble.
-
-    Raises:
-        ValueError: a checkpoint that is not a property checkpoint, or members that differ in
-            targets, task, featurizer or molecule preparation (standardisation, fragments).
-    """
-
-    def __init__(self, files: list[Path], device: str | torch.device) -> None:
-        self.modules = [load_checkpoint(f, kind="property", device=device) for f in files]
-        first = self.modules[0].hparams
-        for file, module in zip(files[1:], self.modules[1:]):
-            for key, ours in _inputs_and_outputs(self.modules[0]).items():
-                theirs = _inputs_and_outputs(module)[key]
-                if theirs != ours:
-                    raise ValueError(
-                        f"{file} and {files[0]} differ in {key} ({theirs!r} and {ours!r}); an "
-                        "ensemble's members must predict the same targets from the same features"
-                    )
-        self.targets: list[str] = list(first.target_columns)
-        self.preset = FeaturizerPreset.from_dict(first.featurizer)
-        self.preparation = self.modules[0].preparation
-        stored = [m.hparams.get("train_fingerprints") for m in self.modules]
-        missing = [str(f) for f, values in zip(files, stored) if values is None]
-        self.missing_fingerprints = missing
-        self.fingerprints: TrainingFingerprints | None = None
-        if not missing:
-            parts = [TrainingFingerprints.from_dict(values) for values in stored]
-            self.fingerprints = TrainingFingerprints.concatenate(parts)
-
-    def warn_missing_fingerprints(self) -> None:
-        """Warn that the similarity columns stay empty, when a checkpoint holds no training
-        fingerprints (:func:`predict_table` does so once the user's options are checked)."""
-        if self.missing_fingerprints:
-            log.warning(
-                "no training fingerprints in %s (written before chemgraph stored them): "
-                "max_similarity_to_train and in_domain are left empty",
-                ", ".join(self.missing_fingerprints),
-            )
-
-    def columns(self) -> list[str]:
-        """The prediction columns: ``<target>_pred`` (and ``<target>_std`` for an ensemble)."""
-        suffixes = ("_pred", "_std") if len(self.modules) > 1 else ("_pred",)
-        return [f"{target}{suffix}" for target in self.targets for suffix in suffixes]
-
-    def predict(self, graphs: dgl.DGLGraph, batch_size: int) -> dict[str, np.ndarray]:
-        """``{column: float32 [N]}`` for :meth:`columns` from the batched graph of ``N``
-        molecules: each member's predictions, their mean and (ensembles) their sample standard
-        deviation over the members (``ddof=1``, the usual estimate of the spread of
-        independently trained models)."""
-        predictions = []
-        for module in self.modules:
-            spec = get_model_spec(module.hparams.model)
-            inputs = graphs
-            if spec.graph_transform is not None:  # per molecule (e.g. shortest paths)
-                inputs = spec.transform_graphs(module.model.config, dgl.unbatch(graphs))
-            builder = spec.batch_builder(module.model.config)
-            predictions.append(predict_graphs(module, inputs, builder, batch_size))
-        stacked = np.stack(predictions)  # [K, N, T]
-        columns = {}
-        for index, target in enumerate(self.targets):
-            columns[f"{target}_pred"] = stacked[:, :, index].mean(axis=0)
-            if len(self.modules) > 1:
-                columns[f"{target}_std"] = stacked[:, :, index].std(axis=0, ddof=1)
-        return columns
 
 
 @dataclass(frozen=True)
@@ -389,7 +242,7 @@ def predict_table(
     files = checkpoint_files(checkpoint)
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    models = _Models(files, device)
+    models = Ensemble(files, device)
     top_target = models.targets[0] if options.top_target is None else options.top_target
     if top_target not in models.targets:
         raise ValueError(f"top target {top_target!r} is not one of the targets {models.targets}")
@@ -504,7 +357,7 @@ def _status(folder: Path) -> str | None:
     return json.loads(manifest.read_text()).get("status") if manifest.exists() else None
 
 
-def _check_folder(folder: Path, models: _Models, checkpoint: Path) -> None:
+def _check_folder(folder: Path, models: Ensemble, checkpoint: Path) -> None:
     """A ``chemgraph featurize`` folder whose graphs the checkpoint can score as they are.
 
     Raises:
@@ -557,7 +410,7 @@ def _check_folder(folder: Path, models: _Models, checkpoint: Path) -> None:
 # -- scoring a shard -----------------------------------------------------------------------
 
 
-def _schema(models: _Models) -> pa.Schema:
+def _schema(models: Ensemble) -> pa.Schema:
     fields = [("row", pa.int64()), ("id", pa.string()), ("smiles", pa.string())]
     fields += [(name, pa.float32()) for name in models.columns()]
     fields += [("max_similarity_to_train", pa.float32()), ("in_domain", pa.bool_())]
@@ -579,7 +432,7 @@ class _ShardScores(Dataset):
         folder: Path,
         shards: list[int],
         parts: Path,
-        models: _Models,
+        models: Ensemble,
         schema: pa.Schema,
         batch_size: int,
         threshold: float,
@@ -605,7 +458,7 @@ def _as_is(records: int) -> int:
 
 
 def _score_shard(
-    folder: Path, shard: int, models: _Models, batch_size: int, threshold: float
+    folder: Path, shard: int, models: Ensemble, batch_size: int, threshold: float
 ) -> pd.DataFrame:
     """The output rows of one shard of a featurize folder, in input order."""
     name = f"shard-{shard:05d}"

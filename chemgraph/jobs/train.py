@@ -42,6 +42,7 @@ from chemgraph.featurize import FeaturizerPreset, get_preset
 from chemgraph.models import get_model_spec
 from chemgraph.train.callbacks import EpochProgress, LossHistory
 from chemgraph.train.config import TrainingConfig, paper_protocol_differences
+from chemgraph.train.ensemble import ensemble_statistics
 from chemgraph.train.fit import fit
 from chemgraph.train.metrics import mean_over_tasks, per_task_metrics
 from chemgraph.train.module import PropertyPredictionModule
@@ -208,8 +209,7 @@ def _mean_prediction_frame(frames: list[pd.DataFrame], targets: list[str]) -> pd
     mean = first.drop(columns=[f"{t}_pred" for t in targets])
     for target in targets:
         stacked = np.stack([frame[f"{target}_pred"].to_numpy(dtype=float) for frame in frames])
-        mean[f"{target}_pred"] = stacked.mean(axis=0)
-        mean[f"{target}_std"] = stacked.std(axis=0, ddof=1)
+        mean[f"{target}_pred"], mean[f"{target}_std"] = ensemble_statistics(stacked)
     return mean
 
 

@@ -16,7 +16,7 @@ from chemgraph.chem.reactions import ReactionParseError, parse_reaction_smiles
 from chemgraph.data import featurize_table
 from chemgraph.featurize import get_preset
 from chemgraph.jobs.featurize import FeaturizeOptions, featurize_library
-from chemgraph.jobs.predict import checkpoint_files
+from chemgraph.train.ensemble import checkpoint_files
 
 MOLBLOCK = """
   query

@@ -21,7 +21,8 @@ from chemgraph.data.applicability import TrainingFingerprints
 from chemgraph.errors import ConfigError
 from chemgraph.jobs import predict
 from chemgraph.jobs.featurize import FeaturizeOptions, featurize_library
-from chemgraph.jobs.predict import PredictOptions, checkpoint_files, predict_table, top_path
+from chemgraph.jobs.predict import PredictOptions, predict_table, top_path
+from chemgraph.train.ensemble import checkpoint_files
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
 ESA, NSA = FIXTURES / "esa.ckpt", FIXTURES / "nsa.ckpt"

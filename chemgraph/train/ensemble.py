@@ -1,0 +1,186 @@
+"""Ensembles of trained property models: which checkpoints form one, their consistency, and
+the one definition of an ensemble's prediction (the members' mean) and spread (their sample
+standard deviation), used by ``chemgraph predict`` (:mod:`chemgraph.jobs.predict`) and
+``chemgraph train --ensemble`` (:mod:`chemgraph.jobs.train`) alike.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from chemgraph._dgl import dgl
+from chemgraph._files import file_digest
+from chemgraph.data.applicability import TrainingFingerprints
+from chemgraph.featurize import FeaturizerPreset
+from chemgraph.models import get_model_spec
+from chemgraph.train.checkpoint import load_checkpoint
+from chemgraph.train.inference import predict_graphs
+from chemgraph.train.module import PropertyPredictionModule
+
+__all__ = ["Ensemble", "checkpoint_files", "ensemble_statistics"]
+
+log = logging.getLogger(__name__)
+
+
+def ensemble_statistics(stacked: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The mean over the members and their sample standard deviation.
+
+    Args:
+        stacked: ``float [K, ...]``, one prediction per member on the first axis.
+
+    Returns:
+        ``(mean, std)``, each ``[...]``: ``std`` is the sample standard deviation
+        (``ddof=1``, the sum of squared deviations divided by ``K - 1``, the usual estimate of
+        the spread of independently trained models); None for one member, whose spread is
+        undefined.
+    """
+    mean = stacked.mean(axis=0)
+    return mean, (stacked.std(axis=0, ddof=1) if len(stacked) > 1 else None)
+
+
+def checkpoint_files(checkpoints: str | Path | Sequence[str | Path]) -> list[Path]:
+    """The checkpoint files named by ``checkpoints``.
+
+    Args:
+        checkpoints: one or several of: a checkpoint file; a ``chemgraph train`` output folder
+            (its ``best.ckpt``); an ensemble folder of ``chemgraph train --ensemble K`` (the
+            ``best.ckpt`` of each ``model-<k>`` sub-folder, in member order).
+
+    Raises:
+        FileNotFoundError: a path that does not exist, or a folder with no checkpoint.
+        ValueError: the same model named twice (:func:`_refuse_duplicate_members`).
+    """
+    if isinstance(checkpoints, (str, Path)):
+        checkpoints = [checkpoints]
+    files: list[Path] = []
+    for path in map(Path, checkpoints):
+        if path.is_file():
+            files.append(path)
+        elif (path / "best.ckpt").is_file():
+            files.append(path / "best.ckpt")
+        else:
+            members = sorted(
+                (p for p in path.glob("model-*/best.ckpt") if _member(p) is not None),
+                key=_member,
+            )
+            if not members:
+                raise FileNotFoundError(
+                    f"checkpoint {path} does not exist"
+                    if not path.exists()
+                    else f"{path} holds no best.ckpt and no model-<k>/best.ckpt"
+                )
+            files.extend(members)
+    _refuse_duplicate_members(files)
+    return files
+
+
+def _refuse_duplicate_members(files: list[Path]) -> None:
+    """An ensemble whose members include one model twice (the same file, e.g. a run folder
+    and its own ``best.ckpt``, or a copy of it) would report a spread of 0 for that pair.
+
+    Raises:
+        ValueError: two members are the same file or have the same bytes (both named).
+    """
+    if len(files) < 2:
+        return
+    seen: dict[str, Path] = {}
+    for file in files:
+        for key in (f"path:{file.resolve()}", f"sha256:{file_digest(file)}"):
+            if key in seen:
+                raise ValueError(
+                    f"{file} and {seen[key]} are the same model "
+                    f"({'the same file' if key.startswith('path') else 'identical bytes'}); "
+                    "an ensemble needs distinct members (give each checkpoint once)"
+                )
+            seen[key] = file
+
+
+def _member(checkpoint: Path) -> int | None:
+    """``k`` of ``model-<k>/best.ckpt``, else None."""
+    suffix = checkpoint.parent.name.removeprefix("model-")
+    return int(suffix) if suffix.isdigit() else None
+
+
+def _inputs_and_outputs(module: PropertyPredictionModule) -> dict[str, Any]:
+    """What the members of an ensemble must share: targets, task and featurization."""
+    hparams = module.hparams
+    return {
+        "target_columns": list(hparams.target_columns),
+        "task": hparams.task,
+        "featurizer": hparams.featurizer,
+        "preparation": module.preparation,
+    }
+
+
+class Ensemble:
+    """The checkpoints of one prediction: one model, or the members of an ensemble (their mean
+    prediction and its sample standard deviation, :func:`ensemble_statistics`).
+
+    Raises:
+        ValueError: a checkpoint that is not a property checkpoint, or members that differ in
+            targets, task, featurizer or molecule preparation (standardisation, fragments).
+    """
+
+    def __init__(self, files: list[Path], device: str | torch.device) -> None:
+        self.modules = [load_checkpoint(f, kind="property", device=device) for f in files]
+        first = self.modules[0].hparams
+        for file, module in zip(files[1:], self.modules[1:]):
+            for key, ours in _inputs_and_outputs(self.modules[0]).items():
+                theirs = _inputs_and_outputs(module)[key]
+                if theirs != ours:
+                    raise ValueError(
+                        f"{file} and {files[0]} differ in {key} ({theirs!r} and {ours!r}); an "
+                        "ensemble's members must predict the same targets from the same features"
+                    )
+        self.targets: list[str] = list(first.target_columns)
+        self.preset = FeaturizerPreset.from_dict(first.featurizer)
+        self.preparation = self.modules[0].preparation
+        stored = [m.hparams.get("train_fingerprints") for m in self.modules]
+        missing = [str(f) for f, values in zip(files, stored) if values is None]
+        self.missing_fingerprints = missing
+        self.fingerprints: TrainingFingerprints | None = None
+        if not missing:
+            parts = [TrainingFingerprints.from_dict(values) for values in stored]
+            self.fingerprints = TrainingFingerprints.concatenate(parts)
+
+    def warn_missing_fingerprints(self) -> None:
+        """Warn that the similarity columns stay empty, when a checkpoint holds no training
+        fingerprints (:func:`predict_table` does so once the user's options are checked)."""
+        if self.missing_fingerprints:
+            log.warning(
+                "no training fingerprints in %s (written before chemgraph stored them): "
+                "max_similarity_to_train and in_domain are left empty",
+                ", ".join(self.missing_fingerprints),
+            )
+
+    def columns(self) -> list[str]:
+        """The prediction columns: ``<target>_pred`` (and ``<target>_std`` for an ensemble)."""
+        suffixes = ("_pred", "_std") if len(self.modules) > 1 else ("_pred",)
+        return [f"{target}{suffix}" for target in self.targets for suffix in suffixes]
+
+    def predict(self, graphs: dgl.DGLGraph, batch_size: int) -> dict[str, np.ndarray]:
+        """``{column: float32 [N]}`` for :meth:`columns` from the batched graph of ``N``
+        molecules: each member's predictions, their mean and (ensembles) their sample standard
+        deviation over the members (``ddof=1``, the usual estimate of the spread of
+        independently trained models)."""
+        predictions = []
+        for module in self.modules:
+            spec = get_model_spec(module.hparams.model)
+            inputs = graphs
+            if spec.graph_transform is not None:  # per molecule (e.g. shortest paths)
+                inputs = spec.transform_graphs(module.model.config, dgl.unbatch(graphs))
+            builder = spec.batch_builder(module.model.config)
+            predictions.append(predict_graphs(module, inputs, builder, batch_size))
+        mean, spread = ensemble_statistics(np.stack(predictions))  # [K, N, T] -> [N, T]
+        columns = {}
+        for index, target in enumerate(self.targets):
+            columns[f"{target}_pred"] = mean[:, index]
+            if spread is not None:
+                columns[f"{target}_std"] = spread[:, index]
+        return columns
