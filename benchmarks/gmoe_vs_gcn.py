@@ -186,7 +186,7 @@ def run_one(args: argparse.Namespace, model: str, key: str, seed: int) -> dict:
     logging.getLogger("chemgraph").addHandler(handler)
     try:
         with open(out / "stdout.txt", "w") as log, contextlib.redirect_stdout(log):
-            metrics = train(config)
+            metrics = train(config, overwrite=True)
     finally:
         logging.getLogger("chemgraph").removeHandler(handler)
         handler.close()

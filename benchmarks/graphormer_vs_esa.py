@@ -105,7 +105,7 @@ def run_graphormer(args: argparse.Namespace, key: str, seed: int) -> dict:
         progress=False,
     )
     start = time.perf_counter()
-    metrics = train(config)
+    metrics = train(config, overwrite=True)
     return {
         "epochs": int(metrics["epochs_trained"]),
         "wall_s": time.perf_counter() - start,

@@ -236,7 +236,7 @@ def run_one(args: argparse.Namespace, key: str, seed: int) -> dict:
     ds = DATASETS[key]
     config = esa_config(args, key, seed)
     start = time.perf_counter()
-    metrics = train(config)
+    metrics = train(config, overwrite=True)
     wall = time.perf_counter() - start
     return {
         "dataset": ds.name,

@@ -69,7 +69,7 @@ def train_default_esa(data: Path, out: Path) -> Path:
         max_epochs=1,
         progress=False,
     )
-    train(config)
+    train(config, overwrite=True)
     return out / "best.ckpt"
 
 

@@ -159,7 +159,6 @@ class TrainCommand(Command):
         )
 
     def run(self, args: argparse.Namespace) -> int:
-        from chemgraph._output import check_output_folder
         from chemgraph.jobs.train import ensemble_member, train, train_ensemble
         from chemgraph.train.config import TrainingConfig
         from chemgraph.train.metrics import format_ensemble_metrics, format_metrics
@@ -191,11 +190,10 @@ class TrainCommand(Command):
             config = TrainingConfig.from_yaml(args.config, **overrides)
         else:
             config = TrainingConfig.from_dict({k: v for k, v in overrides.items() if v is not None})
-        check_output_folder(config.out, "--out", args.overwrite, "--overwrite")
         if args.ensemble is None:
-            print(format_metrics(train(config)))
+            print(format_metrics(train(config, overwrite=args.overwrite)))
         else:
-            ensemble = train_ensemble(config, args.ensemble)
+            ensemble = train_ensemble(config, args.ensemble, overwrite=args.overwrite)
             seeds = [ensemble_member(config, index).seed for index in range(args.ensemble)]
             print(format_ensemble_metrics(ensemble, seeds))
         print(f"outputs written to {Path(config.out).resolve()}")

@@ -21,6 +21,7 @@ import pandas as pd
 import torch
 import yaml
 
+from chemgraph._output import check_output_folder
 from chemgraph.chem import MoleculePreparation, mols_from_smiles
 from chemgraph.data import (
     Duplicates,
@@ -71,7 +72,7 @@ OUTPUT_FILES = (
 SPLITS = ("train", "val", "test")
 
 
-def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
+def train(config: TrainingConfig, overwrite: bool = False) -> dict[str, dict[str, float]]:
     """Featurize the table, split, train with Lightning, evaluate the best checkpoint.
 
     Writes to ``config.out``: ``rejected.csv`` (row, input, reason), ``best.ckpt``,
@@ -86,8 +87,8 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
     the test split (``parity.png`` and ``residuals.png`` for regression, ``roc_curve.png``,
     ``pr_curve.png`` and ``confusion_matrix.png`` for classification) and ``config.yaml`` (the
     settings, with ``task`` decided when it was None). These files of an earlier run in
-    ``config.out`` are replaced, other files are left; ``chemgraph train`` refuses a non-empty
-    folder unless given ``--overwrite`` (:func:`chemgraph._output.check_output_folder`). With
+    ``config.out`` are replaced, other files are left; a non-empty folder is refused unless
+    ``overwrite`` (``--overwrite``; :func:`chemgraph._output.check_output_folder`). With
     ``config.progress``, progress is logged (INFO) and shown within each epoch
     (:class:`chemgraph.train.callbacks.EpochProgress`).
 
@@ -99,10 +100,11 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
         The metrics written to ``metrics.json``.
 
     Raises:
-        ValueError: bad settings, missing columns, too few valid molecules to split, an empty
-            split, non-binary classification labels, or training stopped before its first
-            validation.
+        ValueError: a non-empty ``config.out`` without ``overwrite``, bad settings, missing
+            columns, too few valid molecules to split, an empty split, non-binary
+            classification labels, or training stopped before its first validation.
     """
+    check_output_folder(config.out, "--out", overwrite, "--overwrite")
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     for name in OUTPUT_FILES:  # a rerun into the same folder must not leave stale results
@@ -138,7 +140,7 @@ def ensemble_member(config: TrainingConfig, index: int) -> TrainingConfig:
     )
 
 
-def train_ensemble(config: TrainingConfig, size: int) -> dict:
+def train_ensemble(config: TrainingConfig, size: int, overwrite: bool = False) -> dict:
     """Train ``size`` models of ``config`` on one split that differ only in their seed
     (weights, shuffling) and score their mean prediction.
 
@@ -158,10 +160,12 @@ def train_ensemble(config: TrainingConfig, size: int) -> dict:
         The metrics written to ``<config.out>/metrics.json``.
 
     Raises:
-        ValueError: ``size`` below 2; see :func:`train`.
+        ValueError: ``size`` below 2; a non-empty ``config.out`` without ``overwrite``; see
+            :func:`train`.
     """
     if size < 2:
         raise ValueError(f"an ensemble needs at least 2 models, got {size}")
+    check_output_folder(config.out, "--out", overwrite, "--overwrite")
     out = Path(config.out)
     for name in OUTPUT_FILES:
         (out / name).unlink(missing_ok=True)
@@ -170,7 +174,7 @@ def train_ensemble(config: TrainingConfig, size: int) -> dict:
         if folder.is_dir() and index.isdigit() and int(index) >= size:
             shutil.rmtree(folder)
     members = [ensemble_member(config, index) for index in range(size)]
-    member_metrics = [train(member) for member in members]
+    member_metrics = [train(member, overwrite=True) for member in members]
     task = yaml.safe_load((Path(members[0].out) / "config.yaml").read_text())["task"]
     frames = [pd.read_csv(Path(member.out) / "predictions.csv") for member in members]
     predictions = _mean_prediction_frame(frames, config.target_columns)

@@ -81,7 +81,8 @@ def run(
     settings.update(data=str(data), out=str(out))
     if max_epochs is not None:
         settings["max_epochs"] = max_epochs
-    metrics = train(TrainingConfig.from_dict(settings, source=NAME))
+    # the recipe command has applied the --out rule; this run owns the folder
+    metrics = train(TrainingConfig.from_dict(settings, source=NAME), overwrite=True)
     log.info(
         "\nESA on QM9 HOMO-LUMO gap (eV), random 80/10/10 split, best validation checkpoint:\n"
         "%s\nepochs: %d; wall time %.0f s; parity plot: %s",

@@ -78,3 +78,24 @@ def test_a_resumable_folder_is_new_or_the_same_run(tmp_path):
     (tmp_path / "other" / "notes.txt").write_text("a user's file")
     with pytest.raises(ValueError, match="exists and is not empty"):
         resumable_folder(tmp_path / "other", "run.json", identity, resume=True, option="--output")
+
+
+def test_the_train_job_applies_the_rule_itself(tmp_path):
+    """The Python API behaves as the command: train() refuses a folder with a user's files."""
+    from chemgraph.jobs.train import train, train_ensemble
+    from chemgraph.train.config import TrainingConfig
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "notes.txt").write_text("a user's file")
+    table = tmp_path / "t.csv"
+    table.write_text("smiles,y\n" + "".join(f"{'C' * (i + 1)},{i}\n" for i in range(12)))
+    config = TrainingConfig.from_dict(
+        {"data": str(table), "target_columns": ["y"], "out": str(out)}
+    )
+    for run in (lambda: train(config), lambda: train_ensemble(config, 2)):
+        with pytest.raises(
+            ValueError, match="exists and is not empty; choose a new --out, or pass --overwrite"
+        ):
+            run()
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
