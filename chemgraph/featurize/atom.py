@@ -52,6 +52,9 @@ __all__ = [
     "OGBAtomFeaturizer",
     "atom_stereo_labels",
     "cip_descriptors",
+    "column_indices",
+    "fill_stereo",
+    "index_of",
 ]
 
 
@@ -115,7 +118,7 @@ def _atom_columns(
     return columns
 
 
-def _indices(values: Sequence[Any], columns: dict[Any, int], unknown: int) -> np.ndarray:
+def column_indices(values: Sequence[Any], columns: dict[Any, int], unknown: int) -> np.ndarray:
     """``int64 [len(values)]``: ``columns.get(value, unknown)`` of every value."""
     return np.fromiter(
         map(columns.get, values, itertools.repeat(unknown)), dtype=np.int64, count=len(values)
@@ -128,14 +131,14 @@ _HAS_CHIRAL_TAG = rdqueries.HasChiralTagQueryAtom()
 
 
 def _chiral_column(mols: Sequence[Chem.Mol], counts: np.ndarray, value: int) -> np.ndarray:
-    """``int64 [Σ counts]``: ``_PENDING`` for the atoms with a chiral tag, ``value`` for the
+    """``int64 [Σ counts]``: ``PENDING_STEREO`` for the atoms with a chiral tag, ``value`` for the
     others (``counts``: atoms per molecule)."""
     column = np.full(int(counts.sum()), value, dtype=np.int64)
     start = 0
     for mol, count in zip(mols, counts.tolist()):
         tagged = mol.GetAtomsMatchingQuery(_HAS_CHIRAL_TAG)
         if tagged:
-            column[[start + atom.GetIdx() for atom in tagged]] = _PENDING
+            column[[start + atom.GetIdx() for atom in tagged]] = PENDING_STEREO
         start += count
     return column
 
@@ -178,7 +181,7 @@ def _symbol_table(by_symbol: dict[str, int], unknown: int) -> np.ndarray:
     return np.array([unknown, *columns, unknown], dtype=np.int64)
 
 
-def _index_of(vocabulary: Sequence[Any]) -> dict[Any, int]:
+def index_of(vocabulary: Sequence[Any]) -> dict[Any, int]:
     """``{value: position}``; raises ``ValueError`` on a repeated value."""
     index = {value: i for i, value in enumerate(vocabulary)}
     if len(index) != len(vocabulary):
@@ -279,17 +282,19 @@ def _atom_stereo_label(atom: Chem.Atom) -> str:
 
 # The stereo index of a tagged atom (or stereo bond) in a feature row until its molecule is
 # CIP-labelled: rows are read in one pass, and only molecules with stereo are labelled.
-_PENDING = -1
+PENDING_STEREO = -1
+"""Stands in a stereo column for an atom or bond whose label is computed later
+(:func:`fill_stereo`), once per molecule rather than per atom."""
 
 
-def _fill_stereo(
+def fill_stereo(
     column: np.ndarray,
     mols: Sequence[Chem.Mol],
     count: Callable[[Chem.Mol], int],
     labels_of: Callable[[Chem.Mol, list[int]], list[str]],
     index_of: Callable[[str], int],
 ) -> None:
-    """Replace the ``_PENDING`` entries of a stereo column by their indices, in place.
+    """Replace the ``PENDING_STEREO`` entries of a stereo column by their indices, in place.
 
     Args:
         column: ``[total items]`` the stereo column of the rows of the atoms (or bonds) of
@@ -299,7 +304,7 @@ def _fill_stereo(
             ``mol``; called once per molecule with pending items.
         index_of: the featurizer's index of a label.
     """
-    pending = np.flatnonzero(column == _PENDING)
+    pending = np.flatnonzero(column == PENDING_STEREO)
     if pending.size == 0:
         return
     ends = np.cumsum([count(mol) for mol in mols])
@@ -388,7 +393,7 @@ class CanonicalAtomFeaturizer:
 
     def __post_init__(self) -> None:
         for vocabulary in self._blocks:
-            _index_of(vocabulary)
+            index_of(vocabulary)
 
     @property
     def _blocks(self) -> tuple[tuple[Any, ...], ...]:
@@ -407,7 +412,7 @@ class CanonicalAtomFeaturizer:
         out = []
         offset = 0
         for vocabulary in self._blocks:
-            index = _index_of(vocabulary)
+            index = index_of(vocabulary)
             out.append(({v: offset + i for v, i in index.items()}, offset + len(vocabulary)))
             offset += len(vocabulary) + 1
         return tuple(out)
@@ -431,14 +436,14 @@ class CanonicalAtomFeaturizer:
         return columns.get(label, unknown)
 
     def _row(self, atom: Chem.Atom) -> tuple[int, int, int, int, int, int, bool, bool, float]:
-        """Six hot column indices (chirality ``_PENDING`` for a tagged atom), then aromatic,
+        """Six hot column indices (chirality ``PENDING_STEREO`` for a tagged atom), then aromatic,
         in ring, mass (one RDKit call per field)."""
         symbols, degrees, charges, chiral, hs, hybrid = self._lookup
         return (
             symbols[0].get(atom.GetSymbol(), symbols[1]),
             degrees[0].get(atom.GetTotalDegree(), degrees[1]),
             charges[0].get(atom.GetFormalCharge(), charges[1]),
-            _PENDING if atom.GetChiralTag() else chiral[0].get("none", chiral[1]),
+            PENDING_STEREO if atom.GetChiralTag() else chiral[0].get("none", chiral[1]),
             hs[0].get(atom.GetTotalNumHs(), hs[1]),
             hybrid[0].get(atom.GetHybridization(), hybrid[1]),
             atom.GetIsAromatic(),
@@ -451,7 +456,7 @@ class CanonicalAtomFeaturizer:
         out = np.zeros((len(rows), len(self)), dtype=np.float32)
         if rows:
             table = np.array(rows, dtype=np.float64)
-            _fill_stereo(
+            fill_stereo(
                 table[:, 3], mols, Chem.Mol.GetNumAtoms, _tagged_atom_labels, self._chirality_column
             )
             np.put_along_axis(out, table[:, :6].astype(np.int64), 1.0, axis=1)
@@ -504,15 +509,15 @@ class CanonicalAtomFeaturizer:
         hot = np.stack(
             [
                 _symbol_columns(numbers, mols, counts, self._symbol_by_number, *symbols),
-                _indices(degree, *degrees),
-                _indices(charge, *charges),
+                column_indices(degree, *degrees),
+                column_indices(charge, *charges),
                 _chiral_column(mols, counts, chiral[0].get("none", chiral[1])),
-                _indices(hs, *num_hs),
-                _indices(hybrid, *hybrids),
+                column_indices(hs, *num_hs),
+                column_indices(hybrid, *hybrids),
             ],
             axis=1,
         )
-        _fill_stereo(
+        fill_stereo(
             hot[:, 3], mols, Chem.Mol.GetNumAtoms, _tagged_atom_labels, self._chirality_column
         )
         np.put_along_axis(out, hot, 1.0, axis=1)
@@ -531,8 +536,8 @@ _OGB_HYBRIDIZATIONS: tuple[HybridizationType, ...] = (
 )
 
 
-_OGB_CHIRALITY = _index_of(ATOM_STEREO_LABELS)
-_OGB_HYBRIDIZATION_INDEX = _index_of(_OGB_HYBRIDIZATIONS)
+_OGB_CHIRALITY = index_of(ATOM_STEREO_LABELS)
+_OGB_HYBRIDIZATION_INDEX = index_of(_OGB_HYBRIDIZATIONS)
 
 
 def _range_index(value: int, low: int, high: int) -> int:
@@ -625,11 +630,11 @@ class OGBAtomFeaturizer:
         return tuple(len(c) for c in self.categories)
 
     def _values(self, atom: Chem.Atom) -> tuple[int, ...]:
-        """Category indices, chirality ``_PENDING`` for a tagged atom."""
+        """Category indices, chirality ``PENDING_STEREO`` for a tagged atom."""
         hybrid = atom.GetHybridization()
         return (
             _range_index(atom.GetAtomicNum(), 1, 118),
-            _PENDING if atom.GetChiralTag() else 0,
+            PENDING_STEREO if atom.GetChiralTag() else 0,
             _range_index(atom.GetTotalDegree(), 0, 10),
             _range_index(atom.GetFormalCharge(), -5, 5),
             _range_index(atom.GetTotalNumHs(), 0, 8),
@@ -679,13 +684,13 @@ class OGBAtomFeaturizer:
                 _range_indices(charge, -5, 5),
                 _range_indices(hs, 0, 8),
                 _range_indices(radicals, 0, 4),
-                _indices(hybrid, _OGB_HYBRIDIZATION_INDEX, len(_OGB_HYBRIDIZATIONS)),
+                column_indices(hybrid, _OGB_HYBRIDIZATION_INDEX, len(_OGB_HYBRIDIZATIONS)),
                 np.array(aromatic, dtype=np.int64),
                 np.array(ring, dtype=np.int64),
             ],
             axis=1,
         )
-        _fill_stereo(
+        fill_stereo(
             table[:, 1], mols, Chem.Mol.GetNumAtoms, _tagged_atom_labels, _OGB_CHIRALITY.__getitem__
         )
         return table

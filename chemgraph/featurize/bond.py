@@ -30,7 +30,13 @@ import torch
 from rdkit import Chem
 from rdkit.Chem.rdchem import BondStereo, BondType
 
-from chemgraph.featurize.atom import _PENDING, _fill_stereo, _index_of, _indices, cip_descriptors
+from chemgraph.featurize.atom import (
+    PENDING_STEREO,
+    cip_descriptors,
+    column_indices,
+    fill_stereo,
+    index_of,
+)
 
 __all__ = [
     "BOND_STEREO_LABELS",
@@ -63,9 +69,9 @@ def _bond_columns(
 
 
 def _stereo_indices(stereo: list[BondStereo], none: int) -> np.ndarray:
-    """``int64``: ``_PENDING`` for a bond with stereo (not ``STEREONONE``), else ``none``."""
+    """``int64``: ``PENDING_STEREO`` for a bond with stereo (not ``STEREONONE``), else ``none``."""
     values = np.fromiter(stereo, dtype=np.int64, count=len(stereo))
-    return np.where(values != int(BondStereo.STEREONONE), _PENDING, none)
+    return np.where(values != int(BondStereo.STEREONONE), PENDING_STEREO, none)
 
 
 _ENDS = (Chem.Bond.GetBeginAtomIdx, Chem.Bond.GetEndAtomIdx)
@@ -220,8 +226,8 @@ class CanonicalBondFeaturizer:
     dtype: ClassVar[torch.dtype] = torch.float32
 
     def __post_init__(self) -> None:
-        _index_of(self.bond_types)
-        _index_of(self.stereo)
+        index_of(self.bond_types)
+        index_of(self.stereo)
 
     @cached_property
     def _offsets(self) -> tuple[dict[Any, int], int, int, int, dict[Any, int], int]:
@@ -229,11 +235,11 @@ class CanonicalBondFeaturizer:
         n_types = len(self.bond_types)
         stereo_start = n_types + 3
         return (
-            _index_of(self.bond_types),
+            index_of(self.bond_types),
             n_types,
             n_types + 1,
             n_types + 2,
-            {v: stereo_start + i for v, i in _index_of(self.stereo).items()},
+            {v: stereo_start + i for v, i in index_of(self.stereo).items()},
             stereo_start + len(self.stereo),
         )
 
@@ -258,13 +264,13 @@ class CanonicalBondFeaturizer:
         return stereo.get(label, stereo_unknown)
 
     def _row(self, bond: Chem.Bond) -> tuple[int, bool, bool, int]:
-        """Type column, conjugated, in ring, stereo column (``_PENDING`` for a stereo bond)."""
+        """Type column, conjugated, in ring, stereo column (``PENDING_STEREO`` for a stereo bond)."""
         types, type_unknown, _, _, stereo, stereo_unknown = self._offsets
         return (
             types.get(bond.GetBondType(), type_unknown),
             bond.GetIsConjugated(),
             bond.IsInRing(),
-            _PENDING if bond.GetStereo() else stereo.get("none", stereo_unknown),
+            PENDING_STEREO if bond.GetStereo() else stereo.get("none", stereo_unknown),
         )
 
     def _encode(self, rows: list[tuple], mols: Sequence[Chem.Mol]) -> np.ndarray:
@@ -273,7 +279,7 @@ class CanonicalBondFeaturizer:
         if rows:
             _, _, conjugated, in_ring, _, _ = self._offsets
             table = np.array(rows, dtype=np.int64)
-            _fill_stereo(
+            fill_stereo(
                 table[:, 3], mols, Chem.Mol.GetNumBonds, _stereo_bond_labels, self._stereo_column
             )
             np.put_along_axis(out, table[:, [0, 3]], 1.0, axis=1)
@@ -307,12 +313,12 @@ class CanonicalBondFeaturizer:
             types, type_unknown, conjugated_at, ring_at, stereos, stereo_unknown = self._offsets
             hot = np.stack(
                 [
-                    _indices(bond_type, types, type_unknown),
+                    column_indices(bond_type, types, type_unknown),
                     _stereo_indices(stereo, stereos.get("none", stereo_unknown)),
                 ],
                 axis=1,
             )
-            _fill_stereo(
+            fill_stereo(
                 hot[:, 1], mols, Chem.Mol.GetNumBonds, _stereo_bond_labels, self._stereo_column
             )
             np.put_along_axis(out, hot, 1.0, axis=1)
@@ -335,8 +341,8 @@ _OGB_BOND_TYPES: tuple[BondType, ...] = (
     BondType.TRIPLE,
     BondType.AROMATIC,
 )
-_OGB_BOND_TYPE_INDEX = _index_of(_OGB_BOND_TYPES)
-_OGB_STEREO = _index_of(("none", "Z", "E", "M", "P", "any"))
+_OGB_BOND_TYPE_INDEX = index_of(_OGB_BOND_TYPES)
+_OGB_STEREO = index_of(("none", "Z", "E", "M", "P", "any"))
 
 
 @dataclass(frozen=True)
@@ -392,11 +398,11 @@ class OGBBondFeaturizer:
         return tuple(len(c) for c in self.categories)
 
     def _values(self, bond: Chem.Bond) -> tuple[int, int, int]:
-        """Category indices, stereo ``_PENDING`` for a stereo bond."""
+        """Category indices, stereo ``PENDING_STEREO`` for a stereo bond."""
         bond_type = bond.GetBondType()
         return (
             _OGB_BOND_TYPES.index(bond_type) if bond_type in _OGB_BOND_TYPES else 4,
-            _PENDING if bond.GetStereo() else 0,
+            PENDING_STEREO if bond.GetStereo() else 0,
             int(bond.GetIsConjugated()),
         )
 
@@ -430,13 +436,13 @@ class OGBBondFeaturizer:
             return np.zeros((0, 3), dtype=np.int64)
         table = np.stack(
             [
-                _indices(bond_type, _OGB_BOND_TYPE_INDEX, len(_OGB_BOND_TYPES)),
+                column_indices(bond_type, _OGB_BOND_TYPE_INDEX, len(_OGB_BOND_TYPES)),
                 _stereo_indices(stereo, 0),
                 np.array(conjugated, dtype=np.int64),
             ],
             axis=1,
         )
-        _fill_stereo(
+        fill_stereo(
             table[:, 1], mols, Chem.Mol.GetNumBonds, _stereo_bond_labels, self._stereo_index
         )
         return table
