@@ -264,7 +264,7 @@ class CanonicalBondFeaturizer:
         return stereo.get(label, stereo_unknown)
 
     def _row(self, bond: Chem.Bond) -> tuple[int, bool, bool, int]:
-        """Type column, conjugated, in ring, stereo column (``PENDING_STEREO`` for a stereo bond)."""
+        """Type column, conjugated, in ring, stereo column (``PENDING_STEREO``: a stereo bond)."""
         types, type_unknown, _, _, stereo, stereo_unknown = self._offsets
         return (
             types.get(bond.GetBondType(), type_unknown),
