@@ -165,9 +165,25 @@ def load_shard_batch(path: str | Path) -> tuple[dgl.DGLGraph, torch.Tensor]:
             chemgraph reads, or a truncated one (the message says to run ``chemgraph
             featurize`` again).
     """
+    read = _read_shard(path)
+    if read is None:
+        return _load_dgl_shard(path)
+    header, body = read
+    try:
+        return _decode_shard(header, body)
+    except (KeyError, ValueError) as error:  # e.g. numpy: the file is shorter than its arrays
+        raise _damaged(path, error) from None
+
+
+def _read_shard(path: str | Path) -> tuple[dict[str, Any], memoryview] | None:
+    """A chemgraph shard's header and the bytes of its arrays; None for a DGL-format shard.
+
+    Raises:
+        ValueError: as :func:`load_shard_batch`.
+    """
     data = Path(path).read_bytes()
     if data[: len(_DGL_MAGIC)] == _DGL_MAGIC:
-        return _load_dgl_shard(path)
+        return None
     if data[: len(_MAGIC)] != _MAGIC:
         raise ValueError(f"{path} is not a chemgraph graph shard")
     try:
@@ -182,10 +198,7 @@ def load_shard_batch(path: str | Path) -> tuple[dgl.DGLGraph, torch.Tensor]:
             f"{path} is a graph shard of format {version}; this chemgraph version reads formats "
             f"up to {SHARD_FORMAT}: upgrade chemgraph"
         )
-    try:
-        return _decode_shard(header, memoryview(data)[start + length :])
-    except (KeyError, ValueError) as error:  # e.g. numpy: the file is shorter than its arrays
-        raise _damaged(path, error) from None
+    return header, memoryview(data)[start + length :]
 
 
 def shard_rows(path: str | Path) -> np.ndarray:
@@ -195,16 +208,11 @@ def shard_rows(path: str | Path) -> np.ndarray:
     Raises:
         ValueError: as :func:`load_shard_batch` (no graph shard, a newer format, truncated).
     """
-    data = Path(path).read_bytes()
-    if data[: len(_DGL_MAGIC)] == _DGL_MAGIC:
+    read = _read_shard(path)
+    if read is None:
         return _load_dgl_shard(path)[1].numpy()
-    if data[: len(_MAGIC)] != _MAGIC:
-        raise ValueError(f"{path} is not a chemgraph graph shard")
+    header, body = read
     try:
-        (length,) = _LENGTH.unpack_from(data, len(_MAGIC))
-        start = len(_MAGIC) + _LENGTH.size
-        header = json.loads(data[start : start + length])
-        body = memoryview(data)[start + length :]
         entries = [header[key] for key in ("rows", "num_nodes", "num_edges", "src", "dst")]
         for spec in (*header["ndata"].values(), *header["edata"].values()):
             entries += [spec[key] for key in ("bits", "values") if key in spec]
