@@ -30,7 +30,8 @@ charges that follow, atom by atom, from the change of the atom's bond-order sum:
 
 The result is sanitised by RDKit; an edit set that gives no sanitisable molecule gives None.
 On the 30,000 ``uspto_mit_valid`` reactions the edits derived by :func:`reaction_edits` give
-back the recorded products for the share reported in ``chemgraph/_data/models/README.md``.
+back the recorded product for 29,383 (97.9%; 579 give another molecule, mostly a charge or
+tautomer form, 36 none RDKit sanitises, 2 do not parse).
 
 Public API
 ----------
