@@ -15,7 +15,9 @@ ACS Cent. Sci. 5, 1572-1583, DOI 10.1021/acscentsci.9b00576, written for this be
 * batched beam search (all beams of a batch of reactions decoded together);
 * top-1/2/3/5 accuracy against the canonical product, comparing fragment-order-independently
   (sorted ``.``-split canonical fragments), and invalid rates: ``invalid_top1`` = best beam not
-  parseable by RDKit (%), ``invalid_beam`` = share of all beams not parseable (%).
+  parseable by RDKit or not a valid product of the reactants (a radical or bare atom they lack,
+  atoms they do not hold: :mod:`chemgraph.chem.validity`) (%), ``invalid_beam`` = share of all
+  beams that are invalid so (%).
 
 Data: USPTO-MIT text files, one ``reactants>reagents>products`` reaction per line (anything
 after the first whitespace, the edit label, is ignored); ``.gz`` is read directly. Reactions that
@@ -657,19 +659,37 @@ def predict(
     return results
 
 
-def score_predictions(targets: Sequence[str], predictions: Sequence[Sequence[str]]) -> dict:
-    """Top-k accuracy (%) and invalid rates (%) of beam predictions against target SMILES."""
+def score_predictions(
+    targets: Sequence[str],
+    predictions: Sequence[Sequence[str]],
+    sources: Sequence[str] | None = None,
+) -> dict:
+    """Top-k accuracy (%) and invalid rates (%) of beam predictions against target SMILES.
+
+    With ``sources`` (``reactants>reagents`` SMILES), a prediction is also invalid when it is
+    not a product a chemist would accept (:func:`chemgraph.chem.validity.product_problem`: a
+    radical or bare atom the reactants lack, atoms they do not hold), as GRAT's are counted.
+    Invalid beams are left out before the top-k ranks are counted (as GRAT's predictions
+    hold only valid graphs); ``invalid_top1`` still counts a best beam that is invalid.
+    """
+    from chemgraph.chem.validity import ReactionInputs, product_problem
+
     RDLogger.DisableLog("rdApp.*")
     hits = dict.fromkeys(TOP_K, 0)
     invalid_top1 = invalid_beams = total_beams = 0
-    for target, beams in zip(targets, predictions):
+    for row, (target, beams) in enumerate(zip(targets, predictions)):
         key = fragment_key(target)
         keys = [fragment_key(p) for p in beams]
+        if sources is not None:
+            inputs = ReactionInputs.from_smiles(sources[row].replace(">", ".").split("."))
+            keys = [k if k is None or product_problem(p, inputs) is None else None
+                    for k, p in zip(keys, beams)]  # fmt: skip
         invalid_top1 += keys[0] is None
         invalid_beams += sum(k is None for k in keys)
         total_beams += len(keys)
+        valid = [k for k in keys if k is not None]  # filtered, as GRAT's graphs are
         for k in TOP_K:
-            hits[k] += key is not None and key in keys[:k]
+            hits[k] += key is not None and key in valid[:k]
     n = max(1, len(targets))
     out = {f"top_{k}": 100.0 * hits[k] / n for k in TOP_K}
     out["invalid_top1"] = 100.0 * invalid_top1 / n
@@ -710,7 +730,7 @@ def train_and_evaluate(
     sources = [s for s, _ in test_pairs]
     targets = [p for _, p in test_pairs]
     predictions = predict(model, vocab, sources, settings)
-    metrics = score_predictions(targets, predictions)
+    metrics = score_predictions(targets, predictions, sources)
     metrics.update(stats)
     metrics.update(
         skipped_train=skipped_train,

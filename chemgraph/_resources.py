@@ -1,4 +1,5 @@
-"""Files that ship with chemgraph but live outside the package: dataset cards and recipes.
+"""Files that ship with chemgraph: dataset cards and recipes (which live outside the package)
+and the trained reaction model (inside it, ``chemgraph/_data/models/``, :func:`model_path`).
 
 The top-level ``datasets/`` (cards) and ``recipes/`` folders of the source tree are reached
 through the links ``chemgraph/_data/datasets -> ../../datasets`` and ``chemgraph/_data/recipes

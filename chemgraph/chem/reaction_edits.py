@@ -30,7 +30,8 @@ charges that follow, atom by atom, from the change of the atom's bond-order sum:
 
 The result is sanitised by RDKit; an edit set that gives no sanitisable molecule gives None.
 On the 30,000 ``uspto_mit_valid`` reactions the edits derived by :func:`reaction_edits` give
-back the recorded products for the share reported in ``chemgraph/_data/models/README.md``.
+back the recorded product for 29,383 (97.9%; 579 give another molecule, mostly a charge or
+tautomer form, 36 none RDKit sanitises, 2 do not parse).
 
 Public API
 ----------
@@ -62,6 +63,7 @@ __all__ = [
     "apply_edits",
     "bond_class",
     "mapped_reaction",
+    "prepare_inputs",
     "product_smiles",
     "reaction_edits",
 ]
@@ -195,11 +197,28 @@ def _bond_sum(atom: Chem.Atom) -> float:
     return sum(_ORDER[bond_class(b)] for b in atom.GetBonds())
 
 
+_PREPARED = "chemgraph_prepared_inputs"
+
+
+def prepare_inputs(inputs: Chem.Mol) -> Chem.Mol:
+    """A copy of the input molecule ready for many :func:`apply_edits` calls: hydrogen counts
+    explicit, atom maps cleared (one pass over the atoms instead of one per edit set)."""
+    out = Chem.RWMol(inputs)
+    for atom in out.GetAtoms():
+        atom.SetNumExplicitHs(atom.GetTotalNumHs())
+        atom.SetNoImplicit(True)
+        atom.SetAtomMapNum(0)
+    out = out.GetMol()  # keeps the sanitised input's ring information
+    out.SetBoolProp(_PREPARED, True)
+    return out
+
+
 def apply_edits(inputs: Chem.Mol, edits: Iterable[Edit]) -> Chem.Mol | None:
     """The input molecule with the edits applied and hydrogens and charges derived.
 
     Args:
-        inputs: the sanitised input molecule (:attr:`MappedReaction.inputs`).
+        inputs: the sanitised input molecule (:attr:`MappedReaction.inputs`), or its
+            :func:`prepare_inputs` copy (faster for many edit sets).
         edits: ``(i, j, c)`` edits (:data:`Edit`); a pair may appear once.
 
     Returns:
@@ -207,12 +226,11 @@ def apply_edits(inputs: Chem.Mol, edits: Iterable[Edit]) -> Chem.Mol | None:
         atom ``k``), or None when RDKit cannot sanitise or kekulise it, or an atom would be
         left with a radical. Rules for hydrogens and charges: module docstring.
     """
+    if not inputs.HasProp(_PREPARED):
+        inputs = prepare_inputs(inputs)
     mol = Chem.RWMol(inputs)
     rings = inputs.GetRingInfo().AtomRings()
     touched: dict[int, float] = {}
-    for atom in mol.GetAtoms():
-        atom.SetNumExplicitHs(atom.GetTotalNumHs())
-        atom.SetNoImplicit(True)
     for i, j, after in edits:
         for k in (i, j):
             if k not in touched:

@@ -253,13 +253,12 @@ def predict_reactions(
 ) -> list[ReactionPrediction]:
     """Beam search every reaction and turn the graphs into deduplicated canonical SMILES.
 
-    With ``valid_only`` the search builds valid molecules only: atoms keep to the valences of
+    With ``valid_only`` the search builds valid products only: atoms keep to the valences of
     the module's ``allowed_valences`` (:class:`chemgraph.models.grat.ValenceRules`), and a graph
-    counts as finished only when RDKit can sanitise it (:func:`graph_to_smiles`), and a
-    finished graph that is not a valid product of the reaction's inputs
-    (:func:`chemgraph.chem.validity.product_problem`: a radical such as ``[CH3]``, a bare atom
-    or atoms the reactants do not hold) is counted as invalid, not predicted. Otherwise every
-    finished graph RDKit sanitises counts and the others are reported.
+    counts as finished only when RDKit can sanitise it (:func:`graph_to_smiles`) and it is a
+    valid product of the reaction's inputs (:func:`chemgraph.chem.validity.product_problem`:
+    no radical such as ``[CH3]``, no bare atom or atom the reactants do not hold). Otherwise
+    every finished graph counts and invalid ones are reported.
 
     Args:
         module: a trained module (eval mode), on any device.
@@ -282,18 +281,22 @@ def predict_reactions(
     max_distance = module.model.config.max_distance
     order = sorted(range(len(items)), key=lambda i: items[i].num_input_atoms)  # fewer pads
     rules = module.valence_rules if valid_only else None
-    accept = (lambda h: _graph_smiles(h, vocabulary) is not None) if valid_only else None
     results: dict[int, ReactionPrediction] = {}
     start = time.perf_counter()
     for first in range(0, len(order), batch_size):
         chunk = order[first : first + batch_size]
+        inputs = [reaction_inputs(items[i]) if valid_only else None for i in chunk]
+
+        def accept(hypothesis: Any, b: int, inputs: list = inputs) -> bool:
+            smiles = _graph_smiles(hypothesis, vocabulary)
+            return smiles is not None and product_problem(smiles, inputs[b]) is None
+
         batch = reaction_batch([items[i] for i in chunk], vocabulary, max_distance).to(device)
         beams = module.model.beam_search(
-            batch, beam_width, length_penalty, rules=rules, accept=accept
+            batch, beam_width, length_penalty, rules=rules, accept=accept if valid_only else None
         )
-        for index, hypotheses in zip(chunk, beams):
-            inputs = reaction_inputs(items[index]) if valid_only else None
-            results[index] = decode_hypotheses(hypotheses, vocabulary, top_k, inputs)
+        for index, hypotheses, reaction in zip(chunk, beams, inputs):
+            results[index] = decode_hypotheses(hypotheses, vocabulary, top_k, reaction)
         if progress:
             done = min(first + batch_size, len(order))
             log.info("predicted %d/%d (%.0f s)", done, len(order), time.perf_counter() - start)

@@ -37,7 +37,11 @@ from rdkit import Chem
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
-from chemgraph.batches.reaction_centre import molecule_arrays, reaction_centre_batch
+from chemgraph.batches.reaction_centre import (
+    MoleculeArrays,
+    molecule_arrays,
+    reaction_centre_batch,
+)
 from chemgraph.chem.reaction_edits import Edit
 from chemgraph.chem.validity import ReactionInputs
 from chemgraph.data.reaction_centre import (
@@ -193,33 +197,74 @@ class ScorerModule(L.LightningModule):
 
 @dataclass
 class CandidateSet:
-    """The candidates of one reaction for the ranker: edited molecules as RDKit binaries."""
+    """The candidates of one reaction for the ranker, cut to the reaction's core.
+
+    The core is every input fragment that holds an edited atom of any candidate or an atom of
+    any candidate's product: untouched reagents and solvents are left out of the ranker's
+    graphs, on both sides of the difference encoding (their encodings would differ only through
+    attention to the centre).
+
+    Attributes:
+        example: index of the reaction's example.
+        core: ``int64 [M]`` input atoms of the core, ascending.
+        arrays: each candidate's edited molecule cut to the core (:class:`MoleculeArrays`).
+        product_atoms: each candidate's product atoms as positions in ``core``.
+        edit_scores: each candidate's summed scorer logit.
+        label: the recorded product's candidate (-1 = unknown or absent).
+    """
 
     example: int
-    molecules: list[bytes]
-    product_atoms: list[tuple[int, ...]]
+    core: np.ndarray
+    arrays: list[MoleculeArrays]
+    product_atoms: list[np.ndarray]
     edit_scores: list[float]
     label: int = -1
 
 
-def _ranker_batch(
-    examples: Sequence[ReactionCentreExample], sets: Sequence[CandidateSet], max_distance: int
-) -> dict:
+def _cut(arrays: MoleculeArrays, core: np.ndarray) -> MoleculeArrays:
+    return MoleculeArrays(
+        arrays.atoms[core], arrays.bonds[np.ix_(core, core)], arrays.distance[np.ix_(core, core)]
+    )
+
+
+def _candidate_set(
+    index: int,
+    example: ReactionCentreExample,
+    found: Sequence[Candidate],
+    max_distance: int,
+    label: int = -1,
+) -> CandidateSet:
+    wanted = {k for c in found for e in c.edits for k in e[:2]}
+    wanted |= {k for c in found for k in c.product_atoms}
+    fragments = Chem.GetMolFrags(example.reaction.inputs, asMols=False, sanitizeFrags=False)
+    core = np.array(sorted(k for f in fragments if wanted & set(f) for k in f), dtype=np.int64)
+    position = np.full(example.arrays.num_atoms, -1, dtype=np.int64)
+    position[core] = np.arange(len(core))
+    return CandidateSet(
+        index,
+        core,
+        [_cut(molecule_arrays(c.molecule, max_distance), core) for c in found],
+        [position[list(c.product_atoms)] for c in found],
+        [c.edit_score for c in found],
+        label,
+    )
+
+
+def _ranker_batch(examples: Sequence[ReactionCentreExample], sets: Sequence[CandidateSet]) -> dict:
     """The reactants, candidates and targets of some reactions' candidate sets as tensors."""
-    reactants = reaction_centre_batch([examples[s.example].arrays for s in sets])
+    reactants = reaction_centre_batch([_cut(examples[s.example].arrays, s.core) for s in sets])
     arrays, owner, masks, scores, labels, first = [], [], [], [], [], 0
     for k, s in enumerate(sets):
-        for binary in s.molecules:
-            arrays.append(molecule_arrays(Chem.Mol(binary), max_distance))
-        owner += [k] * len(s.molecules)
+        arrays += s.arrays
+        owner += [k] * len(s.arrays)
         masks += s.product_atoms
         scores += s.edit_scores
         labels.append(first + s.label if s.label >= 0 else -1)
-        first += len(s.molecules)
+        first += len(s.arrays)
     candidates = reaction_centre_batch(arrays)
     mask = torch.zeros(candidates.pad_mask.shape, dtype=torch.bool)
     for k, atoms in enumerate(masks):
-        mask[k, list(atoms)] = True
+        mask[k, torch.from_numpy(atoms)] = True
     return {
         "reactants": reactants, "candidates": candidates, "owner": torch.tensor(owner),
         "product_mask": mask, "edit_score": torch.tensor(scores, dtype=torch.float32),
@@ -355,17 +400,21 @@ class ReactionCentreModel:
         predictions: list[ReactionCentrePrediction] = []
         for first in range(0, len(examples), batch_size):
             chunk = list(range(first, min(first + batch_size, len(examples))))
-            sets = [_candidate_set(k, everything[k]) for k in chunk if everything[k]]
+            sets = [
+                _candidate_set(k, examples[k], everything[k], self.config.max_distance)
+                for k in chunk
+                if everything[k]
+            ]
             probabilities: dict[int, np.ndarray] = {}
             if sets:
-                batch = _move(_ranker_batch(examples, sets, self.config.max_distance), self.device)
+                batch = _move(_ranker_batch(examples, sets), self.device)
                 scores = ranker_scores(self.ranker, batch)
                 log_p = _grouped_log_softmax(scores, batch["owner"], len(sets))
                 p = log_p.exp().cpu().numpy()
                 start = 0
                 for s in sets:
-                    probabilities[s.example] = p[start : start + len(s.molecules)]
-                    start += len(s.molecules)
+                    probabilities[s.example] = p[start : start + len(s.arrays)]
+                    start += len(s.arrays)
             for k in chunk:
                 found = everything[k]
                 p = probabilities.get(k, np.zeros(0))
@@ -396,16 +445,6 @@ class ReactionCentrePrediction(ReactionPrediction):
 
     edits: list[tuple[Edit, ...]] = field(default_factory=list)
     product_atoms: list[tuple[int, ...]] = field(default_factory=list)
-
-
-def _candidate_set(index: int, found: Sequence[Candidate], label: int = -1) -> CandidateSet:
-    return CandidateSet(
-        index,
-        [c.molecule.ToBinary() for c in found],
-        [c.product_atoms for c in found],
-        [c.edit_score for c in found],
-        label,
-    )
 
 
 def save_reaction_centre_model(path: str | Path, model: ReactionCentreModel) -> None:
@@ -532,7 +571,7 @@ def train_reaction_centre_model(config: ReactionCentreTrainingConfig) -> Path:
         label = next((r for r, c in enumerate(candidates) if c.smiles == example.product_smiles),
                      -1)  # fmt: skip
         if label >= 0:
-            sets.append(_candidate_set(k, candidates, label))
+            sets.append(_candidate_set(k, example, candidates, model_config.max_distance, label))
     covered = len(sets) / max(1, len(subset))
     log.info(
         "candidates for %d reactions in %.1f min; recorded product among them: %.1f%%",
@@ -553,7 +592,7 @@ def train_reaction_centre_model(config: ReactionCentreTrainingConfig) -> Path:
     loader = DataLoader(
         sets,
         batch_sampler=sampler,
-        collate_fn=lambda items: _ranker_batch(subset, items, model_config.max_distance),
+        collate_fn=lambda items: _ranker_batch(subset, items),
     )
     ranker.train()
     _fit(

@@ -166,7 +166,7 @@ def run(
     check_data_files(config)
     check_first_validation(config)
     if config.test is not None:
-        items, rows, rejected = load_reaction_graphs(config.test, config.max_test)
+        items, rows, rejected = load_reaction_graphs(config.test, config.max_test, config.progress)
         if not items:
             raise ConfigError(_nothing_to_score(config.test, rejected))
     out = Path(config.out)

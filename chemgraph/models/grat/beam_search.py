@@ -299,11 +299,12 @@ def select_per_reaction(
     candidates: Candidates,
     t: int,
     length_penalty: float,
-    accept: Callable[[GraphHypothesis], bool] | None = None,
+    accept: Callable[[GraphHypothesis, int], bool] | None = None,
 ) -> Selection:
     """Per reaction still searching: its ``k`` best extensions fill its slots, and the ending
     of each live hypothesis joins its finished graphs when it is among the ``k`` best endings
-    found so far (and ``accept`` is None or accepts it). Endings do not compete with extensions
+    found so far (and ``accept`` is None or ``accept(graph, b)`` is true, ``b`` the reaction's
+    index in the batch). Endings do not compete with extensions
     for slots, so every graph the search passes through that may end is considered.
 
     A reaction is done when no extension is left, or when it has ``k`` finished graphs and no
@@ -334,7 +335,7 @@ def select_per_reaction(
             if score == float("-inf") or (len(finished) == k and normalised <= finished[-1].score):
                 break
             found = state.hypothesis(b * k + beam, t, score, length_penalty)
-            if accept is None or accept(found):
+            if accept is None or accept(found, b):
                 finished.append(found)
                 finished.sort(key=lambda h: -h.score)
                 del finished[k:]
@@ -375,7 +376,7 @@ def beam_search_graphs(
     edge_alternatives: int | None,
     max_nodes: int | None,
     rules: ValenceRules | None = None,
-    accept: Callable[[GraphHypothesis], bool] | None = None,
+    accept: Callable[[GraphHypothesis, int], bool] | None = None,
 ) -> list[list[GraphHypothesis]]:
     """The search of :meth:`GRATTranslator.beam_search` (see there for the arguments), with
     ``model`` as it is (no gradient or mode handling)."""

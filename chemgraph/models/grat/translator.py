@@ -422,7 +422,7 @@ class GRATTranslator(nn.Module):
         edge_alternatives: int | None = None,
         max_nodes: int | None = None,
         rules: ValenceRules | None = None,
-        accept: Callable[[GraphHypothesis], bool] | None = None,
+        accept: Callable[[GraphHypothesis, int], bool] | None = None,
     ) -> list[list[GraphHypothesis]]:
         """Beam search over product graphs (Yoo et al. 2020, section 4.2: beam 8), in eval mode.
 
@@ -449,7 +449,8 @@ class GRATTranslator(nn.Module):
             max_nodes: atom limit for every reaction (default per reaction, see above).
             rules: valence limits on labels, bonds and endings (None = none; see
                 :mod:`chemgraph.models.grat.beam_search`).
-            accept: vets each finished graph (None = all count).
+            accept: ``accept(graph, b)`` vets each finished graph of the batch's reaction ``b``
+                (None = all count).
 
         Returns:
             Per reaction, its finished :class:`GraphHypothesis` objects, best score first.
