@@ -65,6 +65,8 @@ from chemgraph.jobs.featurize.output import (
     featurize_shard,
     finish_output,
     prepare_output,
+    read_manifest,
+    shard_name,
     write_manifest,
 )
 from chemgraph.jobs.featurize.records import (
@@ -83,7 +85,9 @@ __all__ = [
     "ShardSummary",
     "featurize_library",
     "featurize_shard",
+    "read_manifest",
     "reason_kind",
+    "shard_name",
     "summary_table",
 ]
 
@@ -180,7 +184,10 @@ def featurize_library(
             "shard_size": shard_size,
         }
         first = next(
-            iter_record_chunks(input_path, 1, options.smiles_column, options.id_column), None
+            iter_record_chunks(
+                input_path, 1, options.smiles_column, options.id_column, options.label_columns
+            ),
+            None,
         )  # checks the columns before anything is written
         if first is None:
             raise ValueError(f"{input_path} holds no records")
@@ -218,7 +225,7 @@ def _featurize_shards(
 
     def todo() -> Iterator[tuple[int, list[Record]]]:
         chunks = iter_record_chunks(
-            input_path, shard_size, options.smiles_column, options.id_column
+            input_path, shard_size, options.smiles_column, options.id_column, options.label_columns
         )
         for shard, records in enumerate(chunks):
             duplicates.add(records)
@@ -273,7 +280,11 @@ class _Progress:
         total = 0
         try:
             for chunk in iter_record_chunks(
-                input_path, _COUNT_CHUNK, options.smiles_column, options.id_column
+                input_path,
+                _COUNT_CHUNK,
+                options.smiles_column,
+                options.id_column,
+                options.label_columns,
             ):
                 if self._stop.is_set():
                     return

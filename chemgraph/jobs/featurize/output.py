@@ -57,6 +57,7 @@ __all__ = [
     "featurize_shard",
     "finish_output",
     "prepare_output",
+    "read_manifest",
     "shard_name",
     "write_manifest",
 ]
@@ -275,6 +276,27 @@ def finish_output(
     }
     manifest["status"] = "complete"
     write_manifest(manifest, out)
+    return manifest
+
+
+def read_manifest(folder: str | Path) -> dict[str, Any]:
+    """The manifest of a complete ``chemgraph featurize`` output folder, for its readers
+    (``chemgraph train --data FOLDER``).
+
+    Raises:
+        ValueError: ``folder`` holds no ``manifest.json``, or its run is not complete.
+    """
+    folder = Path(folder)
+    if not (folder / "manifest.json").is_file():
+        raise ValueError(
+            f"{folder} is a folder but not a chemgraph featurize output (no manifest.json)"
+        )
+    manifest = json.loads((folder / "manifest.json").read_text())
+    if manifest.get("status") != "complete":
+        raise ValueError(
+            f"{folder} is not a complete featurization (status {manifest.get('status')!r}); "
+            "finish it with the same chemgraph featurize command and --resume"
+        )
     return manifest
 
 

@@ -24,6 +24,7 @@ from chemgraph.chem import (
     mols_from_smiles,
 )
 from chemgraph.chem.parse import check_smiles_molecule, mol_from_sdf_block
+from chemgraph.data.labels import parse_label
 from chemgraph.data.readers import Record
 from chemgraph.featurize import get_preset
 from chemgraph.featurize.descriptors import RDKitDescriptors, parse_descriptors
@@ -75,6 +76,11 @@ class FeaturizeOptions:
             ``chemgraph train`` runs (``predict`` passes its checkpoint's).
         smiles_column, id_column: input columns (tables) or SD property (``id_column``, SDF).
         seed: conformer embedding seed.
+        label_columns: table columns or SD properties kept in the features table as
+            ``float64`` columns of the same names (empty or missing cells NaN), as ``chemgraph
+            train`` reads targets (:func:`chemgraph.data.labels.parse_label`); a record with a
+            cell that is not a number is rejected with the reason. ``chemgraph train --data
+            FOLDER`` trains on them. Recorded in the manifest only when given.
     """
 
     graphs: str | None = "canonical"
@@ -86,6 +92,7 @@ class FeaturizeOptions:
     smiles_column: str | None = None
     id_column: str | None = None
     seed: int = 0
+    label_columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.graphs is not None:
@@ -99,6 +106,19 @@ class FeaturizeOptions:
             raise ValueError(f"conformers must be >= 0, got {self.conformers}")
         if self.graphs is None and not self.fingerprints and self.descriptors is None:
             raise ValueError("nothing to compute: choose --graphs, --fingerprint or --descriptors")
+        taken = {"id", "row", "smiles", *(parse_fingerprint(s).name for s in self.fingerprints)}
+        if self.descriptors is not None:
+            taken.update(parse_descriptors(self.descriptors).column_names)
+        clashes = sorted(taken.intersection(self.label_columns))
+        if (
+            clashes
+            or len(set(self.label_columns)) != len(self.label_columns)
+            or any(not name for name in self.label_columns)
+        ):
+            raise ValueError(
+                f"label columns must be distinct names, none of id, row, smiles or a "
+                f"fingerprint or descriptor column; got {list(self.label_columns)}"
+            )
 
     @property
     def preparation(self) -> MoleculePreparation:
@@ -108,6 +128,10 @@ class FeaturizeOptions:
     def to_dict(self) -> dict[str, Any]:
         values = asdict(self)
         values["fingerprints"] = [parse_fingerprint(s).spec for s in self.fingerprints]
+        if self.label_columns:
+            values["label_columns"] = list(self.label_columns)
+        else:  # the manifests of runs without labels stay as they were
+            del values["label_columns"]
         return values
 
 
@@ -118,7 +142,7 @@ BLANK_RECORD = "blank record"
 def reason_kind(reason: str) -> str:
     """A short category of a rejection reason, for the summary table."""
     lowered = reason.lower()
-    for prefix, kind in (("timeout:", "timeout"), ("crash:", "worker crash")):
+    for prefix, kind in (("timeout:", "timeout"), ("crash:", "worker crash"), ("target ", "label")):
         if lowered.startswith(prefix):
             return kind
     for needle, kind in (
@@ -178,6 +202,7 @@ class Featurized:
     smiles: str
     fingerprints: list[np.ndarray]
     descriptors: np.ndarray | None
+    labels: list[float]
 
 
 class Steps:
@@ -204,6 +229,13 @@ def featurize_record(
     (standardised) molecule as read; only the graph gets the explicit hydrogens and the 3D
     conformer, so the feature table does not depend on ``--conformers``."""
     steps("parse")
+    labels = []
+    if record.kind != "blank" and record.error is None:  # the reasons _parse gives go first
+        for column, cell in zip(options.label_columns, record.labels):
+            value, reason = parse_label(cell, column)
+            if reason is not None:
+                raise MoleculeParseError(reason)
+            labels.append(value)
     mol = _parse(record)
     if options.preparation != MoleculePreparation():
         steps("standardize")  # the step name of reasons and timeouts, as before
@@ -220,7 +252,7 @@ def featurize_record(
     if descriptors is not None:
         steps("descriptors")
         row = descriptors(mol)
-    return Featurized(graph_mol, smiles, values, row)
+    return Featurized(graph_mol, smiles, values, row, labels)
 
 
 def features_table(
@@ -244,6 +276,11 @@ def features_table(
         values = np.array([r.descriptors for r in results], dtype=np.float64)
         values = values.reshape(len(results), len(descriptors))
         for name, column in zip(descriptors.column_names, values.T):
+            columns[name] = _numbers(column)
+    if options.label_columns:
+        values = np.array([r.labels for r in results], dtype=np.float64)
+        values = values.reshape(len(results), len(options.label_columns))
+        for name, column in zip(options.label_columns, values.T):
             columns[name] = _numbers(column)
     return pa.table(columns)
 
