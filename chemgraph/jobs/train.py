@@ -102,8 +102,9 @@ def train(config: TrainingConfig) -> dict[str, dict[str, float]]:
 
     Raises:
         ValueError: bad settings, missing columns, too few valid molecules to split, an empty
-            split, non-binary classification labels, or training stopped before its first
-            validation.
+            split, non-binary classification labels, training stopped before its first
+            validation, or a ``chemgraph featurize`` folder the model cannot use
+            (:func:`_read_featurized`).
     """
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -268,13 +269,12 @@ def _featurize(
     Raises:
         ValueError: fewer than 10 valid molecules; see :func:`_read_featurized`.
     """
-    if Path(config.data).is_dir():
+    preset = get_preset(config.featurizer)  # a folder's, when it is one (_read_featurized)
+    if _featurize_folder(config) is not None:
         source, dataset, rejected = _read_featurized(config)
-        preset = FeaturizerPreset.from_dict(read_manifest(config.data)["graph_featurizer"])
     else:
         source = read_data(config.data, config.data_root, config.smiles_column)
         source = source.head(config.max_rows)
-        preset = get_preset(config.featurizer)
         dataset, rejected = featurize_table(
             source.table,
             config.smiles_column,
@@ -307,6 +307,14 @@ def _featurize(
     return dataset, preset, source
 
 
+def _featurize_folder(config: TrainingConfig) -> Path | None:
+    """``config.data`` as a ``chemgraph featurize`` folder: a folder that is not a registered
+    dataset's name (a name wins over a folder in the working directory, as in
+    :func:`~chemgraph.data.datasets.read_data`); None when it is not one."""
+    folder = Path(config.data)
+    return folder if folder.is_dir() and str(config.data) not in list_datasets() else None
+
+
 def _prepared_as_the_folder(config: TrainingConfig) -> TrainingConfig:
     """With ``config.data`` a ``chemgraph featurize`` folder, ``config`` with the folder's
     molecule preparation (standardize, fragments), which the checkpoint then stores, so that
@@ -315,21 +323,22 @@ def _prepared_as_the_folder(config: TrainingConfig) -> TrainingConfig:
     Raises:
         ValueError: ``config`` asks for another preparation than the folder's.
     """
-    if not Path(config.data).is_dir():
+    folder = _featurize_folder(config)
+    if folder is None:
         return config
-    options = read_manifest(config.data)["options"]
-    folder = MoleculePreparation(
+    options = read_manifest(folder)["options"]
+    prepared = MoleculePreparation(
         standardize=options["standardize"], fragments=options.get("fragments", "keep")
     )
-    if config.preparation not in (MoleculePreparation(), folder):
+    if config.preparation not in (MoleculePreparation(), prepared):
         raise ValueError(
-            f"{config.data} holds molecules prepared with standardize {folder.standardize}, "
-            f"fragments {folder.fragments}, not standardize {config.standardize}, fragments "
+            f"{config.data} holds molecules prepared with standardize {prepared.standardize}, "
+            f"fragments {prepared.fragments}, not standardize {config.standardize}, fragments "
             f"{config.fragments} as asked; featurize the data again with `chemgraph featurize "
             f"DATA --standardize {config.standardize} --fragments {config.fragments}`, or "
             "leave out --standardize and --fragments to train on the folder's molecules"
         )
-    return replace(config, standardize=folder.standardize, fragments=folder.fragments)
+    return replace(config, standardize=prepared.standardize, fragments=prepared.fragments)
 
 
 def _read_featurized(
