@@ -154,3 +154,15 @@ def test_label_cells_of_sdf_properties_and_parquet_columns(tmp_path):
     featurize_library(sdf, out, FeaturizeOptions(label_columns=("y",)), progress=False)
     values = pq.read_table(out / "features").column("y").to_pylist()
     assert values[0] == 1.5 and np.isnan(values[1])
+
+
+def test_max_rows_keeps_the_first_source_rows_of_a_folder(library, tmp_path):
+    from chemgraph.jobs.train import _read_featurized
+
+    folder = _featurized(library, tmp_path / "folder", label_columns=("y", "z"))
+    source, dataset, unlabelled = _read_featurized(_config(folder, tmp_path / "run", max_rows=10))
+    assert dataset.rows.tolist() == [0, 1, 2, 4, 6, 7, 8]  # 3 z text, 5 unparsable, 9 no y
+    assert source.rejected["row"].tolist() == [3, 5]
+    assert unlabelled["row"].tolist() == [9]
+    assert dataset.labels[:, 0].tolist() == pytest.approx([0.0, 0.1, 0.2, 0.4, 0.6, 0.7, 0.8])
+    assert dataset.smiles[2] == "CCCCO" and len(dataset.graphs) == 7
