@@ -37,6 +37,12 @@ class FeaturizeCommand(Command):
             "--id-column", help="identifier column of a table, or SD property of an SDF"
         )
         parser.add_argument(
+            "--label-columns",
+            help="comma-separated table columns or SD properties kept in the features table as "
+            "numbers (empty = missing; a record with text that is not a number is rejected), "
+            "for chemgraph train --data OUTPUT",
+        )
+        parser.add_argument(
             "--graphs",
             default="canonical",
             help="atom/bond feature preset of the graph shards: canonical, ogb, or none",
@@ -119,6 +125,9 @@ class FeaturizeCommand(Command):
             smiles_column=args.smiles_column,
             id_column=args.id_column,
             seed=args.seed,
+            label_columns=tuple(
+                name.strip() for name in (args.label_columns or "").split(",") if name.strip()
+            ),
         )
         try:
             manifest = featurize_library(

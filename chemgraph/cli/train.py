@@ -54,7 +54,9 @@ class TrainCommand(Command):
         parser.add_argument(
             "--data",
             help="CSV, TSV or parquet file (optionally .gz), an SDF file (SD properties as "
-            "targets), or a registered dataset name (chemgraph datasets list)",
+            "targets), a registered dataset name (chemgraph datasets list), or a chemgraph "
+            "featurize output folder made with --label-columns (its graphs, not featurized "
+            "again)",
         )
         parser.add_argument(
             "--root",

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from chemgraph._files import open_compressed
 from chemgraph.chem.parse import iter_sdf_blocks, split_smiles_line
@@ -69,6 +69,9 @@ class Record:
         kind: ``"smiles"``, ``"molblock"`` or ``"blank"`` (nothing but whitespace).
         error: why the reader could not make sense of the record (a malformed table row), else
             ``None``.
+        labels: the cells of the ``label_columns`` asked for, as read (text of a text table or
+            SD property, a parquet value; None where the field or property is absent), in
+            their order; ``()`` when none were asked for.
     """
 
     row: int
@@ -76,6 +79,7 @@ class Record:
     text: str
     kind: Literal["smiles", "molblock", "blank"] = "smiles"
     error: str | None = None
+    labels: tuple[Any, ...] = ()
 
 
 def library_format(path: str | Path) -> str:
@@ -124,26 +128,38 @@ def _smi_records(path: Path) -> Iterator[Record]:
             yield Record(row, name or str(row), smiles)
 
 
-def _sdf_records(path: Path, id_property: str | None) -> Iterator[Record]:
+def _sdf_records(
+    path: Path, id_property: str | None, label_properties: Sequence[str]
+) -> Iterator[Record]:
     for row, block in enumerate(iter_sdf_blocks(path)):
         text = block.decode("utf-8", errors="replace")
         lines = text.splitlines()
         if lines and lines[-1].startswith("$$$$"):
             lines.pop()
         if any(line.strip() for line in lines):
-            yield Record(row, _sdf_id(lines, id_property) or str(row), text, "molblock")
+            labels = tuple(_sdf_property(lines, name) for name in label_properties)
+            identifier = _sdf_id(lines, id_property) or str(row)
+            yield Record(row, identifier, text, "molblock", labels=labels)
         else:
-            yield Record(row, str(row), "", "blank")
+            yield Record(row, str(row), "", "blank", labels=(None,) * len(label_properties))
 
 
 def _sdf_id(lines: list[str], id_property: str | None) -> str:
     """The ``id_property`` SD field of a record (its lines), else its title line."""
     if id_property is not None:
-        marker = f"<{id_property}>"
-        for index, line in enumerate(lines[:-1]):
-            if line.startswith(">") and marker in line:
-                return lines[index + 1].strip()
+        value = _sdf_property(lines, id_property)
+        if value is not None:
+            return value.strip()
     return lines[0].strip()
+
+
+def _sdf_property(lines: list[str], name: str) -> str | None:
+    """The first line of SD property ``name`` of a record (its lines), or None."""
+    marker = f"<{name}>"
+    for index, line in enumerate(lines[:-1]):
+        if line.startswith(">") and marker in line:
+            return lines[index + 1]
+    return None
 
 
 def _pick_smiles_column(columns: list[str], wanted: str | None, path: Path) -> str:
@@ -165,8 +181,18 @@ def _check_id_column(columns: list[str], id_column: str | None, path: Path) -> N
         raise ValueError(f"{path}: no id column {id_column!r}; available columns: {columns}")
 
 
+def _check_label_columns(columns: list[str], label_columns: Sequence[str], path: Path) -> None:
+    missing = [name for name in label_columns if name not in columns]
+    if missing:
+        raise ValueError(f"{path}: no label column {missing}; available columns: {columns}")
+
+
 def _text_table_records(
-    path: Path, separator: str, smiles_column: str | None, id_column: str | None
+    path: Path,
+    separator: str,
+    smiles_column: str | None,
+    id_column: str | None,
+    label_columns: Sequence[str],
 ) -> Iterator[Record]:
     with _open_text(path, newline="") as handle:
         reader = csv.reader(handle, delimiter=separator)
@@ -177,9 +203,12 @@ def _text_table_records(
             smiles_at = header.index(_pick_smiles_column(header, smiles_column, path))
             _check_id_column(header, id_column, path)
             id_at = header.index(id_column) if id_column is not None else None
+            _check_label_columns(header, label_columns, path)
+            labels_at = [header.index(name) for name in label_columns]
+            absent = (None,) * len(labels_at)
             for row, fields in enumerate(reader):
                 if not any(field.strip() for field in fields):
-                    yield Record(row, str(row), "", "blank")
+                    yield Record(row, str(row), "", "blank", labels=absent)
                     continue
                 identifier = (
                     fields[id_at].strip() if id_at is not None and id_at < len(fields) else ""
@@ -190,16 +219,21 @@ def _text_table_records(
                         f"{len(header)} (an unquoted {separator!r} in a field?)"
                     )
                     text = separator.join(fields)
-                    yield Record(row, identifier or str(row), text, error=error)
+                    yield Record(row, identifier or str(row), text, error=error, labels=absent)
                     continue
                 smiles = fields[smiles_at] if smiles_at < len(fields) else ""
-                yield Record(row, identifier or str(row), smiles)
+                labels = tuple(fields[at] if at < len(fields) else None for at in labels_at)
+                yield Record(row, identifier or str(row), smiles, labels=labels)
         except csv.Error as error:
             raise ValueError(f"{path}, line {reader.line_num}: unreadable table: {error}") from None
 
 
 def _parquet_records(
-    path: Path, batch_size: int, smiles_column: str | None, id_column: str | None
+    path: Path,
+    batch_size: int,
+    smiles_column: str | None,
+    id_column: str | None,
+    label_columns: Sequence[str],
 ) -> Iterator[Record]:
     import pyarrow.parquet as pq
 
@@ -207,14 +241,19 @@ def _parquet_records(
     columns = parquet.schema_arrow.names
     smiles = _pick_smiles_column(columns, smiles_column, path)
     _check_id_column(columns, id_column, path)
+    _check_label_columns(columns, label_columns, path)
     wanted = [smiles] + ([id_column] if id_column and id_column != smiles else [])
+    wanted += [name for name in label_columns if name not in wanted]
     row = 0
     for batch in parquet.iter_batches(batch_size, columns=wanted):
         texts = batch.column(smiles).to_pylist()
         ids = batch.column(id_column).to_pylist() if id_column else [None] * len(texts)
-        for text, identifier in zip(texts, ids):
+        labels = list(zip(*(batch.column(name).to_pylist() for name in label_columns)))
+        labels = labels or [()] * len(texts)
+        for text, identifier, values in zip(texts, ids, labels):
             identifier = "" if identifier is None else str(identifier).strip()
-            yield Record(row, identifier or str(row), "" if text is None else str(text))
+            text = "" if text is None else str(text)
+            yield Record(row, identifier or str(row), text, labels=values)
             row += 1
 
 
@@ -223,6 +262,7 @@ def iter_record_chunks(
     chunk_size: int,
     smiles_column: str | None = None,
     id_column: str | None = None,
+    label_columns: Sequence[str] = (),
 ) -> Iterator[list[Record]]:
     """Read a library in chunks of ``chunk_size`` records, streaming.
 
@@ -233,6 +273,8 @@ def iter_record_chunks(
             :data:`SMILES_COLUMN_NAMES` present.
         id_column: identifier column of a table, or SD property of an SDF; default: the
             ``.smi`` name, the SDF title line, else the row number.
+        label_columns: columns of a table, or SD properties of an SDF, whose cells each
+            record carries in :attr:`Record.labels` (a ``.smi`` file has none).
 
     Yields:
         Lists of :class:`Record`, every record of the file once, in file order (blank and
@@ -248,14 +290,17 @@ def iter_record_chunks(
     if not path.is_file():
         raise FileNotFoundError(f"input {path} does not exist")
     kind = library_format(path)
+    label_columns = tuple(label_columns)
     if kind == "smi":
+        if label_columns:
+            raise ValueError(f"{path}: a .smi file has no label columns; use a table or an SDF")
         records = _smi_records(path)
     elif kind == "sdf":
-        records = _sdf_records(path, id_column)
+        records = _sdf_records(path, id_column, label_columns)
     elif kind == "parquet":
-        records = _parquet_records(path, chunk_size, smiles_column, id_column)
+        records = _parquet_records(path, chunk_size, smiles_column, id_column, label_columns)
     else:
         records = _text_table_records(
-            path, "\t" if kind == "tsv" else ",", smiles_column, id_column
+            path, "\t" if kind == "tsv" else ",", smiles_column, id_column, label_columns
         )
     yield from _chunks(records, chunk_size)

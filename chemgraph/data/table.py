@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 
 from chemgraph._dgl import dgl
 from chemgraph.chem import MoleculeParseError, MoleculePreparation, mol_from_smiles
+from chemgraph.data.labels import MISSING_LABEL_TOKENS, parse_label
 from chemgraph.data.readers import REJECTED_COLUMNS
 from chemgraph.featurize import FeaturizerPreset
 from chemgraph.graphs import mol_to_graph
@@ -41,9 +42,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-
-MISSING_LABEL_TOKENS: frozenset[str] = frozenset({"", "nan", "na", "n/a", "null", "none"})
-"""Target cells that mean "label missing" (compared after ``strip().lower()``)."""
 
 _TABLE_SUFFIXES = {
     ".csv": ",",
@@ -186,51 +184,27 @@ def _smiles_text(value: object) -> str:
     return str(value).strip()
 
 
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
-
-
 def _parse_targets(
     df: pd.DataFrame, target_columns: Sequence[str]
 ) -> tuple[np.ndarray, list[str | None]]:
-    """Targets as ``float64 [N, T]`` (NaN = missing) and, per row, the first bad-cell reason."""
+    """Targets as ``float64 [N, T]`` (NaN = missing) and, per row, the first bad-cell reason
+    (:func:`chemgraph.data.labels.parse_label`)."""
     n = len(df)
     values = np.full((n, len(target_columns)), np.nan, dtype=np.float64)
     errors: list[str | None] = [None] * n
     for j, column in enumerate(target_columns):
         series = df[column]
         if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
-            values[:, j] = series.to_numpy(dtype=np.float64, na_value=np.nan)
-            cells = None
+            cells = series.to_numpy(dtype=np.float64, na_value=np.nan)
         else:
             cells = series.to_numpy(dtype=object)
         for i in range(n):
-            if cells is not None:
-                cell = cells[i]
-                if cell is None or cell is pd.NA:
-                    continue
-                if isinstance(cell, str):
-                    text = cell.strip()
-                    if text.lower() in MISSING_LABEL_TOKENS:
-                        continue
-                    try:
-                        values[i, j] = float(text)
-                    except ValueError:
-                        if errors[i] is None:
-                            errors[i] = f"target {column!r}: {cell!r} is not a number"
-                        continue
-                else:
-                    try:
-                        values[i, j] = float(cell)
-                    except (TypeError, ValueError):
-                        if errors[i] is None:
-                            errors[i] = f"target {column!r}: {cell!r} is not a number"
-                        continue
-            value = float(values[i, j])
-            if not np.isnan(value) and abs(value) > _FLOAT32_MAX and errors[i] is None:
-                errors[i] = (
-                    f"target {column!r}: {value} is not a finite float32 number "
-                    f"(|value| must be at most {_FLOAT32_MAX:.3e})"
-                )
+            cell = cells[i]
+            if cell is pd.NA:
+                continue
+            values[i, j], error = parse_label(cell, column)
+            if error is not None and errors[i] is None:
+                errors[i] = error
     return values, errors
 
 

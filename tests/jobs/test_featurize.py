@@ -22,6 +22,7 @@ from chemgraph.graph_keys import POSITIONS
 from chemgraph.graphs import load_shard
 from chemgraph.jobs import featurize as library
 from chemgraph.jobs.featurize import FeaturizeOptions, featurize_library
+from chemgraph.jobs.featurize import workers as featurize_workers
 
 GOOD = ["CCO", "c1ccccc1", "CC(=O)[O-].[Na+]", "[Na+]", "C" * 500, "CCN", "OCCO", "C1CC1"]
 
@@ -310,13 +311,14 @@ def test_workers_do_not_import_a_chemgraph_folder_in_the_working_directory(smi, 
     """Run from a folder holding another chemgraph checkout, the forkserver (``python -c``,
     current folder first on its path) preloaded that checkout's code into every worker."""
     other = tmp_path / "other_checkout"
-    (other / "chemgraph" / "jobs").mkdir(parents=True)
+    (other / "chemgraph" / "jobs" / "featurize").mkdir(parents=True)
     (other / "chemgraph" / "__init__.py").write_text("")
     (other / "chemgraph" / "jobs" / "__init__.py").write_text("")
     marker = other / "imported"
-    (other / "chemgraph" / "jobs" / "featurize.py").write_text(
-        f"open({str(marker)!r}, 'w').close()\n"
-    )
+    for module in ("__init__", "workers"):  # the forkserver preloads featurize.workers
+        (other / "chemgraph" / "jobs" / "featurize" / f"{module}.py").write_text(
+            f"open({str(marker)!r}, 'w').close()\n"
+        )
     out = str(tmp_path / "out")
     code = (
         "import sys\n"
@@ -496,7 +498,7 @@ def test_a_worker_that_dies_on_a_record_rejects_only_that_record(
     # the worker is killed once the parent has read, in its heartbeat, that it is computing the
     # chain's descriptors (which take hours): not after a guessed delay, so on a busy machine too
     on_the_chain = threading.Event()
-    state = library._Worker.state
+    state = featurize_workers._Worker.state
 
     def watched(worker):
         position, step, seconds = state(worker)
@@ -504,7 +506,7 @@ def test_a_worker_that_dies_on_a_record_rejects_only_that_record(
             on_the_chain.set()
         return position, step, seconds
 
-    monkeypatch.setattr(library._Worker, "state", watched)
+    monkeypatch.setattr(featurize_workers._Worker, "state", watched)
 
     def kill_the_worker():  # as the kernel's out-of-memory killer would
         on_the_chain.wait(timeout=600)  # (a test that fails, rather than one that hangs)

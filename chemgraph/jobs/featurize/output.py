@@ -1,0 +1,324 @@
+"""The output folder of ``chemgraph featurize``: manifest, shards, parts, resume, duplicate ids.
+
+The layout is described in :mod:`chemgraph.jobs.featurize`. :func:`featurize_shard` computes
+one shard (:mod:`~chemgraph.jobs.featurize.records`) and writes its files, the
+``parts/shard-NNNNN.json`` summary last; :func:`completed_shard` tells ``--resume`` whether a
+shard is complete; :func:`prepare_output` checks and starts the folder
+(:func:`chemgraph._output.resumable_folder`); :func:`finish_output` concatenates
+``rejected.csv`` and writes the complete manifest; :class:`DuplicateIds` finds ids used by more
+than one record.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+from rdkit import rdBase
+
+from chemgraph._files import (
+    atomic_path,
+    write_parquet_atomically,
+    write_text_atomically,
+)
+from chemgraph._output import resumable_folder
+from chemgraph.chem import MoleculeParseError
+from chemgraph.data.readers import REJECTED_COLUMNS, Record
+from chemgraph.featurize import get_preset
+from chemgraph.featurize.descriptors import parse_descriptors
+from chemgraph.featurize.fingerprints import parse_fingerprint
+from chemgraph.graphs.molecule import mols_to_graph_arrays
+from chemgraph.graphs.shards import save_shard_arrays, shard_rows
+from chemgraph.jobs.featurize.records import (
+    Featurized,
+    FeaturizeOptions,
+    Steps,
+    features_table,
+    featurize_record,
+    reason_kind,
+)
+
+__all__ = [
+    "DuplicateIds",
+    "ShardSummary",
+    "completed_shard",
+    "featurize_shard",
+    "finish_output",
+    "prepare_output",
+    "read_manifest",
+    "shard_name",
+    "write_manifest",
+]
+
+_DUPLICATE_EXAMPLES = 5
+
+
+@dataclass
+class ShardSummary:
+    """Counts of one shard (``parts/shard-NNNNN.json``): ``read`` records with content and
+    ``blank`` blank ones, of which ``featurized``; ``rejected`` counts by reason kind (blank
+    records included)."""
+
+    shard: int
+    read: int = 0
+    blank: int = 0
+    featurized: int = 0
+    rejected: dict[str, int] = field(default_factory=dict)
+
+
+def _rejected_csv(rows: list[tuple]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def shard_name(shard: int) -> str:
+    return f"shard-{shard:05d}"
+
+
+def featurize_shard(
+    shard: int,
+    records: list[Record],
+    options: FeaturizeOptions,
+    output: str,
+    skip: Mapping[int, str] | None = None,
+    on_step: Callable[[int, str], None] | None = None,
+) -> ShardSummary:
+    """Featurize one shard of records and write its files (a pure function of its inputs).
+
+    Writes ``graphs/``, ``features/`` and ``parts/`` files of shard ``shard`` under ``output``;
+    the ``parts/<shard>.json`` summary is written last and marks the shard complete.
+
+    Args:
+        shard: shard number (names the files).
+        records: the shard's records, in input order.
+        options: what to compute.
+        output: the output folder (its ``graphs``, ``features``, ``parts`` folders exist).
+        skip: ``{row: reason}`` of records to reject without processing them (records that
+            timed out or crashed a worker in an earlier attempt).
+        on_step: called as ``on_step(position, step)`` when record ``records[position]`` enters
+            a step of :data:`STEPS`, and with ``position == -1`` for the shard-level phases.
+
+    Returns:
+        The shard's counts. Bad records never raise: they are listed in the shard's rejected
+        part with RDKit's reason (or ``"<step> failed: <exception>"`` for an unexpected error
+        in a step).
+    """
+    torch.set_num_threads(1)
+    out = Path(output)
+    name = shard_name(shard)
+    fingerprints = [parse_fingerprint(spec) for spec in options.fingerprints]
+    descriptors = parse_descriptors(options.descriptors) if options.descriptors else None
+    steps = Steps(on_step)
+    rejected: list[tuple] = []
+    kept_records: list[Record] = []
+    results: list[Featurized] = []
+    skip = skip or {}
+    # RDKit's logs stay blocked for all the records (parsing, standardising, conformers and
+    # descriptors blocked them record by record before; a BlockLogs per record cost more than a
+    # tenth of the parsing); rejection reasons are still captured (chemgraph.chem.parse)
+    with rdBase.BlockLogs():
+        for position, record in enumerate(records):
+            steps.position = position
+            reason = skip.get(record.row)
+            if reason is None:
+                try:
+                    results.append(
+                        featurize_record(record, options, fingerprints, descriptors, steps)
+                    )
+                    kept_records.append(record)
+                    continue
+                except MoleculeParseError as error:
+                    reason = error.reason
+                except Exception as error:  # noqa: BLE001 - one bad record never stops a library
+                    reason = f"{steps.step} failed: {type(error).__name__}: {error}"
+            text = (
+                record.text if record.kind != "molblock" else record.text.split("\n", 1)[0].strip()
+            )
+            rejected.append((record.row, record.id, text, reason))
+
+    steps.position = -1
+    steps("graphs")
+    if options.graphs is not None:
+        graphs = mols_to_graph_arrays(
+            [r.graph_mol for r in results],
+            get_preset(options.graphs),
+            with_positions=options.conformers > 0,
+        )
+        rows = torch.tensor([r.row for r in kept_records], dtype=torch.int64)
+        save_shard_arrays(out / "graphs" / f"{name}.bin", graphs, rows)
+    steps("write")
+    table = features_table(kept_records, results, options)
+    write_parquet_atomically(table, out / "features" / f"{name}.parquet")
+    write_text_atomically(_rejected_csv(rejected), out / "parts" / f"{name}.csv")
+    blank = sum(record.kind == "blank" for record in records)
+    summary = ShardSummary(
+        shard=shard,
+        read=len(records) - blank,
+        blank=blank,
+        featurized=len(kept_records),
+        rejected=dict(sorted(Counter(reason_kind(r[3]) for r in rejected).items())),
+    )
+    write_text_atomically(
+        json.dumps(asdict(summary), sort_keys=True), out / "parts" / f"{name}.json"
+    )
+    return summary
+
+
+def completed_shard(out: Path, shard: int, options: FeaturizeOptions) -> ShardSummary | str | None:
+    """The summary of a complete shard; ``None`` when the shard was not finished; a reason
+    (``str``) when its summary says finished but a file of it is missing or damaged (a
+    truncated or foreign graph shard, a features table of another length), so that
+    ``--resume`` featurizes it again instead of keeping it."""
+    name = shard_name(shard)
+    path = out / "parts" / f"{name}.json"
+    if not path.exists():
+        return None
+    try:
+        summary = ShardSummary(**json.loads(path.read_text()))
+        rows = pq.read_table(out / "features" / f"{name}.parquet", columns=["row"])["row"]
+        if len(rows) != summary.featurized:
+            raise ValueError(
+                f"features/{name}.parquet has {len(rows)} rows, not {summary.featurized}"
+            )
+        if options.graphs is not None:
+            graph_rows = shard_rows(out / "graphs" / f"{name}.bin")
+            if graph_rows.tolist() != rows.to_pylist():
+                raise ValueError(f"graphs/{name}.bin holds the graphs of other records")
+        (out / "parts" / f"{name}.csv").stat()
+    except (OSError, TypeError, ValueError, pa.ArrowException) as error:
+        return f"shard {shard} is damaged ({error}); featurizing it again"
+    return summary
+
+
+class DuplicateIds:
+    """Finds ids used by more than one record, with 16 bytes of memory per record: the
+    BLAKE2b-128 digest of each id, indexed by row (rows are consecutive from 0)."""
+
+    def __init__(self) -> None:
+        self._digests = bytearray()
+
+    def add(self, records: list[Record]) -> None:
+        for record in records:
+            self._digests += hashlib.blake2b(
+                record.id.encode("utf-8", "surrogatepass"), digest_size=16
+            ).digest()
+
+    def report(self, out: Path, shard_size: int) -> dict[str, Any]:
+        """``{"records": n, "ids": k, "examples": [{"id": ..., "rows": [...]}, ...]}``: ``n``
+        records reuse an id of an earlier record, ``k`` ids are used more than once; the first
+        five such ids in file order, with their first five rows."""
+        digests = np.frombuffer(self._digests, dtype="V16")
+        _, first, inverse, counts = np.unique(
+            digests, return_index=True, return_inverse=True, return_counts=True
+        )
+        repeated = np.flatnonzero(counts > 1)
+        repeated = repeated[np.argsort(first[repeated])][:_DUPLICATE_EXAMPLES]
+        rows = [
+            np.flatnonzero(inverse == group)[:_DUPLICATE_EXAMPLES].tolist() for group in repeated
+        ]
+        ids = _ids_of_rows(out, shard_size, {r[0] for r in rows})
+        return {
+            "records": int(len(digests) - len(counts)),
+            "ids": int((counts > 1).sum()),
+            "examples": [{"id": ids[r[0]], "rows": r} for r in rows],
+        }
+
+
+def _ids_of_rows(out: Path, shard_size: int, rows: set[int]) -> dict[int, str]:
+    """The id written for each of ``rows``, read back from the shards' features and rejected
+    parts (every record is in one of them)."""
+    found: dict[int, str] = {}
+    for shard in sorted({row // shard_size for row in rows}):
+        name = shard_name(shard)
+        # ParquetFile, not pq.read_table, which imports pandas (about 0.3 CPU s)
+        with pq.ParquetFile(out / "features" / f"{name}.parquet") as features:
+            table = features.read(columns=["row", "id"])
+        pairs = list(zip(table["row"].to_pylist(), table["id"].to_pylist()))
+        with open(out / "parts" / f"{name}.csv", encoding="utf-8", newline="") as handle:
+            pairs += [(int(line[0]), line[1]) for line in csv.reader(handle)]
+        found.update((row, identifier) for row, identifier in pairs if row in rows)
+    return found
+
+
+def finish_output(
+    manifest: dict[str, Any],
+    shards: list[ShardSummary],
+    duplicate_ids: dict[str, Any],
+    out: Path,
+) -> dict[str, Any]:
+    """Write ``rejected.csv`` and the complete manifest; return the manifest."""
+    _concatenate_rejected(out, [s.shard for s in shards])
+    rejected: Counter[str] = Counter()
+    for summary in shards:
+        rejected.update(summary.rejected)
+    manifest["counts"] = {
+        "read": sum(s.read for s in shards),
+        "blank": sum(s.blank for s in shards),
+        "featurized": sum(s.featurized for s in shards),
+        "rejected": sum(rejected.values()),
+        "rejected_by_reason": dict(sorted(rejected.items())),
+        "shards": len(shards),
+        "duplicate_ids": duplicate_ids,
+    }
+    manifest["status"] = "complete"
+    write_manifest(manifest, out)
+    return manifest
+
+
+def read_manifest(folder: str | Path) -> dict[str, Any]:
+    """The manifest of a complete ``chemgraph featurize`` output folder, for its readers
+    (``chemgraph train --data FOLDER``).
+
+    Raises:
+        ValueError: ``folder`` holds no ``manifest.json``, or its run is not complete.
+    """
+    folder = Path(folder)
+    if not (folder / "manifest.json").is_file():
+        raise ValueError(
+            f"{folder} is a folder but not a chemgraph featurize output (no manifest.json)"
+        )
+    manifest = json.loads((folder / "manifest.json").read_text())
+    if manifest.get("status") != "complete":
+        raise ValueError(
+            f"{folder} is not a complete featurization (status {manifest.get('status')!r}); "
+            "finish it with the same chemgraph featurize command and --resume"
+        )
+    return manifest
+
+
+def write_manifest(manifest: dict[str, Any], out: Path) -> None:
+    write_text_atomically(
+        json.dumps(manifest, indent=2, sort_keys=True) + "\n", out / "manifest.json"
+    )
+
+
+def prepare_output(out: Path, manifest: dict[str, Any], resume: bool) -> None:
+    keys = ("input_sha256", "options", "graph_featurizer", "shard_size", "chemgraph_version")
+    identity = {key: manifest[key] for key in keys}
+    resumable_folder(out, "manifest.json", identity, resume=resume, option="--output")
+    for folder in ("graphs", "features", "parts"):
+        (out / folder).mkdir(parents=True, exist_ok=True)
+    write_manifest({**manifest, "status": "running"}, out)
+
+
+def _concatenate_rejected(out: Path, shards: list[int]) -> None:
+    temporary = atomic_path(out / "rejected.csv")
+    with open(temporary, "w", encoding="utf-8", newline="") as handle:
+        handle.write(",".join(REJECTED_COLUMNS) + "\n")
+        for shard in shards:
+            handle.write((out / "parts" / f"{shard_name(shard)}.csv").read_text(encoding="utf-8"))
+    os.replace(temporary, out / "rejected.csv")

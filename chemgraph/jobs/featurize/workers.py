@@ -1,0 +1,331 @@
+"""The worker processes of ``chemgraph featurize``: a local pool with heartbeats, or Dask.
+
+Slow records. Local runs featurize shards in worker processes (``forkserver``, else ``spawn``)
+that publish, in shared memory, which record and which step (parse, standardize, conformers,
+canonical SMILES, fingerprints, descriptors) they are working on. The parent names a record
+that has spent 10 s (or half the limit) in one step, and when it exceeds ``record_timeout`` it
+kills the worker — the only way to stop C++ code such as RDKit's ``Ipc`` that holds the GIL —
+starts a new one and computes the shard again with that record rejected as ``"timeout: <step>
+(over N s)"``. A worker that dies on a record (segfault, out-of-memory kill) is handled the same
+way (``"crash: <step> (...)"``). Whether a record hits the limit depends on the machine, so the
+default limit (60 s per step) is far above what any normal molecule needs. Dask runs do not
+enforce the limit.
+
+The forkserver preloads this module (and so the whole :mod:`chemgraph.jobs.featurize`
+package), which imports neither DGL nor pandas.
+"""
+
+from __future__ import annotations
+
+import functools
+import multiprocessing
+import multiprocessing.forkserver
+import os
+import pickle
+import signal
+import sys
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from pathlib import Path
+from typing import Any
+
+from chemgraph.data.readers import Record
+from chemgraph.errors import MissingDependencyError
+from chemgraph.jobs.featurize.output import ShardSummary, featurize_shard
+from chemgraph.jobs.featurize.records import STEP_CODE, STEPS, FeaturizeOptions
+
+__all__ = ["run_dask", "run_local"]
+
+_POLL_SECONDS = 0.1
+_NOTICE_SECONDS = 10.0
+
+
+def _die_with_parent() -> None:
+    """Linux: have the kernel SIGKILL this process when its parent dies (even by SIGKILL)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    prctl = getattr(ctypes.CDLL(None), "prctl", None)
+    if prctl is None:
+        return
+    prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() == 1:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _worker_main(connection: Any, heartbeat: Any) -> None:
+    """A worker process: featurize the shards sent on ``connection`` until ``None`` or EOF.
+
+    ``heartbeat`` (shared ``int64[3]``) holds ``[tick, position, step code]``: the tick is
+    incremented after every step change, so the parent can time each record's steps.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which stops us
+    # and blocked, because RDKit installs its own SIGINT handler around long searches (it
+    # would print "Substructure search was interrupted" before the parent kills us)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    _die_with_parent()
+
+    def beat(position: int, step: str) -> None:
+        heartbeat[1] = position
+        heartbeat[2] = STEP_CODE[step]
+        heartbeat[0] += 1
+
+    while True:
+        try:
+            task = connection.recv()
+        except EOFError:
+            return
+        if task is None:
+            return
+        try:
+            summary = featurize_shard(*task, on_step=beat)
+        except Exception as error:  # noqa: BLE001 - reported to the parent, which re-raises
+            detail = f"in the worker featurizing shard {task[0]}:\n{traceback.format_exc()}"
+            try:
+                pickle.dumps(error)
+            except Exception:  # noqa: BLE001 - an exception that cannot cross processes
+                error = RuntimeError(f"{type(error).__name__}: {error}")
+            connection.send(("error", (error, detail)))
+        else:
+            connection.send(("done", summary))
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """``forkserver`` (workers forked from a server that has imported this module: a restart
+    after a timeout is cheap) where available, else ``spawn``; never plain ``fork`` of a parent
+    that may run threads."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__])
+        _start_forkserver()
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+def _start_forkserver() -> None:
+    """Start the forkserver (if it is not running) with ``PYTHONSAFEPATH=1``.
+
+    The server is ``python -c ...``, which puts the current folder first on its import path and
+    ignores the parent's (CPython passes ``sys_path`` but its ``forkserver.main`` does not
+    apply it): run from a folder holding another ``chemgraph`` checkout, the server would
+    preload that code and every worker forked from it would featurize with it."""
+    saved = os.environ.get("PYTHONSAFEPATH")
+    os.environ["PYTHONSAFEPATH"] = "1"
+    try:
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        if saved is None:
+            del os.environ["PYTHONSAFEPATH"]
+        else:
+            os.environ["PYTHONSAFEPATH"] = saved
+
+
+class _RemoteTraceback(Exception):
+    """The traceback of an exception raised in a worker process (shown as its cause)."""
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+@dataclass
+class _Task:
+    """A shard to featurize; ``skip`` grows as records time out or crash a worker, and
+    ``counted`` records were reported as finished (a retried shard does not count them again)."""
+
+    shard: int
+    records: list[Record]
+    skip: dict[int, str] = field(default_factory=dict)
+    counted: int = 0
+
+    def finished(self, done: int, advance: Callable[[int], None]) -> None:
+        """Report to ``advance`` the records newly finished, ``done`` of ``records`` now."""
+        if done > self.counted:
+            advance(done - self.counted)
+            self.counted = done
+
+
+class _Worker:
+    """One worker process, its pipe and heartbeat, and the task it is working on."""
+
+    def __init__(self, context: multiprocessing.context.BaseContext) -> None:
+        self.heartbeat = context.RawArray("q", 3)
+        self.heartbeat[1] = -1
+        self.connection, child = context.Pipe()
+        self.process = context.Process(
+            target=_worker_main, args=(child, self.heartbeat), daemon=True
+        )
+        self.process.start()
+        child.close()
+        self.task: _Task | None = None
+        self.tick, self.since, self.noticed = -1, time.monotonic(), False
+
+    def assign(self, task: _Task, options: FeaturizeOptions, output: Path) -> None:
+        # the worker waits for the task, so this does not race its own writes: without it, the
+        # previous shard's last phase would count the new shard as finished
+        self.heartbeat[1], self.heartbeat[2] = -1, STEP_CODE["start"]
+        self.task = task
+        self.connection.send((task.shard, task.records, options, str(output), task.skip))
+
+    def state(self) -> tuple[int, str, float]:
+        """``(position, step, seconds in that step)``, timed by the parent's clock."""
+        tick, position, code = self.heartbeat[:]
+        now = time.monotonic()
+        if tick != self.tick:
+            self.tick, self.since, self.noticed = tick, now, False
+        return position, STEPS[code], now - self.since
+
+    def receive(self) -> tuple[str, Any] | None:
+        """The worker's message (``("done", summary)`` or ``("error", exception)``), if any;
+        None also when the pipe is closed (the worker died)."""
+        try:
+            return self.connection.recv() if self.connection.poll() else None
+        except (EOFError, OSError):  # closed or reset by a dying worker
+            return None
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.join()
+        self.connection.close()
+
+    def close(self) -> None:
+        self.connection.send(None)
+        self.process.join()
+        self.connection.close()
+
+
+def _died(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        return f"the worker was killed by {signal.Signals(-exitcode).name}"
+    return f"the worker exited with code {exitcode}"
+
+
+def run_local(
+    chunks: Iterator[tuple[int, list[Record]]],
+    options: FeaturizeOptions,
+    out: Path,
+    workers: int,
+    record_timeout: float | None,
+    say: Callable[[str], None],
+    advance: Callable[[int], None],
+) -> Iterator[ShardSummary]:
+    """Featurize shards in ``workers`` processes, one shard each at a time, watching every
+    record's steps (see the module docstring); yields summaries as shards complete and calls
+    ``advance(n)`` as ``n`` more records are finished (every record once)."""
+    context = _context()
+    pool: list[_Worker] = []
+    retries: deque[_Task] = deque()
+    notice = _NOTICE_SECONDS if record_timeout is None else min(_NOTICE_SECONDS, record_timeout / 2)
+    more = True
+
+    def next_task() -> _Task | None:
+        nonlocal more
+        if retries:
+            return retries.popleft()
+        chunk = next(chunks, None) if more else None
+        more = chunk is not None
+        return _Task(*chunk) if chunk is not None else None
+
+    try:
+        pool += [_Worker(context) for _ in range(workers)]
+        while True:
+            for worker in pool:
+                if worker.task is None and (task := next_task()) is not None:
+                    worker.assign(task, options, out)
+            busy = [w for w in pool if w.task is not None]
+            if not busy:
+                break
+            wait([w.connection for w in busy] + [w.process.sentinel for w in busy], _POLL_SECONDS)
+            for index, worker in enumerate(pool):
+                task = worker.task
+                if task is None:
+                    continue
+                message = worker.receive()
+                if message is not None:
+                    kind, payload = message
+                    if kind == "error":
+                        error, detail = payload
+                        raise error from _RemoteTraceback(detail)
+                    task.finished(len(task.records), advance)
+                    worker.task = None
+                    yield payload
+                    continue
+                position, step, seconds = worker.state()
+                alive = worker.process.is_alive()
+                if position < 0:
+                    if step in ("graphs", "write"):  # past the last record
+                        task.finished(len(task.records), advance)
+                    if alive:
+                        continue
+                    raise RuntimeError(
+                        f"shard {task.shard}: {_died(worker.process.exitcode)} during {step}"
+                    )
+                task.finished(position, advance)  # the records before ``position``
+                record = task.records[position]
+                where = f"shard {task.shard}, row {record.row} (id {record.id!r})"
+                if not alive:
+                    reason = f"crash: {step} ({_died(worker.process.exitcode)})"
+                elif record_timeout is not None and seconds > record_timeout:
+                    reason = f"timeout: {step} (over {record_timeout:g} s)"
+                else:
+                    if seconds >= notice and not worker.noticed:
+                        worker.noticed = True
+                        limit = f" (limit {record_timeout:g} s)" if record_timeout else ""
+                        say(f"{where}: {step} still running after {seconds:.0f} s{limit}")
+                    continue
+                worker.kill()
+                say(f"{where}: rejected, {reason}; computing the shard again without it")
+                task.skip[record.row] = reason
+                retries.append(task)
+                pool[index] = _Worker(context)
+    except BaseException:  # an error, an interrupt or an abandoned generator: stop at once
+        for worker in pool:
+            worker.kill()
+        raise
+    for worker in pool:
+        worker.close()
+
+
+def run_dask(
+    chunks: Iterator[tuple[int, list[Record]]],
+    options: FeaturizeOptions,
+    out: Path,
+    dask_scheduler: str,
+    advance: Callable[[int], None],
+) -> Iterator[ShardSummary]:
+    """Featurize shards as dask tasks, at most ``2 × threads`` in flight (memory stays flat);
+    ``advance(n)`` is called with the records of each shard as it completes.
+
+    Raises:
+        MissingDependencyError: dask.distributed is not installed.
+    """
+    try:
+        from distributed import Client
+    except ImportError as error:
+        raise MissingDependencyError(
+            "--dask-scheduler needs dask.distributed: pip install 'chemgraph[dask]'"
+        ) from error
+
+    client = Client(dask_scheduler)
+    submit = functools.partial(client.submit, featurize_shard, pure=False)
+    window = 2 * max(1, sum(client.nthreads().values()))
+
+    def result(future: Any) -> ShardSummary:
+        summary = future.result()
+        advance(summary.read + summary.blank)
+        return summary
+
+    try:
+        pending = []
+        for shard, records in chunks:
+            pending.append(submit(shard, records, options, str(out)))
+            if len(pending) >= window:
+                yield result(pending.pop(0))
+        for future in pending:
+            yield result(future)
+    finally:
+        client.close()
