@@ -75,6 +75,7 @@ from chemgraph.jobs.featurize import (
     BLANK_RECORD,
     FeaturizeOptions,
     featurize_library,
+    read_manifest,
 )
 from chemgraph.train.ensemble import Ensemble, checkpoint_files
 
@@ -364,21 +365,12 @@ def _check_folder(folder: Path, models: Ensemble, checkpoint: Path) -> None:
         ValueError: no manifest, an incomplete run, no graphs, another graph preset, or graphs
             with conformers (explicit hydrogens and positions, which training never had).
     """
-    if not (folder / "manifest.json").is_file():
-        raise ValueError(
-            f"{folder} is a folder but not a chemgraph featurize output (no manifest.json)"
-        )
-    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest = read_manifest(folder)
     options = manifest["options"]
     redo = (
         f"featurize the library again with `chemgraph featurize LIBRARY --graphs "
         f"{models.preset.name} --output NEW_FOLDER`, or pass the library file as --input"
     )
-    if manifest.get("status") != "complete":
-        raise ValueError(
-            f"{folder} is not a complete featurization (status {manifest.get('status')!r}); "
-            "finish it with the same chemgraph featurize command and --resume"
-        )
     if options["graphs"] is None:
         raise ValueError(f"{folder} holds no graphs (featurized with --graphs none); {redo}")
     preset = FeaturizerPreset.from_dict(manifest["graph_featurizer"])
