@@ -60,7 +60,7 @@ from chemgraph.models.reaction_centre import (
 )
 from chemgraph.train.callbacks import EpochProgress, LossHistory
 from chemgraph.train.config import RunConfig
-from chemgraph.train.trainer import make_trainer
+from chemgraph.train.fit import fit
 
 __all__ = [
     "CHECKPOINT_KIND",
@@ -495,10 +495,10 @@ def _fit(
     module: L.LightningModule, loader: DataLoader, epochs: int, accelerator: str, progress: bool
 ) -> None:
     callbacks = [EpochProgress(), LossHistory(log_epochs=True)] if progress else []
-    trainer = make_trainer(
-        max_epochs=epochs, accelerator=accelerator, gradient_clip=1.0, callbacks=callbacks
-    )
-    trainer.fit(module, loader)
+    fit(
+        module, loader, budget_hint="", max_epochs=epochs, accelerator=accelerator,
+        gradient_clip=1.0, callbacks=callbacks,
+    )  # fmt: skip
 
 
 def train_reaction_centre_model(config: ReactionCentreTrainingConfig) -> Path:

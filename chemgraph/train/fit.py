@@ -2,8 +2,9 @@
 ``trainer.fit``, then the best checkpoint found (and its weights loaded back).
 
 ``chemgraph train`` (:mod:`chemgraph.jobs.train`), transfer learning's pretraining and
-fine-tuning (:mod:`chemgraph.jobs.transfer`) and reaction-model training
-(:mod:`chemgraph.jobs.react`) all train through :func:`fit`.
+fine-tuning (:mod:`chemgraph.jobs.transfer`), reaction-model training
+(:mod:`chemgraph.jobs.react`) and the reaction-centre model's two stages
+(:mod:`chemgraph.jobs.reaction_centre`) all train through :func:`fit`.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class FitResult:
 
 def fit(
     module: L.LightningModule,
-    data: L.LightningDataModule | tuple[DataLoader, DataLoader],
+    data: L.LightningDataModule | DataLoader | tuple[DataLoader, DataLoader],
     *,
     budget_hint: str,
     restore_best: bool = True,
@@ -50,7 +51,8 @@ def fit(
 
     Args:
         module: the Lightning module to train (its weights change in place).
-        data: a DataModule, or the training and validation loaders.
+        data: a DataModule, the training and validation loaders, or a training loader
+            alone (a fixed number of epochs without validation; then no ``checkpoint_dir``).
         budget_hint: which limits to raise, ending the error when training stops before its
             first validation (e.g. ``"raise max_time_minutes or max_epochs"``).
         restore_best: load the best checkpoint's weights into ``module`` after the fit (else
@@ -69,6 +71,8 @@ def fit(
         trainer = make_trainer(**trainer_options)
         if isinstance(data, L.LightningDataModule):
             trainer.fit(module, datamodule=data)
+        elif isinstance(data, DataLoader):
+            trainer.fit(module, data)
         else:
             trainer.fit(module, *data)
     best = None
