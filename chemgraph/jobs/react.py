@@ -29,6 +29,7 @@ from chemgraph.batches.reaction import (
 from chemgraph.chem.graph_codec import (
     AtomLabel,
     GraphDecodingError,
+    GraphEncodingError,
     LabelledGraph,
     graph_to_smiles,
     same_molecules,
@@ -504,3 +505,146 @@ def predict_file(
         targets = [items[k].product_smiles for k in known]
         metrics = top_k_metrics([predictions[k] for k in known], targets)
     return table, metrics
+
+
+INPUT_FORMAT = (
+    "give one reaction SMILES 'reactants>reagents>[products]' a line, or a .csv/.tsv with a "
+    "reaction column"
+)
+"""What ``chemgraph react --input`` reads, told to a user whose file gave no reaction."""
+
+DECODERS = ("centre", "generate")
+
+
+@dataclass(frozen=True)
+class ReactOptions:
+    """How ``chemgraph react`` predicts (checks itself when built; its messages name the
+    command's options, so the Python API and the command refuse the same values alike).
+
+    Attributes:
+        decoder: ``"centre"``: the reaction-centre model (:mod:`chemgraph.jobs.reaction_centre`,
+            the shipped one unless ``checkpoint``); ``"generate"``: a GRAT translator's beam
+            search (:func:`predict_reactions`; needs ``checkpoint``).
+        checkpoint: a model file (``model.pt`` of the ``reaction_centre`` recipe, or the
+            ``best.ckpt``/run folder of the ``reaction_outcome`` recipe), or None.
+        top_k: predictions per reaction.
+        beam_width, batch_size: the beam search's width and reactions per search (generate).
+
+    Raises:
+        ConfigError: an unknown decoder, generate without a checkpoint, a count below 1, or
+            ``top_k`` above ``beam_width`` (generate).
+    """
+
+    decoder: str = "centre"
+    checkpoint: str | Path | None = None
+    top_k: int = 5
+    beam_width: int = 8
+    batch_size: int = 32
+
+    def __post_init__(self) -> None:
+        if self.decoder not in DECODERS:
+            raise ConfigError(
+                f"--decoder must be one of {', '.join(DECODERS)}, got {self.decoder!r}"
+            )
+        if self.decoder == "generate" and self.checkpoint is None:
+            raise ConfigError(
+                "--decoder generate needs --checkpoint (best.ckpt of the reaction_outcome recipe)"
+            )
+        for name in ("top_k", "beam_width", "batch_size"):
+            if getattr(self, name) < 1:
+                flag = "--" + name.replace("_", "-")
+                raise ConfigError(f"{flag} must be at least 1, got {getattr(self, name)}")
+        if self.decoder == "generate" and self.top_k > self.beam_width:
+            raise ConfigError(f"--top-k {self.top_k} exceeds --beam-width {self.beam_width}")
+
+    @property
+    def checkpoint_file(self) -> Path | None:
+        """The checkpoint's file (a ``reaction_outcome`` run folder: its ``best.ckpt``)."""
+        if self.checkpoint is None:
+            return None
+        path = Path(self.checkpoint)
+        return path / "best.ckpt" if path.is_dir() else path
+
+    def centre_model(self) -> Any:
+        """The reaction-centre model of :attr:`checkpoint`, or the shipped one.
+
+        Raises:
+            ConfigError: no such file, or a file that is no reaction-centre model (a GRAT
+                translator checkpoint: the message says to pass ``--decoder generate``).
+        """
+        from chemgraph._resources import model_path
+        from chemgraph.jobs.reaction_centre import load_reaction_centre_model
+
+        path = self.checkpoint_file or model_path()
+        if not path.is_file():
+            raise ConfigError(f"checkpoint {path} does not exist")
+        try:
+            return load_reaction_centre_model(path)
+        except ValueError as error:
+            raise ConfigError(
+                f"{error}; a GRAT translator checkpoint needs --decoder generate"
+            ) from error
+
+
+def react(reaction: str, options: ReactOptions | None = None) -> ReactionPrediction:
+    """The ranked products of one reaction SMILES ``reactants>reagents>`` (``chemgraph react
+    REACTION``).
+
+    Returns:
+        The prediction: valid canonical product SMILES, best first, with their probabilities
+        (centre; :class:`chemgraph.jobs.reaction_centre.ReactionCentrePrediction` also gives
+        each product's bond edits) or log-probabilities (generate).
+
+    Raises:
+        ConfigError: see :class:`ReactOptions`. ReactionParseError, GraphEncodingError: the
+            reaction cannot be read or turned into graphs (the reason is RDKit's or the
+            graph codec's).
+    """
+    options = ReactOptions() if options is None else options
+    if options.decoder == "centre":
+        from chemgraph.data.reaction_centre import reaction_centre_example
+
+        model = options.centre_model()
+        example = reaction_centre_example(reaction, model.config.max_distance, with_edits=False)
+        return model.predict([example], top_k=options.top_k)[0]
+    module = load_checkpoint(options.checkpoint_file, kind="reaction")
+    items, _, bad = encode_reactions([parse_input_reaction(reaction)], [0], with_product=False)
+    if bad:
+        raise GraphEncodingError(bad[0][2])
+    (prediction,) = predict_reactions(module, items, options.beam_width, options.top_k, 1)
+    return prediction
+
+
+def react_file(
+    input_path: str | Path,
+    output: str | Path,
+    options: ReactOptions | None = None,
+    overwrite: bool = False,
+) -> tuple[pd.DataFrame, dict[str, float] | None]:
+    """The products of every reaction of a file, written to the CSV ``output``
+    (``chemgraph react --input FILE --output OUT``): the table of :func:`predict_file`
+    (generate) or :func:`chemgraph.jobs.reaction_centre.predict_reaction_file` (centre).
+
+    Raises:
+        ConfigError: see :class:`ReactOptions`; ``output`` not ``.csv``/``.csv.gz``; no such
+            input; an input without reactions; an existing ``output`` without ``overwrite``.
+    """
+    options = ReactOptions() if options is None else options
+    if not str(output).endswith((".csv", ".csv.gz")):
+        raise ConfigError(f"--output {output}: react writes CSV; give a .csv or .csv.gz")
+    if not Path(input_path).is_file():
+        raise ConfigError(f"input {input_path} does not exist")
+    if Path(output).exists() and not overwrite:
+        raise ConfigError(
+            f"{output} exists; pass --overwrite to replace it or choose another --output"
+        )
+    if next(reaction_records(input_path), None) is None:
+        raise ConfigError(f"{input_path} holds no reactions; {INPUT_FORMAT}")
+    if options.decoder == "centre":
+        from chemgraph.jobs.reaction_centre import predict_reaction_file
+
+        return predict_reaction_file(options.centre_model(), input_path, output, options.top_k)
+    return predict_file(
+        options.checkpoint_file, input_path, output, options.top_k, options.beam_width,
+        options.batch_size,
+    )  # fmt: skip

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from chemgraph.cli import main
-from chemgraph.cli.react import INPUT_FORMAT, reaction_lines
-from chemgraph.jobs.react import NO_PRODUCT, predict_file
+from chemgraph.cli.react import reaction_lines
+from chemgraph.jobs.react import INPUT_FORMAT, NO_PRODUCT, predict_file
 
 FROZEN = str(
     Path(__file__).resolve().parents[1]

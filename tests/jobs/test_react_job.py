@@ -1,0 +1,52 @@
+"""The react job (chemgraph.jobs.react: ReactOptions, react, react_file): one options object
+that checks itself, used by ``chemgraph react`` and the Python API alike."""
+
+import pytest
+
+from chemgraph.errors import ConfigError
+from chemgraph.jobs.react import ReactOptions, react, react_file
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(decoder="beam"), "--decoder must be one of centre, generate, got 'beam'"),
+        (dict(decoder="generate"), "--decoder generate needs --checkpoint"),
+        (dict(top_k=0), "--top-k must be at least 1, got 0"),
+        (dict(batch_size=0), "--batch-size must be at least 1, got 0"),
+        (
+            dict(decoder="generate", checkpoint="x.ckpt", top_k=9),
+            "--top-k 9 exceeds --beam-width 8",
+        ),
+    ],
+)
+def test_bad_options_are_refused_with_the_option_named(options, message):
+    with pytest.raises(ConfigError, match=message):
+        ReactOptions(**options)
+
+
+def test_a_translator_checkpoint_is_refused_by_the_centre_decoder_with_the_hint(tmp_path):
+    from pathlib import Path
+
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
+    (translator,) = fixture.glob("reaction_grat_test_fixture.ckpt")
+    with pytest.raises(ConfigError, match="needs --decoder generate"):
+        react("CCO.CC(=O)O>>", ReactOptions(checkpoint=translator))
+
+
+def test_the_shipped_model_answers_an_esterification_and_files_are_checked(tmp_path):
+    prediction = react("CCO.CC(=O)O>>", ReactOptions(top_k=3))
+    assert prediction.smiles[0] == "CCOC(C)=O"
+    assert len(prediction.smiles) == len(prediction.scores) == len(prediction.edits) == 3
+    reactions = tmp_path / "reactions.txt"
+    reactions.write_text("CCO.CC(=O)O>>CCOC(C)=O\n")
+    with pytest.raises(ConfigError, match="react writes CSV"):
+        react_file(reactions, tmp_path / "out.parquet")
+    table, metrics = react_file(reactions, tmp_path / "out.csv", ReactOptions(top_k=3))
+    assert table["prediction_1"].tolist() == ["CCOC(C)=O"] and metrics["top_1"] == 100.0
+    with pytest.raises(ConfigError, match="exists; pass --overwrite"):
+        react_file(reactions, tmp_path / "out.csv")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n")
+    with pytest.raises(ConfigError, match="holds no reactions"):
+        react_file(empty, tmp_path / "e.csv")
