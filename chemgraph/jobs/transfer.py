@@ -536,17 +536,9 @@ def run_transfer(
                 # per-target chains existed
                 stem = f"{strategy}_seed{seed}" + ("" if config.joint_targets else f"_{model}")
                 truth, predicted, chain = _train_chain(
-                    data,
-                    split,
-                    config,
-                    strategy,
-                    seed,
-                    columns,
-                    finetune_lr,
-                    out,
-                    stem,
+                    data, split, config, strategy, seed, columns, finetune_lr, out, stem,
                     pretrained_cache,
-                )
+                )  # fmt: skip
                 curves += [
                     dict(strategy=strategy, seed=seed, model=model, **e)
                     for e in chain.pop("curves")

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
 from sklearn import metrics as skm
 
 from chemgraph.train.metrics import THRESHOLD, per_task_metrics, regression_metrics
@@ -142,7 +142,11 @@ def plot_label_curve(curve: pd.DataFrame, path: str | Path, unit: str | None = N
             )  # fmt: skip
         axis.set_xscale("log")
         axis.set_yscale("log")
-        axis.set_xticks(sorted(set(rows["labels"])), [str(n) for n in sorted(set(rows["labels"]))])
+        counts = sorted(set(rows["labels"]))
+        axis.set_xticks(counts, [str(n) for n in counts])
+        axis.xaxis.set_minor_locator(NullLocator())
+        for ticks in (axis.yaxis.set_major_formatter, axis.yaxis.set_minor_formatter):
+            ticks(FuncFormatter(lambda value, _: f"{value:.2g}"))
         axis.set_xlabel("high-fidelity training labels")
         axis.set_ylabel(_with_unit("test RMSE", unit))
         axis.set_title(str(target))

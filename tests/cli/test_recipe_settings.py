@@ -130,7 +130,7 @@ def test_unknown_keys_are_refused_with_the_valid_ones(tmp_path, capsys, received
     assert main(["recipe", "run", "dft_to_gw", "--set", "data.sourse=full", *out]) == 2
     assert (
         "--set: unknown keys ['data.sourse']; valid keys of data: "
-        "['embedded', 'full', 'source', 'split_seed']"
+        "['embedded', 'full', 'label_counts', 'source', 'split_seed']"
     ) in capsys.readouterr().err
     assert main(["recipe", "run", "dft_to_gw", "--set", "training.seedz=1", *out]) == 2
     assert "unknown keys ['training.seedz']; valid keys of training: [" in (capsys.readouterr().err)
