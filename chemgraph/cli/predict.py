@@ -100,6 +100,12 @@ class PredictCommand(Command):
         parser.add_argument(
             "--shard-size", type=int, default=5_000, help="records per shard (a file input)"
         )
+        parser.add_argument(
+            "--dask-scheduler",
+            help="dask.distributed scheduler address: featurize a file and score its shards as "
+            "tasks on a cluster (the output byte-identical to a local run's; a file system the "
+            "workers share; see the screening guide); --workers is then not used",
+        )
         again = parser.add_mutually_exclusive_group()
         again.add_argument(
             "--resume", action="store_true", help="continue an interrupted run (OUTPUT.partial/)"
@@ -138,6 +144,7 @@ class PredictCommand(Command):
                 resume=args.resume,
                 overwrite=args.overwrite,
                 progress=not args.quiet,
+                dask_scheduler=args.dask_scheduler,
             )
         except KeyboardInterrupt as stop:  # chemgraph._interrupts.Interrupted: SIGTERM too
             signum = getattr(stop, "signum", signal.SIGINT)

@@ -393,7 +393,7 @@ class LibraryRun:
 
     def part(self, shard: int) -> Path:
         """Where a task writes the part of ``shard`` (atomically)."""
-        return _part(self.parts, shard)
+        return self.parts / f"shard-{shard:05d}.parquet"
 
     def score(self, task: Callable[[int], int], name: str) -> None:
         """Run ``task(shard)`` (it writes :meth:`part` and returns the shard's records) for each
@@ -434,10 +434,6 @@ class LibraryRun:
 
 def _work_folder(output: Path) -> Path:
     return output.with_name(f"{output.name}.partial")
-
-
-def _part(parts: Path, shard: int) -> Path:
-    return parts / f"shard-{shard:05d}.parquet"
 
 
 def _prepare_work(
@@ -554,7 +550,7 @@ class _ShardScores:
         batch_size: int,
         threshold: float,
     ) -> None:
-        self.folder, self.parts = run.folder, run.parts
+        self.folder, self.part = run.folder, run.part
         self.models, self.schema, self.batch_size, self.threshold = (
             models, schema, batch_size, threshold
         )  # fmt: skip
@@ -562,7 +558,7 @@ class _ShardScores:
     def __call__(self, shard: int) -> int:
         table = _score_shard(self.folder, shard, self.models, self.batch_size, self.threshold)
         table = pa.Table.from_pandas(table, self.schema, preserve_index=False)
-        write_parquet_atomically(table, _part(self.parts, shard))
+        write_parquet_atomically(table, self.part(shard))
         return len(table)
 
 
