@@ -20,10 +20,10 @@ Output, a parquet file with one row per input record, in input order, bad record
     error      string                       null when embedded, else why not featurized
 
 One ``embedding`` column of fixed-size lists, not ``D`` float columns: the width is part of the
-schema (``pyarrow.parquet.read_schema(path).field("embedding").type.list_size``), the column is
-read as one ``float32 [N, D]`` array without copying
-(``table["embedding"].combine_chunks().flatten().to_numpy().reshape(-1, D)``; pandas gives one
-numpy array per row, ``np.stack(frame.embedding[frame.error.isna()])``), and a record that was
+schema (``pyarrow.parquet.read_schema(path).field("embedding").type.list_size``), the embedded
+records' vectors are one ``float32 [N, D]`` array in row order without a copy
+(``table["embedding"].combine_chunks().flatten().to_numpy().reshape(-1, D)``; pandas reads one
+numpy array per row: ``np.stack(frame.embedding[frame.error.isna()])``), and a record that was
 not featurized is one null, not ``D`` NaNs that a NaN embedding could be mistaken for.
 
 An ensemble is refused: its members are trained from independent random initialisations, so
