@@ -37,8 +37,8 @@ COMMANDS = {
     for command in (
         TrainCommand(),
         PredictCommand(),
-        FingerprintCommand(),
         FeaturizeCommand(),
+        FingerprintCommand(),
         DatasetsCommand(),
         ReactCommand(),
         RecipeCommand(),

@@ -33,6 +33,17 @@ Work folder and resuming. Until the output is complete, the run keeps its state 
 scored shard, written atomically). An interrupted run is continued with ``resume`` (complete
 shards are kept) and refused otherwise; ``overwrite`` starts again. The output is written to a
 temporary name and renamed, then the work folder is removed.
+
+On a cluster (``dask_scheduler``): a file is featurized by ``featurize``'s dask path and each
+shard is scored as one dask.distributed task that writes its part atomically
+(:func:`chemgraph.train.inference.run_shard_tasks`); the parts and the output are those of a
+local run, byte for byte on the same kind of device, and a shard whose worker dies is run
+again by dask. The workers need the input, the checkpoints and the work folder at the same paths
+(a shared file system).
+
+:class:`LibraryRun` and :func:`shard_table` are this data path (arguments, work folder,
+featurizing a file, shards, parts) as ``chemgraph fingerprint``
+(:mod:`chemgraph.jobs.fingerprint`) uses it too.
 """
 
 from __future__ import annotations

@@ -158,3 +158,28 @@ def test_an_interrupted_run_resumed_on_a_dask_cluster_writes_the_same_bytes(
         )  # fmt: skip
     assert output.read_bytes() == reference.read_bytes()
     assert not (tmp_path / "out.parquet.partial").exists()
+
+
+def test_the_command_prints_what_it_wrote_and_refuses_an_ensemble_in_one_line(
+    library, tmp_path, capsys
+):
+    from chemgraph.cli.main import main
+
+    output = tmp_path / "emb.parquet"
+    command = ["fingerprint", "--checkpoint", str(ESA), "--input", str(library), "--quiet"]
+    assert main([*command, "--output", str(output)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "embedded 7 of 9 records (8 float32 each); 2 could not be featurized (see the error "
+        "column)",
+        f"embeddings written to {output}",
+    ]
+    ensemble = tmp_path / "ens"
+    for member, checkpoint in enumerate([ESA, NSA]):
+        (ensemble / f"model-{member}").mkdir(parents=True)
+        (ensemble / f"model-{member}" / "best.ckpt").write_bytes(checkpoint.read_bytes())
+    command[2] = str(ensemble)
+    assert main([*command, "--output", str(tmp_path / "ens.parquet")]) == 2
+    error = capsys.readouterr().err
+    assert (
+        error.startswith("chemgraph fingerprint: error: 2 checkpoints") and error.count("\n") == 1
+    )
