@@ -350,7 +350,7 @@ class LibraryRun:
             models: the checkpoints that score the shards.
             identity: what else must match to resume the run (the job's options).
             domain: the job computes the applicability domain: featurizing a file also
-                computes the training fingerprints' Morgan fingerprints, and a checkpoint
+                computes the molecules' Morgan fingerprints it compares, and a checkpoint
                 without training fingerprints is warned about.
             refused: other files the job writes, ``(path, what it is)``: refused when they
                 exist, unless ``overwrite``.
@@ -423,7 +423,8 @@ class LibraryRun:
                 bar.update(pq.ParquetFile(self.part(shard)).metadata.num_rows)
             else:
                 todo.append(shard)
-        assert self.models is not None  # (start was called)
+        if self.models is None:
+            raise RuntimeError("LibraryRun.score before LibraryRun.start")
         workers = self.workers if self.models.device.type == "cpu" else 1
         tasks = run_shard_tasks(task, todo, workers, self.dask_scheduler)
         with closing(bar), interrupts_raise(), closing(tasks):
