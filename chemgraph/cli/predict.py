@@ -17,6 +17,8 @@ examples:
   chemgraph predict --checkpoint best.ckpt --input lib/ --output hits.parquet --top 100
   chemgraph train ... --ensemble 5 --out runs/ens
   chemgraph predict --checkpoint runs/ens --input library.sdf --output scores.csv
+  chemgraph predict --checkpoint /shared/ens --input /shared/lib.smi.gz \\
+      --output /shared/scores.parquet --dask-scheduler tcp://scheduler:8786
 
 output columns: row, id, smiles (canonical), <target>_pred (and <target>_std for an ensemble: the
 members' sample standard deviation, ddof=1),
