@@ -196,9 +196,9 @@ class _ShardEmbeddings:
         vectors = pa.FixedSizeListArray.from_arrays(
             pa.array(matrix.ravel()), field.type.list_size, mask=pa.array(~embedded)
         )
-        columns = self.schema.get_field_index("embedding")
+        position = self.schema.get_field_index("embedding")
         table = pa.Table.from_pandas(
-            frame.drop(columns="embedding"), self.schema.remove(columns), preserve_index=False
-        ).add_column(columns, field, vectors)
+            frame.drop(columns="embedding"), self.schema.remove(position), preserve_index=False
+        ).add_column(position, field, vectors)
         write_parquet_atomically(table, self.part(shard))
         return len(table)
