@@ -14,6 +14,7 @@ import functools
 import gzip
 import hashlib
 import os
+import socket
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -34,9 +35,11 @@ BZIP2_MAGIC = b"BZh"
 
 
 def atomic_path(path: str | os.PathLike[str]) -> Path:
-    """A temporary name beside ``path`` (same folder, so ``os.replace`` is atomic)."""
+    """A temporary name beside ``path`` (same folder, so ``os.replace`` is atomic), unique to
+    this host and process: on a shared file system, dask workers on two machines may have the
+    same process id (and dask may run a task twice when it loses sight of a worker)."""
     path = Path(path)
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    return path.with_name(f".{path.name}.tmp-{socket.gethostname()}-{os.getpid()}")
 
 
 def write_text_atomically(text: str, path: str | os.PathLike[str]) -> None:

@@ -14,6 +14,7 @@ from chemgraph import __version__
 from chemgraph.cli.base import SHARED_DEFAULTS, HelpFormatter, shared_options
 from chemgraph.cli.datasets import DatasetsCommand
 from chemgraph.cli.featurize import FeaturizeCommand
+from chemgraph.cli.fingerprint import FingerprintCommand
 from chemgraph.cli.predict import PredictCommand
 from chemgraph.cli.react import ReactCommand
 from chemgraph.cli.recipe import RecipeCommand
@@ -37,6 +38,7 @@ COMMANDS = {
         TrainCommand(),
         PredictCommand(),
         FeaturizeCommand(),
+        FingerprintCommand(),
         DatasetsCommand(),
         ReactCommand(),
         RecipeCommand(),

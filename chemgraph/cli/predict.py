@@ -17,6 +17,8 @@ examples:
   chemgraph predict --checkpoint best.ckpt --input lib/ --output hits.parquet --top 100
   chemgraph train ... --ensemble 5 --out runs/ens
   chemgraph predict --checkpoint runs/ens --input library.sdf --output scores.csv
+  chemgraph predict --checkpoint /shared/ens --input /shared/lib.smi.gz \\
+      --output /shared/scores.parquet --dask-scheduler tcp://scheduler:8786
 
 output columns: row, id, smiles (canonical), <target>_pred (and <target>_std for an ensemble: the
 members' sample standard deviation, ddof=1),
@@ -100,6 +102,12 @@ class PredictCommand(Command):
         parser.add_argument(
             "--shard-size", type=int, default=5_000, help="records per shard (a file input)"
         )
+        parser.add_argument(
+            "--dask-scheduler",
+            help="dask.distributed scheduler address: featurize a file and score its shards as "
+            "tasks on a cluster (the output byte-identical to a local run's; a file system the "
+            "workers share; see the screening guide); --workers is then not used",
+        )
         again = parser.add_mutually_exclusive_group()
         again.add_argument(
             "--resume", action="store_true", help="continue an interrupted run (OUTPUT.partial/)"
@@ -138,6 +146,7 @@ class PredictCommand(Command):
                 resume=args.resume,
                 overwrite=args.overwrite,
                 progress=not args.quiet,
+                dask_scheduler=args.dask_scheduler,
             )
         except KeyboardInterrupt as stop:  # chemgraph._interrupts.Interrupted: SIGTERM too
             signum = getattr(stop, "signum", signal.SIGINT)

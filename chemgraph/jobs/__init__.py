@@ -9,7 +9,11 @@ its private helpers.
   :func:`~chemgraph.jobs.train.train_ensemble`; featurize, split, fit, evaluate, write).
 * :mod:`chemgraph.jobs.predict`: ``chemgraph predict``
   (:func:`~chemgraph.jobs.predict.predict_table`: files or featurize folders, streamed by shard,
-  ensembles, applicability domain, resumable).
+  ensembles, applicability domain, resumable, on dask).
+* :mod:`chemgraph.jobs.fingerprint`: ``chemgraph fingerprint``
+  (:func:`~chemgraph.jobs.fingerprint.fingerprint_table`: each molecule's learned embedding,
+  the model's readout, to parquet; through predict's
+  :class:`~chemgraph.jobs.predict.LibraryRun`).
 * :mod:`chemgraph.jobs.featurize`: ``chemgraph featurize``
   (:func:`~chemgraph.jobs.featurize.featurize_library`: a library into graph shards and feature
   tables, in worker processes, resumable).

@@ -33,6 +33,17 @@ Work folder and resuming. Until the output is complete, the run keeps its state 
 scored shard, written atomically). An interrupted run is continued with ``resume`` (complete
 shards are kept) and refused otherwise; ``overwrite`` starts again. The output is written to a
 temporary name and renamed, then the work folder is removed.
+
+On a cluster (``dask_scheduler``): a file is featurized by ``featurize``'s dask path and each
+shard is scored as one dask.distributed task that writes its part atomically
+(:func:`chemgraph.train.inference.run_shard_tasks`); the parts and the output are those of a
+local run, byte for byte on the same kind of device, and a shard whose worker dies is run
+again by dask. The workers need the input, the checkpoints and the work folder at the same paths
+(a shared file system).
+
+:class:`LibraryRun` and :func:`shard_table` are this data path (arguments, work folder,
+featurizing a file, shards, parts) as ``chemgraph fingerprint``
+(:mod:`chemgraph.jobs.fingerprint`) uses it too.
 """
 
 from __future__ import annotations
@@ -44,7 +55,7 @@ import logging
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +66,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
-from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 
 from chemgraph._files import atomic_path, file_digest, write_parquet_atomically
@@ -78,12 +88,15 @@ from chemgraph.jobs.featurize import (
     read_manifest,
 )
 from chemgraph.train.ensemble import Ensemble, checkpoint_files
+from chemgraph.train.inference import run_shard_tasks
 
 __all__ = [
     "OUTPUT_SUFFIXES",
+    "LibraryRun",
     "PredictOptions",
     "PredictionSummary",
     "predict_table",
+    "shard_table",
     "top_path",
 ]
 
@@ -190,6 +203,7 @@ def predict_table(
     overwrite: bool = False,
     progress: bool = True,
     device: str | torch.device | None = None,
+    dask_scheduler: str | None = None,
 ) -> PredictionSummary:
     """Predict every record of a library and write the table described in the module
     docstring (what ``chemgraph predict`` runs).
@@ -209,7 +223,13 @@ def predict_table(
         overwrite: replace an existing output and discard an interrupted run.
         progress: progress bars on stderr when it is a terminal (featurization, then scoring;
             both count records).
-        device: where the models run; None: CUDA when available, else the CPU.
+        device: where the models run; None: CUDA when available, else the CPU (with
+            ``dask_scheduler``: decided by each dask worker).
+        dask_scheduler: address of a dask.distributed scheduler: a file input is featurized by
+            :func:`~chemgraph.jobs.featurize.featurize_library`'s dask path, then each shard is
+            scored as one dask task on one torch thread (``workers`` is then not used). The
+            output, its work folder and the checkpoints must be on a file system the workers
+            share; the output is byte-identical to a local run's on the same kind of device.
 
     Returns:
         The counts and the files written.
@@ -217,6 +237,7 @@ def predict_table(
     Raises:
         FileNotFoundError: no such checkpoint or input.
         ConfigError: ``workers`` or ``shard_size`` below 1, ``resume`` with ``overwrite``.
+        MissingDependencyError: ``dask_scheduler`` without dask.distributed installed.
         ValueError: an output or top file that exists (without ``overwrite``) or an
             interrupted run in the way (without ``resume``), a run to resume with other
             settings, a folder featurized otherwise than the checkpoint needs (its preset,
@@ -228,90 +249,197 @@ def predict_table(
             complete shards, featurized and scored, are kept for ``resume``.
     """
     options = PredictOptions() if options is None else options
-    smiles_column, id_column = options.smiles_column, options.id_column
-    batch_size, top, ascending = options.batch_size, options.top, options.ascending
-    similarity_threshold = options.similarity_threshold
-    output, source = Path(output_path), Path(input_path)
+    output = Path(output_path)
     suffix = _output_suffix(output)
-    _at_least_one(workers=workers, shard_size=shard_size)
-    if resume and overwrite:
-        raise ConfigError("--resume and --overwrite exclude each other")
-    if not source.exists():
-        raise FileNotFoundError(f"input {source} does not exist")
-    if output.resolve() == source.resolve():
-        raise ValueError(f"the output {output} is the input; choose another --output")
-    files = checkpoint_files(checkpoint)
-    if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    models = Ensemble(files, device)
+    run = LibraryRun(
+        input_path, output, options.smiles_column, options.id_column, workers, shard_size,
+        resume=resume, overwrite=overwrite, progress=progress, dask_scheduler=dask_scheduler,
+        parts="predictions",
+    )  # fmt: skip
+    models = Ensemble(checkpoint_files(checkpoint), device)
     top_target = models.targets[0] if options.top_target is None else options.top_target
     if top_target not in models.targets:
         raise ValueError(f"top target {top_target!r} is not one of the targets {models.targets}")
-    folder = source if source.is_dir() else None
-    if folder is not None:
-        _check_folder(folder, models, files[0])
-    elif next(iter_record_chunks(source, 1, smiles_column, id_column), None) is None:
-        raise ValueError(f"{source} holds no records")  # (the reader checks format and columns)
-    identity = {
-        "checkpoints_sha256": [file_digest(f) for f in files],
-        "input_sha256": file_digest(source / "manifest.json" if folder else source),
-        "smiles_column": smiles_column,
-        "id_column": id_column,
-        "shard_size": shard_size,
-        "similarity_threshold": similarity_threshold,
-    }
-    work = _prepare_work(output, identity, resume, overwrite, top)
-    models.warn_missing_fingerprints()
-    if folder is None:
-        folder = work / "featurized"
-        options = FeaturizeOptions(
-            graphs=models.preset.name,
-            fingerprints=(FINGERPRINT.spec,) if models.fingerprints is not None else (),
-            standardize=models.preparation.standardize,
-            fragments=models.preparation.fragments,
-            smiles_column=smiles_column,
-            id_column=id_column,
-        )
-        if _status(folder) != "complete":
-            featurize_library(
-                source, folder, options, workers, shard_size, resume=resume, progress=progress
-            )
-    manifest = json.loads((folder / "manifest.json").read_text())
+    top = options.top
+    run.start(
+        models,
+        {"similarity_threshold": options.similarity_threshold},
+        domain=True,
+        refused=[] if top is None else [(top_path(output, top), f"the --top {top} file")],
+    )
     schema = _schema(models)
-    parts = work / "predictions"
-    parts.mkdir(exist_ok=True)
-    counts = manifest["counts"]
-    show = progress and sys.stderr.isatty()
-    bar = tqdm(total=counts["read"] + counts["blank"], unit="mol", desc="predict", disable=not show)
-    todo = []
-    for shard in range(counts["shards"]):
-        part = parts / f"shard-{shard:05d}.parquet"
-        if part.exists():
-            bar.update(pq.ParquetFile(part).metadata.num_rows)
-        else:
-            todo.append(shard)
-    scores = _ShardScores(folder, todo, parts, models, schema, batch_size, similarity_threshold)
-    in_workers = workers > 1 and torch.device(device).type == "cpu"
-    loader = DataLoader(
-        scores, batch_size=None, num_workers=workers if in_workers else 0, collate_fn=_as_is
-    )
-    scoring = iter(loader)
-    try:
-        with closing(bar), interrupts_raise():
-            for records in scoring:
-                bar.update(records)
-    except BaseException:
-        # Stop the workers now: the traceback holds the iterator, whose own clean-up would
-        # wait until it is freed. (The method the DataLoader calls when it is done; torch has
-        # no public one.)
-        if hasattr(scoring, "_shutdown_workers"):
-            scoring._shutdown_workers()
-        raise
+    task = _ShardScores(run, models, schema, options.batch_size, options.similarity_threshold)
+    run.score(task, "predict")
     summary = _write_output(
-        parts, counts["shards"], schema, output, suffix, top, f"{top_target}_pred", ascending
+        run.tables(), schema, output, suffix, top, f"{top_target}_pred", options.ascending
     )
-    shutil.rmtree(work)
+    run.finish()
     return summary
+
+
+# -- a library run: the data path of predict and fingerprint -----------------------------------
+
+
+class LibraryRun:
+    """The shards of one library scored into one output: the arguments checked, the work folder
+    (``<output>.partial/``: ``run.json``, ``featurized/`` for a file input, one part per scored
+    shard), the featurization of a file (:func:`~chemgraph.jobs.featurize.featurize_library`
+    with the checkpoint's preset and molecule preparation, locally or on dask), the shards run
+    through a task (:func:`~chemgraph.train.inference.run_shard_tasks`: this process, worker
+    processes or dask) and the parts read back in order. What :func:`predict_table` and
+    :func:`chemgraph.jobs.fingerprint.fingerprint_table` share; in order: construct (checks the
+    arguments, writes nothing), :meth:`start`, :meth:`score`, :meth:`tables`, :meth:`finish`.
+
+    Args:
+        input_path: a library file or a ``chemgraph featurize`` output folder.
+        output: the file the job writes.
+        smiles_column, id_column: a table's SMILES and id columns (a file input).
+        workers, shard_size, resume, overwrite, progress, dask_scheduler: as in
+            :func:`predict_table`.
+        parts: the work folder's sub-folder of the parts (``"predictions"``).
+
+    Raises:
+        ConfigError: ``workers`` or ``shard_size`` below 1, ``resume`` with ``overwrite``.
+        FileNotFoundError: no such input.
+        ValueError: the output is the input.
+    """
+
+    def __init__(
+        self,
+        input_path: str | Path,
+        output: Path,
+        smiles_column: str | None,
+        id_column: str | None,
+        workers: int,
+        shard_size: int,
+        *,
+        resume: bool,
+        overwrite: bool,
+        progress: bool,
+        dask_scheduler: str | None,
+        parts: str,
+    ) -> None:
+        _at_least_one(workers=workers, shard_size=shard_size)
+        if resume and overwrite:
+            raise ConfigError("--resume and --overwrite exclude each other")
+        self.source, self.output = Path(input_path), output
+        if not self.source.exists():
+            raise FileNotFoundError(f"input {self.source} does not exist")
+        if output.resolve() == self.source.resolve():
+            raise ValueError(f"the output {output} is the input; choose another --output")
+        self.smiles_column, self.id_column = smiles_column, id_column
+        self.workers, self.shard_size = workers, shard_size
+        self.resume, self.overwrite, self.progress = resume, overwrite, progress
+        self.dask_scheduler = dask_scheduler
+        self.work = _work_folder(output)
+        self.parts = self.work / parts
+        self.folder = self.source  # the featurize folder scored (a file's: after start)
+        self.shards = 0
+        self.models: Ensemble | None = None
+
+    def start(
+        self,
+        models: Ensemble,
+        identity: dict[str, Any],
+        domain: bool = False,
+        refused: Sequence[tuple[Path, str]] = (),
+    ) -> None:
+        """Check the input against ``models``, open the work folder (new, or the run to resume)
+        and featurize a file input.
+
+        Args:
+            models: the checkpoints that score the shards.
+            identity: what else must match to resume the run (the job's options).
+            domain: the job computes the applicability domain: featurizing a file also
+                computes the molecules' Morgan fingerprints it compares, and a checkpoint
+                without training fingerprints is warned about.
+            refused: other files the job writes, ``(path, what it is)``: refused when they
+                exist, unless ``overwrite``.
+
+        Raises:
+            ValueError: see :func:`predict_table`.
+        """
+        self.models = models
+        if self.source.is_dir():
+            _check_folder(self.source, models, models.files[0])
+        elif (
+            next(iter_record_chunks(self.source, 1, self.smiles_column, self.id_column), None)
+            is None
+        ):
+            raise ValueError(f"{self.source} holds no records")  # (the reader checks the format)
+        identity = {
+            "checkpoints_sha256": models.digests,
+            "input_sha256": file_digest(
+                self.source / "manifest.json" if self.source.is_dir() else self.source
+            ),
+            "smiles_column": self.smiles_column,
+            "id_column": self.id_column,
+            "shard_size": self.shard_size,
+            **identity,
+        }
+        _prepare_work(self.output, identity, self.resume, self.overwrite, refused)
+        if domain:
+            models.warn_missing_fingerprints()
+        if not self.source.is_dir():
+            self.folder = self.work / "featurized"
+            options = FeaturizeOptions(
+                graphs=models.preset.name,
+                fingerprints=(FINGERPRINT.spec,)
+                if domain and models.fingerprints is not None
+                else (),
+                standardize=models.preparation.standardize,
+                fragments=models.preparation.fragments,
+                smiles_column=self.smiles_column,
+                id_column=self.id_column,
+            )
+            if _status(self.folder) != "complete":
+                featurize_library(
+                    self.source, self.folder, options, self.workers, self.shard_size,
+                    resume=self.resume, progress=self.progress,
+                    dask_scheduler=self.dask_scheduler,
+                )  # fmt: skip
+        manifest = json.loads((self.folder / "manifest.json").read_text())
+        self.counts: dict[str, Any] = manifest["counts"]
+        self.shards = self.counts["shards"]
+        self.parts.mkdir(exist_ok=True)
+
+    def part(self, shard: int) -> Path:
+        """Where a task writes the part of ``shard`` (atomically)."""
+        return self.parts / f"shard-{shard:05d}.parquet"
+
+    def score(self, task: Callable[[int], int], name: str) -> None:
+        """Run ``task(shard)`` (it writes :meth:`part` and returns the shard's records) for each
+        shard without a part, with a progress bar of records named ``name``.
+
+        Raises:
+            chemgraph._interrupts.Interrupted: SIGINT or SIGTERM (main thread only); the parts
+                written are kept.
+        """
+        counts = self.counts
+        show = self.progress and sys.stderr.isatty()
+        bar = tqdm(total=counts["read"] + counts["blank"], unit="mol", desc=name, disable=not show)
+        todo = []
+        for shard in range(self.shards):
+            if self.part(shard).exists():
+                bar.update(pq.ParquetFile(self.part(shard)).metadata.num_rows)
+            else:
+                todo.append(shard)
+        if self.models is None:
+            raise RuntimeError("LibraryRun.score before LibraryRun.start")
+        workers = self.workers if self.models.device.type == "cpu" else 1
+        tasks = run_shard_tasks(task, todo, workers, self.dask_scheduler)
+        with closing(bar), interrupts_raise(), closing(tasks):
+            for records in tasks:
+                bar.update(records)
+
+    def tables(self) -> Iterator[pa.Table]:
+        """The parts, one table per shard in shard order (so rows in input order)."""
+        for shard in range(self.shards):
+            yield pq.read_table(self.part(shard))
+
+    def finish(self) -> None:
+        """Remove the work folder (the job has written its output)."""
+        shutil.rmtree(self.work)
 
 
 # -- the work folder -----------------------------------------------------------------------
@@ -322,35 +450,38 @@ def _work_folder(output: Path) -> Path:
 
 
 def _prepare_work(
-    output: Path, identity: dict[str, Any], resume: bool, overwrite: bool, top: int | None
-) -> Path:
+    output: Path,
+    identity: dict[str, Any],
+    resume: bool,
+    overwrite: bool,
+    refused: Sequence[tuple[Path, str]],
+) -> None:
     """The run's work folder, created, or the interrupted run's (``resume``).
 
     Raises:
-        ValueError: the output or its ``top`` file (:func:`top_path`) exists (without
-            ``overwrite``); an interrupted run in the way (without ``resume`` or
-            ``overwrite``); a run to resume that differs.
+        ValueError: the output or one of the ``refused`` files exists (without ``overwrite``);
+            an interrupted run in the way (without ``resume`` or ``overwrite``); a run to
+            resume that differs.
     """
     work = _work_folder(output)
-    top_file = None if top is None else top_path(output, top)
     if not overwrite:
         if output.exists() and not (resume and (work / "run.json").exists()):
             raise ValueError(
                 f"{output} exists; choose a new --output, or pass --overwrite to write over it"
                 + (" (it is complete: there is nothing to resume)" if resume else "")
             )
-        if top_file is not None and top_file.exists():
-            raise ValueError(
-                f"{top_file} exists (the --top {top} file of {output}); choose a new --output, "
-                "or pass --overwrite to write over it"
-            )
+        for path, what in refused:
+            if path.exists():
+                raise ValueError(
+                    f"{path} exists ({what} of {output}); choose a new --output, "
+                    "or pass --overwrite to write over it"
+                )
     resumed = resumable_folder(
         work, "run.json", identity, resume=resume, option="--output",
         restart_option="--overwrite", restart=overwrite,
     )  # fmt: skip
     if not resumed:
         (work / "run.json").write_text(json.dumps(identity, indent=2) + "\n")
-    return work
 
 
 def _status(folder: Path) -> str | None:
@@ -409,56 +540,82 @@ def _schema(models: Ensemble) -> pa.Schema:
     return pa.schema(fields + [("error", pa.string())])
 
 
-class _ShardScores(Dataset):
-    """Item ``i`` scores shard ``shards[i]`` of a featurize folder, writes its part of the output
-    (``parts/shard-NNNNN.parquet``, atomically) and returns its number of records.
-
-    :func:`predict_table` iterates it with a :class:`~torch.utils.data.DataLoader`: on the CPU
-    with ``workers`` > 1, in that many worker processes (each runs torch on one thread, which
-    scales better on few cores than threads inside one forward pass; the loader stops them when
-    the run ends, is interrupted or its parent dies), else in the calling process.
+class _ShardScores:
+    """``task(shard)`` scores one shard of a :class:`LibraryRun`, writes its part of the output
+    (atomically) and returns its number of records; picklable for worker processes and dask
+    (the ensemble pickles as its checkpoint files, :class:`~chemgraph.train.ensemble.Ensemble`).
     """
 
     def __init__(
         self,
-        folder: Path,
-        shards: list[int],
-        parts: Path,
+        run: LibraryRun,
         models: Ensemble,
         schema: pa.Schema,
         batch_size: int,
         threshold: float,
     ) -> None:
-        self.folder, self.shards, self.parts, self.models = folder, shards, parts, models
-        self.schema, self.batch_size, self.threshold = schema, batch_size, threshold
+        self.folder, self.part = run.folder, run.part
+        self.models, self.schema, self.batch_size, self.threshold = (
+            models, schema, batch_size, threshold
+        )  # fmt: skip
 
-    def __len__(self) -> int:
-        return len(self.shards)
-
-    def __getitem__(self, index: int) -> int:
-        shard = self.shards[index]
+    def __call__(self, shard: int) -> int:
         table = _score_shard(self.folder, shard, self.models, self.batch_size, self.threshold)
-        part = self.parts / f"shard-{shard:05d}.parquet"
-        write_parquet_atomically(
-            pa.Table.from_pandas(table, self.schema, preserve_index=False), part
-        )
+        table = pa.Table.from_pandas(table, self.schema, preserve_index=False)
+        write_parquet_atomically(table, self.part(shard))
         return len(table)
-
-
-def _as_is(records: int) -> int:
-    return records
 
 
 def _score_shard(
     folder: Path, shard: int, models: Ensemble, batch_size: int, threshold: float
 ) -> pd.DataFrame:
     """The output rows of one shard of a featurize folder, in input order."""
+
+    def scores(graphs: Any, features: pa.Table) -> dict[str, Any]:
+        similarity = np.full(len(features), np.nan, dtype=np.float32)
+        if models.fingerprints is not None:
+            similarity = models.fingerprints.max_similarity(_fingerprint_bits(features))
+        in_domain = pd.array(similarity >= threshold, dtype="boolean")
+        in_domain[np.isnan(similarity)] = pd.NA
+        return {
+            **models.predict(graphs, batch_size),
+            "max_similarity_to_train": similarity,
+            "in_domain": in_domain,
+        }
+
+    wanted = [FINGERPRINT.name] if models.fingerprints is not None else []
+    return shard_table(folder, shard, scores, wanted)
+
+
+def shard_table(
+    folder: Path,
+    shard: int,
+    compute: Callable[[Any, pa.Table], dict[str, Any]],
+    feature_columns: Sequence[str] = (),
+) -> pd.DataFrame:
+    """One row per record of a shard of a ``chemgraph featurize`` folder, in input order:
+    ``row``, ``id``, ``smiles``, the columns ``compute`` gives for the featurized records (empty
+    for the others: NaN, null) and ``error`` (null, or why the record was not featurized, from
+    the shard's rejected records; ``smiles`` is then ``""``). The rows of every job that scores
+    shards (:func:`predict_table`, :func:`chemgraph.jobs.fingerprint.fingerprint_table`).
+
+    Args:
+        folder: the featurize folder.
+        shard: the shard's number.
+        compute: ``compute(graphs, features)`` gets the shard's batched DGLGraph
+            (:func:`chemgraph.graphs.load_shard_batch`) and its feature table (``row``, ``id``,
+            ``smiles`` and those of ``feature_columns`` it has), and returns ``{column: values}``
+            with one value per featurized record, in their order.
+        feature_columns: further feature-table columns to read when the table has them.
+
+    Raises:
+        ValueError: the shard's graphs and features list different rows.
+    """
     name = f"shard-{shard:05d}"
     graphs, rows = load_shard_batch(folder / "graphs" / f"{name}.bin")
     path = folder / "features" / f"{name}.parquet"
-    columns = ["row", "id", "smiles"]
-    if models.fingerprints is not None and FINGERPRINT.name in pq.read_schema(path).names:
-        columns.append(FINGERPRINT.name)
+    present = pq.read_schema(path).names
+    columns = ["row", "id", "smiles", *(c for c in feature_columns if c in present)]
     features = pq.read_table(path, columns=columns)
     if features["row"].to_pylist() != rows.tolist():
         raise ValueError(f"{folder}: graphs and features of {name} differ; featurize it again")
@@ -467,15 +624,9 @@ def _score_shard(
             "row": rows.numpy(),
             "id": features["id"].to_pylist(),
             "smiles": features["smiles"].to_pylist(),
-            **models.predict(graphs, batch_size),
+            **compute(graphs, features),
         }
     )
-    similarity = np.full(len(featurized), np.nan, dtype=np.float32)
-    if models.fingerprints is not None:
-        similarity = models.fingerprints.max_similarity(_fingerprint_bits(features))
-    featurized["max_similarity_to_train"] = similarity
-    featurized["in_domain"] = pd.array(similarity >= threshold, dtype="boolean")
-    featurized.loc[np.isnan(similarity), "in_domain"] = pd.NA
     featurized["error"] = None
     with open(folder / "parts" / f"{name}.csv", encoding="utf-8", newline="") as handle:
         rejected = [
@@ -500,8 +651,7 @@ def _fingerprint_bits(features: pa.Table) -> np.ndarray:
 
 
 def _write_output(
-    parts: Path,
-    shards: int,
+    tables: Iterator[pa.Table],
     schema: pa.Schema,
     output: Path,
     suffix: str,
@@ -509,15 +659,15 @@ def _write_output(
     score: str,
     ascending: bool,
 ) -> PredictionSummary:
-    """Concatenate the shards' parts into ``output`` (and the ``top`` file), atomically."""
+    """Concatenate the shards' parts (``tables``, in shard order) into ``output`` (and the
+    ``top`` file), atomically."""
     output.parent.mkdir(parents=True, exist_ok=True)
     temporary = atomic_path(output)
     writer = _TableWriter(temporary, suffix, schema)
     best = schema.empty_table().to_pandas()
     records = predicted = blank = out_of_domain = judged = 0
     with closing(writer):
-        for shard in range(shards):
-            table = pq.read_table(parts / f"shard-{shard:05d}.parquet")
+        for table in tables:
             writer.write(table)
             frame = table.to_pandas()
             records += len(frame)

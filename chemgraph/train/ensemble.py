@@ -6,6 +6,7 @@ standard deviation), used by ``chemgraph predict`` (:mod:`chemgraph.jobs.predict
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,9 +19,8 @@ from chemgraph._dgl import dgl
 from chemgraph._files import file_digest
 from chemgraph.data.applicability import TrainingFingerprints
 from chemgraph.featurize import FeaturizerPreset
-from chemgraph.models import get_model_spec
 from chemgraph.train.checkpoint import load_checkpoint
-from chemgraph.train.inference import predict_graphs
+from chemgraph.train.inference import model_inputs, predict_graphs
 from chemgraph.train.module import PropertyPredictionModule
 
 __all__ = ["Ensemble", "checkpoint_files", "ensemble_statistics"]
@@ -122,12 +122,27 @@ class Ensemble:
     """The checkpoints of one prediction: one model, or the members of an ensemble (their mean
     prediction and its sample standard deviation, :func:`ensemble_statistics`).
 
+    An ensemble pickles as its checkpoint files, their sha256 and the device asked for, not as
+    its weights: a worker process or a dask.distributed worker that receives one loads the
+    checkpoints itself (once per process) from a file system it shares with the caller.
+
+    Args:
+        files: the checkpoints (:func:`checkpoint_files`).
+        device: where the models run; None: CUDA when available, else the CPU (decided again
+            by each process an ensemble is unpickled in).
+
     Raises:
         ValueError: a checkpoint that is not a property checkpoint, or members that differ in
-            targets, task, featurizer or molecule preparation (standardisation, fragments).
+            targets, task, featurizer or molecule preparation (standardisation, fragments);
+            when unpickled, a checkpoint whose bytes differ from those of the pickled one.
     """
 
-    def __init__(self, files: list[Path], device: str | torch.device) -> None:
+    def __init__(self, files: list[Path], device: str | torch.device | None = None) -> None:
+        self.files, self.requested_device = list(files), device
+        self.digests = [file_digest(f) for f in self.files]
+        if device is None:
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device = torch.device(device)
         self.modules = [load_checkpoint(f, kind="property", device=device) for f in files]
         first = self.modules[0].hparams
         for file, module in zip(files[1:], self.modules[1:]):
@@ -169,14 +184,10 @@ class Ensemble:
         molecules: each member's predictions, their mean and (ensembles) their sample standard
         deviation over the members (``ddof=1``, the usual estimate of the spread of
         independently trained models)."""
-        predictions = []
-        for module in self.modules:
-            spec = get_model_spec(module.hparams.model)
-            inputs = graphs
-            if spec.graph_transform is not None:  # per molecule (e.g. shortest paths)
-                inputs = spec.transform_graphs(module.model.config, dgl.unbatch(graphs))
-            builder = spec.batch_builder(module.model.config)
-            predictions.append(predict_graphs(module, inputs, builder, batch_size))
+        predictions = [
+            predict_graphs(module, *model_inputs(module, graphs), batch_size)
+            for module in self.modules
+        ]
         mean, spread = ensemble_statistics(np.stack(predictions))  # [K, N, T] -> [N, T]
         columns = {}
         for index, target in enumerate(self.targets):
@@ -184,3 +195,25 @@ class Ensemble:
             if spread is not None:
                 columns[f"{target}_std"] = spread[:, index]
         return columns
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        files = tuple(str(f) for f in self.files)
+        device = None if self.requested_device is None else str(self.requested_device)
+        return _loaded_ensemble, (files, tuple(self.digests), device)
+
+
+@functools.lru_cache(maxsize=1)
+def _loaded_ensemble(files: tuple[str, ...], digests: tuple[str, ...], device: str | None):
+    """The unpickled :class:`Ensemble` (loaded once per process and kept for the next task).
+
+    Raises:
+        ValueError: a checkpoint of this process's file system differs from the pickled one.
+    """
+    ensemble = Ensemble([Path(f) for f in files], device)
+    for file, ours, theirs in zip(files, ensemble.digests, digests):
+        if ours != theirs:
+            raise ValueError(
+                f"{file} is not the checkpoint the run started with (another sha256 here): "
+                "the workers need the same checkpoint files (a shared file system)"
+            )
+    return ensemble

@@ -1,23 +1,55 @@
-"""Inference: a trained module's predictions for a set of molecular graphs.
+"""Inference: a trained module's predictions, or readouts, for a set of molecular graphs, and
+the one loop that runs the shards of a library through them.
 
-The one forward loop of ``chemgraph predict`` (:mod:`chemgraph.jobs.predict`), of transfer
-learning's evaluation (:mod:`chemgraph.jobs.transfer`) and of the benchmarks.
+The one forward loop of ``chemgraph predict`` (:mod:`chemgraph.jobs.predict`), ``chemgraph
+fingerprint`` (:mod:`chemgraph.jobs.fingerprint`), transfer learning's evaluation
+(:mod:`chemgraph.jobs.transfer`) and the benchmarks; and :func:`run_shard_tasks`, which runs
+one task per graph shard in this process, in worker processes, or as dask.distributed tasks.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import torch
+from torch.utils.data import DataLoader, Dataset
 
 from chemgraph._dgl import dgl
+from chemgraph.errors import MissingDependencyError
 from chemgraph.graphs.shards import select_graphs
+from chemgraph.models import get_model_spec
 from chemgraph.train.module import PropertyPredictionModule
 
-__all__ = ["predict_graphs"]
+__all__ = [
+    "embed_graphs",
+    "embedding_width",
+    "model_inputs",
+    "predict_graphs",
+    "run_shard_tasks",
+]
+
+
+def model_inputs(
+    module: PropertyPredictionModule, graphs: dgl.DGLGraph
+) -> tuple[dgl.DGLGraph | list[dgl.DGLGraph], Callable[[dgl.DGLGraph], Any]]:
+    """What :func:`predict_graphs` and :func:`embed_graphs` take for ``module`` from a batched
+    graph (a graph shard's, :func:`chemgraph.graphs.load_shard_batch`).
+
+    Returns:
+        ``(graphs, batch_builder)``: the batched graph as it is, or one graph per molecule
+        after the model's graph transform (e.g. Graphormer's shortest paths,
+        :meth:`chemgraph.models.ModelSpec.transform_graphs`); and the model's collate
+        (:meth:`chemgraph.models.ModelSpec.batch_builder`).
+    """
+    spec = get_model_spec(module.hparams.model)
+    inputs = graphs
+    if spec.graph_transform is not None:  # per molecule
+        inputs = spec.transform_graphs(module.model.config, dgl.unbatch(graphs))
+    return inputs, spec.batch_builder(module.model.config)
 
 
 def predict_graphs(
@@ -46,6 +78,56 @@ def predict_graphs(
         ``float32 [N, T]``: target units for regression, probability of class 1 for
         classification.
     """
+    width = len(module.hparams.target_columns)
+    return _in_size_order(
+        module, graphs, batch_builder, batch_size, width,
+        lambda inputs: module.predict_step((inputs, None), 0),
+    )  # fmt: skip
+
+
+def embed_graphs(
+    module: PropertyPredictionModule,
+    graphs: dgl.DGLGraph | Sequence[dgl.DGLGraph],
+    batch_builder: Callable[[dgl.DGLGraph], Any],
+    batch_size: int,
+) -> np.ndarray:
+    """The learned embedding of every molecule of ``graphs``, in order: the model's readout
+    ``model.embed(batch)`` (:class:`chemgraph.models.PropertyModel`), whose ``model.head`` gives
+    the module's outputs before the target scaler (regression) or the sigmoid
+    (classification). Batched as :func:`predict_graphs` batches (the same arguments).
+
+    Returns:
+        ``float32 [N, D]``, ``D`` = :func:`embedding_width` of the model.
+    """
+    return _in_size_order(
+        module, graphs, batch_builder, batch_size, embedding_width(module), module.model.embed
+    )
+
+
+def embedding_width(module: PropertyPredictionModule) -> int:
+    """``D``, the width of the model's readout: the input width of the first linear layer of
+    its ``head``, which every registered family's head begins with (checked for each family
+    against ``model.embed`` by ``tests/train/test_inference.py``).
+
+    Raises:
+        ValueError: a head without a linear layer.
+    """
+    for layer in module.model.head.modules():
+        if isinstance(layer, torch.nn.Linear):
+            return layer.in_features
+    raise ValueError(f"the head of {type(module.model).__name__} has no linear layer")
+
+
+def _in_size_order(
+    module: PropertyPredictionModule,
+    graphs: dgl.DGLGraph | Sequence[dgl.DGLGraph],
+    batch_builder: Callable[[dgl.DGLGraph], Any],
+    batch_size: int,
+    width: int,
+    forward: Callable[[Any], torch.Tensor],
+) -> np.ndarray:
+    """``forward(batch)`` of every molecule, ``float32 [N, width]`` in input order, computed in
+    batches of molecules of similar size."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     if isinstance(graphs, dgl.DGLGraph):
@@ -54,14 +136,115 @@ def predict_graphs(
     else:
         sizes = np.array([g.num_nodes() + g.num_edges() for g in graphs], dtype=np.int64)
         take = lambda indices: dgl.batch([graphs[i] for i in indices])  # noqa: E731
-    num_targets = len(module.hparams.target_columns)
     order = np.argsort(sizes, kind="stable")
     module.eval()
     device = next(module.parameters()).device
-    predicted = np.empty((len(order), num_targets), np.float32)
+    computed = np.empty((len(order), width), np.float32)
     with torch.inference_mode():
         for start in range(0, len(order), batch_size):
             indices = order[start : start + batch_size]
             inputs = batch_builder(take(indices)).to(device)
-            predicted[indices] = module.predict_step((inputs, None), 0).float().cpu().numpy()
-    return predicted
+            computed[indices] = forward(inputs).float().cpu().numpy()
+    return computed
+
+
+# -- the shards of a library -------------------------------------------------------------------
+
+
+def run_shard_tasks(
+    task: Callable[[int], int],
+    shards: Sequence[int],
+    workers: int = 1,
+    dask_scheduler: str | None = None,
+) -> Iterator[int]:
+    """Run ``task(shard)`` for every shard and yield what each returns, as the shards finish.
+
+    A task scores one graph shard and writes its part of the output itself (atomically, so a
+    killed task leaves no part), so that runs are resumed by leaving out the shards whose part
+    exists. The generator must be closed when it is not run to the end (``contextlib.closing``):
+    closing stops the workers at once.
+
+    Args:
+        task: picklable (sent to the workers); returns the shard's number of records.
+        shards: the shards to run.
+        workers: in this process (1), or in that many worker processes of a torch
+            :class:`~torch.utils.data.DataLoader` (each runs torch on one thread, which scales
+            better on few cores than threads inside one forward pass; the loader stops them when
+            the run ends, is interrupted or its parent dies). Not used with ``dask_scheduler``.
+        dask_scheduler: the address of a dask.distributed scheduler (``tcp://host:8786``): each
+            shard is then one task, run on one torch thread; a task whose worker dies is run
+            again by dask on another worker (``distributed.scheduler.allowed-failures`` times,
+            then :class:`distributed.KilledWorker` is raised). The workers need the files the
+            tasks read and write: a file system they share.
+
+    Raises:
+        MissingDependencyError: ``dask_scheduler`` without dask.distributed installed.
+        Exception: what a task raised.
+    """
+    if dask_scheduler is not None:
+        yield from _run_on_dask(task, shards, dask_scheduler)
+        return
+    loader = DataLoader(
+        _Tasks(task, shards), batch_size=None, num_workers=workers if workers > 1 else 0,
+        collate_fn=_as_is,
+    )  # fmt: skip
+    running = iter(loader)
+    try:
+        yield from running
+    except BaseException:  # an error, an interrupt, or the generator closed early
+        # Stop the workers now: a traceback holds the iterator, whose own clean-up would wait
+        # until it is freed. (The method the DataLoader calls when it is done; torch has no
+        # public one.)
+        if hasattr(running, "_shutdown_workers"):
+            running._shutdown_workers()
+        raise
+
+
+class _Tasks(Dataset):
+    """Item ``i`` runs ``task(shards[i])``."""
+
+    def __init__(self, task: Callable[[int], int], shards: Sequence[int]) -> None:
+        self.task, self.shards = task, list(shards)
+
+    def __len__(self) -> int:
+        return len(self.shards)
+
+    def __getitem__(self, index: int) -> int:
+        return self.task(self.shards[index])
+
+
+def _as_is(records: int) -> int:
+    return records
+
+
+def _run_on_dask(
+    task: Callable[[int], int], shards: Sequence[int], dask_scheduler: str
+) -> Iterator[int]:
+    try:
+        from distributed import Client, as_completed
+    except ImportError as error:
+        raise MissingDependencyError(
+            "--dask-scheduler needs dask.distributed: pip install 'chemgraph[dask]'"
+        ) from error
+    client = Client(dask_scheduler)
+    try:
+        run = uuid.uuid4().hex
+        futures = [
+            client.submit(_on_one_thread, task, shard, key=f"score-shard-{shard:05d}-{run}")
+            for shard in shards
+        ]
+        for future in as_completed(futures):
+            yield future.result()
+    finally:
+        client.close()  # releases the futures not done: the scheduler cancels their tasks
+
+
+def _on_one_thread(task: Callable[[int], int], shard: int) -> int:
+    """``task(shard)`` with torch on one thread, as in a local worker process (so that a shard
+    gives the same bytes on a cluster as locally)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return task(shard)
+    finally:
+        torch.set_num_threads(threads)

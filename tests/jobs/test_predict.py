@@ -355,3 +355,39 @@ def test_a_shard_without_survivors_is_scored_as_an_empty_shard(tmp_path):
     assert table["row"].tolist() == [0, 1, 2, 3]
     assert table["error"].tolist()[1].startswith("SMILES parse error")
     assert table["logp_pred"].notna().tolist() == [True, False, False, True]
+
+
+def test_on_dask_the_output_has_the_local_bytes_though_a_worker_dies_holding_a_shard(
+    library, tmp_path
+):
+    distributed = pytest.importorskip("distributed")
+    local, output, died = tmp_path / "local.parquet", tmp_path / "dask.parquet", tmp_path / "died"
+    predict_table([ESA, NSA], library, local, shard_size=4, workers=2, progress=False)
+
+    class DieOnTheFirstScoringTask(distributed.WorkerPlugin):  # (pickled by value: local)
+        def __init__(self, marker: str) -> None:
+            self.marker = marker
+
+        def transition(self, key, start, finish, **kwargs):
+            if finish == "executing" and str(key).startswith("score-shard-"):
+                try:
+                    os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL))
+                except FileExistsError:
+                    return
+                os._exit(1)  # the worker process dies with the task in hand
+
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        client.register_plugin(DieOnTheFirstScoringTask(str(died)))
+        summary = predict_table(
+            [ESA, NSA], library, output, shard_size=4, progress=False,
+            dask_scheduler=cluster.scheduler_address,
+        )  # fmt: skip
+    assert died.exists()  # a worker did die holding a shard; dask ran it again elsewhere
+    assert output.read_bytes() == local.read_bytes()
+    assert (summary.records, summary.predicted) == (13, 10)
+    assert not (tmp_path / "dask.parquet.partial").exists()

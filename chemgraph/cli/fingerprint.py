@@ -1,0 +1,127 @@
+"""``chemgraph fingerprint``: each molecule's learned embedding (the model's readout) to parquet."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+
+from chemgraph.cli.base import Command, ExamplesHelpFormatter
+
+__all__ = ["FingerprintCommand"]
+
+FINGERPRINT_EPILOG = """\
+examples:
+  chemgraph fingerprint --checkpoint runs/esol/best.ckpt --input library.smi --output emb.parquet
+  chemgraph featurize library.smi.gz --output lib/ --workers 4
+  chemgraph fingerprint --checkpoint runs/esol --input lib/ --output emb.parquet --workers 2
+
+output columns: row, id, smiles (canonical), embedding (a fixed-size list of D float32: the
+model's readout; null when the record could not be featurized), error: one row per input
+record, in input order. In Python: frame = pandas.read_parquet(OUTPUT);
+numpy.stack(frame.embedding[frame.error.isna()]) is the float32 [N, D] matrix. Until it is
+complete the run keeps its state in OUTPUT.partial/ (--resume continues it).
+"""
+
+
+class FingerprintCommand(Command):
+    """Learned embeddings of every record of a library: one
+    :class:`~chemgraph.jobs.fingerprint.FingerprintOptions`, one
+    :func:`~chemgraph.jobs.fingerprint.fingerprint_table`."""
+
+    name = "fingerprint"
+    help = "write each molecule's learned embedding (the model's readout) to parquet"
+    description = (
+        "Featurize each record of a library (.smi, .sdf, .csv, .tsv, .parquet, optionally .gz) "
+        "exactly as in training, or take the graph shards of a chemgraph featurize output "
+        "folder as they are, and write one row per record with the trained model's readout, "
+        "the vector its output head reads (a learned fingerprint). One model: the members of "
+        "an ensemble have unrelated embedding spaces, so an ensemble is refused."
+    )
+    epilog = FINGERPRINT_EPILOG
+    formatter_class = ExamplesHelpFormatter
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--checkpoint",
+            required=True,
+            help="best.ckpt written by train, or a train --out folder (one model)",
+        )
+        parser.add_argument(
+            "--input",
+            required=True,
+            help="library file (.smi, .sdf, .csv, .tsv, .parquet, optionally .gz) or a "
+            "chemgraph featurize output folder",
+        )
+        parser.add_argument("--output", required=True, help="parquet file to write")
+        parser.add_argument(
+            "--smiles-column", help="SMILES column of a table (default: smiles, SMILES, ...)"
+        )
+        parser.add_argument(
+            "--id-column", help="identifier column of a table, or SD property of an SDF"
+        )
+        parser.add_argument(
+            "--batch-size", type=int, default=256, help="molecules per forward pass"
+        )
+        parser.add_argument(
+            "--workers",
+            type=int,
+            default=1,
+            help="worker processes: featurizing a file input, and embedding shards on the CPU "
+            "(each runs torch on one thread)",
+        )
+        parser.add_argument(
+            "--shard-size", type=int, default=5_000, help="records per shard (a file input)"
+        )
+        parser.add_argument(
+            "--dask-scheduler",
+            help="dask.distributed scheduler address: featurize and embed shards as tasks on a "
+            "cluster (a file system the workers share; see the screening guide)",
+        )
+        again = parser.add_mutually_exclusive_group()
+        again.add_argument(
+            "--resume", action="store_true", help="continue an interrupted run (OUTPUT.partial/)"
+        )
+        again.add_argument(
+            "--overwrite",
+            action="store_true",
+            help="write over an existing output and discard an interrupted run",
+        )
+
+    def run(self, args: argparse.Namespace) -> int:
+        """Embed; an interrupt (Ctrl-C or SIGTERM) prints how to resume and returns 128 + the
+        signal number."""
+        from chemgraph.jobs.fingerprint import FingerprintOptions, fingerprint_table
+
+        options = FingerprintOptions(
+            smiles_column=args.smiles_column, id_column=args.id_column, batch_size=args.batch_size
+        )
+        try:
+            summary = fingerprint_table(
+                args.checkpoint,
+                args.input,
+                args.output,
+                options,
+                workers=args.workers,
+                shard_size=args.shard_size,
+                resume=args.resume,
+                overwrite=args.overwrite,
+                progress=not args.quiet,
+                dask_scheduler=args.dask_scheduler,
+            )
+        except KeyboardInterrupt as stop:  # chemgraph._interrupts.Interrupted: SIGTERM too
+            signum = getattr(stop, "signum", signal.SIGINT)
+            print(
+                f"chemgraph fingerprint: stopped by {signal.Signals(signum).name}; the finished "
+                f"shards are kept in {args.output}.partial: run the same command with --resume "
+                "to continue",
+                file=sys.stderr,
+            )
+            return 128 + signum
+        failed = f"; {summary.failed:,} could not be featurized (see the error column)"
+        print(
+            f"embedded {summary.embedded:,} of {summary.records:,} records "
+            f"({summary.width} float32 each){failed if summary.failed else ''}"
+        )
+        print(f"embeddings written to {summary.output}")
+        return 0

@@ -1,0 +1,43 @@
+"""The readout of every model family: its width, and head(readout) is the prediction."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from chemgraph._dgl import dgl
+from chemgraph.chem import mol_from_smiles
+from chemgraph.graphs import mol_to_graph
+from chemgraph.train.ensemble import Ensemble
+from chemgraph.train.inference import embed_graphs, embedding_width, model_inputs, predict_graphs
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
+FAMILIES = ["esa", "nsa", "gcn", "gin", "gmoe-gcn", "gmoe-gin", "graphormer", "grat"]
+SMILES = ["CCO", "CC(C)Cc1ccc(cc1)C(C)C(=O)O", "c1ccccc1O", "[Na+].[Cl-]", "O=C=O"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_readout_has_the_heads_width_and_the_head_of_it_is_the_prediction(family):
+    model = Ensemble([FIXTURES / f"{family}.ckpt"], "cpu")
+    module = model.modules[0]
+    graphs = dgl.batch([mol_to_graph(mol_from_smiles(s), model.preset) for s in SMILES])
+    inputs, builder = model_inputs(module, graphs)
+    embeddings = embed_graphs(module, inputs, builder, batch_size=2)
+    assert embeddings.dtype == np.float32
+    assert embeddings.shape == (len(SMILES), embedding_width(module))
+    predictions = predict_graphs(module, inputs, builder, batch_size=2)
+    with torch.inference_mode():
+        outputs = module.model.head(torch.from_numpy(embeddings)).float()
+    if module.task == "classification":
+        outputs = torch.sigmoid(outputs)
+    elif module.scaler is not None:
+        outputs = module.scaler.inverse_transform(outputs)
+    np.testing.assert_allclose(outputs.numpy(), predictions, rtol=1e-5, atol=1e-5)
+    # one molecule at a time (no padding) gives the rows of the padded batches
+    alone = np.concatenate(
+        [embed_graphs(module, *model_inputs(module, g), 1) for g in dgl.unbatch(graphs)]
+    )
+    np.testing.assert_allclose(alone, embeddings, rtol=1e-4, atol=1e-5)
