@@ -341,10 +341,13 @@ def _reject_reason(
     return None
 
 
-def write_rejected(rejected: pd.DataFrame, path: str | os.PathLike[str]) -> None:
+def write_rejected(
+    rejected: pd.DataFrame, path: str | os.PathLike[str], append: bool = False
+) -> None:
     """Write the rejected-rows table as CSV with header ``row,id,input,reason``
     (:data:`chemgraph.data.readers.REJECTED_COLUMNS`, also when empty; a ``file`` column is
-    kept). A row without an id gets its row number. Parent folders are created.
+    kept). A row without an id gets its row number. Parent folders are created. With
+    ``append``, the rows are added below those of an existing file (same columns).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -352,4 +355,7 @@ def write_rejected(rejected: pd.DataFrame, path: str | os.PathLike[str]) -> None
     table = pd.DataFrame(rejected).reindex(columns=[*REJECTED_COLUMNS, *extra])
     missing = table["id"].isna()
     table.loc[missing, "id"] = table.loc[missing, "row"].map(str)
+    if append and path.exists():
+        table.to_csv(path, mode="a", header=False, index=False)
+        return
     table.to_csv(path, index=False)

@@ -51,6 +51,7 @@ from chemgraph.data.reaction_centre import (
     load_reaction_centre_examples,
 )
 from chemgraph.data.reactions import LengthBucketSampler
+from chemgraph.data.table import write_rejected
 from chemgraph.errors import ConfigError
 from chemgraph.jobs.react import ReactionPrediction
 from chemgraph.models.reaction_centre import (
@@ -504,7 +505,7 @@ def _fit(
 def train_reaction_centre_model(config: ReactionCentreTrainingConfig) -> Path:
     """Train the scorer, enumerate candidates with it, train the ranker; write ``model.pt``.
 
-    Writes to ``config.out``: ``rejected.csv`` (row, input, reason, file), ``scorer.pt`` (the
+    Writes to ``config.out``: ``rejected.csv`` (row, id, input, reason, file), ``scorer.pt`` (the
     model after stage 1, the ranker untrained) and ``model.pt``; logs the data sizes, the
     share of ranker reactions whose product is among their candidates, and the times.
 
@@ -521,7 +522,7 @@ def train_reaction_centre_model(config: ReactionCentreTrainingConfig) -> Path:
     examples, _, rejected = load_reaction_centre_examples(
         config.train, model_config.max_distance, config.max_train, progress=config.progress
     )
-    rejected.to_csv(out / "rejected.csv", index=False)
+    write_rejected(rejected, out / "rejected.csv")
     if len(examples) < 2:
         raise ValueError(f"too few usable reactions in {config.train} ({len(examples)})")
     log.info("reactions: %d usable, %d rejected", len(examples), len(rejected))

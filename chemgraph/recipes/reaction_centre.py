@@ -12,7 +12,7 @@ arXiv:2006.05213), then evaluates it on the first ``max_test`` test reactions
 Outputs in ``out``: ``model.pt`` (and ``scorer.pt``, the model after its first stage),
 ``metrics.json`` (top-1/2/3/5 accuracy in %, ``invalid_top1``, ``invalid_outputs``,
 ``reactions_per_second``, ``top1_auroc``, ``calibration``, ``train_seconds``),
-``predictions.csv``, ``rejected.csv`` (row, input, reason, file) and ``config.yaml``.
+``predictions.csv``, ``rejected.csv`` (row, id, input, reason, file) and ``config.yaml``.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from chemgraph.data.reaction_centre import load_reaction_centre_examples
+from chemgraph.data.table import write_rejected
 from chemgraph.errors import ConfigError
 from chemgraph.jobs.react import format_top_k_metrics, prediction_frame
 from chemgraph.jobs.reaction_centre import (
@@ -124,7 +125,7 @@ def run(
     (out_path / "metrics.json").write_text(json.dumps(metrics, indent=2))
     prediction_frame(rows, examples, predictions).to_csv(out_path / "predictions.csv", index=False)
     if not rejected.empty:
-        rejected.to_csv(out_path / "rejected.csv", mode="a", header=False, index=False)
+        write_rejected(rejected, out_path / "rejected.csv", append=True)
     log.info(
         "top-k accuracy on %d test reactions of %s (%d rejected); top-1 AUROC %.3f, %.1f "
         "reactions/s:\n%s",

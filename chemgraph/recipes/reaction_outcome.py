@@ -13,7 +13,7 @@ A partial ``--config`` needs only the keys it changes; ``profile: cpu`` in it me
 ``cpu.yaml`` instead of ``config.yaml`` (:func:`chemgraph.recipes.registry.recipe_settings`).
 
 Outputs in ``out``: ``best.ckpt``, ``metrics.json`` (top-1/2/3/5 accuracy, invalid-output
-rate), ``predictions.csv``, ``rejected.csv`` (row, input, reason, file) and ``config.yaml``.
+rate), ``predictions.csv``, ``rejected.csv`` (row, id, input, reason, file) and ``config.yaml``.
 
 Before anything is written or trained, the run checks its inputs: every data file exists, the
 ``test`` file holds reactions with products to score, and the planned optimiser steps reach the
@@ -34,6 +34,7 @@ import torch
 import yaml
 
 from chemgraph.data.reactions import load_reaction_graphs, reaction_records
+from chemgraph.data.table import write_rejected
 from chemgraph.errors import ConfigError
 from chemgraph.jobs.react import (
     ReactionTrainingConfig,
@@ -189,7 +190,7 @@ def run(
     device = "cuda" if torch.cuda.is_available() else "cpu"
     module = load_checkpoint(checkpoint, kind="reaction", device=device)
     if not rejected.empty:  # next to the training and validation rejects
-        rejected.to_csv(out / "rejected.csv", mode="a", header=False, index=False)
+        write_rejected(rejected, out / "rejected.csv", append=True)
     start = time.perf_counter()
     predictions = predict_reactions(
         module, items, config.beam_width, config.top_k, config.eval_batch_size,

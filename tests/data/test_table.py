@@ -252,3 +252,22 @@ def test_bbbp_rejects_eleven(preset):
     assert all(rejected["reason"].str.len() > 0)
     assert dataset.labels.shape == (2039, 1)
     assert set(dataset.labels[:, 0].tolist()) == {0.0, 1.0}
+
+
+def test_appended_rejects_keep_their_columns(tmp_path):
+    """The reaction recipes add their test rejects below the training ones: every field must
+    stay under its own header (a 4-field row under a 5-column header shifted them left)."""
+    path = tmp_path / "rejected.csv"
+    train = pd.DataFrame({"row": [3], "input": ["C1CC>>"], "reason": ["unclosed ring"],
+                          "file": ["train.txt"]})  # fmt: skip
+    test = pd.DataFrame(
+        {"row": [7], "input": ["X>>"], "reason": ["bad atom"], "file": ["test.txt"]}
+    )
+    write_rejected(train, path)
+    write_rejected(test, path, append=True)
+    back = pd.read_csv(path)
+    assert back.columns.tolist() == ["row", "id", "input", "reason", "file"]
+    assert back.to_dict("list") == {
+        "row": [3, 7], "id": [3, 7], "input": ["C1CC>>", "X>>"],
+        "reason": ["unclosed ring", "bad atom"], "file": ["train.txt", "test.txt"],
+    }  # fmt: skip
