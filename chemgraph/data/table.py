@@ -353,6 +353,7 @@ def write_rejected(
     path.parent.mkdir(parents=True, exist_ok=True)
     extra = [column for column in ("file",) if column in rejected]
     table = pd.DataFrame(rejected).reindex(columns=[*REJECTED_COLUMNS, *extra])
+    table["id"] = table["id"].astype(object)
     missing = table["id"].isna()
     table.loc[missing, "id"] = table.loc[missing, "row"].map(str)
     if append and path.exists():
