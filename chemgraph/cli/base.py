@@ -149,6 +149,57 @@ def add_overwrite_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_library_options(parser: argparse.ArgumentParser, work: str, output_help: str) -> None:
+    """The options of a command that streams a library through a trained model shard by
+    shard (``predict``, ``fingerprint``: :class:`chemgraph.jobs.predict.LibraryRun`): the
+    input and its columns, the output, batches, workers, shards, Dask, resume and overwrite.
+
+    Args:
+        parser: the command's parser.
+        work: what the command does to a shard (``"scoring"``, ``"embedding"``), for the help.
+        output_help: the help of ``--output`` (its formats).
+    """
+    parser.add_argument(
+        "--input",
+        required=True,
+        help="library file (.smi, .sdf, .csv, .tsv, .parquet, optionally .gz) or a "
+        "chemgraph featurize output folder",
+    )
+    parser.add_argument("--output", required=True, help=output_help)
+    parser.add_argument(
+        "--smiles-column", help="SMILES column of a table (default: smiles, SMILES, ...)"
+    )
+    parser.add_argument(
+        "--id-column", help="identifier column of a table, or SD property of an SDF"
+    )
+    parser.add_argument("--batch-size", type=int, default=256, help="molecules per forward pass")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help=f"worker processes: featurizing a file input, and {work} shards on the CPU (each "
+        "worker runs torch on one thread)",
+    )
+    parser.add_argument(
+        "--shard-size", type=int, default=5_000, help="records per shard (a file input)"
+    )
+    parser.add_argument(
+        "--dask-scheduler",
+        help=f"dask.distributed scheduler address: featurize a file and run the {work} of its "
+        "shards as tasks on a cluster (the output byte-identical to a local run's; a file "
+        "system the workers share; see the screening guide); --workers is then not used",
+    )
+    again = parser.add_mutually_exclusive_group()
+    again.add_argument(
+        "--resume", action="store_true", help="continue an interrupted run (OUTPUT.partial/)"
+    )
+    again.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write over an existing output and discard an interrupted run",
+    )
+
+
 class Command(ABC):
     """One ``chemgraph`` command: its parser (:meth:`add_arguments`) and what it does
     (:meth:`run`).

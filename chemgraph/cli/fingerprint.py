@@ -6,7 +6,7 @@ import argparse
 import signal
 import sys
 
-from chemgraph.cli.base import Command, ExamplesHelpFormatter
+from chemgraph.cli.base import Command, ExamplesHelpFormatter, add_library_options
 
 __all__ = ["FingerprintCommand"]
 
@@ -47,46 +47,7 @@ class FingerprintCommand(Command):
             required=True,
             help="best.ckpt written by train, or a train --out folder (one model)",
         )
-        parser.add_argument(
-            "--input",
-            required=True,
-            help="library file (.smi, .sdf, .csv, .tsv, .parquet, optionally .gz) or a "
-            "chemgraph featurize output folder",
-        )
-        parser.add_argument("--output", required=True, help="parquet file to write")
-        parser.add_argument(
-            "--smiles-column", help="SMILES column of a table (default: smiles, SMILES, ...)"
-        )
-        parser.add_argument(
-            "--id-column", help="identifier column of a table, or SD property of an SDF"
-        )
-        parser.add_argument(
-            "--batch-size", type=int, default=256, help="molecules per forward pass"
-        )
-        parser.add_argument(
-            "--workers",
-            type=int,
-            default=1,
-            help="worker processes: featurizing a file input, and embedding shards on the CPU "
-            "(each runs torch on one thread)",
-        )
-        parser.add_argument(
-            "--shard-size", type=int, default=5_000, help="records per shard (a file input)"
-        )
-        parser.add_argument(
-            "--dask-scheduler",
-            help="dask.distributed scheduler address: featurize and embed shards as tasks on a "
-            "cluster (a file system the workers share; see the screening guide)",
-        )
-        again = parser.add_mutually_exclusive_group()
-        again.add_argument(
-            "--resume", action="store_true", help="continue an interrupted run (OUTPUT.partial/)"
-        )
-        again.add_argument(
-            "--overwrite",
-            action="store_true",
-            help="write over an existing output and discard an interrupted run",
-        )
+        add_library_options(parser, "embedding", "parquet file to write")
 
     def run(self, args: argparse.Namespace) -> int:
         """Embed; an interrupt (Ctrl-C or SIGTERM) prints how to resume and returns 128 + the

@@ -6,7 +6,7 @@ import argparse
 import signal
 import sys
 
-from chemgraph.cli.base import Command, ExamplesHelpFormatter
+from chemgraph.cli.base import Command, ExamplesHelpFormatter, add_library_options
 
 __all__ = ["PredictCommand"]
 
@@ -53,21 +53,10 @@ class PredictCommand(Command):
             help="best.ckpt written by train, a train --out folder, or an ensemble folder "
             "(train --ensemble); repeat it to average several checkpoints",
         )
-        parser.add_argument(
-            "--input",
-            required=True,
-            help="library file (.smi, .sdf, .csv, .tsv, .parquet, optionally .gz) or a "
-            "chemgraph featurize output folder",
-        )
-        parser.add_argument(
-            "--output", required=True, help="file to write: .csv, .csv.gz or .parquet"
-        )
-        parser.add_argument(
-            "--smiles-column", help="SMILES column of a table (default: smiles, SMILES, ...)"
-        )
-        parser.add_argument(
-            "--id-column", help="identifier column of a table, or SD property of an SDF"
-        )
+        add_library_options(
+            parser, "scoring", "file to write: .csv, .csv.gz or .parquet (with --top, also "
+            "OUTPUT_STEM.topN.EXT, which --overwrite replaces too)",
+        )  # fmt: skip
         parser.add_argument(
             "--top",
             type=int,
@@ -88,34 +77,6 @@ class PredictCommand(Command):
             help="in_domain is max_similarity_to_train >= this: a Tanimoto similarity of "
             "Morgan radius-2, 2048-bit fingerprints, which unrelated molecules rarely reach "
             "(default: 0.3)",
-        )
-        parser.add_argument(
-            "--batch-size", type=int, default=256, help="molecules per forward pass"
-        )
-        parser.add_argument(
-            "--workers",
-            type=int,
-            default=1,
-            help="worker processes: featurizing a file input, and scoring shards on the CPU "
-            "(each scoring worker runs torch on one thread)",
-        )
-        parser.add_argument(
-            "--shard-size", type=int, default=5_000, help="records per shard (a file input)"
-        )
-        parser.add_argument(
-            "--dask-scheduler",
-            help="dask.distributed scheduler address: featurize a file and score its shards as "
-            "tasks on a cluster (the output byte-identical to a local run's; a file system the "
-            "workers share; see the screening guide); --workers is then not used",
-        )
-        again = parser.add_mutually_exclusive_group()
-        again.add_argument(
-            "--resume", action="store_true", help="continue an interrupted run (OUTPUT.partial/)"
-        )
-        again.add_argument(
-            "--overwrite",
-            action="store_true",
-            help="write over an existing output (and --top file) and discard an interrupted run",
         )
 
     def run(self, args: argparse.Namespace) -> int:
