@@ -48,7 +48,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from rdkit import Chem
+from rdkit import Chem, rdBase
 
 from chemgraph.chem.reactions import (
     ReactionParseError,
@@ -347,7 +347,8 @@ def _sanitised(mol: Chem.RWMol, touched: Iterable[int]) -> Chem.Mol | None:
     products are checked again by :func:`chemgraph.chem.validity.product_problem`)."""
     out = Chem.Mol(mol)
     try:
-        Chem.SanitizeMol(out)
+        with rdBase.BlockLogs():  # a refused candidate is expected, not news for stderr
+            Chem.SanitizeMol(out)
     except (Chem.rdchem.MolSanitizeException, RuntimeError, ValueError):
         return None
     for k in touched:
@@ -368,7 +369,8 @@ def product_smiles(edited: Chem.Mol, atoms: Sequence[int]) -> str | None:
     if not chosen:
         return None
     text = Chem.MolFragmentToSmiles(edited, atomsToUse=chosen, canonical=False)
-    mol = Chem.MolFromSmiles(text)
+    with rdBase.BlockLogs():
+        mol = Chem.MolFromSmiles(text)
     if mol is None:
         return None
     return canonical_smiles(_salt_balanced(mol))
@@ -398,7 +400,8 @@ def _salt_balanced(mol: Chem.Mol) -> Chem.Mol:
             atom.SetFormalCharge(-1)
             excess -= 1
     try:
-        Chem.SanitizeMol(out)
+        with rdBase.BlockLogs():
+            Chem.SanitizeMol(out)
     except (Chem.rdchem.MolSanitizeException, RuntimeError, ValueError):
         return mol
     return out.GetMol()
