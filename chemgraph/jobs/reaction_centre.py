@@ -719,7 +719,8 @@ def predict_reaction_file(
     table = table.merge(frame, on="row", how="left")
     text_columns = ["target", "edits_1"] + [f"prediction_{rank}" for rank in range(1, top_k + 1)]
     table[text_columns] = table[text_columns].fillna("")
-    table = table.astype(frame.dtypes.to_dict())
+    # the frame's numeric and boolean dtypes (text columns stay text, also with no row decoded)
+    table = table.astype({c: t for c, t in frame.dtypes.items() if c not in text_columns})
     table["error"] = [errors.get(row, "") for row in table["row"]]
     table.loc[table["top1_invalid"].notna() & (table["prediction_1"] == ""), "error"] = NO_PRODUCT
     table.to_csv(output, index=False)

@@ -451,6 +451,9 @@ class TrainingConfig(RunConfig):
         self.target_columns = [str(c) for c in self.target_columns]
         if not self.target_columns or "" in self.target_columns:
             raise ConfigError(f"target_columns must name columns, got {self.target_columns!r}")
+        repeated = sorted({c for c in self.target_columns if self.target_columns.count(c) > 1})
+        if repeated:
+            raise ConfigError(f"target_columns names {', '.join(repeated)} more than once")
         spec = get_model_spec(self.model)
         if self.featurizer is None:
             self.featurizer = spec.default_featurizer

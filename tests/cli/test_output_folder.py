@@ -99,3 +99,11 @@ def test_the_train_job_applies_the_rule_itself(tmp_path):
         ):
             run()
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+
+
+def test_a_target_named_twice_is_refused():
+    from chemgraph.errors import ConfigError
+    from chemgraph.train.config import TrainingConfig
+
+    with pytest.raises(ConfigError, match="target_columns names logS more than once"):
+        TrainingConfig.from_dict({"data": "t.csv", "target_columns": "logS,logS", "out": "o"})

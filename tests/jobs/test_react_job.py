@@ -50,3 +50,12 @@ def test_the_shipped_model_answers_an_esterification_and_files_are_checked(tmp_p
     empty.write_text("\n")
     with pytest.raises(ConfigError, match="holds no reactions"):
         react_file(empty, tmp_path / "e.csv")
+
+
+def test_a_file_whose_reactions_all_fail_still_gets_its_table(tmp_path):
+    molecules = tmp_path / "molecules.txt"
+    molecules.write_text("CCO\nc1ccccc1\n")
+    table, metrics = react_file(molecules, tmp_path / "out.csv")
+    assert metrics is None and table["row"].tolist() == [0, 1]
+    assert table["error"].str.contains("2 '>' separators").all()
+    assert (tmp_path / "out.csv").exists()
