@@ -47,7 +47,7 @@ from chemgraph.data.table import write_rejected
 from chemgraph.errors import ConfigError
 from chemgraph.models.grat import GRATTranslatorConfig
 from chemgraph.train.callbacks import ValidationLog
-from chemgraph.train.checkpoint import load_checkpoint
+from chemgraph.train.checkpoint import checkpoint_kind, load_checkpoint
 from chemgraph.train.config import RunConfig
 from chemgraph.train.fit import fit
 from chemgraph.train.reaction_module import ReactionModule
@@ -581,9 +581,15 @@ class ReactOptions:
         try:
             return load_reaction_centre_model(path)
         except ValueError as error:
-            raise ConfigError(
-                f"{error}; a GRAT translator checkpoint needs --decoder generate"
-            ) from error
+            hint = "a GRAT translator checkpoint needs --decoder generate"
+            try:  # a Lightning checkpoint: say which kind it is
+                stored = torch.load(path, map_location="cpu", weights_only=True)
+                if checkpoint_kind(stored.get("hyper_parameters", {})) == "property":
+                    hint = "it is a property-prediction checkpoint of chemgraph train: use it "
+                    hint += "with chemgraph predict"
+            except Exception:  # noqa: BLE001  (not a checkpoint either: keep the first hint)
+                pass
+            raise ConfigError(f"{error}; {hint}") from error
 
 
 def react(reaction: str, options: ReactOptions | None = None) -> ReactionPrediction:

@@ -59,3 +59,11 @@ def test_a_file_whose_reactions_all_fail_still_gets_its_table(tmp_path):
     assert metrics is None and table["row"].tolist() == [0, 1]
     assert table["error"].str.contains("2 '>' separators").all()
     assert (tmp_path / "out.csv").exists()
+
+
+def test_a_property_checkpoint_is_named_as_such_by_the_centre_decoder():
+    from pathlib import Path
+
+    esa = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints" / "esa.ckpt"
+    with pytest.raises(ConfigError, match="property-prediction checkpoint of chemgraph train"):
+        react("CCO.CC(=O)O>>", ReactOptions(checkpoint=esa))
