@@ -158,7 +158,11 @@ def test_react_cli_with_a_reaction_centre_checkpoint(tiny_model, tmp_path, capsy
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "2 reactions read, 1 decoded" in out and "top-k accuracy over 1 of 2" in out
-    # a GRAT translator checkpoint is refused with the option that takes it
+    # a GRAT translator checkpoint is refused with the option that takes it, a property
+    # checkpoint (grat.ckpt is GRAT's property model) with the command that takes it
     fixture = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
-    assert main(["react", "CCO>>", "--checkpoint", str(fixture / "grat.ckpt")]) == 2
+    translator = fixture / "reaction_grat_test_fixture.ckpt"
+    assert main(["react", "CCO>>", "--checkpoint", str(translator)]) == 2
     assert "--decoder generate" in capsys.readouterr().err
+    assert main(["react", "CCO>>", "--checkpoint", str(fixture / "grat.ckpt")]) == 2
+    assert "use it with chemgraph predict" in capsys.readouterr().err
