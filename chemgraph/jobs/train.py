@@ -40,6 +40,7 @@ from chemgraph.data import (
 )
 from chemgraph.data.applicability import TrainingFingerprints
 from chemgraph.data.datasets import DataSource, dataset_card, list_datasets, read_data
+from chemgraph.data.labels import label_outliers
 from chemgraph.featurize import FeaturizerPreset, get_preset
 from chemgraph.graphs.shards import load_shard
 from chemgraph.jobs.featurize import read_manifest, shard_name
@@ -475,6 +476,11 @@ def _split(
             "keeps each scaffold, e.g. all acyclic molecules, in one split)"
         )
     _check_training_labels(dataset.labels, splits["train"], config.target_columns)
+    if config.task == "regression":
+        for message in label_outliers(
+            dataset.labels.numpy(), config.target_columns, dataset.rows, dataset.smiles
+        ):
+            log.warning("%s; kept, it will dominate the scaler and the RMSE: check it", message)
     if config.task == "classification":
         _check_binary(dataset.labels, config.target_columns)
         warn_single_class(dataset.labels, splits, config.target_columns)

@@ -227,8 +227,15 @@ def format_ensemble_metrics(metrics: dict, seeds: list[int]) -> str:
 
 
 def _number(value: float | None, width: int, digits: int = 4) -> str:
-    """``value`` right-aligned in ``width`` characters; NaN or None as n/a."""
-    return f"{'n/a':>{width}}" if _missing(value) else f"{value:>{width}.{digits}f}"
+    """``value`` right-aligned in ``width`` characters; NaN or None as n/a; in scientific
+    notation when ``digits`` decimals would not leave a space before it (e.g. the RMSE of a
+    target with a mislabelled 1e20 among its values), so that the columns stay aligned."""
+    if _missing(value):
+        return f"{'n/a':>{width}}"
+    text = f"{value:.{digits}f}"
+    if width and len(text) >= width:
+        text = f"{value:.{max(digits - 2, 1)}e}"
+    return f"{text:>{width}}"
 
 
 def _headline(split: str, means: dict, per_task: dict[str, dict] | None) -> str | None:

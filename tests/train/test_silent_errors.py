@@ -1,5 +1,5 @@
 """Science that must not be silently wrong: duplicates across splits, a target without training
-labels, target values whose squares overflow float32."""
+labels, target values whose squares overflow float32 or that are typing errors."""
 
 from __future__ import annotations
 
@@ -15,10 +15,12 @@ from rdkit import Chem
 from chemgraph.chem import MoleculePreparation
 from chemgraph.cli import main
 from chemgraph.data import duplicate_groups, featurize_table, find_duplicates, random_split
+from chemgraph.data.labels import label_outliers
 from chemgraph.data.splits import scaffold_split
 from chemgraph.featurize import get_preset
 from chemgraph.jobs.train import _split
 from chemgraph.train.config import TrainingConfig
+from chemgraph.train.metrics import format_metrics
 from chemgraph.train.scaler import TargetScaler
 
 # 20 molecules, each given twice: once as written, once as another SMILES of it
@@ -140,3 +142,46 @@ def test_a_training_on_huge_targets_finishes_and_writes_its_results(tmp_path):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["test"]["rmse"] is not None and np.isfinite(metrics["test"]["rmse"])
     assert metrics["duplicates"]["molecules"] == 0
+
+
+def test_a_mistyped_label_is_named_and_a_wide_column_is_not():
+    # logS-like values with one typed exponent: median -2; absolute deviations 1, 0, 1, 0.5,
+    # 0.5, 0, 2, 1e20, so MAD 0.75 and the robust z of the 1e20 (row 9) is (1e20 + 2) / 1.11195
+    values = np.array([[-1.0], [-2.0], [-3.0], [-2.5], [-1.5], [-2.0], [-4.0], [1e20], [np.nan]])
+    rows = np.array([0, 1, 2, 3, 4, 5, 6, 9, 10])
+    smiles = [f"C{'C' * i}O" for i in range(9)]
+    messages = label_outliers(values, ["logS"], rows, smiles)
+    assert messages == [
+        f"target 'logS': row 9 ({smiles[7]}) has 1e+20, {(1e20 + 2) / (1.4826 * 0.75):.3g} robust "
+        "standard deviations from the median -2"
+    ]
+    # log-normal assay values over four decades, as IC50 in nM: nothing reported
+    ic50 = np.array([[1.0], [10.0], [100.0], [1000.0], [1000.0], [2000.0], [10_000.0]])
+    assert label_outliers(ic50, ["ic50"], np.arange(7), smiles[:7]) == []
+    # most labels equal (MAD 0): the mean absolute deviation is the scale
+    flat = np.array([[0.0]] * 3000 + [[1.0], [1e9]])
+    assert len(label_outliers(flat, ["y"], np.arange(3002), ["C"] * 3002)) == 1
+
+
+def test_metrics_that_overflow_the_column_print_in_scientific_notation():
+    metrics = {
+        "val": {"rmse": 3.540875814613087e18, "mae": 0.5, "r2": -2.354e36},
+        "test": {"rmse": 1.25, "mae": float("nan"), "r2": 0.9},
+    }
+    assert format_metrics(metrics).splitlines() == [
+        "split       RMSE       MAE        R2",
+        "val     3.54e+18    0.5000 -2.35e+36",
+        "test      1.2500       n/a    0.9000",
+    ]
+
+
+def test_train_warns_of_a_mistyped_label_with_its_source_row(caplog):
+    table = pd.DataFrame({"smiles": ["Xx", *MOLECULES], "y": [0.0, *np.linspace(-3, 1, 20)]})
+    table.loc[6, "y"] = 1e20  # source row 6 is the dataset's sixth molecule (row 0 is rejected)
+    dataset, _ = featurize_table(table, "smiles", ["y"], get_preset("canonical"), progress=False)
+    config = TrainingConfig(data="x.csv", target_columns=["y"], out="unused", task="regression")
+    with caplog.at_level("WARNING", logger="chemgraph.jobs.train"):
+        _split(config, dataset)
+    outliers = [r.getMessage() for r in caplog.records if "robust standard" in r.getMessage()]
+    assert len(outliers) == 1
+    assert outliers[0].startswith(f"target 'y': row 6 ({MOLECULES[5]}) has 1e+20")
