@@ -9,7 +9,7 @@ PIP := $(PY) -m pip --disable-pip-version-check
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -c constraints.txt torch==2.13.0
-	$(PIP) install -c constraints.txt -e ".[offline-data,qc,chembl,deepchem,dask,dev,docs]"
+	$(PIP) install -c constraints.txt -e ".[offline-data,qc,chembl,deepchem,dask,mapping,dev,docs]"
 	touch $@
 
 install: $(VENV)/.installed

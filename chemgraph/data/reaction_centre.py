@@ -26,6 +26,7 @@ from rdkit import Chem
 from tqdm.auto import tqdm
 
 from chemgraph.batches.reaction_centre import MoleculeArrays, molecule_arrays
+from chemgraph.chem.atom_mapping import has_product_atom_maps, map_reactions
 from chemgraph.chem.reaction_edits import (
     Edit,
     MappedReaction,
@@ -59,6 +60,9 @@ class ReactionCentreExample:
         arrays: the input molecule as :class:`MoleculeArrays`.
         edits: the recorded edits (empty without a mapped product).
         product_smiles: canonical SMILES of the recorded product (``""`` when unknown).
+        mapping_confidence: rxnmapper's confidence when the atom maps were made by
+            :func:`load_reaction_centre_examples` (``text`` is then the mapped reaction); None
+            when they came with the reaction.
     """
 
     text: str
@@ -66,6 +70,7 @@ class ReactionCentreExample:
     arrays: MoleculeArrays
     edits: tuple[Edit, ...]
     product_smiles: str
+    mapping_confidence: float | None = None
 
     @property
     def product_atoms(self) -> list[int]:
@@ -108,8 +113,14 @@ def load_reaction_centre_examples(
     max_reactions: int | None = None,
     with_edits: bool = True,
     progress: bool = True,
+    min_mapping_confidence: float = 0.0,
 ) -> tuple[list[ReactionCentreExample], list[int], pd.DataFrame]:
     """Read and encode the reactions of a file, with a progress bar (reactions done / total).
+
+    With ``with_edits``, reactions whose products carry no atom maps are mapped first with
+    rxnmapper (:func:`chemgraph.chem.atom_mapping.map_reactions`); those it cannot map, or maps
+    with a confidence below ``min_mapping_confidence``, are rejected with the confidence in the
+    reason, and the others keep it (:attr:`ReactionCentreExample.mapping_confidence`).
 
     Returns:
         The examples, their rows (0-based line or data row), and the rejected records
@@ -117,15 +128,38 @@ def load_reaction_centre_examples(
 
     Raises:
         OSError: the file cannot be read.
+        AtomMapperMissingError: unmapped reactions and no rxnmapper installed.
     """
     records = list(itertools.islice(reaction_records(path), max_reactions))
+    confidences: dict[int, float] = {}
+    if with_edits:
+        unmapped = [
+            k for k, (_, text, reason) in enumerate(records)
+            if reason is None and text.count(">") == 2 and text.split(">")[2]
+            and not has_product_atom_maps(text)
+        ]  # fmt: skip
+        maps = map_reactions([records[k][1] for k in unmapped], progress=progress)
+        for k, answer in zip(unmapped, maps):
+            row, text, _ = records[k]
+            if answer.error is not None:
+                records[k] = (row, text, answer.error)
+            elif not answer.confidence >= min_mapping_confidence:
+                records[k] = (
+                    row, text, f"rxnmapper's atom-map confidence {answer.confidence:.3f} is "
+                    f"below min_mapping_confidence {min_mapping_confidence:g}",
+                )  # fmt: skip
+            else:
+                records[k] = (row, answer.mapped, None)
+                confidences[k] = answer.confidence
     examples, rows, rejected = [], [], []
-    for row, text, reason in tqdm(
+    for k, (row, text, reason) in enumerate(tqdm(
         records, desc=f"encoding {Path(path).name}", unit="reaction", disable=not progress
-    ):
+    )):  # fmt: skip
         if reason is None:
             try:
-                examples.append(reaction_centre_example(text, max_distance, with_edits))
+                example = reaction_centre_example(text, max_distance, with_edits)
+                example.mapping_confidence = confidences.get(k)
+                examples.append(example)
                 rows.append(row)
                 continue
             except ReactionParseError as error:

@@ -30,6 +30,7 @@ from typing import Any
 
 import lightning as L
 import numpy as np
+import pandas as pd
 import torch
 import torch.nn.functional as F
 import yaml
@@ -37,6 +38,7 @@ from rdkit import Chem
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
+from chemgraph._resources import model_path
 from chemgraph.batches.reaction_centre import (
     MoleculeArrays,
     molecule_arrays,
@@ -92,6 +94,13 @@ class ReactionCentreTrainingConfig(RunConfig):
         learning_rate, weight_decay: AdamW (cosine decay after ``warmup_steps`` linear warm-up).
         scorer_epochs, ranker_epochs: fixed work of each stage.
         ranker_reactions: training reactions whose candidates train the ranker (None = all).
+        init_from: fine-tune a trained model instead of starting from random weights:
+            ``"shipped"`` (the model ``chemgraph react`` uses) or a ``model.pt``; both stages
+            start from its scorer and ranker, and ``model_options`` must be empty or equal to
+            its own (they are taken from it).
+        min_mapping_confidence: reactions without atom maps are mapped with rxnmapper
+            (:func:`chemgraph.data.reaction_centre.load_reaction_centre_examples`); those
+            mapped with a lower confidence are rejected. 0 keeps every one it maps.
         scorer_checkpoint: the ``scorer.pt`` of an earlier run with the same ``train``,
             ``max_train``, ``model_options`` and stage-1 settings: its scorer is used and stage 1
             is skipped (the result equals a run from the start; the ranker's initial weights do
@@ -116,6 +125,8 @@ class ReactionCentreTrainingConfig(RunConfig):
     scorer_epochs: int = 4
     ranker_epochs: int = 2
     ranker_reactions: int | None = None
+    init_from: str | None = None
+    min_mapping_confidence: float = 0.0
     scorer_checkpoint: str | None = None
     top_changes: int = 10
     max_edits: int = 4
@@ -130,7 +141,7 @@ class ReactionCentreTrainingConfig(RunConfig):
         "learning_rate": (float, 0.0), "weight_decay": (float, 0.0), "warmup_steps": (int, 0),
         "scorer_epochs": (int, 1), "ranker_epochs": (int, 1), "ranker_reactions": (int, 1),
         "top_changes": (int, 1), "max_edits": (int, 1), "max_candidates": (int, 1),
-        "max_tries": (int, 1), "seed": (int, 0),
+        "max_tries": (int, 1), "seed": (int, 0), "min_mapping_confidence": (float, 0.0),
     }  # fmt: skip
 
     def __post_init__(self) -> None:
@@ -492,6 +503,43 @@ def load_reaction_centre_model(
     )
 
 
+def _initial_model(config: ReactionCentreTrainingConfig) -> ReactionCentreModel | None:
+    """The model ``init_from`` names (None without one).
+
+    Raises:
+        ConfigError: no such file, not a reaction-centre model, or ``model_options`` that
+            differ from the model's own.
+    """
+    if config.init_from is None:
+        return None
+    path = model_path() if config.init_from == "shipped" else Path(config.init_from)
+    try:
+        model = load_reaction_centre_model(path)
+    except (FileNotFoundError, ValueError) as error:
+        raise ConfigError(f"init_from: {error} (give 'shipped' or a model.pt)") from error
+    if config.model_options and ReactionCentreConfig(**config.model_options) != model.config:
+        own = {k: v for k, v in asdict(model.config).items() if config.model_options.get(k, v) != v}
+        raise ConfigError(
+            f"init_from {path} is a model with {own}; model_options ask for other values: "
+            "leave model_options out to fine-tune it"
+        )
+    log.info("fine-tuning %s (trained on %s)", path, model.settings.get("trained_on"))
+    return model
+
+
+def _write_atom_maps(examples: list[ReactionCentreExample], rows: list[int], path: Path) -> None:
+    """``row,mapped,confidence`` of the reactions rxnmapper mapped (none: no file)."""
+    mapped = [(r, e.text, e.mapping_confidence) for r, e in zip(rows, examples)
+              if e.mapping_confidence is not None]  # fmt: skip
+    if mapped:
+        pd.DataFrame(mapped, columns=["row", "mapped", "confidence"]).to_csv(path, index=False)
+        confidence = np.array([m[2] for m in mapped])
+        log.info(
+            "atom maps by rxnmapper for %d reactions (confidence median %.3f, %d below 0.5): "
+            "%s", len(mapped), np.median(confidence), int((confidence < 0.5).sum()), path,
+        )  # fmt: skip
+
+
 def _fit(
     module: L.LightningModule, loader: DataLoader, epochs: int, accelerator: str, progress: bool
 ) -> None:
@@ -518,21 +566,29 @@ def train_reaction_centre_model(config: ReactionCentreTrainingConfig) -> Path:
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     L.seed_everything(config.seed, workers=True, verbose=False)
-    model_config = ReactionCentreConfig(**config.model_options)
-    examples, _, rejected = load_reaction_centre_examples(
-        config.train, model_config.max_distance, config.max_train, progress=config.progress
-    )
+    initial = _initial_model(config)
+    model_config = initial.config if initial else ReactionCentreConfig(**config.model_options)
+    examples, rows, rejected = load_reaction_centre_examples(
+        config.train, model_config.max_distance, config.max_train, progress=config.progress,
+        min_mapping_confidence=config.min_mapping_confidence,
+    )  # fmt: skip
     write_rejected(rejected, out / "rejected.csv")
+    _write_atom_maps(examples, rows, out / "atom_maps.csv")
     if len(examples) < 2:
         raise ValueError(f"too few usable reactions in {config.train} ({len(examples)})")
     log.info("reactions: %d usable, %d rejected", len(examples), len(rejected))
-    scorer, ranker = ReactionCentreScorer(model_config), CandidateRanker(model_config)
+    if initial is not None:
+        scorer, ranker = initial.scorer.train(), initial.ranker.train()
+    else:
+        scorer, ranker = ReactionCentreScorer(model_config), CandidateRanker(model_config)
     settings = {
         "top_changes": config.top_changes, "max_edits": config.max_edits,
         "max_candidates": config.max_candidates, "max_tries": config.max_tries,
         "trained_on": str(config.train), "training_reactions": len(examples),
         "seed": config.seed,
     }  # fmt: skip
+    if initial is not None:
+        settings["fine_tuned_from"] = initial.settings.get("trained_on")
     start = time.perf_counter()
     if config.scorer_checkpoint is not None:  # stage 1 done before: its scorer.pt
         scorer = load_reaction_centre_model(config.scorer_checkpoint).scorer

@@ -3,6 +3,7 @@ enumeration, training on hand-written USPTO-MIT lines, checkpoints and ``chemgra
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 import torch
 from rdkit import Chem
 
+from chemgraph._resources import model_path
 from chemgraph.batches.reaction_centre import molecule_arrays, reaction_centre_batch
 from chemgraph.chem.validity import ReactionInputs, product_problem
 from chemgraph.cli import main
@@ -18,9 +20,11 @@ from chemgraph.data.reaction_centre import (
     load_reaction_centre_examples,
     reaction_centre_example,
 )
+from chemgraph.errors import ConfigError
 from chemgraph.jobs.reaction_centre import (
     ReactionCentreTrainingConfig,
     _grouped_log_softmax,
+    _initial_model,
     load_reaction_centre_model,
     train_reaction_centre_model,
 )
@@ -166,3 +170,25 @@ def test_react_cli_with_a_reaction_centre_checkpoint(tiny_model, tmp_path, capsy
     assert "--decoder generate" in capsys.readouterr().err
     assert main(["react", "CCO>>", "--checkpoint", str(fixture / "grat.ckpt")]) == 2
     assert "use it with chemgraph predict" in capsys.readouterr().err
+
+
+def test_fine_tuning_the_shipped_model_starts_from_its_weights(tmp_path):
+    shipped = load_reaction_centre_model(model_path())
+    config = ReactionCentreTrainingConfig(
+        train=str(TINY), out=str(tmp_path / "run"), init_from="shipped", scorer_epochs=1,
+        ranker_epochs=1, warmup_steps=1, accelerator="cpu", progress=False,
+    )  # fmt: skip
+    start = _initial_model(config)
+    assert start.config == shipped.config
+    for name, value in shipped.scorer.state_dict().items():
+        assert torch.equal(start.scorer.state_dict()[name], value), name
+    with pytest.raises(ConfigError, match="model_options ask for other values"):
+        _initial_model(replace(config, model_options={"hidden_dim": 8}))
+    tuned = load_reaction_centre_model(train_reaction_centre_model(config))
+    assert tuned.config == shipped.config
+    assert tuned.settings["fine_tuned_from"] == shipped.settings["trained_on"]
+    moved = [
+        name for name, value in shipped.scorer.state_dict().items()
+        if not torch.equal(tuned.scorer.state_dict()[name], value)
+    ]  # fmt: skip
+    assert moved  # the scorer trained on the new reactions
