@@ -100,7 +100,7 @@ def resumable_folder(
         if not resume:
             raise ValueError(f"{folder} holds an earlier run; pass --resume to continue it{again}")
         previous = json.loads(path.read_text())
-        changed = [key for key in identity if previous.get(key) != identity[key]]
+        changed = _differences(previous, identity)
         if changed:
             raise ValueError(
                 f"cannot resume the run in {folder}: {', '.join(changed)} differ from it{again}"
@@ -111,3 +111,22 @@ def resumable_folder(
     check_output_folder(folder, option, overwrite=False, overwrite_option=restart_option)
     folder.mkdir(parents=True, exist_ok=True)
     return False
+
+
+def _differences(previous: Mapping[str, Any], identity: Mapping[str, Any]) -> list[str]:
+    """The keys of ``identity`` whose value differs from ``previous``'s; for a dict of options,
+    each differing option as ``options.name (earlier run → this run)``."""
+    changed = []
+    for key, value in identity.items():
+        before = previous.get(key)
+        if before == value:
+            continue
+        if isinstance(before, Mapping) and isinstance(value, Mapping):
+            changed += [
+                f"{key}.{name} ({before.get(name)!r} → {value.get(name)!r})"
+                for name in sorted({*before, *value}, key=str)
+                if before.get(name) != value.get(name)
+            ]
+        else:
+            changed.append(key)
+    return changed

@@ -69,6 +69,15 @@ def test_a_resumable_folder_is_new_or_the_same_run(tmp_path):
         resumable_folder(folder, "run.json", changed, resume=True, option="--output",
                          restart_option="--overwrite")  # fmt: skip
     assert (folder / ".shard-1.parquet.tmp-99").exists()  # nothing touched by a refusal
+    options = {**identity, "options": {"standardize": "none", "fragments": "keep"}}
+    (folder / "run.json").write_text(json.dumps(options))
+    other = {**identity, "options": {"standardize": "basic", "fragments": "keep", "new": 1}}
+    with pytest.raises(ValueError) as refused:
+        resumable_folder(folder, "run.json", other, resume=True, option="--output")
+    assert "options.new (None → 1), options.standardize ('none' → 'basic') differ" in str(
+        refused.value
+    )
+    (folder / "run.json").write_text(json.dumps(identity))
     assert resumable_folder(folder, "run.json", identity, resume=True, option="--output")
     assert sorted(p.name for p in folder.iterdir()) == ["run.json"]  # the temporary is gone
     restarted = resumable_folder(folder, "run.json", changed, resume=False, option="--output",
