@@ -3,6 +3,7 @@ enhanced stereo is not featurized as absolute, and the .smi and table routes agr
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -59,6 +60,8 @@ def test_a_tilde_bond_in_smiles_is_rejected_on_every_route(tmp_path):
                           progress=False)  # fmt: skip
         rejected = pd.read_csv(out / "rejected.csv")
         assert rejected["row"].tolist() == [1] and reason in rejected["reason"].iloc[0], name
+        counts = json.loads((out / "manifest.json").read_text())["counts"]
+        assert counts["rejected_by_reason"] == {"query structure": 1}, name
     # reaction input
     with pytest.raises(ReactionParseError, match=reason):
         parse_reaction_smiles("CC~O.CC>>CCOC", split_reagents=False)

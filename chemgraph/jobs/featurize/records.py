@@ -150,6 +150,7 @@ def reason_kind(reason: str) -> str:
         ("malformed row", "malformed table row"),
         ("not valid utf-8", "not UTF-8"),
         ("empty", "empty record"),
+        ("query structure", "query structure"),
         ("smiles parse error", "SMILES syntax"),
         ("smiles holds whitespace", "SMILES with whitespace"),
         ("sdf parse error", "unreadable SDF record"),
