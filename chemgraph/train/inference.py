@@ -61,7 +61,7 @@ def predict_graphs(
     device.
 
     Molecules are batched in order of size (atoms + bonds), so that a padded batch holds little
-    padding (1.5 times the molecules per second of an ESA on HIV molecules); the predictions
+    padding (more molecules per second than batches in input order); the predictions
     come back in input order.
 
     Args:
