@@ -33,6 +33,7 @@ def test_every_call_runs_once_under_its_shard_name_and_the_calls_are_read_as_tas
             first = next(results)
             assert len(drawn) == 2  # the window: 2 × the cluster's one thread
             rest = list(results)
+        assert list(run_on_dask(_shard_and_key, [], cluster.scheduler_address, "none")) == []
     values = sorted(value for value, _ in [first, *rest])
     assert values == [0, 10, 20, 30, 40, 50, 60]
     keys = {value // 10: key for value, key in [first, *rest]}
