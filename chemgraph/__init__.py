@@ -10,7 +10,7 @@ import importlib.metadata
 import os
 
 # OpenMP threads that spin-wait while another process holds a core made 2-thread CPU steps
-# 14x slower (docs/architecture.md, "Training"); this must be set before torch loads.
+# many times slower (docs/architecture.md, "Training"); this must be set before torch loads.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from chemgraph import _dgl  # noqa: E402, F401  (installs the DGL import workaround)

@@ -29,9 +29,8 @@ charges that follow, atom by atom, from the change of the atom's bond-order sum:
   tautomers): the form RDKit can kekulise is kept, hydrogen-free first.
 
 The result is sanitised by RDKit; an edit set that gives no sanitisable molecule gives None.
-On the 30,000 ``uspto_mit_valid`` reactions the edits derived by :func:`reaction_edits` give
-back the recorded product for 29,383 (97.9%; 579 give another molecule, mostly a charge or
-tautomer form, 36 none RDKit sanitises, 2 do not parse).
+On the ``uspto_mit_valid`` reactions the edits derived by :func:`reaction_edits` give back the
+recorded product for most reactions; of the others, most give a charge or tautomer form of it.
 
 Public API
 ----------

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
+import sys
 import textwrap
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 __all__ = [
     "MIN_TEXT_WIDTH",
@@ -18,8 +21,10 @@ __all__ = [
     "HelpFormatter",
     "ExamplesHelpFormatter",
     "add_action",
+    "add_library_options",
     "add_overwrite_option",
     "output_width",
+    "run_library_job",
     "shared_options",
     "table_lines",
 ]
@@ -198,6 +203,44 @@ def add_library_options(parser: argparse.ArgumentParser, work: str, output_help:
         action="store_true",
         help="write over an existing output and discard an interrupted run",
     )
+
+
+def run_library_job(
+    command: str, job: Callable[..., Any], args: argparse.Namespace, options: Any
+) -> Any:
+    """Run ``job`` (:func:`~chemgraph.jobs.predict.predict_table`,
+    :func:`~chemgraph.jobs.fingerprint.fingerprint_table`) on the options of
+    :func:`add_library_options`: the job's summary, or, when an interrupt (Ctrl-C or SIGTERM)
+    stopped it, the exit status ``128 +`` the signal number, after printing how to resume.
+
+    Args:
+        command: the command's name, in the message.
+        job: called as ``job(args.checkpoint, args.input, args.output, options, ...)``.
+        args: the parsed arguments.
+        options: the job's options object.
+    """
+    try:
+        return job(
+            args.checkpoint,
+            args.input,
+            args.output,
+            options,
+            workers=args.workers,
+            shard_size=args.shard_size,
+            resume=args.resume,
+            overwrite=args.overwrite,
+            progress=not args.quiet,
+            dask_scheduler=args.dask_scheduler,
+        )
+    except KeyboardInterrupt as stop:  # chemgraph._interrupts.Interrupted: SIGTERM too
+        signum = getattr(stop, "signum", signal.SIGINT)
+        print(
+            f"chemgraph {command}: stopped by {signal.Signals(signum).name}; the finished "
+            f"shards are kept in {args.output}.partial: run the same command with --resume "
+            "to continue",
+            file=sys.stderr,
+        )
+        return 128 + signum
 
 
 class Command(ABC):

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import signal
-import sys
 
-from chemgraph.cli.base import Command, ExamplesHelpFormatter, add_library_options
+from chemgraph.cli.base import (
+    Command,
+    ExamplesHelpFormatter,
+    add_library_options,
+    run_library_job,
+)
 
 __all__ = ["FingerprintCommand"]
 
@@ -57,28 +60,9 @@ class FingerprintCommand(Command):
         options = FingerprintOptions(
             smiles_column=args.smiles_column, id_column=args.id_column, batch_size=args.batch_size
         )
-        try:
-            summary = fingerprint_table(
-                args.checkpoint,
-                args.input,
-                args.output,
-                options,
-                workers=args.workers,
-                shard_size=args.shard_size,
-                resume=args.resume,
-                overwrite=args.overwrite,
-                progress=not args.quiet,
-                dask_scheduler=args.dask_scheduler,
-            )
-        except KeyboardInterrupt as stop:  # chemgraph._interrupts.Interrupted: SIGTERM too
-            signum = getattr(stop, "signum", signal.SIGINT)
-            print(
-                f"chemgraph fingerprint: stopped by {signal.Signals(signum).name}; the finished "
-                f"shards are kept in {args.output}.partial: run the same command with --resume "
-                "to continue",
-                file=sys.stderr,
-            )
-            return 128 + signum
+        summary = run_library_job("fingerprint", fingerprint_table, args, options)
+        if isinstance(summary, int):  # interrupted
+            return summary
         failed = f"; {summary.failed:,} could not be featurized (see the error column)"
         print(
             f"embedded {summary.embedded:,} of {summary.records:,} records "

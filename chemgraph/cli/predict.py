@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import signal
-import sys
 
-from chemgraph.cli.base import Command, ExamplesHelpFormatter, add_library_options
+from chemgraph.cli.base import (
+    Command,
+    ExamplesHelpFormatter,
+    add_library_options,
+    run_library_job,
+)
 
 __all__ = ["PredictCommand"]
 
@@ -96,28 +99,9 @@ class PredictCommand(Command):
             ascending=args.ascending,
             **threshold,
         )
-        try:
-            summary = predict_table(
-                args.checkpoint,
-                args.input,
-                args.output,
-                options,
-                workers=args.workers,
-                shard_size=args.shard_size,
-                resume=args.resume,
-                overwrite=args.overwrite,
-                progress=not args.quiet,
-                dask_scheduler=args.dask_scheduler,
-            )
-        except KeyboardInterrupt as stop:  # chemgraph._interrupts.Interrupted: SIGTERM too
-            signum = getattr(stop, "signum", signal.SIGINT)
-            print(
-                f"chemgraph predict: stopped by {signal.Signals(signum).name}; the finished "
-                f"shards are kept in {args.output}.partial: run the same command with --resume "
-                "to continue",
-                file=sys.stderr,
-            )
-            return 128 + signum
+        summary = run_library_job("predict", predict_table, args, options)
+        if isinstance(summary, int):  # interrupted
+            return summary
         domain = (
             "applicability domain unknown (the checkpoint holds no training fingerprints)"
             if summary.out_of_domain is None

@@ -115,8 +115,8 @@ class TrainingFingerprints:
         Intersections are counted as a sparse-by-dense product (each query's set bits pick
         rows of the training bit matrix, :func:`torch.nn.functional.embedding_bag`), in blocks
         of 4096 training molecules, so the memory is bounded whatever the training set size and
-        the time grows as ``N × M × (bits set per query)``: about 13,000 queries per second
-        against 3,400 training molecules on 2 CPU cores.
+        the time grows as ``N × M × (bits set per query)`` (queries per second against a
+        default ESA's training set: ``benchmarks/README.md``, "Scoring a library").
 
         Args:
             bits: ``[N, 2048]`` 0/1 values (any integer or bool dtype): :data:`FINGERPRINT`

@@ -210,9 +210,8 @@ def enumerate_candidates(
     fragment whose atoms have the highest mean product logit (the scorer's "ends in the main
     product"): a by-product (tosylate, Ph3P=O, water) is not the product because it is
     larger, and untouched reagents and counter-ions are not part of it. Given the recorded
-    edits, this choice gives the recorded product for 93% of the first 300 test reactions,
-    against 69% when every fragment with a positive mean was kept; 3.7% of the recorded
-    products hold several molecules.
+    edits, this choice gives the recorded product far more often than keeping every fragment
+    with a positive mean; few recorded products hold several molecules.
 
     Args:
         reaction: the reaction (its ``inputs`` molecule).

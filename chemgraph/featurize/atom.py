@@ -105,10 +105,10 @@ def _atom_columns(
     molecule after molecule.
 
     The fast path of the batched featurizers: each atom's Python object is made once, in a
-    short per-molecule list (made and freed per molecule, the cheapest way, about 2 µs an
-    atom), and every getter is applied by ``map`` (C loops, no Python code per atom). This is
-    about twice as fast as calling the getters on each atom in a Python loop, and
-    ``benchmarks/featurize.py``'s floor does just that.
+    short per-molecule list (made and freed per molecule, the cheapest way), and every getter
+    is applied by ``map`` (C loops, no Python code per atom). This is faster than calling the
+    getters on each atom in a Python loop, which ``benchmarks/featurize.py``'s floor does
+    (``benchmarks/README.md``, "The whole command beside the in-memory featurizer").
     """
     columns: list[list] = [[] for _ in getters]
     for mol in mols:

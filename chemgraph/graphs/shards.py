@@ -30,8 +30,8 @@ within the edge's graph), and ``ndata``/``edata``: per key, ``{"dtype": torch dt
   coordinates, distances) are stored as they are, in ``values`` (``[L, C - len(binary)]``).
 
 The bytes are a function of the graphs and rows only: saving equal inputs gives equal files, so
-a shard's sha256 can key a cache. A ``canonical`` shard is about 20 times smaller than the
-``dgl.save_graphs`` file that earlier chemgraph versions wrote, an ``ogb`` shard about 8 times.
+a shard's sha256 can key a cache. A shard is many times smaller than the ``dgl.save_graphs``
+file that earlier chemgraph versions wrote (``benchmarks/README.md``, "Graph shard size").
 
 Shards of that earlier format (``dgl.save_graphs`` of one batched graph with the labels
 ``row``, ``num_nodes``, ``num_edges``) still load: :func:`load_shard` recognises DGL's file
@@ -336,7 +336,7 @@ def _encode(blob: _Blob, key: str, tensor: torch.Tensor) -> dict[str, Any]:
         columns = array.reshape(array.shape[0], int(np.prod(array.shape[1:], dtype=np.int64)))
         binary = _binary_columns(columns)
         spec["binary"] = np.flatnonzero(binary).tolist()
-        ones = (columns == 1).compress(binary, axis=1)  # compress: 8x faster than [:, binary]
+        ones = (columns == 1).compress(binary, axis=1)  # compress: faster than [:, binary]
         spec["bits"] = blob.add(np.packbits(ones, axis=1, bitorder="little"))
         spec["values"] = blob.add(columns.compress(~binary, axis=1))
     return spec

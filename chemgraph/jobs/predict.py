@@ -17,7 +17,7 @@ Output: one row per input record, in input order, bad records included::
     <target>_pred            float32  target units (regression) or probability of class 1
     <target>_std             float32  ensembles only: sample standard deviation over the K
                                       members (ddof=1: sqrt(sum (p_k - mean)^2 / (K - 1)))
-    max_similarity_to_train  float32  applicability domain (:mod:`chemgraph.data.applicability`)
+    max_similarity_to_train  float32  applicability domain (chemgraph.data.applicability)
     in_domain                bool     max_similarity_to_train >= the threshold
     error                    string   null (an empty CSV cell) when predicted, else why the
                                       record could not be featurized

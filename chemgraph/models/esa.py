@@ -91,8 +91,9 @@ class ESAConfig(ModelConfig):
             departure from the paper, ``ModelSpec.training_options``) adds
             ``Linear(Σ_t z_t / SUM_READOUT_SCALE)`` over the graph's token states ``z = X +
             Encoder(X)``. Attention pooling is a weighted mean and cannot count; properties
-            that grow with molecule size (solubility, logP: Crippen logP alone explains 69% of
-            ESOL's variance) need the sum (ESOL test RMSE, 50 epochs: ``benchmarks/README.md``).
+            that grow with molecule size (solubility, logP: Crippen logP, a sum over atoms,
+            alone explains most of ESOL's variance) need the sum (ESOL test RMSE, 50 epochs:
+            ``benchmarks/README.md``).
     """
 
     in_features: int

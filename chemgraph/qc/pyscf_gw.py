@@ -38,7 +38,8 @@ __all__ = [
 
 #: Largest accepted residual of the quasiparticle equation, Hartree (1e-4 Ha = 2.7 meV). A
 #: solved orbital's residual is about 1e-12 Ha (H2O); the energy pyscf leaves when its solve
-#: fails (0) has a residual of the order of the orbital energy (0.17 and 0.46 Ha for H2O).
+#: fails (0) has a residual of the order of the orbital energy (0.17 and 0.46 Ha for H2O,
+#: ``tests/qc/test_pyscf_gw.py``).
 QP_RESIDUAL_TOLERANCE = 1e-4
 
 
@@ -214,8 +215,8 @@ def gw_frontier_orbitals(
         functional: Kohn-Sham starting point.
         basis: Gaussian basis set name known to pyscf.
         frozen_core: leave the core orbitals (1s of Li-Ne, 1s-2p of Na-Ar) out of the
-            polarizability and the self-energy sum; cheaper (about 20% for QM9 molecules),
-            changes HOMO/LUMO by a few meV.
+            polarizability and the self-energy sum; cheaper, and changes HOMO/LUMO by a few
+            meV.
         frequency_points: imaginary-frequency quadrature points (``GWAC.nw``, pyscf default 100).
         max_cycle, conv_tol: SCF cycle limit and energy tolerance (Hartree).
         grid_level: pyscf exchange-correlation integration grid level (0-9; pyscf's default 3).

@@ -2,8 +2,8 @@
 
 GFN2-xTB: Bannwarth, Ehlert, Grimme, J. Chem. Theory Comput. 15, 1652 (2019),
 https://doi.org/10.1021/acs.jctc.8b01176; tblite: https://github.com/tblite/tblite.
-Measured on this project's machine (tblite 0.8.0): H2O (r(OH) 0.9572 Å, 104.52°) HOMO
--12.177 eV, LUMO 2.476 eV, about 2 ms.
+H2O (r(OH) 0.9572 Å, 104.52°) gives HOMO -12.177 eV and LUMO 2.476 eV with tblite 0.8.0
+(``tests/qc/test_xtb.py``).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +34,8 @@ from chemgraph.jobs.reaction_centre import (
     load_reaction_centre_model,
     train_reaction_centre_model,
 )
-from chemgraph.recipes.reaction_outcome import check_data_files, resolve_data_path
-from chemgraph.recipes.registry import RECIPES, recipe_settings
+from chemgraph.recipes.reaction_outcome import resolve_data_files
+from chemgraph.recipes.registry import RECIPES, recipe_config, recipe_settings
 
 __all__ = ["DESCRIPTION", "ReactionCentreRecipeConfig", "default_config", "run"]
 
@@ -62,8 +62,6 @@ class ReactionCentreRecipeConfig(ReactionCentreTrainingConfig):
     top_k: int = 5
 
     NUMBERS = {**ReactionCentreTrainingConfig.NUMBERS, "max_test": (int, 1), "top_k": (int, 1)}
-
-    valid = None  # no validation file (check_data_files checks train, valid and test)
 
 
 def default_config() -> dict[str, Any]:
@@ -94,17 +92,8 @@ def run(
     """
     if seeds not in (None, 1):
         raise ConfigError("the reaction_centre recipe trains one model; set seed in the config")
-    if isinstance(config, ReactionCentreRecipeConfig):
-        config = config if out is None else replace(config, out=str(out))
-    else:
-        values = recipe_settings(NAME, config)
-        if out is not None:
-            values["out"] = str(out)
-        source = str(config) if isinstance(config, (str, Path)) else None
-        config = ReactionCentreRecipeConfig.from_dict(values, source)
-    paths = {name: resolve_data_path(getattr(config, name)) for name in ("train", "test")}
-    config = replace(config, **paths)
-    check_data_files(config)
+    config = recipe_config(NAME, config, ReactionCentreRecipeConfig, out)
+    config = resolve_data_files(config)
     max_distance = config.model_options.get("max_distance", 8)
     if config.test is not None:
         examples, rows, rejected = load_reaction_centre_examples(

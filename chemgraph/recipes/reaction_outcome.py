@@ -26,7 +26,7 @@ import json
 import logging
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,15 +44,15 @@ from chemgraph.jobs.react import (
     top_k_metrics,
     train_reaction_model,
 )
-from chemgraph.recipes.registry import RECIPES, recipe_settings
+from chemgraph.recipes.registry import RECIPES, recipe_config, recipe_settings
 from chemgraph.train.checkpoint import load_checkpoint
 
 __all__ = [
     "DESCRIPTION",
     "ReactionOutcomeConfig",
-    "check_data_files",
     "check_first_validation",
     "default_config",
+    "resolve_data_files",
     "resolve_data_path",
     "run",
 ]
@@ -154,17 +154,8 @@ def run(
     """
     if seeds not in (None, 1):
         raise ConfigError("the reaction_outcome recipe trains one model; set seed in the config")
-    if isinstance(config, ReactionOutcomeConfig):
-        config = config if out is None else replace(config, out=str(out))
-    else:
-        values = recipe_settings(NAME, config)
-        if out is not None:
-            values["out"] = str(out)
-        source = str(config) if isinstance(config, (str, Path)) else None
-        config = ReactionOutcomeConfig.from_dict(values, source)
-    paths = {name: resolve_data_path(getattr(config, name)) for name in ("train", "valid", "test")}
-    config = replace(config, **paths)
-    check_data_files(config)
+    config = recipe_config(NAME, config, ReactionOutcomeConfig, out)
+    config = resolve_data_files(config)
     check_first_validation(config)
     if config.test is not None:
         items, rows, rejected = load_reaction_graphs(config.test, config.max_test, config.progress)
@@ -210,14 +201,19 @@ def run(
     return metrics
 
 
-def check_data_files(config: ReactionOutcomeConfig) -> None:
-    """Refuse a ``train``, ``valid`` or ``test`` path that is not a file.
+def resolve_data_files(config: Any) -> Any:
+    """``config`` (a recipe's settings dataclass) with the data files among its fields,
+    ``train``, ``valid`` and ``test``, resolved (:func:`resolve_data_path`) and checked: each
+    is None or a file.
 
     Raises:
         ConfigError: the setting, the path and, for a relative path, the folder it is
             resolved against (the current folder).
+        ValueError: an unknown ``uspto_mit:`` split.
     """
-    for name in ("train", "valid", "test"):
+    names = [item.name for item in fields(config) if item.name in ("train", "valid", "test")]
+    config = replace(config, **{name: resolve_data_path(getattr(config, name)) for name in names})
+    for name in names:
         path = getattr(config, name)
         if path is None or Path(path).is_file():
             continue
@@ -226,6 +222,7 @@ def check_data_files(config: ReactionOutcomeConfig) -> None:
             "" if Path(path).is_absolute() else f" (relative to the current folder {Path.cwd()})"
         )
         raise ConfigError(f"{name}: {path} {problem}{where}")
+    return config
 
 
 def check_first_validation(config: ReactionTrainingConfig) -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -40,6 +40,7 @@ __all__ = [
     "Recipe",
     "check_setting_keys",
     "get_recipe",
+    "recipe_config",
     "recipe_profiles",
     "recipe_settings",
     "valid_setting_keys",
@@ -144,6 +145,32 @@ def recipe_settings(name: str, config: str | Path | Mapping[str, Any] | None) ->
     from chemgraph.train.config import over_profile
 
     return over_profile(config, recipe_profiles(name), DEFAULT_PROFILE)
+
+
+def recipe_config(
+    name: str,
+    config: str | Path | Mapping[str, Any] | Any | None,
+    settings_class: type,
+    out: str | Path | None = None,
+) -> Any:
+    """The settings object of a run of recipe ``name``: ``config`` itself when it is a
+    ``settings_class``, else :func:`recipe_settings` (``config`` a YAML file, a mapping or None
+    merged over a profile) read by ``settings_class.from_dict`` (a
+    :class:`chemgraph.train.config.RunConfig` subclass); ``out``, when given, replaces its
+    ``out`` setting.
+
+    Raises:
+        FileNotFoundError: no such recipe folder or ``config`` file.
+        ValueError: an unknown profile.
+        ConfigError: what ``settings_class`` refuses (the ``config`` file is named).
+    """
+    if isinstance(config, settings_class):
+        return config if out is None else replace(config, out=str(out))
+    values = recipe_settings(name, config)
+    if out is not None:
+        values["out"] = str(out)
+    source = str(config) if isinstance(config, (str, Path)) else None
+    return settings_class.from_dict(values, source)
 
 
 def _settings_class_fields(name: str, place: str) -> list[str] | None:

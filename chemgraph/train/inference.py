@@ -10,7 +10,6 @@ one task per graph shard in this process, in worker processes, or as dask.distri
 from __future__ import annotations
 
 import functools
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -18,8 +17,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from chemgraph._dask import run_on_dask
 from chemgraph._dgl import dgl
-from chemgraph.errors import MissingDependencyError
 from chemgraph.graphs.shards import select_graphs
 from chemgraph.models import get_model_spec
 from chemgraph.train.module import PropertyPredictionModule
@@ -62,7 +61,7 @@ def predict_graphs(
     device.
 
     Molecules are batched in order of size (atoms + bonds), so that a padded batch holds little
-    padding (1.5 times the molecules per second of an ESA on HIV molecules); the predictions
+    padding (more molecules per second than batches in input order); the predictions
     come back in input order.
 
     Args:
@@ -172,17 +171,19 @@ def run_shard_tasks(
             better on few cores than threads inside one forward pass; the loader stops them when
             the run ends, is interrupted or its parent dies). Not used with ``dask_scheduler``.
         dask_scheduler: the address of a dask.distributed scheduler (``tcp://host:8786``): each
-            shard is then one task, run on one torch thread; a task whose worker dies is run
-            again by dask on another worker (``distributed.scheduler.allowed-failures`` times,
-            then :class:`distributed.KilledWorker` is raised). The workers need the files the
-            tasks read and write: a file system they share.
+            shard is then one task, run on one torch thread (:func:`chemgraph._dask.run_on_dask`:
+            a task whose worker dies is run again by dask on another worker). The workers need
+            the files the tasks read and write: a file system they share.
 
     Raises:
         MissingDependencyError: ``dask_scheduler`` without dask.distributed installed.
         Exception: what a task raised.
     """
     if dask_scheduler is not None:
-        yield from _run_on_dask(task, shards, dask_scheduler)
+        calls = ((shard,) for shard in shards)
+        yield from run_on_dask(
+            functools.partial(_on_one_thread, task), calls, dask_scheduler, "score-shard"
+        )
         return
     loader = DataLoader(
         _Tasks(task, shards), batch_size=None, num_workers=workers if workers > 1 else 0,
@@ -215,28 +216,6 @@ class _Tasks(Dataset):
 
 def _as_is(records: int) -> int:
     return records
-
-
-def _run_on_dask(
-    task: Callable[[int], int], shards: Sequence[int], dask_scheduler: str
-) -> Iterator[int]:
-    try:
-        from distributed import Client, as_completed
-    except ImportError as error:
-        raise MissingDependencyError(
-            "--dask-scheduler needs dask.distributed: pip install 'chemgraph[dask]'"
-        ) from error
-    client = Client(dask_scheduler)
-    try:
-        run = uuid.uuid4().hex
-        futures = [
-            client.submit(_on_one_thread, task, shard, key=f"score-shard-{shard:05d}-{run}")
-            for shard in shards
-        ]
-        for future in as_completed(futures):
-            yield future.result()
-    finally:
-        client.close()  # releases the futures not done: the scheduler cancels their tasks
 
 
 def _on_one_thread(task: Callable[[int], int], shard: int) -> int:

@@ -31,7 +31,7 @@ def translation_loss(
     Returns:
         ``loss`` = mean label loss + mean bond loss, and the parts plus teacher-forced scores:
         ``label_accuracy``; ``bond_precision`` and ``bond_recall``, over the true bonds (a
-        predicted bond counts when its class is right; ~92% of atom pairs have no bond, so an
+        predicted bond counts when its class is right; most atom pairs have no bond, so an
         accuracy over all pairs would say little); ``graph_accuracy`` (fraction of reactions
         whose every label and bond is the argmax).
     """

@@ -219,3 +219,31 @@ def test_predict_error_is_null_for_predicted_rows(tmp_path, suffix):
         assert pq.read_table(output)["error"].to_pylist()[:2] == [None, None]
     else:  # an empty cell
         assert output.read_text().splitlines()[1].endswith(",")
+
+
+@pytest.mark.parametrize("command", ["predict", "fingerprint"])
+def test_an_interrupted_library_run_says_how_to_resume_and_exits_128_plus_the_signal(
+    command, tmp_path, monkeypatch, capsys
+):
+    import signal
+
+    from chemgraph._interrupts import Interrupted
+    from chemgraph.jobs import fingerprint, predict
+
+    calls = []
+
+    def stopped(*args, **kwargs):
+        calls.append((args[1:3], kwargs["workers"], kwargs["shard_size"], kwargs["resume"]))
+        raise Interrupted(signal.SIGTERM)
+
+    monkeypatch.setattr(predict, "predict_table", stopped)
+    monkeypatch.setattr(fingerprint, "fingerprint_table", stopped)
+    output = tmp_path / "out.parquet"
+    argv = [command, "--checkpoint", str(CHECKPOINT), "--input", "lib.smi", "--output",
+            str(output), "--workers", "3", "--shard-size", "7", "--resume", "--quiet"]  # fmt: skip
+    assert main(argv) == 128 + signal.SIGTERM
+    assert calls == [(("lib.smi", str(output)), 3, 7, True)]
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"chemgraph {command}: stopped by SIGTERM; the finished shards are kept in "
+        f"{output}.partial: run the same command with --resume to continue"
+    )

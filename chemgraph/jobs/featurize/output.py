@@ -244,7 +244,7 @@ def _ids_of_rows(out: Path, shard_size: int, rows: set[int]) -> dict[int, str]:
     found: dict[int, str] = {}
     for shard in sorted({row // shard_size for row in rows}):
         name = shard_name(shard)
-        # ParquetFile, not pq.read_table, which imports pandas (about 0.3 CPU s)
+        # ParquetFile, not pq.read_table, which imports pandas (start-up time: benchmarks/README.md)
         with pq.ParquetFile(out / "features" / f"{name}.parquet") as features:
             table = features.read(columns=["row", "id"])
         pairs = list(zip(table["row"].to_pylist(), table["id"].to_pylist()))

@@ -175,7 +175,7 @@ def _parse(record: Record) -> Chem.Mol:
     if "\ufffd" in record.text:
         raise MoleculeParseError("input is not valid UTF-8", record.text)
     # mols_from_smiles([record.text]) without its per-call BlockLogs: featurize_shard blocks
-    # RDKit's logs once for all its records (a BlockLogs per record cost about 30 µs a molecule)
+    # RDKit's logs once for all its records (a BlockLogs per record costs time on every molecule)
     text = record.text.strip()
     if len(text.split()) == 1:
         mol = Chem.MolFromSmiles(text)
@@ -260,7 +260,8 @@ def features_table(
     records: list[Record], results: list[Featurized], options: FeaturizeOptions
 ) -> pa.Table:
     """The shard's feature table, its columns built from their buffers (:func:`_numbers`,
-    :func:`_strings`): ``pa.array`` imports pandas (about 0.3 CPU s in every worker) to check
+    :func:`_strings`): ``pa.array`` imports pandas (start-up CPU time in every worker:
+    ``benchmarks/README.md``, "The whole command beside the in-memory featurizer") to check
     whether its argument is a pandas object."""
     columns: dict[str, pa.Array] = {
         "id": _strings([r.id for r in records]),

@@ -17,7 +17,6 @@ package), which imports neither DGL nor pandas.
 
 from __future__ import annotations
 
-import functools
 import multiprocessing
 import multiprocessing.forkserver
 import os
@@ -33,8 +32,8 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
+from chemgraph._dask import run_on_dask
 from chemgraph.data.readers import Record
-from chemgraph.errors import MissingDependencyError
 from chemgraph.jobs.featurize.output import ShardSummary, featurize_shard
 from chemgraph.jobs.featurize.records import STEP_CODE, STEPS, FeaturizeOptions
 
@@ -297,35 +296,14 @@ def run_dask(
     dask_scheduler: str,
     advance: Callable[[int], None],
 ) -> Iterator[ShardSummary]:
-    """Featurize shards as dask tasks, at most ``2 × threads`` in flight (memory stays flat);
+    """Featurize shards as dask tasks (:func:`chemgraph._dask.run_on_dask`: at most ``2 ×``
+    threads in flight, so memory stays flat), yielding their summaries as they finish;
     ``advance(n)`` is called with the records of each shard as it completes.
 
     Raises:
         MissingDependencyError: dask.distributed is not installed.
     """
-    try:
-        from distributed import Client
-    except ImportError as error:
-        raise MissingDependencyError(
-            "--dask-scheduler needs dask.distributed: pip install 'chemgraph[dask]'"
-        ) from error
-
-    client = Client(dask_scheduler)
-    submit = functools.partial(client.submit, featurize_shard, pure=False)
-    window = 2 * max(1, sum(client.nthreads().values()))
-
-    def result(future: Any) -> ShardSummary:
-        summary = future.result()
+    calls = ((shard, records, options, str(out)) for shard, records in chunks)
+    for summary in run_on_dask(featurize_shard, calls, dask_scheduler, "featurize-shard"):
         advance(summary.read + summary.blank)
-        return summary
-
-    try:
-        pending = []
-        for shard, records in chunks:
-            pending.append(submit(shard, records, options, str(out)))
-            if len(pending) >= window:
-                yield result(pending.pop(0))
-        for future in pending:
-            yield result(future)
-    finally:
-        client.close()
+        yield summary

@@ -1,0 +1,54 @@
+"""chemgraph._dask.run_on_dask: the one runner of shard tasks on a dask.distributed cluster
+(featurize's and predict's ``--dask-scheduler``; their tests check the outputs it makes)."""
+
+import builtins
+import contextlib
+
+import pytest
+
+from chemgraph._dask import run_on_dask
+from chemgraph.errors import MissingDependencyError
+
+
+def _shard_and_key(shard, factor):
+    from distributed import get_worker
+
+    return shard * factor, str(get_worker().get_current_task())
+
+
+def test_every_call_runs_once_under_its_shard_name_and_the_calls_are_read_as_tasks_finish():
+    distributed = pytest.importorskip("distributed")
+    drawn = []
+
+    def calls():
+        for shard in range(7):
+            drawn.append(shard)
+            yield shard, 10
+
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        results = run_on_dask(_shard_and_key, calls(), cluster.scheduler_address, "test-shard")
+        with contextlib.closing(results):
+            first = next(results)
+            assert len(drawn) == 2  # the window: 2 × the cluster's one thread
+            rest = list(results)
+        assert list(run_on_dask(_shard_and_key, [], cluster.scheduler_address, "none")) == []
+    values = sorted(value for value, _ in [first, *rest])
+    assert values == [0, 10, 20, 30, 40, 50, 60]
+    keys = {value // 10: key for value, key in [first, *rest]}
+    assert all(keys[shard].startswith(f"test-shard-{shard:05d}-") for shard in range(7))
+    assert len({key.rsplit("-", 1)[1] for key in keys.values()}) == 1  # one run, one suffix
+
+
+def test_without_dask_distributed_the_error_says_what_to_install(monkeypatch):
+    real_import = builtins.__import__
+
+    def no_distributed(name, *args, **kwargs):
+        if name == "distributed":
+            raise ImportError("No module named 'distributed'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_distributed)
+    with pytest.raises(MissingDependencyError, match=r"pip install 'chemgraph\[dask\]'"):
+        next(run_on_dask(_shard_and_key, [(0, 1)], "tcp://127.0.0.1:1", "test-shard"))
