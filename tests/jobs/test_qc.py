@@ -4,6 +4,11 @@ record accounted for; a resumed run keeps finished shards; SDF geometries used a
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pandas as pd
@@ -177,3 +182,45 @@ def test_the_command_writes_parquet_with_two_workers(tmp_path, capsys):
     homo, lumo = _direct("CCO")
     assert labels["homo_ev"][1] == pytest.approx(homo, abs=1e-9)
     assert not (tmp_path / "out" / "labels.csv").exists()
+
+
+def test_ctrl_c_stops_the_workers_keeps_finished_shards_and_resume_completes(tmp_path):
+    import psutil
+
+    smiles = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "CCN(CC)CC", "OCC(=O)O"]
+    path = tmp_path / "lib.smi"
+    path.write_text("".join(f"{smiles[i % len(smiles)]} m{i}\n" for i in range(120)))
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "chemgraph", "qc", str(path), "--output", str(out),
+               "--conformers", "1", "--shard-size", "4", "--workers", "2", "--quiet"]  # fmt: skip
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120  # a test that fails rather than hangs
+    while not (out / "parts" / "shard-00000.json").exists():
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    children = psutil.Process(process.pid).children(recursive=True)
+    os.killpg(process.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+    stdout, stderr = process.communicate(timeout=60)
+    _, alive = psutil.wait_procs(children, timeout=30)
+    assert alive == []
+    assert process.returncode == 128 + signal.SIGINT
+    assert stdout == "" and "Traceback" not in stderr
+    (line,) = stderr.strip().splitlines()
+    assert line.startswith("chemgraph qc: stopped by SIGINT;")
+    assert line.endswith("run the same command with --resume to continue")
+    assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
+    assert not (out / "parts" / "shard-00029.json").exists()  # it really was interrupted
+    kept = {  # the complete shards' labels, which resuming must not compute again
+        p.name: p.stat().st_mtime_ns
+        for p in (out / "parts").glob("*.parquet")
+        if p.with_suffix(".json").exists()
+    }
+    assert kept
+    manifest = label_library(path, out, QCOptions(conformers=1), workers=2, shard_size=4,
+                             resume=True, progress=False)  # fmt: skip
+    assert manifest["counts"]["labelled"] == 120
+    assert pd.read_csv(out / "labels.csv")["row"].tolist() == list(range(120))
+    assert {n: (out / "parts" / n).stat().st_mtime_ns for n in kept} == kept
