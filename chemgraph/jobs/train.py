@@ -45,10 +45,9 @@ from chemgraph.graphs.shards import load_shard
 from chemgraph.jobs.featurize import read_manifest, shard_name
 from chemgraph.models import get_model_spec
 from chemgraph.train.callbacks import EpochProgress, LossHistory
-from chemgraph.train.checkpoint import load_checkpoint
 from chemgraph.train.config import TrainingConfig, paper_protocol_differences
 from chemgraph.train.ensemble import ensemble_statistics
-from chemgraph.train.finetune import transfer_weights
+from chemgraph.train.finetune import load_pretrained, transfer_weights
 from chemgraph.train.fit import fit
 from chemgraph.train.metrics import mean_over_tasks, per_task_metrics
 from chemgraph.train.module import PropertyPredictionModule
@@ -533,7 +532,7 @@ def _fit(
         train_fingerprints=_training_fingerprints(parts["train"], config.preparation),
     )
     if config.init_from is not None:
-        pretrained = load_checkpoint(config.init_from, kind="property")
+        pretrained = load_pretrained(config.init_from)
         transfer_weights(pretrained, module, config.freeze_encoder)
         log.info(
             "started from %s: every weight but the output head%s",

@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from chemgraph._files import file_digest
 from chemgraph.errors import ConfigError
 from chemgraph.featurize import get_preset
@@ -27,7 +29,28 @@ from chemgraph.models import get_model_spec
 from chemgraph.train.checkpoint import load_checkpoint
 from chemgraph.train.module import PropertyPredictionModule
 
-__all__ = ["CheckpointSettings", "checkpoint_settings", "resolve_init_from", "transfer_weights"]
+__all__ = [
+    "CheckpointSettings",
+    "checkpoint_settings",
+    "load_pretrained",
+    "resolve_init_from",
+    "transfer_weights",
+]
+
+
+def load_pretrained(path: str | Path) -> PropertyPredictionModule:
+    """The property module of checkpoint ``path``
+    (:func:`chemgraph.train.checkpoint.load_checkpoint`), rebuilt without drawing from the
+    global random number generators: reading the checkpoint of ``init_from`` leaves a seeded
+    run's weights, dropout and shuffling as they would be without it, however often the
+    settings are checked.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: not a chemgraph property checkpoint.
+    """
+    with torch.random.fork_rng(devices=[]):
+        return load_checkpoint(path, kind="property")
 
 
 def transfer_weights(
@@ -102,7 +125,7 @@ def checkpoint_settings(path: str | Path) -> CheckpointSettings:
             checkpoint), or a featurizer the installed chemgraph no longer builds the same way.
     """
     try:
-        module = load_checkpoint(path, kind="property")
+        module = load_pretrained(path)
     except (FileNotFoundError, ValueError) as error:
         raise ConfigError(f"init_from: {error}") from None
     family = module.hparams.get("model", "esa")

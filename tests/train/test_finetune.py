@@ -205,3 +205,19 @@ def test_the_command_refuses_a_contradicting_model_in_one_line(tmp_path, capsys)
     assert len(error.splitlines()) == 1
     assert "model 'esa' (the checkpoint's: 'gcn')" in error
     assert not (tmp_path / "run").exists()
+
+
+def test_config_yaml_repeats_a_fine_tuning_run(tmp_path):
+    """Reading the checkpoint (for the settings, as often as the configuration is built) draws
+    no random numbers, so the repeated run trains the same weights."""
+    state = torch.get_rng_state()
+    checkpoint_settings(CHECKPOINTS / "gcn.ckpt")
+    assert torch.equal(torch.get_rng_state(), state)
+    first = train(_config(tmp_path, "gcn"))  # task None: decided from the labels, then recorded
+    from chemgraph.cli import main
+
+    assert main(["train", "--config", str(tmp_path / "run" / "config.yaml"), "--out",
+                 str(tmp_path / "again"), "--quiet"]) == 0  # fmt: skip
+    again = json.loads((tmp_path / "again" / "metrics.json").read_text())
+    assert again["test"] == pytest.approx(first["test"], rel=1e-6)
+    assert again["init_from"] == first["init_from"]
