@@ -224,3 +224,8 @@ def test_ctrl_c_stops_the_workers_keeps_finished_shards_and_resume_completes(tmp
     assert manifest["counts"]["labelled"] == 120
     assert pd.read_csv(out / "labels.csv")["row"].tolist() == list(range(120))
     assert {n: (out / "parts" / n).stat().st_mtime_ns for n in kept} == kept
+
+
+def test_a_molecule_without_a_conformer_is_a_reject():
+    with pytest.raises(ValueError, match="ETKDGv3 could not embed a conformer"):
+        label_record(Record(0, "cyclopropyne", "C1#CC1"), QCOptions(conformers=1))
