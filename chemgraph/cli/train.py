@@ -82,7 +82,7 @@ class TrainCommand(Command):
             "--model",
             choices=list(MODEL_DESCRIPTIONS),
             help="; ".join(f"{name}: {text}" for name, text in MODEL_DESCRIPTIONS.items())
-            + " (default: esa)",
+            + " (default: esa, or the --init-from checkpoint's)",
         )
         parser.add_argument(
             "--split",
