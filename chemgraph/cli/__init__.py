@@ -3,8 +3,9 @@
 :mod:`~chemgraph.cli.base` holds the :class:`~chemgraph.cli.base.Command` base, the shared
 options (``--quiet``, ``-v/--verbose``, ``--debug``) and the help formatters;
 :mod:`~chemgraph.cli.main` the parser, logging set-up and :func:`main`; ``train``, ``predict``,
-``featurize``, ``datasets``, ``recipe`` and ``react`` one command each. Building the parser
-imports no heavy library: each command imports what it needs when it runs.
+``featurize``, ``fingerprint``, ``qc``, ``datasets``, ``recipe`` and ``react`` one command
+each. Building the parser imports no heavy library: each command imports what it needs when
+it runs.
 """
 
 from chemgraph.cli.main import build_parser, main

@@ -16,6 +16,7 @@ from chemgraph.cli.datasets import DatasetsCommand
 from chemgraph.cli.featurize import FeaturizeCommand
 from chemgraph.cli.fingerprint import FingerprintCommand
 from chemgraph.cli.predict import PredictCommand
+from chemgraph.cli.qc import QCCommand
 from chemgraph.cli.react import ReactCommand
 from chemgraph.cli.recipe import RecipeCommand
 from chemgraph.cli.train import TrainCommand
@@ -39,6 +40,7 @@ COMMANDS = {
         PredictCommand(),
         FeaturizeCommand(),
         FingerprintCommand(),
+        QCCommand(),
         DatasetsCommand(),
         ReactCommand(),
         RecipeCommand(),

@@ -17,6 +17,8 @@ examples:
       --model esa --split random --seed 0 --max-epochs 50 --out runs/esol
   chemgraph train --data tox21.csv.gz --target-columns NR-AR,NR-AhR --task classification \\
       --split scaffold --out runs/tox21 --config my_settings.yaml
+  chemgraph train --data my_200_measured.csv --target-columns gap --init-from runs/xtb/best.ckpt \\
+      --freeze-encoder --out runs/finetuned
 
 outputs in --out: best.ckpt, metrics.json (overall and per task), predictions.csv, rejected.csv,
 learning_curve.png, test-split plots (parity.png and residuals.png for regression; roc_curve.png,
@@ -80,7 +82,7 @@ class TrainCommand(Command):
             "--model",
             choices=list(MODEL_DESCRIPTIONS),
             help="; ".join(f"{name}: {text}" for name, text in MODEL_DESCRIPTIONS.items())
-            + " (default: esa)",
+            + " (default: esa, or the --init-from checkpoint's)",
         )
         parser.add_argument(
             "--split",
@@ -155,6 +157,22 @@ class TrainCommand(Command):
             "their mean prediction and its standard deviation",
         )
         parser.add_argument(
+            "--init-from",
+            metavar="CKPT",
+            help="start from the weights of a property checkpoint (best.ckpt of chemgraph "
+            "train): every weight but the output head, which is new for --target-columns "
+            "(Chemprop's --checkpoint); the model family, its options and the featurizer are "
+            "the checkpoint's (giving others is refused); its path and sha256 are recorded in "
+            "config.yaml and metrics.json",
+        )
+        parser.add_argument(
+            "--freeze-encoder",
+            action="store_true",
+            default=None,
+            help="with --init-from: train the new output head only, the copied weights stay as "
+            "they are (Chemprop's --freeze-encoder)",
+        )
+        parser.add_argument(
             "--config",
             help="YAML file with any training setting (keys as in the config.yaml a run "
             "writes); command-line options override it",
@@ -185,6 +203,8 @@ class TrainCommand(Command):
             "max_time_minutes": args.max_time_minutes,
             "devices": args.devices,
             "out": args.out,
+            "init_from": args.init_from,
+            "freeze_encoder": args.freeze_encoder,
         }
         if args.quiet:
             overrides["progress"] = False

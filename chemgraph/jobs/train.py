@@ -48,6 +48,7 @@ from chemgraph.models import get_model_spec
 from chemgraph.train.callbacks import EpochProgress, LossHistory
 from chemgraph.train.config import TrainingConfig, paper_protocol_differences
 from chemgraph.train.ensemble import ensemble_statistics
+from chemgraph.train.finetune import load_pretrained, transfer_weights
 from chemgraph.train.fit import fit
 from chemgraph.train.metrics import mean_over_tasks, per_task_metrics
 from chemgraph.train.module import PropertyPredictionModule
@@ -129,6 +130,8 @@ def train(config: TrainingConfig, overwrite: bool = False) -> dict[str, dict[str
     fitted = _fit(config, parts, preset, out)
     metrics, predictions = _evaluate(config, fitted, parts)
     metrics["duplicates"] = duplicates.to_dict()
+    if config.init_from is not None:
+        metrics["init_from"] = _init_from_record(config)
     _write_results(config, out, metrics, predictions, fitted.history)
     return metrics
 
@@ -194,6 +197,8 @@ def train_ensemble(config: TrainingConfig, size: int, overwrite: bool = False) -
         metrics[name] = mean_over_tasks(per_task[name])
     metrics["per_task"] = per_task
     metrics["duplicates"] = member_metrics[0]["duplicates"]  # one split for every member
+    if config.init_from is not None:
+        metrics["init_from"] = _init_from_record(config)
     metrics["ensemble_size"] = size
     metrics["members"] = [{"val": m["val"], "test": m["test"]} for m in member_metrics]
     out.mkdir(parents=True, exist_ok=True)
@@ -227,7 +232,7 @@ def _recorded(config: TrainingConfig) -> dict:
     """The settings as ``config.yaml`` records them: paths made absolute, so that ``--config
     config.yaml`` repeats the run from any folder (a registered dataset name stays a name)."""
     values = config.to_dict()
-    for key in ("data", "data_root", "out", "split_file"):
+    for key in ("data", "data_root", "out", "split_file", "init_from"):
         value = values.get(key)
         if value is not None and (key != "data" or Path(value).exists()):
             values[key] = str(Path(value).resolve())
@@ -532,6 +537,13 @@ def _fit(
         model=config.model,
         train_fingerprints=_training_fingerprints(parts["train"], config.preparation),
     )
+    if config.init_from is not None:
+        pretrained = load_pretrained(config.init_from)
+        transfer_weights(pretrained, module, config.freeze_encoder)
+        log.info(
+            "started from %s: every weight but the output head%s",
+            config.init_from, " (frozen: only the head trains)" if config.freeze_encoder else "",
+        )  # fmt: skip
     for part in parts.values():  # e.g. Graphormer's shortest paths, once per molecule
         part.graphs = spec.transform_graphs(module.model.config, part.graphs)
     data = MoleculeDataModule(
@@ -561,6 +573,16 @@ def _fit(
         model_summary=config.progress,
     )
     return _Fitted(module, result.trainer, data, history)
+
+
+def _init_from_record(config: TrainingConfig) -> dict:
+    """``metrics.json``'s record of the checkpoint the run started from: its absolute path,
+    SHA-256 and whether the encoder was frozen."""
+    return {
+        "path": str(Path(config.init_from).resolve()),
+        "sha256": config.init_from_sha256,
+        "freeze_encoder": config.freeze_encoder,
+    }
 
 
 def _training_fingerprints(part: MoleculeDataset, preparation: MoleculePreparation) -> dict:

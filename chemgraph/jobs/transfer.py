@@ -61,6 +61,7 @@ from chemgraph.train.baselines import (
 )
 from chemgraph.train.callbacks import EpochProgress, LossHistory
 from chemgraph.train.config import RunConfig
+from chemgraph.train.finetune import transfer_weights
 from chemgraph.train.fit import fit
 from chemgraph.train.inference import predict_graphs
 from chemgraph.train.metrics import regression_metrics
@@ -449,27 +450,6 @@ def build_module(
         lr_patience=config.lr_patience,
         model="esa",
     )
-
-
-def transfer_weights(
-    pretrained: PropertyPredictionModule, module: PropertyPredictionModule, freeze_encoder: bool
-) -> None:
-    """Copy every weight but the output head (``model.head``) from ``pretrained``.
-
-    With ``freeze_encoder``, every copied parameter stops requiring gradients, so only the
-    fresh head trains.
-    """
-    state = {
-        name: value
-        for name, value in pretrained.state_dict().items()
-        if not name.startswith("model.head.")
-    }
-    missing, unexpected = module.load_state_dict(state, strict=False)
-    if unexpected or any(not name.startswith("model.head.") for name in missing):
-        raise RuntimeError(f"weights do not match: missing {missing}, unexpected {unexpected}")
-    if freeze_encoder:
-        for name, parameter in module.model.named_parameters():
-            parameter.requires_grad_(name.startswith("head."))
 
 
 def target_groups(targets: list[str], joint: bool) -> list[list[int]]:

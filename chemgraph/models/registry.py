@@ -43,7 +43,7 @@ class PropertyModel(Protocol):
     their readout, ``float32 [B, D]`` (the learned molecular representation that transfer
     learning keeps and fingerprints are read from), and ``head`` maps it to the
     ``[B, num_outputs]`` predictions. Fine-tuning replaces ``head`` alone
-    (:func:`chemgraph.jobs.transfer.transfer_weights` copies every weight not under ``head.``).
+    (:func:`chemgraph.train.finetune.transfer_weights` copies every weight not under ``head.``).
     """
 
     head: nn.Module

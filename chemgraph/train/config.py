@@ -31,6 +31,7 @@ from chemgraph.data.datasets import dataset_card, list_datasets
 from chemgraph.errors import ConfigError
 from chemgraph.featurize import get_preset
 from chemgraph.models import MODELS, get_model_spec
+from chemgraph.train.finetune import resolve_init_from
 
 __all__ = [
     "PROFILE_KEY",
@@ -303,7 +304,8 @@ class TrainingConfig(RunConfig):
             target column holds only 0 and 1, regression otherwise; a note is logged whenever a
             column holds only 0 and 1), and the decided task is written to ``config.yaml``.
         model: a registered model family (:data:`chemgraph.models.MODELS`), e.g. ``"esa"``
-            (edge-set attention) or ``"nsa"`` (node-set attention).
+            (edge-set attention) or ``"nsa"`` (node-set attention); None = ``"esa"``, or the
+            family of the ``init_from`` checkpoint.
         split: ``"random"`` (seeded), ``"scaffold"`` (Bemis–Murcko, deterministic) or
             ``"predefined"`` (``split_column`` or ``split_file``; set when either is given).
         split_column: a column of the data naming each row's split (``train``, ``val`` or
@@ -336,7 +338,7 @@ class TrainingConfig(RunConfig):
             :class:`chemgraph.train.module.PropertyPredictionModule`.
         warmup_steps, lr_patience: see ``lr_schedule``.
         featurizer: atom/bond featurizer preset; None = the model's default (ESA/NSA take
-            float one-hot features, ``"canonical"``).
+            float one-hot features, ``"canonical"``), or the ``init_from`` checkpoint's.
         fragments: multi-fragment (salt) policy, ``"keep"`` all fragments or ``"largest"``.
         standardize: standardisation of every molecule before featurization, ``"none"``,
             ``"basic"`` or ``"chembl"`` (:func:`chemgraph.chem.standardize`). With
@@ -346,7 +348,18 @@ class TrainingConfig(RunConfig):
             :class:`chemgraph.models.ESAConfig` (hidden_dim, num_heads, layer_pattern, norm,
             mlp, num_seeds, dropout, attend_to_self, readout, ...); the family's
             ``training_options`` (:class:`chemgraph.models.ModelSpec`, e.g. ESA's
-            ``readout: seeds+sum``) fill the options not given.
+            ``readout: seeds+sum``) fill the options not given (not with ``init_from``, whose
+            checkpoint's options are used).
+        init_from: a property checkpoint (``best.ckpt`` of ``chemgraph train``) to start from:
+            every weight but the output head is copied (:func:`chemgraph.train.finetune.
+            transfer_weights`), the head is new for ``target_columns``. ``model``,
+            ``featurizer`` and ``model_options`` are the checkpoint's
+            (:func:`chemgraph.train.finetune.resolve_init_from`); given otherwise, the run is
+            refused. The molecule preparation (``standardize``, ``fragments``) is this run's.
+        init_from_sha256: the checkpoint's SHA-256, filled in when None and recorded in
+            ``config.yaml``; given (a repeated run), the file must still have it.
+        freeze_encoder: with ``init_from``, train the new head only (the copied parameters do
+            not change).
         num_workers: DataLoader worker processes.
         accelerator: Lightning accelerator (``"auto"`` picks CUDA when available).
         devices: above 1, the fit runs distributed data-parallel (Lightning DDP) over this
@@ -373,7 +386,7 @@ class TrainingConfig(RunConfig):
     smiles_column: str = "smiles"
     data_root: str | None = None
     task: Literal["regression", "classification"] | None = None
-    model: str = "esa"
+    model: str | None = None
     split: Literal["random", "scaffold", "predefined"] = "random"
     split_column: str | None = None
     split_file: str | None = None
@@ -400,10 +413,13 @@ class TrainingConfig(RunConfig):
     accelerator: str = "auto"
     devices: int = 1
     progress: bool = True
+    init_from: str | None = None
+    init_from_sha256: str | None = None
+    freeze_encoder: bool = False
 
     CHOICES = {
         "task": ("regression", "classification", None),
-        "model": tuple(MODELS),
+        "model": (*MODELS, None),
         "split": ("random", "scaffold", "predefined"),
         "fragments": ("keep", "largest"),
         "standardize": ("none", "basic", "chembl"),
@@ -424,6 +440,20 @@ class TrainingConfig(RunConfig):
         return MoleculePreparation(standardize=self.standardize, fragments=self.fragments)
 
     def __post_init__(self) -> None:
+        training_options = self.init_from is None
+        if self.init_from is not None:
+            self.init_from = str(self.init_from)
+            settings, self.model, self.featurizer, self.model_options = resolve_init_from(
+                self.init_from, self.model, self.featurizer, self.model_options,
+                self.init_from_sha256,
+            )  # fmt: skip
+            self.init_from_sha256 = settings.sha256
+        elif self.freeze_encoder:
+            raise ConfigError("freeze_encoder needs init_from (the checkpoint to start from)")
+        elif self.init_from_sha256 is not None:
+            raise ConfigError("init_from_sha256 is given without init_from")
+        if self.model is None:
+            self.model = "esa"
         protocol = dict(PROTOCOLS.get(self.protocol, {}))
         if self.protocol == "default" and self.model in MODELS:
             protocol.update(MODELS[self.model].training_settings)
@@ -464,7 +494,8 @@ class TrainingConfig(RunConfig):
                 f"{self.model.upper()} takes {kind} features; featurizer {self.featurizer!r} "
                 f"gives {preset.atom.dtype}: use {spec.default_featurizer!r}"
             )
-        self.model_options = {**spec.training_options, **self.model_options}
+        if training_options:
+            self.model_options = {**spec.training_options, **self.model_options}
         spec.config_class.check_options(self.model_options)
 
     @classmethod

@@ -82,6 +82,7 @@ __all__ = [
     "BLANK_RECORD",
     "FeaturizeInterrupted",
     "FeaturizeOptions",
+    "LibraryProgress",
     "STEPS",
     "ShardSummary",
     "featurize_library",
@@ -219,7 +220,10 @@ def _featurize_shards(
     """Run every shard not already complete; ``(summaries in shard order, duplicate ids)``."""
     summaries: list[ShardSummary] = []
     duplicates = DuplicateIds()
-    bar = _Progress(input_path, options, show=progress and sys.stderr.isatty())
+    bar = LibraryProgress(
+        input_path, options.smiles_column, options.id_column, options.label_columns,
+        show=progress and sys.stderr.isatty(), description="featurize",
+    )  # fmt: skip
 
     def say(message: str) -> None:
         tqdm.write(f"featurize: {message}", file=sys.stderr)
@@ -260,32 +264,46 @@ def _featurize_shards(
     return summaries, duplicates.report(out, shard_size)
 
 
-class _Progress:
-    """The ``featurize`` bar: records finished, out of the input's records once known.
+class LibraryProgress:
+    """The bar of a library job (``featurize``, ``qc``): records finished, out of the input's
+    records once known.
 
     Args:
-        input_path, options: the input, whose records a daemon thread counts with
-            :func:`~chemgraph.data.readers.iter_record_chunks` (the run's own reader, so blank
-            and malformed records count as they do in the manifest) while the run goes on.
+        input_path, smiles_column, id_column, label_columns: the input, whose records a daemon
+            thread counts with :func:`~chemgraph.data.readers.iter_record_chunks` (the run's
+            own reader, so blank and malformed records count as they do in the manifest) while
+            the run goes on.
         show: draw the bar (on stderr); when False nothing is counted or drawn.
+        description: the bar's label (the command).
     """
 
-    def __init__(self, input_path: Path, options: FeaturizeOptions, show: bool) -> None:
-        self.bar = tqdm(unit="mol", unit_scale=True, disable=not show, desc="featurize")
+    def __init__(
+        self,
+        input_path: Path,
+        smiles_column: str | None,
+        id_column: str | None,
+        label_columns: tuple[str, ...],
+        show: bool,
+        description: str,
+    ) -> None:
+        self.bar = tqdm(unit="mol", unit_scale=True, disable=not show, desc=description)
         self._total: int | None = None
         self._stop = threading.Event()
         if show:
-            threading.Thread(target=self._count, args=(input_path, options), daemon=True).start()
+            arguments = (input_path, smiles_column, id_column, label_columns)
+            threading.Thread(target=self._count, args=arguments, daemon=True).start()
 
-    def _count(self, input_path: Path, options: FeaturizeOptions) -> None:
+    def _count(
+        self,
+        input_path: Path,
+        smiles_column: str | None,
+        id_column: str | None,
+        label_columns: tuple[str, ...],
+    ) -> None:
         total = 0
         try:
             for chunk in iter_record_chunks(
-                input_path,
-                _COUNT_CHUNK,
-                options.smiles_column,
-                options.id_column,
-                options.label_columns,
+                input_path, _COUNT_CHUNK, smiles_column, id_column, label_columns
             ):
                 if self._stop.is_set():
                     return

@@ -54,10 +54,12 @@ __all__ = [
     "DuplicateIds",
     "ShardSummary",
     "completed_shard",
+    "concatenate_rejected",
     "featurize_shard",
     "finish_output",
     "prepare_output",
     "read_manifest",
+    "rejected_csv",
     "shard_name",
     "write_manifest",
 ]
@@ -78,7 +80,8 @@ class ShardSummary:
     rejected: dict[str, int] = field(default_factory=dict)
 
 
-def _rejected_csv(rows: list[tuple]) -> str:
+def rejected_csv(rows: list[tuple]) -> str:
+    """A shard's rejected part: one CSV line ``row,id,input,reason`` per record, no header."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerows(rows)
@@ -163,7 +166,7 @@ def featurize_shard(
     steps("write")
     table = features_table(kept_records, results, options)
     write_parquet_atomically(table, out / "features" / f"{name}.parquet")
-    write_text_atomically(_rejected_csv(rejected), out / "parts" / f"{name}.csv")
+    write_text_atomically(rejected_csv(rejected), out / "parts" / f"{name}.csv")
     blank = sum(record.kind == "blank" for record in records)
     summary = ShardSummary(
         shard=shard,
@@ -261,7 +264,7 @@ def finish_output(
     out: Path,
 ) -> dict[str, Any]:
     """Write ``rejected.csv`` and the complete manifest; return the manifest."""
-    _concatenate_rejected(out, [s.shard for s in shards])
+    concatenate_rejected(out, [s.shard for s in shards])
     rejected: Counter[str] = Counter()
     for summary in shards:
         rejected.update(summary.rejected)
@@ -315,7 +318,9 @@ def prepare_output(out: Path, manifest: dict[str, Any], resume: bool) -> None:
     write_manifest({**manifest, "status": "running"}, out)
 
 
-def _concatenate_rejected(out: Path, shards: list[int]) -> None:
+def concatenate_rejected(out: Path, shards: list[int]) -> None:
+    """Write ``out/rejected.csv``: the header :data:`~chemgraph.data.readers.REJECTED_COLUMNS`
+    and the rejected parts ``parts/shard-NNNNN.csv`` of ``shards``, in that order."""
     temporary = atomic_path(out / "rejected.csv")
     with open(temporary, "w", encoding="utf-8", newline="") as handle:
         handle.write(",".join(REJECTED_COLUMNS) + "\n")

@@ -39,11 +39,14 @@ __all__ = [
     "Steps",
     "featurize_record",
     "features_table",
+    "lowest_energy_conformer",
+    "parse_record",
     "reason_kind",
 ]
 
 #: What a record goes through, in order (``"start"``, ``"graphs"`` and ``"write"`` are
-#: shard-level phases, never timed against the per-record limit).
+#: shard-level phases, never timed against the per-record limit); ``"xtb"`` is the step of
+#: ``chemgraph qc`` (:mod:`chemgraph.jobs.qc`), whose shards run in the same workers.
 STEPS = (
     "start",
     "parse",
@@ -54,6 +57,7 @@ STEPS = (
     "descriptors",
     "graphs",
     "write",
+    "xtb",
 )
 STEP_CODE = {name: code for code, name in enumerate(STEPS)}
 
@@ -164,8 +168,9 @@ def reason_kind(reason: str) -> str:
     return "other RDKit error"
 
 
-def _parse(record: Record) -> Chem.Mol:
-    """The record's molecule, or :class:`MoleculeParseError` with the reason."""
+def parse_record(record: Record) -> Chem.Mol:
+    """The record's molecule (an SDF record's without its explicit hydrogens), or
+    :class:`MoleculeParseError` with the reason."""
     if record.kind == "blank":
         raise MoleculeParseError(BLANK_RECORD)
     if record.error is not None:
@@ -187,9 +192,15 @@ def _parse(record: Record) -> Chem.Mol:
     return result
 
 
-def _lowest_energy_conformer(mol: Chem.Mol, options: FeaturizeOptions) -> Chem.Mol:
-    """The molecule with explicit hydrogens and only its lowest-MMFF94-energy conformer."""
-    result = embed_conformers(mol, options.conformers, seed=options.seed)
+def lowest_energy_conformer(mol: Chem.Mol, conformers: int, seed: int) -> Chem.Mol:
+    """The molecule with explicit hydrogens and only the lowest-MMFF94-energy conformer of
+    ``conformers`` embedded with ``seed`` (:func:`chemgraph.chem.embed_conformers`; the first
+    embedded one when MMFF94 has no parameters for the molecule).
+
+    Raises:
+        MoleculeParseError: no conformer could be embedded.
+    """
+    result = embed_conformers(mol, conformers, seed=seed)
     energies = [e if e is not None else float("inf") for e in result.energies]
     best = result.conformer_ids[energies.index(min(energies))] if energies else -1
     return Chem.Mol(result.mol, False, best)
@@ -231,20 +242,20 @@ def featurize_record(
     conformer, so the feature table does not depend on ``--conformers``."""
     steps("parse")
     labels = []
-    if record.kind != "blank" and record.error is None:  # the reasons _parse gives go first
+    if record.kind != "blank" and record.error is None:  # the reasons parse_record gives go first
         for column, cell in zip(options.label_columns, record.labels):
             value, reason = parse_label(cell, column)
             if reason is not None:
                 raise MoleculeParseError(reason)
             labels.append(value)
-    mol = _parse(record)
+    mol = parse_record(record)
     if options.preparation != MoleculePreparation():
         steps("standardize")  # the step name of reasons and timeouts, as before
         mol = options.preparation(mol)
     graph_mol = mol
     if options.conformers:
         steps("conformers")
-        graph_mol = _lowest_energy_conformer(mol, options)
+        graph_mol = lowest_energy_conformer(mol, options.conformers, options.seed)
     steps("canonical SMILES")
     smiles = Chem.MolToSmiles(mol)
     steps("fingerprints")

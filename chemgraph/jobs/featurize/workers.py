@@ -58,7 +58,8 @@ def _die_with_parent() -> None:
 
 
 def _worker_main(connection: Any, heartbeat: Any) -> None:
-    """A worker process: featurize the shards sent on ``connection`` until ``None`` or EOF.
+    """A worker process: run the shards sent on ``connection`` until ``None`` or EOF; a task
+    is ``(shard_function, arguments)``, run as ``shard_function(*arguments, on_step=...)``.
 
     ``heartbeat`` (shared ``int64[3]``) holds ``[tick, position, step code]``: the tick is
     incremented after every step change, so the parent can time each record's steps.
@@ -81,10 +82,11 @@ def _worker_main(connection: Any, heartbeat: Any) -> None:
             return
         if task is None:
             return
+        shard_function, arguments = task
         try:
-            summary = featurize_shard(*task, on_step=beat)
+            summary = shard_function(*arguments, on_step=beat)
         except Exception as error:  # noqa: BLE001 - reported to the parent, which re-raises
-            detail = f"in the worker featurizing shard {task[0]}:\n{traceback.format_exc()}"
+            detail = f"in the worker running shard {arguments[0]}:\n{traceback.format_exc()}"
             try:
                 pickle.dumps(error)
             except Exception:  # noqa: BLE001 - an exception that cannot cross processes
@@ -163,12 +165,15 @@ class _Worker:
         self.task: _Task | None = None
         self.tick, self.since, self.noticed = -1, time.monotonic(), False
 
-    def assign(self, task: _Task, options: FeaturizeOptions, output: Path) -> None:
+    def assign(
+        self, task: _Task, options: Any, output: Path, shard_function: Callable[..., Any]
+    ) -> None:
         # the worker waits for the task, so this does not race its own writes: without it, the
         # previous shard's last phase would count the new shard as finished
         self.heartbeat[1], self.heartbeat[2] = -1, STEP_CODE["start"]
         self.task = task
-        self.connection.send((task.shard, task.records, options, str(output), task.skip))
+        arguments = (task.shard, task.records, options, str(output), task.skip)
+        self.connection.send((shard_function, arguments))
 
     def state(self) -> tuple[int, str, float]:
         """``(position, step, seconds in that step)``, timed by the parent's clock."""
@@ -205,16 +210,25 @@ def _died(exitcode: int | None) -> str:
 
 def run_local(
     chunks: Iterator[tuple[int, list[Record]]],
-    options: FeaturizeOptions,
+    options: Any,
     out: Path,
     workers: int,
     record_timeout: float | None,
     say: Callable[[str], None],
     advance: Callable[[int], None],
-) -> Iterator[ShardSummary]:
+    shard_function: Callable[..., Any] = featurize_shard,
+) -> Iterator[Any]:
     """Featurize shards in ``workers`` processes, one shard each at a time, watching every
     record's steps (see the module docstring); yields summaries as shards complete and calls
-    ``advance(n)`` as ``n`` more records are finished (every record once)."""
+    ``advance(n)`` as ``n`` more records are finished (every record once).
+
+    ``shard_function`` is what a worker runs for a shard: :func:`~chemgraph.jobs.featurize.
+    output.featurize_shard` (``options`` a :class:`FeaturizeOptions`), or another job's
+    function of the same form, ``shard_function(shard, records, options, output, skip,
+    on_step=...)``, that rejects the rows of ``skip`` with their reasons, reports its steps
+    (:data:`~chemgraph.jobs.featurize.records.STEPS`) to ``on_step`` and returns the shard's
+    summary (``chemgraph qc``: :func:`chemgraph.jobs.qc.label_shard`); it must be importable
+    by the workers (a module-level function)."""
     context = _context()
     pool: list[_Worker] = []
     retries: deque[_Task] = deque()
@@ -234,7 +248,7 @@ def run_local(
         while True:
             for worker in pool:
                 if worker.task is None and (task := next_task()) is not None:
-                    worker.assign(task, options, out)
+                    worker.assign(task, options, out, shard_function)
             busy = [w for w in pool if w.task is not None]
             if not busy:
                 break

@@ -1,0 +1,538 @@
+"""Cheap quantum-chemistry labels for a compound library (``chemgraph qc``): GFN2-xTB HOMO,
+LUMO and gap in eV, on conformers RDKit embeds.
+
+GFN2-xTB: C. Bannwarth, S. Ehlert, S. Grimme (2019), "GFN2-xTB — An Accurate and Broadly
+Parametrized Self-Consistent Tight-Binding Quantum Chemical Method with Multipole
+Electrostatics and Density-Dependent Dispersion Contributions", *J. Chem. Theory Comput.* 15,
+1652-1671, doi:10.1021/acs.jctc.8b01176; computed with tblite (:func:`chemgraph.qc.
+xtb_frontier_orbitals`). The orbital energies are tight-binding eigenvalues, not ionisation
+energies or electron affinities: a cheap, systematically shifted label, to pretrain on before
+fine-tuning on a few expensive ones (``chemgraph train --init-from``, the transfer guide).
+
+Per record (:func:`label_record`): the molecule is read as ``chemgraph featurize`` reads it
+(:func:`chemgraph.jobs.featurize.records.parse_record`); a SMILES, or an SDF record without 3D
+coordinates, gets ``conformers`` ETKDGv3 conformers relaxed with MMFF94, and the one of
+lowest MMFF94 energy is used (:func:`chemgraph.jobs.featurize.records.
+lowest_energy_conformer`, seeded); an SDF record with 3D coordinates is used as given, with its
+hydrogens (a 3D record whose hydrogens are not all in the file is rejected). The total charge
+is the sum of the formal charges; open shells are rejected (the labels are closed-shell).
+
+Output folder::
+
+    manifest.json                input sha256, options, chemgraph and tblite versions, counts,
+                                 status ("running", "interrupted", "complete")
+    labels.csv | labels.parquet  row, id, smiles, homo_ev, lumo_ev, gap_ev, method, geometry:
+                                 one row per labelled record, in input order
+    rejected.csv                 row, id, input, reason (every record that got no label)
+    parts/shard-NNNNN.parquet    a shard's labels; parts/shard-NNNNN.csv its rejects;
+    parts/shard-NNNNN.json       its counts, written last: the shard is complete
+
+Every record is accounted for: ``read + blank == labelled + rejected``. Rejection reasons:
+the parser's (invalid SMILES, unreadable SDF record: RDKit's message), ``"ETKDGv3 could not
+embed a conformer ..."``, ``"unsupported element ..."`` (GFN2-xTB is parametrised for H-Rn,
+Z 1-86), ``"open shell ..."``, ``"3D SDF record without all its hydrogens ..."``, ``"SCF not
+converged ..."``, ``"xtb failed: ..."``, and ``"timeout: <step> (over N s)"`` /
+``"crash: ..."`` from the workers.
+
+The shards run in the worker processes of ``chemgraph featurize``
+(:func:`chemgraph.jobs.featurize.workers.run_local`: heartbeats, a per-record time limit, a
+crashed worker replaced), each on one thread. ``resume`` keeps the complete shards of an
+interrupted run (same input and options) and computes the others; SIGINT (Ctrl-C) and SIGTERM
+stop the workers at once and keep the complete shards (:class:`QCInterrupted`).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import os
+import signal
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+from rdkit import Chem, rdBase
+from tqdm.auto import tqdm
+
+import chemgraph
+from chemgraph._files import (
+    atomic_path,
+    file_digest,
+    write_parquet_atomically,
+    write_text_atomically,
+)
+from chemgraph._interrupts import Interrupted, interrupts_raise
+from chemgraph._output import resumable_folder
+from chemgraph.chem import MoleculeParseError
+from chemgraph.chem.parse import mol_from_sdf_block
+from chemgraph.data.readers import Record, iter_record_chunks, library_format
+from chemgraph.errors import MissingDependencyError
+from chemgraph.jobs.featurize import LibraryProgress
+from chemgraph.jobs.featurize.output import (
+    ShardSummary,
+    concatenate_rejected,
+    rejected_csv,
+    shard_name,
+    write_manifest,
+)
+from chemgraph.jobs.featurize.records import (
+    Steps,
+    lowest_energy_conformer,
+    parse_record,
+    reason_kind,
+)
+from chemgraph.jobs.featurize.workers import run_local
+from chemgraph.qc import QCMolecule, SCFNotConvergedError, xtb_frontier_orbitals
+
+__all__ = [
+    "LABEL_COLUMNS",
+    "METHODS",
+    "QCInterrupted",
+    "QCOptions",
+    "label_library",
+    "label_record",
+    "label_shard",
+    "qc_reason_kind",
+    "summary_table",
+]
+
+METHODS = ("GFN2-xTB", "GFN1-xTB")
+"""The tight-binding methods of tblite."""
+LABEL_COLUMNS = ("row", "id", "smiles", "homo_ev", "lumo_ev", "gap_ev", "method", "geometry")
+"""The columns of ``labels.csv`` / ``labels.parquet``."""
+XTB_ELEMENTS = range(1, 87)
+"""Atomic numbers GFN2-xTB (and GFN1-xTB) are parametrised for: H to Rn."""
+EMBEDDED, AS_GIVEN = "ETKDGv3+MMFF94", "input"
+"""The ``geometry`` column: conformer embedded by chemgraph, or the SDF record's coordinates."""
+
+
+@dataclass(frozen=True)
+class QCOptions:
+    """What ``chemgraph qc`` computes (recorded in the manifest; resume needs the same).
+
+    Attributes:
+        method: ``"GFN2-xTB"`` (default) or ``"GFN1-xTB"``.
+        conformers: ETKDGv3 conformers embedded per molecule (>= 1); the lowest-MMFF94-energy
+            one is labelled. Not used for SDF records with 3D coordinates.
+        seed: conformer embedding seed (the same seed gives the same geometry and label).
+        max_cycle: self-consistent-charge iteration limit of tblite.
+        smiles_column, id_column: input columns (tables) or SD property (``id_column``, SDF).
+
+    Raises:
+        ValueError: an unknown method, ``conformers`` or ``max_cycle`` below 1.
+    """
+
+    method: str = "GFN2-xTB"
+    conformers: int = 10
+    seed: int = 0
+    max_cycle: int = 250
+    smiles_column: str | None = None
+    id_column: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if self.conformers < 1 or self.max_cycle < 1:
+            raise ValueError(
+                f"conformers and max_cycle must be >= 1, got {self.conformers}, {self.max_cycle}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class QCInterrupted(Interrupted):
+    """SIGINT (Ctrl-C) or SIGTERM stopped :func:`label_library`; the workers are stopped, the
+    complete shards are kept in ``output`` and ``resume=True`` (``--resume``) continues.
+
+    Attributes:
+        signum: ``signal.SIGINT`` or ``signal.SIGTERM``.
+        output: the output folder, or None when the signal came before it was prepared.
+        shards_done: complete shards in ``output``.
+    """
+
+    def __init__(self, signum: int, output: Path | None = None, shards_done: int = 0) -> None:
+        self.output, self.shards_done = output, shards_done
+        name = signal.Signals(signum).name
+        if output is None:
+            message = f"stopped by {name} before any output was written"
+        else:
+            message = (
+                f"stopped by {name}; {shards_done} complete shard(s) kept in {output}; run the "
+                "same command with --resume to continue"
+            )
+        super().__init__(signum, message)
+
+
+def qc_reason_kind(reason: str) -> str:
+    """A short category of a rejection reason of ``chemgraph qc``, for the summary table
+    (the parser's and the workers' reasons as :func:`~chemgraph.jobs.featurize.reason_kind`
+    sorts them)."""
+    for prefix, kind in (
+        ("scf not converged", "SCF not converged"),
+        ("unsupported element", "unsupported element"),
+        ("open shell", "open shell"),
+        ("3d sdf record without", "SDF without hydrogens"),
+        ("xtb failed", "xtb failed"),
+    ):
+        if reason.lower().startswith(prefix):
+            return kind
+    return reason_kind(reason)
+
+
+def _geometry(record: Record, options: QCOptions, steps: Steps) -> tuple[Chem.Mol, str]:
+    """The molecule with explicit hydrogens and one conformer (Å), and where it came from."""
+    steps("parse")
+    mol = parse_record(record)
+    if record.kind == "molblock":
+        given = mol_from_sdf_block(record.text, remove_hs=False)
+        if given.GetNumConformers() and given.GetConformer().Is3D():
+            missing = sum(atom.GetTotalNumHs() for atom in given.GetAtoms())
+            if missing:
+                raise MoleculeParseError(
+                    f"3D SDF record without all its hydrogens ({missing} implicit); add them "
+                    "with coordinates, or give the record without 3D coordinates (or as "
+                    "SMILES) to have a conformer embedded"
+                )
+            return given, AS_GIVEN
+    steps("conformers")
+    return lowest_energy_conformer(mol, options.conformers, options.seed), EMBEDDED
+
+
+def label_record(record: Record, options: QCOptions, steps: Steps | None = None) -> dict:
+    """The label row of one record (:data:`LABEL_COLUMNS`).
+
+    Args:
+        record: a record of :func:`chemgraph.data.readers.iter_record_chunks`.
+        options: the method and conformer settings.
+        steps: reports the steps (``parse``, ``conformers``, ``xtb``) to the worker's
+            heartbeat; None: not reported.
+
+    Returns:
+        ``{"row", "id", "smiles" (canonical, without hydrogens), "homo_ev", "lumo_ev",
+        "gap_ev" (= LUMO − HOMO, eV), "method", "geometry"}`` (``geometry``
+        ``"ETKDGv3+MMFF94"`` or ``"input"``).
+
+    Raises:
+        MoleculeParseError: the record is rejected; ``reason`` says why (see the module
+            docstring).
+    """
+    steps = steps or Steps(None)
+    mol, geometry = _geometry(record, options, steps)
+    numbers = [atom.GetAtomicNum() for atom in mol.GetAtoms()]
+    unsupported = sorted(
+        {a.GetSymbol() for a in mol.GetAtoms() if a.GetAtomicNum() not in XTB_ELEMENTS}
+    )
+    if unsupported:
+        raise MoleculeParseError(
+            f"unsupported element(s) {', '.join(unsupported)} for {options.method} "
+            "(parametrised for H-Rn, Z 1-86)"
+        )
+    radicals = sum(atom.GetNumRadicalElectrons() for atom in mol.GetAtoms())
+    charge = Chem.GetFormalCharge(mol)
+    if radicals or (sum(numbers) - charge) % 2:
+        raise MoleculeParseError(
+            f"open shell ({radicals} radical electron(s), {sum(numbers) - charge} electrons); "
+            "chemgraph qc labels closed-shell molecules only"
+        )
+    molecule = QCMolecule(
+        record.id,
+        tuple(atom.GetSymbol() for atom in mol.GetAtoms()),
+        mol.GetConformer().GetPositions(),
+        charge=charge,
+    )
+    steps("xtb")
+    try:
+        result = xtb_frontier_orbitals(molecule, options.method, options.max_cycle)
+    except SCFNotConvergedError as error:
+        raise MoleculeParseError(f"SCF not converged: {error}") from None
+    except Exception as error:  # noqa: BLE001 - tblite's errors: the record is rejected
+        raise MoleculeParseError(f"xtb failed: {type(error).__name__}: {error}") from None
+    return {
+        "row": record.row,
+        "id": record.id,
+        "smiles": Chem.MolToSmiles(Chem.RemoveHs(mol)),
+        "homo_ev": result.homo_ev,
+        "lumo_ev": result.lumo_ev,
+        "gap_ev": result.lumo_ev - result.homo_ev,
+        "method": result.method,
+        "geometry": geometry,
+    }
+
+
+_SCHEMA = pa.schema(
+    [("row", pa.int64()), ("id", pa.string()), ("smiles", pa.string())]
+    + [(name, pa.float64()) for name in ("homo_ev", "lumo_ev", "gap_ev")]
+    + [("method", pa.string()), ("geometry", pa.string())]
+)
+
+
+def label_shard(
+    shard: int,
+    records: list[Record],
+    options: QCOptions,
+    output: str,
+    skip: Mapping[int, str] | None = None,
+    on_step: Callable[[int, str], None] | None = None,
+) -> ShardSummary:
+    """Label one shard and write ``parts/shard-NNNNN.{parquet,csv,json}`` under ``output``
+    (the ``.json`` counts last: the shard is complete). The form
+    :func:`chemgraph.jobs.featurize.workers.run_local` runs in its workers.
+
+    Args:
+        shard: shard number (names the files).
+        records: the shard's records, in input order.
+        options: what to compute.
+        output: the output folder (its ``parts`` folder exists).
+        skip: ``{row: reason}`` of records to reject without computing them (records that
+            timed out or crashed a worker in an earlier attempt).
+        on_step: called as ``on_step(position, step)`` when ``records[position]`` enters a
+            step, and with ``position == -1`` for the shard's ``"write"`` phase.
+
+    Returns:
+        The shard's counts (``featurized`` counts the labelled records). Bad records never
+        raise: they are written to the shard's rejected part with the reason.
+    """
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # tblite's OpenMP, loaded in this worker
+    out = Path(output)
+    name = shard_name(shard)
+    steps = Steps(on_step)
+    rows, rejected = [], []
+    skip = skip or {}
+    with rdBase.BlockLogs():
+        for position, record in enumerate(records):
+            steps.position = position
+            reason = skip.get(record.row)
+            if reason is None:
+                try:
+                    rows.append(label_record(record, options, steps))
+                    continue
+                except MoleculeParseError as error:
+                    reason = error.reason
+                except Exception as error:  # noqa: BLE001 - one bad record never stops a library
+                    reason = f"{steps.step} failed: {type(error).__name__}: {error}"
+            text = record.text if record.kind != "molblock" else record.text.split("\n", 1)[0]
+            rejected.append((record.row, record.id, text.strip(), reason))
+    steps.position = -1
+    steps("write")
+    table = pa.Table.from_pylist(rows, schema=_SCHEMA)
+    write_parquet_atomically(table, out / "parts" / f"{name}.parquet")
+    write_text_atomically(rejected_csv(rejected), out / "parts" / f"{name}.csv")
+    blank = sum(record.kind == "blank" for record in records)
+    summary = ShardSummary(
+        shard=shard,
+        read=len(records) - blank,
+        blank=blank,
+        featurized=len(rows),
+        rejected=dict(sorted(Counter(qc_reason_kind(r[3]) for r in rejected).items())),
+    )
+    write_text_atomically(
+        json.dumps(asdict(summary), sort_keys=True), out / "parts" / f"{name}.json"
+    )
+    return summary
+
+
+def _completed(out: Path, shard: int) -> ShardSummary | None:
+    """The summary of a complete shard (its counts, labels and rejects all there and
+    consistent), else None: the shard is computed again."""
+    name = shard_name(shard)
+    try:
+        summary = ShardSummary(**json.loads((out / "parts" / f"{name}.json").read_text()))
+        labelled = pq.ParquetFile(out / "parts" / f"{name}.parquet").metadata.num_rows
+        (out / "parts" / f"{name}.csv").stat()
+    except (OSError, TypeError, ValueError, pa.ArrowException):
+        return None
+    return summary if labelled == summary.featurized else None
+
+
+def _tblite_version() -> str:
+    """The installed tblite's version.
+
+    Raises:
+        MissingDependencyError: tblite is not installed.
+    """
+    if importlib.util.find_spec("tblite") is None:
+        raise MissingDependencyError(
+            "chemgraph qc needs tblite (GFN2-xTB): pip install 'chemgraph[qc]'"
+        )
+    return importlib.metadata.version("tblite")
+
+
+def label_library(
+    input_path: str | Path,
+    output: str | Path,
+    options: QCOptions,
+    workers: int = 1,
+    shard_size: int = 100,
+    resume: bool = False,
+    table_format: Literal["csv", "parquet"] = "csv",
+    progress: bool = True,
+    record_timeout: float | None = 600.0,
+) -> dict[str, Any]:
+    """GFN2-xTB HOMO, LUMO and gap (eV) of every molecule of a library, into ``output`` (the
+    layout is in the module docstring).
+
+    Args:
+        input_path: ``.smi``, ``.csv``, ``.tsv``, ``.parquet`` or ``.sdf``, optionally gzipped
+            (as ``chemgraph featurize`` reads them); read streaming, ``shard_size`` at a time.
+        output: output folder; new or empty, or with ``resume`` an earlier run of the same
+            input and options (:func:`chemgraph._output.resumable_folder`).
+        options: method and conformer settings.
+        workers: worker processes (at least one; shards never run in this process). A script
+            calling this function needs the ``if __name__ == "__main__":`` guard.
+        shard_size: records per shard: the unit of resuming (a shard is computed again when
+            it was not finished).
+        resume: continue an interrupted run in ``output``: complete shards are kept.
+        table_format: ``labels.csv`` or ``labels.parquet``.
+        progress: a bar on stderr when it is a terminal (records done, total once counted).
+        record_timeout: the most seconds one record may spend in one step (parse,
+            conformers, xtb); a record over it is rejected as ``"timeout: <step> (over N s)"``;
+            None: no limit.
+
+    Returns:
+        The manifest (also ``output/manifest.json``): ``counts`` holds ``read``, ``blank``,
+        ``labelled``, ``rejected`` (``read + blank == labelled + rejected``),
+        ``rejected_by_reason`` and ``shards``; ``table`` the labels file's name.
+
+    Raises:
+        MissingDependencyError: tblite is not installed.
+        ValueError: bad arguments, an input with no records, or an ``output`` that holds a
+            different run (or any run, without ``resume``).
+        FileNotFoundError: no such input.
+        QCInterrupted: SIGINT or SIGTERM (main thread only); the manifest's status is then
+            ``"interrupted"``.
+    """
+    if shard_size < 1 or workers < 1:
+        raise ValueError(f"shard_size and workers must be >= 1, got {shard_size}, {workers}")
+    if table_format not in ("csv", "parquet"):
+        raise ValueError(f"table_format must be 'csv' or 'parquet', got {table_format!r}")
+    if record_timeout is not None and not record_timeout > 0:
+        raise ValueError(f"record_timeout must be > 0 seconds or None, got {record_timeout}")
+    input_path, out = Path(input_path), Path(output)
+    library_format(input_path)
+    if not input_path.is_file():
+        raise FileNotFoundError(f"input {input_path} does not exist")
+    tblite = _tblite_version()
+    with interrupts_raise(QCInterrupted):
+        manifest: dict[str, Any] = {
+            "chemgraph_version": chemgraph.__version__,
+            "program": f"tblite {tblite}",
+            "input": input_path.name,
+            "input_sha256": file_digest(input_path),
+            "options": options.to_dict(),
+            "shard_size": shard_size,
+        }
+        chunks = iter_record_chunks(input_path, 1, options.smiles_column, options.id_column)
+        if next(chunks, None) is None:  # checks the columns before anything is written
+            raise ValueError(f"{input_path} holds no records")
+        identity = {key: value for key, value in manifest.items() if key != "input"}
+        resumable_folder(out, "manifest.json", identity, resume=resume, option="--output")
+        (out / "parts").mkdir(exist_ok=True)
+        write_manifest({**manifest, "status": "running"}, out)
+        try:
+            summaries = _label_shards(
+                input_path, out, options, workers, shard_size, resume, progress, record_timeout
+            )
+        except QCInterrupted as stop:
+            write_manifest({**manifest, "status": "interrupted"}, out)
+            raise QCInterrupted(stop.signum, out, len(list(out.glob("parts/*.json")))) from None
+        return _finish(manifest, summaries, out, table_format)
+
+
+def _label_shards(
+    input_path: Path,
+    out: Path,
+    options: QCOptions,
+    workers: int,
+    shard_size: int,
+    resume: bool,
+    progress: bool,
+    record_timeout: float | None,
+) -> list[ShardSummary]:
+    """Run every shard not already complete; the summaries in shard order."""
+    summaries: list[ShardSummary] = []
+    bar = LibraryProgress(
+        input_path, options.smiles_column, options.id_column, (),
+        show=progress and sys.stderr.isatty(), description="qc",
+    )  # fmt: skip
+
+    def say(message: str) -> None:
+        tqdm.write(f"qc: {message}", file=sys.stderr)
+
+    def todo() -> Iterator[tuple[int, list[Record]]]:
+        chunks = iter_record_chunks(
+            input_path, shard_size, options.smiles_column, options.id_column
+        )
+        for shard, records in enumerate(chunks):
+            done = _completed(out, shard) if resume else None
+            if done is not None:
+                summaries.append(done)
+                bar.advance(done.read + done.blank)
+            else:
+                yield shard, records
+
+    results = run_local(
+        todo(), options, out, workers, record_timeout, say, bar.advance, label_shard
+    )
+    try:
+        summaries.extend(results)
+    finally:
+        results.close()
+        bar.close()
+    return sorted(summaries, key=lambda s: s.shard)
+
+
+def _finish(
+    manifest: dict[str, Any], shards: list[ShardSummary], out: Path, table_format: str
+) -> dict[str, Any]:
+    """Write the labels table, ``rejected.csv`` and the complete manifest."""
+    numbers = [s.shard for s in shards]
+    table = pa.concat_tables(
+        [pq.read_table(out / "parts" / f"{shard_name(n)}.parquet") for n in numbers]
+        or [_SCHEMA.empty_table()]
+    )
+    name = f"labels.{table_format}"
+    for stale in {"labels.csv", "labels.parquet"} - {name}:
+        (out / stale).unlink(missing_ok=True)
+    if table_format == "parquet":
+        write_parquet_atomically(table, out / name)
+    else:
+        temporary = atomic_path(out / name)
+        pa_csv.write_csv(table, temporary)
+        os.replace(temporary, out / name)
+    concatenate_rejected(out, numbers)
+    rejected: Counter[str] = Counter()
+    for summary in shards:
+        rejected.update(summary.rejected)
+    manifest["counts"] = {
+        "read": sum(s.read for s in shards),
+        "blank": sum(s.blank for s in shards),
+        "labelled": sum(s.featurized for s in shards),
+        "rejected": sum(rejected.values()),
+        "rejected_by_reason": dict(sorted(rejected.items())),
+        "shards": len(shards),
+    }
+    manifest["table"] = name
+    manifest["status"] = "complete"
+    write_manifest(manifest, out)
+    return manifest
+
+
+def summary_table(manifest: dict[str, Any]) -> str:
+    """The end-of-run summary: read, blank, labelled, rejected by reason."""
+    counts = manifest["counts"]
+    lines = [
+        f"read        {counts['read']:>10,}",
+        f"blank       {counts['blank']:>10,}",
+        f"labelled    {counts['labelled']:>10,}",
+        f"rejected    {counts['rejected']:>10,}",
+    ]
+    lines += [f"  {kind:<28}{n:>8,}" for kind, n in counts["rejected_by_reason"].items()]
+    return "\n".join(lines)
