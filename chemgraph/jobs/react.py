@@ -46,7 +46,7 @@ from chemgraph.data.reactions import (
 from chemgraph.data.table import write_rejected
 from chemgraph.errors import ConfigError
 from chemgraph.models.grat import GRATTranslatorConfig
-from chemgraph.train.callbacks import ValidationLog
+from chemgraph.train.callbacks import CPUTimeLimit, ValidationLog
 from chemgraph.train.checkpoint import checkpoint_kind, load_checkpoint
 from chemgraph.train.config import RunConfig
 from chemgraph.train.fit import fit
@@ -92,6 +92,9 @@ class ReactionTrainingConfig(RunConfig):
         batch_size, learning_rate, weight_decay, warmup_steps, label_smoothing,
         gradient_clip: optimisation (AdamW, warm-up then inverse square-root decay).
         max_epochs, max_steps, max_time_minutes: stop at the first reached (None = no limit).
+        max_cpu_minutes: also stop once training has used this much CPU time of the process
+            (:class:`chemgraph.train.callbacks.CPUTimeLimit`; data preparation not counted;
+            None = no limit): a budget that machine load does not change.
         val_check_interval: optimiser steps between validations (None = once per epoch).
         seed: data order and weight initialisation.
         num_workers: DataLoader workers; accelerator: Lightning accelerator (``"auto"``).
@@ -118,6 +121,7 @@ class ReactionTrainingConfig(RunConfig):
     max_epochs: int = 100
     max_steps: int | None = None
     max_time_minutes: float | None = None
+    max_cpu_minutes: float | None = None
     val_check_interval: int | None = None
     seed: int = 0
     num_workers: int = 0
@@ -129,7 +133,8 @@ class ReactionTrainingConfig(RunConfig):
         "batch_size": (int, 1), "learning_rate": (float, 0.0), "weight_decay": (float, 0.0),
         "warmup_steps": (int, 0), "label_smoothing": (float, 0.0), "gradient_clip": (float, 0.0),
         "max_epochs": (int, 1), "max_steps": (int, 1), "max_time_minutes": (float, 0.0),
-        "val_check_interval": (int, 1), "seed": (int, 0), "num_workers": (int, 0),
+        "max_cpu_minutes": (float, 0.0), "val_check_interval": (int, 1), "seed": (int, 0),
+        "num_workers": (int, 0),
     }  # fmt: skip
 
     def __post_init__(self) -> None:
@@ -210,7 +215,8 @@ def train_reaction_model(config: ReactionTrainingConfig) -> Path:
     result = fit(
         module,
         (train_loader, valid_loader),
-        budget_hint="raise max_time_minutes, max_epochs or max_steps, or lower val_check_interval",
+        budget_hint="raise max_time_minutes, max_cpu_minutes, max_epochs or max_steps, or lower "
+        "val_check_interval",
         restore_best=False,
         max_epochs=config.max_epochs,
         max_steps=config.max_steps,
@@ -218,7 +224,8 @@ def train_reaction_model(config: ReactionTrainingConfig) -> Path:
         val_check_interval=config.val_check_interval,
         gradient_clip=config.gradient_clip,
         checkpoint_dir=out,
-        callbacks=[validation_log],
+        callbacks=[validation_log]
+        + ([] if config.max_cpu_minutes is None else [CPUTimeLimit(config.max_cpu_minutes)]),
         accelerator=config.accelerator,
         model_summary=config.progress,
     )

@@ -6,13 +6,13 @@ import logging
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import lightning as L
 import torch
 from tqdm.auto import tqdm
 
-__all__ = ["EpochProgress", "LossHistory", "ValidationLog"]
+__all__ = ["CPUTimeLimit", "EpochProgress", "LossHistory", "ValidationLog"]
 
 log = logging.getLogger(__name__)
 
@@ -179,3 +179,57 @@ class ValidationLog(L.Callback):
             trainer.global_step, train_loss, float(values["val_loss"]), shown,
             time.perf_counter() - self._start,
         )  # fmt: skip
+
+
+class CPUTimeLimit(L.Callback):
+    """Stops a fit once the training process has used ``minutes`` of CPU time.
+
+    CPU time (:func:`time.process_time`: user + system time of all the process's threads), not
+    wall time, so that a busy machine does not change how much training the budget buys. The
+    check runs after every training batch; the fit stops after the batch that reaches the
+    budget (Lightning's ``trainer.should_stop``, so a running epoch ends there and no further
+    one starts). Data loading in worker processes is not counted (chemgraph's fits load in the
+    training process).
+
+    Args:
+        minutes: the budget in CPU minutes (``>= 0``).
+        start: the process time (seconds, from ``clock``) the budget counts from; None = when
+            training starts (``on_train_start``). Passing the same ``start`` to the callbacks
+            of several fits makes them share one budget.
+        clock: the CPU clock in seconds (default :func:`time.process_time`).
+
+    Attributes:
+        stopped_step: the optimiser step (``trainer.global_step``) at which the budget stopped
+            the fit; None while it has not.
+
+    Raises:
+        ValueError: a negative ``minutes``.
+    """
+
+    def __init__(
+        self,
+        minutes: float,
+        start: float | None = None,
+        clock: Callable[[], float] = time.process_time,
+    ) -> None:
+        if minutes < 0:
+            raise ValueError(f"CPU-time budget must be >= 0 minutes, got {minutes}")
+        self.minutes, self.start, self.clock = minutes, start, clock
+        self.stopped_step: int | None = None
+
+    def used_minutes(self) -> float:
+        """CPU minutes used since ``start`` (0 before training starts)."""
+        return 0.0 if self.start is None else (self.clock() - self.start) / 60.0
+
+    def on_train_start(self, trainer: L.Trainer, module: L.LightningModule) -> None:
+        if self.start is None:
+            self.start = self.clock()
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx: int) -> None:
+        if self.stopped_step is None and self.used_minutes() >= self.minutes:
+            trainer.should_stop = True
+            self.stopped_step = trainer.global_step
+            log.info(
+                "CPU-time budget of %g min reached at step %d: training stops",
+                self.minutes, trainer.global_step,
+            )  # fmt: skip

@@ -132,6 +132,23 @@ def tiny_model(tmp_path_factory):
     return train_reaction_centre_model(config)
 
 
+def test_a_spent_cpu_budget_stops_the_ranker_after_one_step(tiny_model, tmp_path):
+    config = ReactionCentreTrainingConfig(
+        train=str(TINY), out=str(tmp_path), batch_size=4, ranker_batch_size=4,
+        learning_rate=3e-3, warmup_steps=5, scorer_epochs=60, ranker_epochs=30,
+        accelerator="cpu", progress=False, scorer_checkpoint=str(tiny_model.parent / "scorer.pt"),
+        model_options=load_reaction_centre_model(tiny_model).config.to_dict(),
+        max_cpu_minutes=0.0,
+    )  # fmt: skip
+    settings = load_reaction_centre_model(train_reaction_centre_model(config)).settings
+    trained = load_reaction_centre_model(tiny_model).settings
+    # without the budget: 30 epochs of the ranker's batches (at most 2 of 4 reactions a batch)
+    assert trained["ranker_steps"] >= 30 and trained["scorer_steps"] == 60 * 2
+    # spent before it starts: one chunk of candidates (all 8 reactions), one ranker step
+    assert settings["ranker_reactions"] == 8 and settings["ranker_steps"] == 1
+    assert "scorer_steps" not in settings and settings["train_cpu_minutes"] > 0
+
+
 def test_tiny_model_learns_its_reactions_and_round_trips(tiny_model):
     model = load_reaction_centre_model(tiny_model)
     examples, _, _ = load_reaction_centre_examples(TINY, model.config.max_distance, progress=False)

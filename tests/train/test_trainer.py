@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from chemgraph.batches.reaction import TokenVocabulary
 from chemgraph.featurize import RadiusGraphFeaturizer
 from chemgraph.jobs.transfer import TransferConfig, build_module
-from chemgraph.train.callbacks import EpochProgress, LossHistory, ValidationLog
+from chemgraph.train.callbacks import CPUTimeLimit, EpochProgress, LossHistory, ValidationLog
 from chemgraph.train.checkpoint import (
     best_checkpoint_path,
     checkpoint_kind,
@@ -293,3 +293,42 @@ def test_cosine_schedule_runs_over_the_planned_steps(tmp_path):
     assert steps == trainer.global_step and steps >= 8
     expected = [cosine_learning_rate((i + 1) / steps, 1e-3, 0.05, 0.01) for i in range(steps)]
     assert torch.allclose(torch.tensor(seen), torch.tensor(expected), rtol=1e-6)
+
+
+class _Clock:
+    """A CPU clock that advances 10 s on every reading (0, 10, 20, ...)."""
+
+    def __init__(self) -> None:
+        self.now = -10.0
+
+    def __call__(self) -> float:
+        self.now += 10.0
+        return self.now
+
+
+def test_cpu_time_limit_stops_at_the_batch_that_reaches_the_budget(caplog):
+    caplog.set_level(logging.INFO, logger="chemgraph")
+    # start reads 0 s; the batches end at 10, 20, 30 s: the third reaches 0.5 min
+    limit = CPUTimeLimit(0.5, clock=_Clock())
+    trainer = make_trainer(max_epochs=5, callbacks=[limit], accelerator="cpu")
+    trainer.fit(_Linear(), _loader())  # 4 batches an epoch: 20 without the limit
+    assert trainer.global_step == 3 and limit.stopped_step == 3
+    assert "CPU-time budget of 0.5 min reached at step 3: training stops" in caplog.messages
+
+
+def test_cpu_time_limits_with_one_start_share_one_budget():
+    clock = _Clock()
+    start = clock()  # 0 s
+    first = CPUTimeLimit(0.5, start=start, clock=clock)
+    make_trainer(max_epochs=5, callbacks=[first], accelerator="cpu").fit(_Linear(), _loader())
+    assert first.stopped_step == 3  # 10, 20, 30 s
+    second = CPUTimeLimit(1.0, start=start, clock=clock)  # 30 s of its 60 s are spent
+    trainer = make_trainer(max_epochs=5, callbacks=[second], accelerator="cpu")
+    trainer.fit(_Linear(), _loader())
+    assert trainer.global_step == 3 and second.stopped_step == 3  # 40, 50, 60 s
+    assert clock.now == 60.0  # no reading after the stop
+
+
+def test_cpu_time_limit_refuses_a_negative_budget():
+    with pytest.raises(ValueError, match="CPU-time budget must be >= 0 minutes"):
+        CPUTimeLimit(-1.0)
