@@ -19,6 +19,7 @@ from chemgraph.cli.predict import PredictCommand
 from chemgraph.cli.react import ReactCommand
 from chemgraph.cli.recipe import RecipeCommand
 from chemgraph.cli.train import TrainCommand
+from chemgraph.cli.transfer import TransferCommand
 from chemgraph.errors import ChemgraphError
 
 __all__ = [
@@ -41,6 +42,7 @@ COMMANDS = {
         FingerprintCommand(),
         DatasetsCommand(),
         ReactCommand(),
+        TransferCommand(),
         RecipeCommand(),
     )
 }
