@@ -92,3 +92,11 @@ def test_esa_3d_collate_expands_the_distances_of_the_featurizer_per_batch():
     tokens = batch.x[batch.pad_mask]
     assert tokens.shape == (batched.num_edges(), 20)
     torch.testing.assert_close(tokens[:, 12:], expected)
+
+
+def test_train_refuses_a_radius_graph_model_with_what_to_do():
+    from chemgraph.errors import ConfigError
+    from chemgraph.train.config import TrainingConfig
+
+    with pytest.raises(ConfigError, match="reads radius graphs of 3D structures; chemgraph train"):
+        TrainingConfig(data="t.csv", target_columns=["y"], out="o", model="esa-3d")
