@@ -39,12 +39,12 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
-from chemgraph.data import MoleculeDataModule  # noqa: E402
+from chemgraph.data import MoleculeDataModule, qm9_gw  # noqa: E402
 from chemgraph.featurize import RadiusGraphFeaturizer  # noqa: E402
 from chemgraph.jobs.transfer import (  # noqa: E402
     TransferConfig,
-    _batch_builder,
     build_module,
+    collate,
     pretraining_pool,
     results_table,
     transfer_claim,
@@ -72,7 +72,7 @@ def mean_tokens(cutoff: float, max_neighbors: int | None) -> float:
     featurizer = RadiusGraphFeaturizer(
         **{**values["training"]["featurizer"], "cutoff": cutoff, "max_neighbors": max_neighbors}
     )
-    data, _ = dft_to_gw.embedded_data(values["data"], featurizer)
+    data, _ = qm9_gw.embedded_data(values["data"], featurizer)
     return float(np.mean([max(graph.num_edges(), 1) for graph in data.graphs]))
 
 
@@ -128,11 +128,11 @@ def time_epochs(settings: list[tuple[float, int | None]], rounds: int) -> pd.Dat
     for cutoff, cap in settings:
         featurizer = {**training["featurizer"], "cutoff": cutoff, "max_neighbors": cap}
         config = TransferConfig.from_dict({**training, "featurizer": featurizer})
-        data, split = dft_to_gw.embedded_data(values["data"], config.graph_featurizer)
+        data, split = qm9_gw.embedded_data(values["data"], config.graph_featurizer)
         pool = data.dataset(pretraining_pool(data, split, "transductive"), "low")
         torch.manual_seed(0)
         module = build_module(config, data.targets, pool.labels, config.learning_rate)
-        builder = _batch_builder(config.graph_featurizer, module.model.config.attention)
+        builder = collate(config, module)
         loader = MoleculeDataModule(
             pool, None, None, builder, config.batch_size, 0, 0
         ).train_dataloader()

@@ -12,6 +12,8 @@ __all__ = ["MODEL_DESCRIPTIONS"]
 MODEL_DESCRIPTIONS: dict[str, str] = {
     "esa": "edge-set attention over bonds (Buterez et al. 2024)",
     "nsa": "node-set attention over atoms (Buterez et al. 2024)",
+    "esa-3d": "edge-set attention over the radius graph of a 3D structure: atom types and "
+    "Gaussian distances (Buterez et al. 2024)",
     "graphormer": "Transformer over atoms with degree, distance and path biases (Ying et al. 2021)",
     "grat": "graph-aware transformer: attention scaled and shifted per bond type and distance, "
     "<CLS> readout (Yoo et al. 2020)",

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from fixtures.tiny_models import tiny_config
+from fixtures.tiny_models import BOND_GRAPH_MODELS, tiny_config
 from rdkit import Chem
 
 from chemgraph._dgl import dgl
@@ -33,7 +33,7 @@ from chemgraph.graphs import (
     mol_to_radius_graph,
     mols_to_graphs,
 )
-from chemgraph.models import ESA, MODELS, ESAConfig, build_model, get_model_spec
+from chemgraph.models import ESA, ESAConfig, build_model, get_model_spec
 
 SHARED_DATA = Path(__file__).parents[1].parent / "shared" / "data"
 
@@ -185,7 +185,7 @@ def _tag_multiset(mol: Chem.Mol) -> list:
     )
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("name", BOND_GRAPH_MODELS)
 def test_written_stereo_molecules_get_one_prediction(name, stereo_mols, stereo_mols_elsewhere):
     expected = predict(name, stereo_mols)
     assert torch.isfinite(expected).all()
@@ -205,7 +205,7 @@ def _differences(name: str, pairs: list[tuple[str, str]]) -> torch.Tensor:
     return torch.stack(gaps).amax(dim=0)
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("name", BOND_GRAPH_MODELS)
 def test_enantiomers_and_cis_trans_isomers_get_different_predictions(name):
     gap = _differences(name, CHIRAL_ISOMERS)
     assert (gap > TOLERANCE).all(), [
@@ -213,7 +213,7 @@ def test_enantiomers_and_cis_trans_isomers_get_different_predictions(name):
     ]
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("name", BOND_GRAPH_MODELS)
 def test_e_and_z_isomers_get_different_predictions(name):
     if name in BLIND_TO_BOND_STEREO:
         pytest.xfail(BLIND_TO_BOND_STEREO[name])
@@ -263,7 +263,7 @@ def dataset_mols_elsewhere(dataset_mols) -> list[Chem.Mol]:
 
 @pytest.mark.shared_data
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"{SHARED_DATA} not present")
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("name", BOND_GRAPH_MODELS)
 def test_moleculenet_stereo_molecules_get_one_prediction(
     name, dataset_mols, dataset_mols_elsewhere
 ):

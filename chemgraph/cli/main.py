@@ -20,6 +20,7 @@ from chemgraph.cli.qc import QCCommand
 from chemgraph.cli.react import ReactCommand
 from chemgraph.cli.recipe import RecipeCommand
 from chemgraph.cli.train import TrainCommand
+from chemgraph.cli.transfer import TransferCommand
 from chemgraph.errors import ChemgraphError
 
 __all__ = [
@@ -43,6 +44,7 @@ COMMANDS = {
         QCCommand(),
         DatasetsCommand(),
         ReactCommand(),
+        TransferCommand(),
         RecipeCommand(),
     )
 }

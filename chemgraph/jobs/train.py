@@ -12,7 +12,7 @@ import json
 import logging
 import math
 import shutil
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import lightning as L
@@ -51,7 +51,7 @@ from chemgraph.train.ensemble import ensemble_statistics
 from chemgraph.train.finetune import load_pretrained, transfer_weights
 from chemgraph.train.fit import fit
 from chemgraph.train.metrics import mean_over_tasks, per_task_metrics
-from chemgraph.train.module import PropertyPredictionModule
+from chemgraph.train.module import PropertyPredictionModule, build_property_module
 from chemgraph.train.plots import (
     plot_confusion_matrices,
     plot_learning_curve,
@@ -60,7 +60,6 @@ from chemgraph.train.plots import (
     plot_residuals,
     plot_roc,
 )
-from chemgraph.train.scaler import TargetScaler
 from chemgraph.train.trainer import hide_lightning_info, make_trainer
 
 __all__ = ["OUTPUT_FILES", "ensemble_member", "infer_task", "train", "train_ensemble"]
@@ -513,30 +512,16 @@ def _fit(
     Raises:
         ValueError: training stopped before its first validation.
     """
-    scaler = TargetScaler.fit(parts["train"].labels) if config.task == "regression" else None
     spec = get_model_spec(config.model)
-    model_config = {
-        **config.model_options,
-        **spec.input_options(preset),
-        "num_outputs": len(config.target_columns),
-    }
-    module = PropertyPredictionModule(
-        model_config=model_config,
-        task=config.task,
-        target_columns=list(config.target_columns),
-        featurizer=preset.to_dict(),
-        scaler=asdict(scaler) if scaler is not None else None,
-        fragments=config.fragments,
+    module = build_property_module(
+        config.model, preset, config.target_columns, config.task, parts["train"].labels,
+        config.model_options, learning_rate=config.learning_rate,
+        weight_decay=config.weight_decay, lr_schedule=config.lr_schedule,
+        warmup_steps=config.warmup_steps, lr_patience=config.lr_patience,
+        max_minutes=config.max_time_minutes, fragments=config.fragments,
         standardize=config.standardize,
-        learning_rate=config.learning_rate,
-        weight_decay=config.weight_decay,
-        lr_schedule=config.lr_schedule,
-        warmup_steps=config.warmup_steps,
-        max_minutes=config.max_time_minutes,
-        lr_patience=config.lr_patience,
-        model=config.model,
         train_fingerprints=_training_fingerprints(parts["train"], config.preparation),
-    )
+    )  # fmt: skip
     if config.init_from is not None:
         pretrained = load_pretrained(config.init_from)
         transfer_weights(pretrained, module, config.freeze_encoder)
@@ -550,7 +535,7 @@ def _fit(
         parts["train"],
         parts["val"],
         parts["test"],
-        spec.batch_builder(module.model.config),
+        spec.collate(module.model.config, preset),
         batch_size=config.batch_size,
         num_workers=config.num_workers,
         seed=config.seed,

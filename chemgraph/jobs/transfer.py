@@ -31,10 +31,10 @@ one output, as in the authors' code for Buterez et al. 2024 Table 5 (one target 
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,14 +44,11 @@ import pandas as pd
 import torch
 import yaml
 
-from chemgraph._dgl import dgl
-from chemgraph.batches import batch_builder
 from chemgraph.data import MoleculeDataModule, MoleculeDataset
+from chemgraph.data.multi_fidelity import SPLITS, MultiFidelityData, high_fidelity_split
 from chemgraph.errors import ConfigError
-from chemgraph.featurize import RadiusGraphFeaturizer
-from chemgraph.graph_keys import EDGE_FEATURES
-from chemgraph.graphs import add_distance_features
-from chemgraph.models import ESAConfig
+from chemgraph.featurize import FeaturizerPreset, RadiusGraphFeaturizer
+from chemgraph.models import get_model_spec
 from chemgraph.train.baselines import (
     BASELINES,
     LinearCorrection,
@@ -65,15 +62,19 @@ from chemgraph.train.finetune import transfer_weights
 from chemgraph.train.fit import fit
 from chemgraph.train.inference import predict_graphs
 from chemgraph.train.metrics import regression_metrics
-from chemgraph.train.module import LR_SCHEDULES, PropertyPredictionModule
+from chemgraph.train.module import LR_SCHEDULES, PropertyPredictionModule, build_property_module
 from chemgraph.train.plots import plot_label_curve, plot_learning_curve
-from chemgraph.train.scaler import TargetScaler
 
 __all__ = [
     "STRATEGIES",
     "MultiFidelityData",
     "TransferConfig",
+    "TransferOptions",
+    "read_structures",
+    "transfer_table",
     "build_module",
+    "collate",
+    "model_label",
     "high_fidelity_split",
     "label_curve",
     "pretraining_pool",
@@ -90,117 +91,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 STRATEGIES = ("high_fidelity_only", "inductive", "transductive")
-SPLITS = ("train", "val", "test")
-
-
-@dataclass
-class MultiFidelityData:
-    """Molecules with labels at two levels of theory.
-
-    Attributes:
-        graphs: one :class:`dgl.DGLGraph` per molecule (``ndata["x"]``, ``edata["e"]``).
-        ids: ``int64 [N]`` molecule identifiers (e.g. QM9 index), written into predictions.
-        low: ``float32 [N, T]`` low-fidelity labels (e.g. DFT HOMO/LUMO, eV); NaN = missing.
-        high: ``float32 [N, T]`` high-fidelity labels (e.g. GW HOMO/LUMO, eV); NaN = missing
-            (most molecules).
-        targets: the ``T`` target names (``["homo", "lumo"]``).
-        low_name, high_name: short names of the two levels (``"DFT"``, ``"GW"``).
-        low_theory, high_theory: the exact levels of theory, for reports.
-        smiles: one SMILES per molecule, for the fingerprint baselines
-            (:mod:`chemgraph.train.baselines`); None = only the linear-correction baselines.
-
-    Raises:
-        ValueError: lengths or shapes disagree.
-    """
-
-    graphs: list[dgl.DGLGraph]
-    ids: np.ndarray
-    low: torch.Tensor
-    high: torch.Tensor
-    targets: list[str]
-    low_name: str = "low fidelity"
-    high_name: str = "high fidelity"
-    low_theory: str = ""
-    high_theory: str = ""
-    smiles: list[str] | None = None
-
-    def __post_init__(self) -> None:
-        n, t = len(self.graphs), len(self.targets)
-        self.ids = np.asarray(self.ids, dtype=np.int64)
-        self.low = torch.tensor(np.array(self.low, dtype=np.float32))  # a writable copy
-        self.high = torch.tensor(np.array(self.high, dtype=np.float32))
-        for name in ("low", "high"):
-            if tuple(getattr(self, name).shape) != (n, t):
-                raise ValueError(
-                    f"{name} labels must be [{n}, {t}], got {tuple(getattr(self, name).shape)}"
-                )
-        if len(self.ids) != n:
-            raise ValueError(f"{len(self.ids)} ids for {n} graphs")
-        if self.smiles is not None and len(self.smiles) != n:
-            raise ValueError(f"{len(self.smiles)} SMILES for {n} graphs")
-
-    def __len__(self) -> int:
-        return len(self.graphs)
-
-    def dataset(
-        self, index: np.ndarray, fidelity: str, columns: list[int] | None = None
-    ) -> MoleculeDataset:
-        """Molecules ``index`` with their ``"low"`` or ``"high"`` labels only; ``columns``:
-        only these targets (positions in :attr:`targets`; None = all)."""
-        labels = (self.low if fidelity == "low" else self.high)[torch.as_tensor(index)]
-        columns = list(range(len(self.targets))) if columns is None else list(columns)
-        if columns != list(range(len(self.targets))):
-            labels = labels[:, columns]
-        return MoleculeDataset(
-            [self.graphs[i] for i in index],
-            labels,
-            np.asarray(index),
-            [str(self.ids[i]) for i in index],
-            [
-                f"{self.high_name if fidelity == 'high' else self.low_name} {self.targets[c]}"
-                for c in columns
-            ],
-        )
-
-
-def high_fidelity_split(
-    data: MultiFidelityData,
-    seed: int,
-    counts: dict[str, int] | None = None,
-    fractions: tuple[float, float, float] | None = None,
-) -> dict[str, np.ndarray]:
-    """Seeded random train/val/test split of the molecules with every high-fidelity label.
-
-    Give ``counts`` (Buterez et al. 2024 SI 4: 25,000 / 5,000 / 10,000) or ``fractions``.
-
-    Returns:
-        ``{"train", "val", "test"}`` -> sorted ``int64`` positions in ``data``.
-
-    Raises:
-        ValueError: neither or both given; more molecules asked for than labelled; an empty
-            split.
-    """
-    if (counts is None) == (fractions is None):
-        raise ValueError("give exactly one of counts and fractions")
-    labelled = np.flatnonzero(~torch.isnan(data.high).any(dim=1).numpy())
-    if fractions is not None:
-        if len(fractions) != 3 or abs(sum(fractions) - 1) > 1e-6:
-            raise ValueError(f"fractions must be 3 numbers summing to 1, got {fractions}")
-        n_train = int(round(fractions[0] * len(labelled)))
-        n_val = int(round(fractions[1] * len(labelled)))
-        sizes = [n_train, n_val, len(labelled) - n_train - n_val]
-    else:
-        sizes = [int(counts[name]) for name in SPLITS]
-    if sum(sizes) > len(labelled):
-        raise ValueError(
-            f"split sizes {sizes} need {sum(sizes)} molecules with {data.high_name} labels; "
-            f"only {len(labelled)} have them"
-        )
-    if min(sizes) < 1:
-        raise ValueError(f"every split needs at least one molecule, got sizes {sizes}")
-    order = labelled[np.random.default_rng(seed).permutation(len(labelled))]
-    bounds = np.cumsum([0, *sizes])
-    return {name: np.sort(order[bounds[i] : bounds[i + 1]]) for i, name in enumerate(SPLITS)}
 
 
 def pretraining_pool(
@@ -273,8 +163,15 @@ class TransferConfig(RunConfig):
             ``"plateau"``, the first 5% of each phase for ``"cosine"``.
         final_lr_fraction: floor of the ``"cosine"`` schedule, as a fraction of the peak.
         pretrain_val_fraction: share of the pretraining pool held out for its learning curve.
-        featurizer: :class:`chemgraph.featurize.RadiusGraphFeaturizer` fields.
-        model_options: :class:`chemgraph.models.ESAConfig` fields (ESA over radius edges).
+        model: the registered model family (:data:`chemgraph.models.MODELS`); default
+            ``esa-3d``, ESA over the edges of radius graphs of 3D structures (Buterez et al.
+            2024 Table 5); a bond-graph family (``esa``, ``gin``, ...) on molecules' 2D graphs.
+        featurizer: the family's featurizer (:meth:`chemgraph.models.ModelSpec.featurizer`):
+            :class:`chemgraph.featurize.RadiusGraphFeaturizer` fields for ``esa-3d``, a preset
+            name (e.g. ``canonical``) for a bond-graph family; empty = the family's default.
+        model_options: fields of the family's configuration (e.g.
+            :class:`chemgraph.models.ESAConfig`), over the family's
+            :attr:`~chemgraph.models.ModelSpec.training_options` (none for ``esa-3d``).
         accelerator: Lightning accelerator; ``precision`` ``"auto"`` = bf16-mixed on CUDA,
             32-true on CPU (:func:`chemgraph.train.trainer.make_trainer`).
         num_workers: DataLoader workers.
@@ -308,7 +205,8 @@ class TransferConfig(RunConfig):
     final_lr_fraction: float = 0.01
     gradient_clip: float = 0.5
     pretrain_val_fraction: float = 0.05
-    featurizer: dict[str, Any] = field(default_factory=dict)
+    model: str = "esa-3d"
+    featurizer: dict[str, Any] | str = field(default_factory=dict)
     model_options: dict[str, Any] = field(default_factory=dict)
     accelerator: str = "auto"
     precision: str = "auto"
@@ -339,37 +237,44 @@ class TransferConfig(RunConfig):
             raise ConfigError(
                 f"pretrain_val_fraction must be in (0, 1), got {self.pretrain_val_fraction}"
             )
-        self.graph_featurizer  # noqa: B018  (validates the featurizer fields)
-        ESAConfig.check_options(self.model_options)
+        try:
+            spec = get_model_spec(self.model)
+            self.graph_featurizer  # noqa: B018  (validates the featurizer fields)
+            self.model_options = {**spec.training_options, **self.model_options}
+            spec.config_class.check_options(self.model_options)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
 
     @property
-    def graph_featurizer(self) -> RadiusGraphFeaturizer:
-        values = dict(self.featurizer)
-        if "atomic_numbers" in values:
-            values["atomic_numbers"] = tuple(values["atomic_numbers"])
-        return RadiusGraphFeaturizer(**values)
+    def graph_featurizer(self) -> FeaturizerPreset | RadiusGraphFeaturizer:
+        """The model family's featurizer of :attr:`featurizer`
+        (:meth:`chemgraph.models.ModelSpec.featurizer`)."""
+        return get_model_spec(self.model).featurizer(self.featurizer or None)
 
 
-def _model_config(config: TransferConfig, num_targets: int) -> dict[str, Any]:
-    return {
-        **config.model_options,
-        "in_features": config.graph_featurizer.edge_token_features,
-        "set_type": "edge",
-        "num_outputs": num_targets,
-    }
+def collate(config: TransferConfig, module: PropertyPredictionModule):
+    """The DataLoader collate of ``module`` on ``config``'s graphs
+    (:meth:`chemgraph.models.ModelSpec.collate`: for ``esa-3d`` the Gaussian distance features
+    are expanded per batch, so the stored graphs keep one float per edge)."""
+    return get_model_spec(config.model).collate(module.model.config, config.graph_featurizer)
 
 
-def _batch_builder(featurizer: RadiusGraphFeaturizer, attention: str):
-    """Collate: Gaussian distance features added to the batched graph, then the ESA batch."""
-    return functools.partial(
-        _edge_set_batch_3d, featurizer=featurizer, build=batch_builder("edge", attention)
+def model_label(model: str) -> str:
+    """The ``method`` of a model family's rows in :func:`results_table`: ``"ESA"`` for
+    ``esa`` and ``esa-3d`` alike (the table's setting says which), ``"GIN"`` for ``gin``."""
+    return model.upper().removesuffix("-3D")
+
+
+def _transformed_graphs(data: MultiFidelityData, config: TransferConfig) -> MultiFidelityData:
+    """``data`` with the family's per-molecule graph transform applied once (e.g. Graphormer's
+    shortest paths; :meth:`chemgraph.models.ModelSpec.transform_graphs`)."""
+    spec = get_model_spec(config.model)
+    if spec.graph_transform is None:
+        return data
+    model_config = spec.config_class(
+        **{**config.model_options, **spec.input_options(config.graph_featurizer), "num_outputs": 1}
     )
-
-
-def _edge_set_batch_3d(graph: dgl.DGLGraph, featurizer: RadiusGraphFeaturizer, build):
-    if EDGE_FEATURES not in graph.edata:
-        add_distance_features(graph, featurizer)
-    return build(graph)
+    return dataclasses.replace(data, graphs=spec.transform_graphs(model_config, data.graphs))
 
 
 def _fit(
@@ -385,15 +290,17 @@ def _fit(
     batch_size: int,
 ) -> tuple[list[dict[str, float]], int]:
     """Train ``module``. With ``checkpoint_dir``: early stopping on the validation loss, then
-    the best weights are loaded (and their checkpoint deleted); without: the last weights stay.
+    the best weights are loaded (their checkpoint, ``checkpoint_dir/best.ckpt``, is kept for
+    ``chemgraph predict``, except with ``delta_learning``); without: the last weights stay.
 
     Returns:
         The per-epoch losses and the number of epochs run.
     """
-    builder = _batch_builder(config.graph_featurizer, module.model.config.attention)
+    spec = get_model_spec(config.model)
     data = MoleculeDataModule(
-        train_set, val_set, None, builder, batch_size, config.num_workers, seed
-    )
+        train_set, val_set, None, collate(config, module), batch_size, config.num_workers, seed,
+        size_buckets=spec.padded_batches,
+    )  # fmt: skip
     history = LossHistory(log_epochs=config.progress)
     progress = [EpochProgress()] if config.progress else []
     result = fit(
@@ -410,7 +317,9 @@ def _fit(
         accelerator=config.accelerator,
         precision=config.precision,
     )
-    if result.best is not None:
+    if result.best is not None and config.delta_learning:
+        # a delta-learning model predicts the residual of a linear correction, not the
+        # labels: its checkpoint alone would mislead `chemgraph predict`
         result.best.unlink()
     return history.epochs, result.trainer.current_epoch
 
@@ -422,7 +331,8 @@ def build_module(
     learning_rate: float,
     max_minutes: float | None = None,
 ) -> PropertyPredictionModule:
-    """A fresh regression module of ``config``'s ESA (random weights).
+    """A fresh regression module of ``config``'s model family (random weights;
+    :func:`chemgraph.train.module.build_property_module`).
 
     Args:
         config: the model and optimisation settings (``lr_schedule``, ``warmup_steps``,
@@ -435,21 +345,13 @@ def build_module(
             ``finetune_max_minutes``), so that a cosine schedule decays over it when it runs
             out before the planned epochs; None = none.
     """
-    return PropertyPredictionModule(
-        model_config=_model_config(config, len(targets)),
-        task="regression",
-        target_columns=targets,
-        featurizer=config.graph_featurizer.to_dict(),
-        scaler=asdict(TargetScaler.fit(labels)),
-        learning_rate=learning_rate,
-        weight_decay=config.weight_decay,
-        lr_schedule=config.lr_schedule,
-        warmup_steps=config.warmup_steps,
+    return build_property_module(
+        config.model, config.graph_featurizer, targets, "regression", labels,
+        config.model_options, learning_rate=learning_rate, weight_decay=config.weight_decay,
+        lr_schedule=config.lr_schedule, warmup_steps=config.warmup_steps,
+        lr_patience=config.lr_patience, max_minutes=max_minutes,
         final_lr_fraction=config.final_lr_fraction,
-        max_minutes=max_minutes,
-        lr_patience=config.lr_patience,
-        model="esa",
-    )
+    )  # fmt: skip
 
 
 def target_groups(targets: list[str], joint: bool) -> list[list[int]]:
@@ -500,6 +402,7 @@ def run_transfer(
     out = Path(out)
     (out / "curves").mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
+    data = _transformed_graphs(data, config)
     targets = list(data.targets)
     groups = target_groups(targets, config.joint_targets)
     finetune_lr = config.finetune_learning_rate or config.learning_rate
@@ -548,7 +451,7 @@ def run_transfer(
         baselines.to_csv(out / "baselines.csv", index=False)
         predictions += frames
     pd.concat(predictions, ignore_index=True).to_csv(out / "predictions.csv", index=False)
-    table = results_table(runs, data.high_name, baselines=baselines)
+    table = results_table(runs, data.high_name, model_label(config.model), baselines)
     table.to_csv(out / "table.csv", index=False)
     (out / "table.md").write_text(format_table(table) + "\n")
     return runs, baselines
@@ -750,7 +653,7 @@ def _train_chain(
         epochs, out / "curves" / f"{stem}_finetune.png",
         f"MSE of standardised {data.high_name} labels",
     )  # fmt: skip
-    builder = _batch_builder(config.graph_featurizer, module.model.config.attention)
+    builder = collate(config, module)
     outputs = []
     for position, dataset in ((1, high_val), (2, high_test)):
         predicted = predict_graphs(module, dataset.graphs, builder, config.batch_size)
@@ -792,7 +695,7 @@ def _low_fidelity_correction(
     if strategy == "transductive":
         low = [data.low[split[name]][:, columns].numpy() for name in SPLITS]
     else:
-        builder = _batch_builder(config.graph_featurizer, pretrained.model.config.attention)
+        builder = collate(config, pretrained)
         low = [
             predict_graphs(
                 pretrained, [data.graphs[i] for i in split[name]], builder, config.batch_size
@@ -981,3 +884,315 @@ def format_table(table: pd.DataFrame) -> str:
     rule = "|" + "---|" * len(shown.columns)
     body = ["| " + " | ".join(str(v) for v in row) + " |" for row in shown.itertuples(index=False)]
     return "\n".join([header, rule, *body])
+
+
+@dataclass
+class TransferOptions:
+    """What ``chemgraph transfer`` runs: the user's table of molecules with low- and
+    high-fidelity labels, and the transfer settings (validated on construction).
+
+    Attributes:
+        data: table of molecules (``.csv``, ``.tsv``, ``.parquet``, optionally gzipped;
+            :func:`chemgraph.data.read_table`), one row per molecule.
+        low_fidelity_columns: the low-fidelity label columns (e.g. ``xtb_homo,xtb_lumo``).
+        high_fidelity_columns: the high-fidelity label columns, one per low-fidelity column
+            and in the same order (target ``t`` is pretrained on ``low[t]``, fine-tuned on
+            ``high[t]``; the targets take the high-fidelity names). An empty cell is a missing
+            label: most molecules usually have only the low-fidelity ones.
+        out: output folder; must be new or empty unless ``overwrite``.
+        smiles_column: the SMILES column (the molecules' bond graphs, and the fingerprints of
+            the kernel baselines).
+        id_column: molecule identifiers written into the outputs (None = the row number).
+        geometry: SDF, XYZ or extended XYZ file with one 3D structure per table row, in row
+            order (for a radius-graph model such as ``esa-3d``; coordinates in Å); None = bond
+            graphs of the SMILES.
+        split_seed: seed of the random split of the molecules with every high-fidelity label.
+        split_fractions: train/validation/test fractions of that split.
+        overwrite: write into a non-empty ``out`` (its files are replaced).
+        low_name, high_name: short names of the two levels for the table.
+        training: the transfer settings (:class:`TransferConfig`: ``model``, ``featurizer``,
+            ``strategies``, ``seeds``, epochs, optimisation).
+
+    Raises:
+        ConfigError: bad settings (columns missing, of different counts or named twice, bad
+            fractions, a bond-graph model with ``geometry`` or a radius-graph model without it,
+            ``delta_learning``: its fine-tuned model predicts a residual, not the labels).
+    """
+
+    data: str | Path
+    low_fidelity_columns: list[str] | str
+    high_fidelity_columns: list[str] | str
+    out: str | Path
+    smiles_column: str = "smiles"
+    id_column: str | None = None
+    geometry: str | Path | None = None
+    split_seed: int = 0
+    split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
+    overwrite: bool = False
+    low_name: str = "low fidelity"
+    high_name: str = "high fidelity"
+    training: TransferConfig = field(default_factory=TransferConfig)
+
+    def __post_init__(self) -> None:
+        for name in ("low_fidelity_columns", "high_fidelity_columns"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                value = [c.strip() for c in value.split(",")]
+            value = [str(c) for c in value]
+            if not value or "" in value or len(set(value)) != len(value):
+                raise ConfigError(f"{name} must name distinct columns, got {value!r}")
+            setattr(self, name, value)
+        if len(self.low_fidelity_columns) != len(self.high_fidelity_columns):
+            raise ConfigError(
+                f"{len(self.low_fidelity_columns)} low-fidelity columns but "
+                f"{len(self.high_fidelity_columns)} high-fidelity columns: give one of each per "
+                "target, in the same order"
+            )
+        both = set(self.low_fidelity_columns) & set(self.high_fidelity_columns)
+        if both:
+            raise ConfigError(f"columns {sorted(both)} are named as both fidelities")
+        fractions = tuple(float(f) for f in self.split_fractions)
+        if len(fractions) != 3 or min(fractions) <= 0 or abs(sum(fractions) - 1) > 1e-6:
+            raise ConfigError(
+                f"split_fractions must be 3 numbers > 0 summing to 1, got {self.split_fractions}"
+            )
+        self.split_fractions = fractions
+        if isinstance(self.training, dict):
+            self.training = TransferConfig.from_dict(self.training, source="training")
+        kind = get_model_spec(self.training.model).graph_kind
+        if kind == "radius" and self.geometry is None:
+            raise ConfigError(
+                f"model {self.training.model!r} reads 3D structures: give --geometry "
+                "(SDF, XYZ or extended XYZ, one structure per row)"
+            )
+        if kind == "bond" and self.geometry is not None:
+            raise ConfigError(
+                f"model {self.training.model!r} reads bond graphs of the SMILES; with "
+                "--geometry choose a radius-graph model (esa-3d)"
+            )
+        if self.training.delta_learning:
+            raise ConfigError(
+                "delta_learning is not available in chemgraph transfer yet: its fine-tuned "
+                "models predict the residual of a linear correction, so their checkpoints "
+                "would not predict the labels"
+            )
+
+
+def transfer_table(options: TransferOptions) -> pd.DataFrame:
+    """``chemgraph transfer``: transfer learning on the user's own table.
+
+    Reads the table (and the geometries), rejects rows that cannot be used (written to
+    ``rejected.csv``, columns ``row,id,input,reason``), splits the molecules with every
+    high-fidelity label (seeded random split), runs every strategy for every seed
+    (:func:`run_transfer`, with the baselines of each setting) and scores every molecule
+    without a high-fidelity label with each strategy's fine-tuned models.
+
+    Writes to ``options.out``: what :func:`run_transfer` writes (``table.md``/``table.csv``
+    test RMSE with the baselines, ``runs.csv``, ``predictions.csv`` of the test molecules,
+    learning curves), ``checkpoints/<strategy>_seed<k>[_<target>]/best.ckpt`` (every fine-tuned
+    model; ``chemgraph predict`` loads it), ``predictions_unlabelled.csv`` (per strategy, the
+    mean prediction over seeds and its sample standard deviation, NaN with one seed: the spread
+    is undefined) and ``transfer.yaml`` (these options, so that
+    ``chemgraph transfer --config transfer.yaml`` repeats the run).
+
+    Returns:
+        The results table (:func:`results_table`).
+
+    Raises:
+        ValueError: a non-empty output folder without ``overwrite``; missing columns; a
+            geometry file whose structure count differs from the rows; too few labelled
+            molecules to split.
+    """
+    from chemgraph._output import check_output_folder
+    from chemgraph.data import read_table, write_rejected
+
+    out = Path(options.out)
+    check_output_folder(out, "--out", options.overwrite, "--overwrite")
+    table = read_table(options.data)
+    columns = [*options.low_fidelity_columns, *options.high_fidelity_columns]
+    need = columns + ([options.smiles_column] if options.geometry is None else [])
+    need += [options.id_column] if options.id_column else []
+    missing = [c for c in need if c not in table.columns]
+    if missing:
+        raise ValueError(f"{options.data}: no column {missing}; it has {list(table.columns)}")
+    ids = (
+        table[options.id_column].astype(str).tolist()
+        if options.id_column
+        else [str(i) for i in range(len(table))]
+    )
+    smiles = (
+        table[options.smiles_column].astype(str).tolist()
+        if options.smiles_column in table.columns
+        else None
+    )
+    graphs, reasons = _table_graphs(options, table, smiles)
+    labels = {}
+    for column in columns:
+        cells = table[column]
+        text = cells.astype(str).str.strip()
+        empty = cells.isna() | (text == "")
+        values = pd.to_numeric(text.where(~empty), errors="coerce")
+        for row in np.flatnonzero(values.isna().to_numpy() & ~empty.to_numpy()):
+            reasons.setdefault(int(row), f"{column}: {text.iloc[row]!r} is not a number")
+        labels[column] = values.to_numpy(np.float32)
+    low = np.stack([labels[c] for c in options.low_fidelity_columns], axis=1)
+    high = np.stack([labels[c] for c in options.high_fidelity_columns], axis=1)
+    for row in np.flatnonzero(np.isnan(low).all(axis=1) & np.isnan(high).all(axis=1)):
+        reasons.setdefault(int(row), "no low- or high-fidelity label")
+    keep = [row for row in range(len(table)) if row not in reasons]
+    out.mkdir(parents=True, exist_ok=True)
+    write_rejected(
+        pd.DataFrame(
+            [
+                dict(row=row, id=ids[row], input=smiles[row] if smiles else "", reason=reason)
+                for row, reason in sorted(reasons.items())
+            ]
+        ),
+        out / "rejected.csv",
+    )
+    if reasons:
+        log.warning("%d of %d rows rejected (%s)", len(reasons), len(table), out / "rejected.csv")
+    data = MultiFidelityData(
+        graphs=[graphs[row] for row in keep],
+        ids=np.asarray(keep, dtype=np.int64),
+        low=low[keep],
+        high=high[keep],
+        targets=list(options.high_fidelity_columns),
+        low_name=options.low_name,
+        high_name=options.high_name,
+        smiles=[smiles[row] for row in keep] if smiles else None,
+    )
+    split = high_fidelity_split(data, options.split_seed, fractions=options.split_fractions)
+    (out / "transfer.yaml").write_text(yaml.safe_dump(_options_dict(options), sort_keys=False))
+    runs, baselines = run_transfer(data, split, options.training, out)
+    results = results_table(runs, data.high_name, model_label(options.training.model), baselines)
+    _, claim = transfer_claim(results, data.high_name)
+    log.info("test RMSE:\n%s\n%s", format_table(results), claim)
+    _predict_unlabelled(data, options.training, out, [ids[row] for row in keep])
+    return results
+
+
+def _options_dict(options: TransferOptions) -> dict[str, Any]:
+    values = {
+        f.name: getattr(options, f.name)
+        for f in dataclasses.fields(options)
+        if f.name not in ("training", "overwrite")
+    }
+    values = {k: str(v) if isinstance(v, Path) else v for k, v in values.items()}
+    values["split_fractions"] = list(options.split_fractions)
+    return {**values, "training": options.training.to_dict()}
+
+
+def _table_graphs(
+    options: TransferOptions, table: pd.DataFrame, smiles: list[str] | None
+) -> tuple[list, dict[int, str]]:
+    """One graph per row (None where rejected) and the rejected rows' reasons: bond graphs of
+    the SMILES, or radius graphs of the ``geometry`` file's structures (row ``i`` = structure
+    ``i``)."""
+    from chemgraph.chem import MoleculeParseError, mols_from_smiles
+    from chemgraph.graphs import atoms_to_radius_graph, mol_to_graph
+
+    featurizer = options.training.graph_featurizer
+    reasons: dict[int, str] = {}
+    if options.geometry is None:
+        graphs = []
+        for row, mol in enumerate(mols_from_smiles(smiles)):
+            if isinstance(mol, MoleculeParseError):
+                reasons[row] = str(mol)
+                graphs.append(None)
+            else:
+                graphs.append(mol_to_graph(mol, featurizer))
+        return graphs, reasons
+    structures = read_structures(options.geometry)
+    if len(structures) != len(table):
+        raise ValueError(
+            f"{options.geometry} holds {len(structures)} structures for the {len(table)} rows "
+            f"of {options.data}: give one structure per row, in row order"
+        )
+    graphs = []
+    for row, structure in enumerate(structures):
+        if isinstance(structure, str):
+            reasons[row] = structure
+            graphs.append(None)
+        else:
+            graphs.append(atoms_to_radius_graph(*structure, featurizer, False))
+    return graphs, reasons
+
+
+def read_structures(path: str | Path) -> list[tuple[np.ndarray, np.ndarray] | str]:
+    """The 3D structures of an SDF (RDKit, hydrogens kept), XYZ or extended XYZ file (ASE), in
+    file order: ``(atomic_numbers int64 [N], positions float64 [N, 3] in Å)`` each, or the
+    reason a record could not be read (an SDF record RDKit rejects, one without 3D
+    coordinates)."""
+    path = Path(path)
+    suffixes = [s.lower() for s in path.suffixes]
+    if ".sdf" in suffixes:
+        from rdkit import Chem
+
+        from chemgraph._files import open_compressed
+
+        structures: list[tuple[np.ndarray, np.ndarray] | str] = []
+        with open_compressed(path) as handle:
+            supplier = Chem.ForwardSDMolSupplier(handle, removeHs=False, sanitize=False)
+            for index, mol in enumerate(supplier):
+                if mol is None or mol.GetNumConformers() == 0:
+                    structures.append(f"SDF record {index + 1}: RDKit could not read it")
+                    continue
+                conformer = mol.GetConformer()
+                if not conformer.Is3D():
+                    structures.append(f"SDF record {index + 1}: no 3D coordinates")
+                    continue
+                numbers = np.array([a.GetAtomicNum() for a in mol.GetAtoms()], dtype=np.int64)
+                structures.append((numbers, np.asarray(conformer.GetPositions())))
+        return structures
+    if suffixes and suffixes[-1] in (".xyz", ".extxyz"):
+        from ase.io import read
+
+        return [
+            (np.asarray(a.numbers, dtype=np.int64), np.asarray(a.positions, dtype=np.float64))
+            for a in read(path, index=":")
+        ]
+    raise ValueError(f"{path}: geometries are read from .sdf, .xyz or .extxyz files")
+
+
+def _predict_unlabelled(
+    data: MultiFidelityData, config: TransferConfig, out: Path, ids: list[str]
+) -> None:
+    """``predictions_unlabelled.csv``: every molecule without all high-fidelity labels, per
+    strategy the mean prediction of the fine-tuned models over seeds and their sample standard
+    deviation (``ddof=1``; NaN with one seed, where no spread is defined)."""
+    from chemgraph.train.checkpoint import load_checkpoint
+
+    data = _transformed_graphs(data, config)
+    rows = np.flatnonzero(torch.isnan(data.high).any(dim=1).numpy())
+    frames = []
+    graphs = [data.graphs[i] for i in rows]
+    for strategy in config.strategies:
+        frame = pd.DataFrame(
+            {"strategy": strategy, "id": [ids[i] for i in rows], "seeds": config.seeds}
+        )
+        if data.smiles is not None:
+            frame.insert(2, "smiles", [data.smiles[i] for i in rows])
+        for columns in target_groups(list(data.targets), config.joint_targets):
+            names = [data.targets[c] for c in columns]
+            model = "+".join(names)
+            predictions = []
+            for seed in range(config.seeds):
+                stem = f"{strategy}_seed{seed}" + ("" if config.joint_targets else f"_{model}")
+                module = load_checkpoint(out / "checkpoints" / stem / "best.ckpt", "property")
+                predictions.append(
+                    predict_graphs(module, graphs, collate(config, module), config.batch_size)
+                    if len(graphs)
+                    else np.zeros((0, len(names)), np.float32)
+                )
+            stacked = np.stack(predictions)  # [seeds, n, targets]
+            spread = (
+                stacked.std(axis=0, ddof=1)
+                if config.seeds > 1
+                else np.full(stacked.shape[1:], np.nan, np.float32)
+            )
+            for t, name in enumerate(names):
+                frame[f"{name}_pred"] = stacked.mean(axis=0)[:, t]
+                frame[f"{name}_std"] = spread[:, t]
+        frames.append(frame)
+    pd.concat(frames, ignore_index=True).to_csv(out / "predictions_unlabelled.csv", index=False)

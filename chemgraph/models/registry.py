@@ -23,15 +23,31 @@ from chemgraph.batches import (
     num_edge_types,
     sparse_batch_builder,
 )
-from chemgraph.featurize import FeaturizerPreset
-from chemgraph.graphs import add_shortest_paths
+from chemgraph.featurize import FeaturizerPreset, RadiusGraphFeaturizer, get_preset
+from chemgraph.graph_keys import EDGE_FEATURES
+from chemgraph.graphs import add_distance_features, add_shortest_paths
 from chemgraph.model_names import MODEL_DESCRIPTIONS
 from chemgraph.models.esa import ESA, ESAConfig
 from chemgraph.models.gmoe import GMoE, GMoEConfig, MessagePassingConfig
 from chemgraph.models.graphormer import Graphormer, GraphormerConfig
 from chemgraph.models.grat import GRAT, GRATConfig
 
-__all__ = ["MODELS", "ModelSpec", "PropertyModel", "build_model", "get_model_spec"]
+__all__ = [
+    "GRAPH_KINDS",
+    "MODELS",
+    "ModelSpec",
+    "PropertyModel",
+    "build_model",
+    "get_model_spec",
+]
+
+GRAPH_KINDS = ("bond", "radius")
+"""What a model family reads: ``"bond"`` graphs of a molecule's 2D structure (atoms and bonds,
+a :class:`~chemgraph.featurize.FeaturizerPreset`, built from SMILES or any molecule) or
+``"radius"`` graphs of its 3D structure (atoms within a cutoff, a
+:class:`~chemgraph.featurize.RadiusGraphFeaturizer`, built from coordinates)."""
+
+Featurizer = FeaturizerPreset | RadiusGraphFeaturizer
 
 
 @runtime_checkable
@@ -66,11 +82,14 @@ class ModelSpec:
             and returns ``head(embed(batch))``, ``[B, num_outputs]``.
         feature_dtype: atom/bond feature dtype the model takes: ``torch.float32`` (one-hot,
             e.g. the ``canonical`` preset) or ``torch.int64`` (categorical, e.g. ``ogb``).
-        default_featurizer: featurizer preset used when the user names none.
-        input_options: configuration fields fixed by the featurizer preset (feature widths,
+        default_featurizer: featurizer used when the user names none: a preset name
+            (``"bond"`` graphs) or the :class:`~chemgraph.featurize.RadiusGraphFeaturizer`
+            name (``"radius"`` graphs, its default fields).
+        input_options: configuration fields fixed by the featurizer (feature widths,
             vocabulary sizes, set type), merged into the user's options.
         batch_builder: ``batch_builder(config)`` returns the collate function
-            ``DGLGraph (batched) -> batch`` for a built model's configuration.
+            ``DGLGraph (batched) -> batch`` for a built model's configuration; use
+            :meth:`collate`, which also applies :attr:`batch_graph_transform`.
         graph_transform: ``graph_transform(config)`` returns a per-molecule function
             ``DGLGraph -> DGLGraph`` applied once to every featurised graph before batching
             (e.g. caching shortest paths for Graphormer); None = graphs are used as built.
@@ -86,6 +105,13 @@ class ModelSpec:
             batches are drawn by size (:class:`chemgraph.data.datamodule.
             SizeBucketBatchSampler`); False for disjoint-union batches, which have no padding
             to save and whose BatchNorm statistics would be skewed by batches of one size.
+        graph_kind: one of :data:`GRAPH_KINDS`: the graphs the model reads and so the kind of
+            featurizer (:meth:`featurizer`).
+        batch_graph_transform: ``batch_graph_transform(featurizer)`` returns a function
+            ``DGLGraph (batched) -> DGLGraph`` applied to every batched graph before
+            :attr:`batch_builder` (e.g. the Gaussian distance features of radius graphs,
+            expanded per batch so that the stored graphs keep one float per edge instead of
+            ``K``); None = none.
     """
 
     name: str
@@ -99,6 +125,62 @@ class ModelSpec:
     training_options: Mapping[str, Any] = field(default_factory=dict)
     training_settings: Mapping[str, Any] = field(default_factory=dict)
     padded_batches: bool = True
+    graph_kind: str = "bond"
+    batch_graph_transform: Callable[[Any], Callable[[dgl.DGLGraph], dgl.DGLGraph]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.graph_kind not in GRAPH_KINDS:
+            raise ValueError(f"graph_kind must be one of {GRAPH_KINDS}, got {self.graph_kind!r}")
+
+    def featurizer(self, values: str | Mapping[str, Any] | None = None) -> Featurizer:
+        """The featurizer of this family's graphs from a name, a dict or None (the default).
+
+        ``"bond"`` graphs: a preset name or its :meth:`FeaturizerPreset.to_dict` (as stored in
+        checkpoints). ``"radius"`` graphs: :class:`RadiusGraphFeaturizer` fields as a dict
+        (its :meth:`~RadiusGraphFeaturizer.to_dict`, or any subset; the others keep their
+        defaults) or its name.
+
+        Raises:
+            ValueError: an unknown preset, bad featurizer fields, or a featurizer of the other
+                graph kind (a preset for a radius-graph model or the reverse).
+        """
+        if values is None:
+            values = self.default_featurizer
+        if self.graph_kind == "bond":
+            if isinstance(values, Mapping):
+                if "name" not in values or "cutoff" in values:
+                    raise ValueError(
+                        f"{self.name} reads bond graphs: give a featurizer preset, not {values!r}"
+                    )
+                return FeaturizerPreset.from_dict(values)
+            return get_preset(values)
+        if isinstance(values, str):
+            if values != RadiusGraphFeaturizer.name:
+                raise ValueError(
+                    f"{self.name} reads radius graphs of 3D structures: its featurizer is "
+                    f"{RadiusGraphFeaturizer.name!r} (RadiusGraphFeaturizer fields), not {values!r}"
+                )
+            return RadiusGraphFeaturizer()
+        values = dict(values)
+        if values.get("name", RadiusGraphFeaturizer.name) != RadiusGraphFeaturizer.name:
+            raise ValueError(
+                f"{self.name} reads radius graphs of 3D structures, not {values['name']!r} graphs"
+            )
+        if "atomic_numbers" in values:
+            values["atomic_numbers"] = tuple(values["atomic_numbers"])
+        try:
+            return RadiusGraphFeaturizer(**values)
+        except TypeError as error:  # an unknown field
+            raise ValueError(f"bad radius-graph featurizer fields {values}: {error}") from None
+
+    def collate(self, config: Any, featurizer: Featurizer) -> Callable[[dgl.DGLGraph], Any]:
+        """The DataLoader collate of a built model's ``config`` on graphs of ``featurizer``:
+        ``DGLGraph (batched) -> batch``, :attr:`batch_graph_transform` then
+        :attr:`batch_builder`."""
+        build = self.batch_builder(config)
+        if self.batch_graph_transform is None:
+            return build
+        return functools.partial(_transformed, self.batch_graph_transform(featurizer), build)
 
     @property
     def description(self) -> str:
@@ -111,6 +193,21 @@ class ModelSpec:
             return list(graphs)
         transform = self.graph_transform(config)
         return [transform(graph) for graph in graphs]
+
+
+def _transformed(transform: Callable, build: Callable, graph: dgl.DGLGraph) -> Any:
+    return build(transform(graph))
+
+
+def _distance_features(featurizer: RadiusGraphFeaturizer) -> Callable[[dgl.DGLGraph], Any]:
+    """Radius graphs' Gaussian distance features, unless the graphs already hold them."""
+    return functools.partial(_add_distance_features, featurizer=featurizer)
+
+
+def _add_distance_features(graph: dgl.DGLGraph, featurizer: RadiusGraphFeaturizer):
+    if EDGE_FEATURES not in graph.edata:
+        add_distance_features(graph, featurizer)
+    return graph
 
 
 def _categorical_inputs(preset: FeaturizerPreset, **fixed: Any) -> dict[str, Any]:
@@ -182,6 +279,22 @@ MODELS: dict[str, ModelSpec] = {
     "nsa": _set_attention_spec(
         "nsa",
         lambda preset: {"in_features": len(preset.atom), "set_type": "node"},
+    ),
+    # ESA over the edges of a radius graph of the 3D structure: atom types and Gaussian
+    # distances only (Buterez et al. 2024, section 4.1 and Table 5, the DFT -> GW transfer)
+    "esa-3d": ModelSpec(
+        name="esa-3d",
+        config_class=ESAConfig,
+        model_class=ESA,
+        feature_dtype=torch.float32,
+        default_featurizer=RadiusGraphFeaturizer.name,
+        input_options=lambda featurizer: {
+            "in_features": featurizer.edge_token_features,
+            "set_type": "edge",
+        },
+        batch_builder=lambda config: batch_builder("edge", config.attention),
+        graph_kind="radius",
+        batch_graph_transform=_distance_features,
     ),
     "graphormer": ModelSpec(
         name="graphormer",

@@ -2,7 +2,7 @@
 
 Given molecules with cheap low-fidelity labels (e.g. DFT HOMO/LUMO) and a few expensive
 high-fidelity ones (e.g. GW), on the same train/val/test split as the transfer strategies
-(:func:`chemgraph.jobs.transfer.high_fidelity_split`):
+(:func:`chemgraph.data.multi_fidelity.high_fidelity_split`):
 
 * **fingerprint kernel ridge on the high-fidelity labels alone** (both settings): Morgan
   fingerprints (radius 2, 2,048 bits), Tanimoto kernel, :class:`sklearn.kernel_ridge.KernelRidge`

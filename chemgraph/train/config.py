@@ -485,6 +485,12 @@ class TrainingConfig(RunConfig):
         if repeated:
             raise ConfigError(f"target_columns names {', '.join(repeated)} more than once")
         spec = get_model_spec(self.model)
+        if spec.graph_kind != "bond":
+            raise ConfigError(
+                f"model {self.model!r} reads {spec.graph_kind} graphs of 3D structures; "
+                "chemgraph train builds bond graphs from SMILES: train it with chemgraph "
+                "transfer on geometries, or choose a bond-graph model"
+            )
         if self.featurizer is None:
             self.featurizer = spec.default_featurizer
         preset = get_preset(self.featurizer)

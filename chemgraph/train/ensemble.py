@@ -19,6 +19,7 @@ from chemgraph._dgl import dgl
 from chemgraph._files import file_digest
 from chemgraph.data.applicability import TrainingFingerprints
 from chemgraph.featurize import FeaturizerPreset
+from chemgraph.models import get_model_spec
 from chemgraph.train.checkpoint import load_checkpoint
 from chemgraph.train.inference import model_inputs, predict_graphs
 from chemgraph.train.module import PropertyPredictionModule
@@ -154,6 +155,12 @@ class Ensemble:
                         "ensemble's members must predict the same targets from the same features"
                     )
         self.targets: list[str] = list(first.target_columns)
+        if get_model_spec(first.model).graph_kind != "bond":
+            raise ValueError(
+                f"{files[0]} holds a {first.model} model of 3D structures (radius graphs); "
+                "chemgraph predict featurizes molecules as bond graphs and does not read 3D "
+                "structures yet"
+            )
         self.preset = FeaturizerPreset.from_dict(first.featurizer)
         self.preparation = self.modules[0].preparation
         stored = [m.hparams.get("train_fingerprints") for m in self.modules]

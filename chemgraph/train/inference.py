@@ -42,13 +42,13 @@ def model_inputs(
         ``(graphs, batch_builder)``: the batched graph as it is, or one graph per molecule
         after the model's graph transform (e.g. Graphormer's shortest paths,
         :meth:`chemgraph.models.ModelSpec.transform_graphs`); and the model's collate
-        (:meth:`chemgraph.models.ModelSpec.batch_builder`).
+        (:meth:`chemgraph.models.ModelSpec.collate` on the checkpoint's featurizer).
     """
     spec = get_model_spec(module.hparams.model)
     inputs = graphs
     if spec.graph_transform is not None:  # per molecule
         inputs = spec.transform_graphs(module.model.config, dgl.unbatch(graphs))
-    return inputs, spec.batch_builder(module.model.config)
+    return inputs, spec.collate(module.model.config, spec.featurizer(module.hparams.featurizer))
 
 
 def predict_graphs(

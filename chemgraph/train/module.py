@@ -5,18 +5,26 @@ from __future__ import annotations
 import logging
 import math
 import time
-from typing import Literal
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any, Literal
 
 import lightning as L
 import torch
 import torch.nn.functional as F
 
 from chemgraph.chem import MoleculePreparation
-from chemgraph.models import build_model
+from chemgraph.models import build_model, get_model_spec
 from chemgraph.models.gmoe import expert_usage_table
 from chemgraph.train.scaler import TargetScaler
 
-__all__ = ["LR_SCHEDULES", "PropertyPredictionModule", "cosine_learning_rate", "masked_loss"]
+__all__ = [
+    "LR_SCHEDULES",
+    "PropertyPredictionModule",
+    "build_property_module",
+    "cosine_learning_rate",
+    "masked_loss",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -266,3 +274,74 @@ class PropertyPredictionModule(L.LightningModule):
             "optimizer": optimizer,
             "lr_scheduler": {"scheduler": scheduler, "monitor": "val_loss", "interval": "epoch"},
         }
+
+
+def build_property_module(
+    model: str,
+    featurizer: Any,
+    target_columns: list[str],
+    task: Task,
+    train_labels: torch.Tensor,
+    model_options: Mapping[str, Any],
+    *,
+    learning_rate: float,
+    weight_decay: float,
+    lr_schedule: str,
+    warmup_steps: int | None,
+    lr_patience: int,
+    max_minutes: float | None = None,
+    final_lr_fraction: float = 0.01,
+    fragments: str = "keep",
+    standardize: str = "none",
+    train_fingerprints: dict | None = None,
+) -> PropertyPredictionModule:
+    """A fresh :class:`PropertyPredictionModule` (random weights) of a registered model family:
+    the one builder of ``chemgraph train`` (:mod:`chemgraph.jobs.train`) and of transfer
+    learning's pretraining and fine-tuning (:mod:`chemgraph.jobs.transfer`).
+
+    The model's configuration is ``model_options``, then the fields the featurizer fixes
+    (:attr:`chemgraph.models.ModelSpec.input_options`: feature widths, vocabularies, set type),
+    then ``num_outputs = len(target_columns)``; a regression's target scaler is fitted to
+    ``train_labels``; the featurizer is stored as its ``to_dict()``.
+
+    Args:
+        model: registered model family (:data:`chemgraph.models.MODELS`).
+        featurizer: the family's featurizer (:meth:`chemgraph.models.ModelSpec.featurizer`):
+            a :class:`~chemgraph.featurize.FeaturizerPreset` or a
+            :class:`~chemgraph.featurize.RadiusGraphFeaturizer`.
+        target_columns: the ``T`` target names.
+        task: ``"regression"`` or ``"classification"``.
+        train_labels: ``float32 [N, T]`` training labels (NaN = missing), for the scaler.
+        model_options: the user's model options (already checked).
+        learning_rate, weight_decay, lr_schedule, warmup_steps, lr_patience, max_minutes,
+        final_lr_fraction, fragments, standardize, train_fingerprints: as
+            :class:`PropertyPredictionModule`.
+
+    Raises:
+        ValueError: unknown model family; TypeError: unknown model options.
+    """
+    spec = get_model_spec(model)
+    model_config = {
+        **model_options,
+        **spec.input_options(featurizer),
+        "num_outputs": len(target_columns),
+    }
+    scaler = TargetScaler.fit(train_labels) if task == "regression" else None
+    return PropertyPredictionModule(
+        model_config=model_config,
+        task=task,
+        target_columns=list(target_columns),
+        featurizer=featurizer.to_dict(),
+        scaler=asdict(scaler) if scaler is not None else None,
+        fragments=fragments,
+        standardize=standardize,
+        learning_rate=learning_rate,
+        weight_decay=weight_decay,
+        lr_schedule=lr_schedule,
+        warmup_steps=warmup_steps,
+        final_lr_fraction=final_lr_fraction,
+        max_minutes=max_minutes,
+        lr_patience=lr_patience,
+        model=model,
+        train_fingerprints=train_fingerprints,
+    )

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from chemgraph.data import qm9_gw
 from chemgraph.jobs import transfer
 from chemgraph.recipes import dft_to_gw
 from chemgraph.recipes.registry import recipe_settings
@@ -53,7 +54,7 @@ def _full(**full):
     values = recipe_settings("dft_to_gw", _config())
     values["data"]["full"].update(full)
     featurizer = transfer.TransferConfig.from_dict(values["training"]).graph_featurizer
-    return dft_to_gw.full_data(values["data"], featurizer)
+    return qm9_gw.full_data(values["data"], featurizer)
 
 
 def test_full_pretrains_on_the_qm9_gw_dft_columns_in_ev():
@@ -90,9 +91,9 @@ def test_b3lyp_is_a_labelled_choice():
 def test_orbital_energies_must_be_in_ev():
     hartree = pd.DataFrame({"pbe_homo": [-0.34, -0.25], "pbe_lumo": [0.05, 0.01]})
     with pytest.raises(ValueError, match="median pbe_homo is -0.295, not an orbital energy in eV"):
-        dft_to_gw.check_orbital_energies_ev(hartree, ["pbe_homo", "pbe_lumo"], "DFT labels")
+        qm9_gw.check_orbital_energies_ev(hartree, ["pbe_homo", "pbe_lumo"], "DFT labels")
     ev = hartree * HARTREE_TO_EV
-    dft_to_gw.check_orbital_energies_ev(ev, ["pbe_homo", "pbe_lumo"], "DFT labels")
+    qm9_gw.check_orbital_energies_ev(ev, ["pbe_homo", "pbe_lumo"], "DFT labels")
 
 
 @pytest.fixture
@@ -161,7 +162,7 @@ def test_the_full_profile_differs_from_the_paper_only_where_stated(tmp_path):
         qm9_root=str(FIXTURE / "qm9"), qm9_gw_root=str(FIXTURE / "qm9_gw")
     )
     values["data"]["full"]["split_counts"] = {"train": 18, "val": 4, "test": 8}
-    data, split = dft_to_gw.full_data(values["data"], config.graph_featurizer)
+    data, split = qm9_gw.full_data(values["data"], config.graph_featurizer)
     lines = dft_to_gw.paper_differences("full", values["data"], config, data, split)
     # of the settings, only these two differ from the Table 5 protocol (paper + authors' code)
     settings = [line for line in lines if "where the Table 5 protocol has" in line]

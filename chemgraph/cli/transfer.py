@@ -1,0 +1,144 @@
+"""``chemgraph transfer``: transfer learning from low- to high-fidelity labels on the user's
+own table (:func:`chemgraph.jobs.transfer.transfer_table`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from chemgraph.cli.base import Command, ExamplesHelpFormatter
+from chemgraph.model_names import MODEL_DESCRIPTIONS
+
+__all__ = ["TransferCommand"]
+
+TRANSFER_EPILOG = """\
+examples:
+  chemgraph transfer --data labels.csv --smiles-column smiles \\
+      --low-fidelity-columns xtb_homo,xtb_lumo --high-fidelity-columns gw_homo,gw_lumo \\
+      --model gin --seeds 3 --out runs/xtb_to_gw
+  chemgraph transfer --data labels.csv --geometry structures.sdf --model esa-3d \\
+      --low-fidelity-columns dft_gap --high-fidelity-columns gw_gap --out runs/gap_3d
+  chemgraph predict --checkpoint runs/xtb_to_gw/checkpoints/transductive_seed0_gw_homo \\
+      --input new.csv --output new_predictions.csv
+
+outputs in --out: table.md / table.csv (test RMSE of every strategy, mean ± std over seeds,
+with the baselines of each setting on the same split), predictions.csv (test molecules),
+predictions_unlabelled.csv (the molecules without high-fidelity labels: mean over seeds and
+its std, NaN for one seed), checkpoints/<strategy>_seed<k>[_<target>]/best.ckpt (every
+fine-tuned model), rejected.csv (row,id,input,reason), curves/, transfer.yaml (--config
+transfer.yaml repeats the run).
+"""
+
+
+class TransferCommand(Command):
+    """Transfer learning on a user's table: one
+    :class:`~chemgraph.jobs.transfer.TransferOptions`, one
+    :func:`~chemgraph.jobs.transfer.transfer_table`."""
+
+    name = "transfer"
+    help = "pretrain on cheap (low-fidelity) labels, fine-tune on expensive ones, on your table"
+    description = (
+        "Transfer learning across levels of theory (Buterez et al. 2024): for each strategy "
+        "(high_fidelity_only, inductive: pretrain on the low-fidelity labels of every molecule "
+        "but the high-fidelity test molecules; transductive: of every molecule) and seed, "
+        "pretrain on the low-fidelity columns, fine-tune on the high-fidelity columns; "
+        "missing labels are empty cells (most molecules may have only the cheap ones). Bond "
+        "graphs of the SMILES for any bond-graph model, or radius graphs of 3D structures "
+        "(--geometry) for esa-3d."
+    )
+    epilog = TRANSFER_EPILOG
+    formatter_class = ExamplesHelpFormatter
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--config", help="YAML of these options (transfer.yaml of a run)")
+        parser.add_argument("--data", help="table of molecules (.csv, .tsv, .parquet)")
+        parser.add_argument("--smiles-column", help="column holding SMILES (default: smiles)")
+        parser.add_argument("--id-column", help="molecule identifiers (default: row number)")
+        parser.add_argument(
+            "--low-fidelity-columns", help="comma-separated low-fidelity (cheap) label columns"
+        )
+        parser.add_argument(
+            "--high-fidelity-columns",
+            help="comma-separated high-fidelity label columns, one per low-fidelity column, in "
+            "the same order",
+        )
+        parser.add_argument(
+            "--geometry",
+            help="SDF, XYZ or extended XYZ file, one 3D structure per table row in row order "
+            "(Å), for a radius-graph model (esa-3d)",
+        )
+        parser.add_argument(
+            "--model",
+            choices=list(MODEL_DESCRIPTIONS),
+            help="model family (default: esa-3d; with SMILES choose a bond-graph one, e.g. esa)",
+        )
+        parser.add_argument(
+            "--featurizer",
+            help="featurizer preset of a bond-graph model (default: the model's)",
+        )
+        parser.add_argument(
+            "--strategies",
+            help="comma-separated subset of high_fidelity_only,inductive,transductive",
+        )
+        parser.add_argument("--seeds", type=int, help="seeds 0..N-1 of every strategy (5)")
+        parser.add_argument("--pretrain-epochs", type=int, help="fixed pretraining epochs")
+        parser.add_argument("--finetune-max-epochs", type=int, help="fine-tuning epoch bound")
+        parser.add_argument("--batch-size", type=int, help="batch size")
+        parser.add_argument("--learning-rate", type=float, help="peak AdamW learning rate")
+        parser.add_argument("--split-seed", type=int, help="seed of the split (default: 0)")
+        parser.add_argument(
+            "--split-fractions",
+            help="train,val,test fractions of the molecules with every high-fidelity label "
+            "(default: 0.8,0.1,0.1)",
+        )
+        parser.add_argument("--out", help="output folder (new or empty)")
+        parser.add_argument("--overwrite", action="store_true", help="write into a non-empty --out")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from chemgraph.errors import ConfigError
+        from chemgraph.jobs.transfer import TransferOptions, format_table, transfer_table
+        from chemgraph.train.config import read_settings
+        from chemgraph.train.trainer import quiet_third_party_warnings
+
+        quiet_third_party_warnings()
+        values = read_settings(args.config) if args.config else {}
+        training = dict(values.pop("training", {}) or {})
+        for key, value in {
+            "model": args.model,
+            "featurizer": args.featurizer,
+            "strategies": args.strategies.split(",") if args.strategies else None,
+            "seeds": args.seeds,
+            "pretrain_epochs": args.pretrain_epochs,
+            "finetune_max_epochs": args.finetune_max_epochs,
+            "batch_size": args.batch_size,
+            "learning_rate": args.learning_rate,
+        }.items():
+            if value is not None:
+                training[key] = value
+        if args.quiet:
+            training["progress"] = False
+        for key, value in {
+            "data": args.data,
+            "smiles_column": args.smiles_column,
+            "id_column": args.id_column,
+            "low_fidelity_columns": args.low_fidelity_columns,
+            "high_fidelity_columns": args.high_fidelity_columns,
+            "geometry": args.geometry,
+            "split_seed": args.split_seed,
+            "split_fractions": (
+                [float(f) for f in args.split_fractions.split(",")]
+                if args.split_fractions
+                else None
+            ),
+            "out": args.out,
+        }.items():
+            if value is not None:
+                values[key] = value
+        required = ["data", "low_fidelity_columns", "high_fidelity_columns", "out"]
+        missing = [f"--{key.replace('_', '-')}" for key in required if key not in values]
+        if missing:
+            raise ConfigError(f"chemgraph transfer needs {', '.join(missing)}")
+        options = TransferOptions(**values, overwrite=args.overwrite, training=training)
+        print(format_table(transfer_table(options)))
+        print(f"outputs written to {Path(options.out).resolve()}")
+        return 0

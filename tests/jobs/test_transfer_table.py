@@ -1,0 +1,148 @@
+"""``chemgraph transfer`` on a user's own table: bond graphs of SMILES (a 2D model) and radius
+graphs of an SDF's 3D structures (esa-3d), the kept checkpoints scored by ``chemgraph
+predict``, the spread over one seed undefined."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from rdkit import Chem
+
+from chemgraph.chem import embed_conformers, mol_from_smiles
+from chemgraph.cli.main import main
+from chemgraph.errors import ConfigError
+from chemgraph.jobs.predict import predict_table
+from chemgraph.jobs.transfer import TransferOptions, read_structures, transfer_table
+from chemgraph.train.checkpoint import load_checkpoint
+
+LABELS = Path(__file__).resolve().parents[1] / "fixtures" / "transfer" / "labels.csv"
+TINY = {
+    "seeds": 2, "pretrain_epochs": 2, "finetune_max_epochs": 3, "batch_size": 16,
+    "early_stopping_patience": 3, "progress": False,
+}  # fmt: skip
+TINY_ESA = {"hidden_dim": 16, "num_heads": 2, "layer_pattern": "MSP", "num_seeds": 2}
+
+
+def _options(tmp_path: Path, **training) -> TransferOptions:
+    return TransferOptions(
+        data=LABELS, low_fidelity_columns="cheap_logp,cheap_mr",
+        high_fidelity_columns="fine_logp,fine_mr", out=tmp_path / "run", id_column="id",
+        split_fractions=(0.5, 0.25, 0.25),
+        training={**TINY, "model": "esa", "model_options": TINY_ESA, **training},
+    )  # fmt: skip
+
+
+def test_transfer_on_a_smiles_table_keeps_every_fine_tuned_model_for_predict(tmp_path):
+    table = transfer_table(_options(tmp_path))
+    out = tmp_path / "run"
+    labels = pd.read_csv(LABELS)
+    # every strategy and target has a row, with the baselines of its setting
+    models = table[table["method"] == "ESA"]
+    assert set(models["strategy"]) == {"high fidelity", "Ind.", "Trans."}
+    assert set(table["target"]) == {"FINE_LOGP", "FINE_MR"}
+    assert (table["method"] == "baseline").any()
+    assert models["seeds"].eq(2).all() and np.isfinite(models["rmse_std"]).all()
+    # 24 molecules with high-fidelity labels: 12 / 6 / 6; the test molecules' predictions
+    test = pd.read_csv(out / "predictions.csv")
+    assert len(test[(test.strategy == "transductive") & (test.seed == 0)]) == 6
+    # the 16 without: mean and spread over the 2 seeds, per strategy
+    unlabelled = pd.read_csv(out / "predictions_unlabelled.csv")
+    assert sorted(set(unlabelled["id"])) == sorted(labels["id"][labels["fine_logp"].isna()])
+    assert len(unlabelled) == 16 * 3
+    assert (unlabelled["fine_logp_std"] > 0).all()
+    # every fine-tuned model is kept: predict scores new molecules with it, and the two seeds'
+    # checkpoints give the mean of predictions_unlabelled.csv
+    folders = sorted(p.parent.name for p in (out / "checkpoints").glob("*/best.ckpt"))
+    assert len(folders) == 3 * 2 * 2  # strategies x seeds x targets (one chain per target)
+    new = tmp_path / "new.csv"
+    rows = unlabelled[unlabelled.strategy == "transductive"].reset_index(drop=True)
+    pd.DataFrame({"smiles": rows["smiles"]}).to_csv(new, index=False)
+    predicted = [
+        pd.read_csv(
+            predict_table(
+                out / "checkpoints" / f"transductive_seed{seed}_fine_logp" / "best.ckpt",
+                new, tmp_path / f"new_{seed}.csv", progress=False,
+            ).output
+        )["fine_logp_pred"].to_numpy()
+        for seed in (0, 1)
+    ]  # fmt: skip
+    np.testing.assert_allclose(np.mean(predicted, axis=0), rows["fine_logp_pred"], atol=1e-5)
+    assert (out / "rejected.csv").read_text().startswith("row,id,input,reason")
+    assert "training" in (out / "transfer.yaml").read_text()
+
+
+def test_one_seed_gives_an_undefined_spread_never_zero(tmp_path):
+    table = transfer_table(_options(tmp_path, seeds=1, strategies=["transductive"]))
+    models = table[table["method"] == "ESA"]
+    assert models["rmse_std"].isna().all()
+    assert models["test RMSE"].str.endswith("± undefined").all()
+    unlabelled = pd.read_csv(tmp_path / "run" / "predictions_unlabelled.csv")
+    assert unlabelled["fine_logp_std"].isna().all() and unlabelled["fine_mr_std"].isna().all()
+
+
+def test_rejected_rows_are_reported_and_the_rest_is_used(tmp_path):
+    table = pd.read_csv(LABELS)
+    table.loc[30, "smiles"] = "C1CC"  # unclosed ring
+    table.loc[31, "cheap_logp"] = np.nan
+    table.loc[31, "cheap_mr"] = np.nan  # no label at all
+    bad = tmp_path / "bad.csv"
+    table.to_csv(bad, index=False)
+    options = _options(tmp_path, seeds=1, strategies=["high_fidelity_only"])
+    options.data = bad
+    transfer_table(options)
+    rejected = pd.read_csv(tmp_path / "run" / "rejected.csv")
+    assert rejected["row"].tolist() == [30, 31]
+    assert rejected["id"].tolist() == ["mol30", "mol31"]
+    assert rejected["input"][0] == "C1CC" and "ring" in rejected["reason"][0].lower()
+    assert rejected["reason"][1] == "no low- or high-fidelity label"
+
+
+def test_a_3d_model_reads_the_geometries_of_an_sdf(tmp_path):
+    labels = pd.read_csv(LABELS)
+    sdf = tmp_path / "structures.sdf"
+    with Chem.SDWriter(str(sdf)) as writer:
+        for smiles in labels["smiles"]:
+            writer.write(embed_conformers(mol_from_smiles(smiles), seed=0).mol)
+    structures = read_structures(sdf)
+    assert len(structures) == 40
+    numbers, positions = structures[2]  # ethanol with its hydrogens
+    assert sorted(numbers.tolist()) == [1] * 6 + [6, 6, 8] and positions.shape == (9, 3)
+    options = TransferOptions(
+        data=LABELS, geometry=sdf, low_fidelity_columns="cheap_logp",
+        high_fidelity_columns="fine_logp", out=tmp_path / "run", split_fractions=(0.5, 0.25, 0.25),
+        training={**TINY, "model": "esa-3d", "model_options": TINY_ESA,
+                  "featurizer": {"cutoff": 3.0, "num_basis": 8}, "strategies": ["inductive"]},
+    )  # fmt: skip
+    table = transfer_table(options)
+    assert table[table["method"] == "ESA"]["seeds"].eq(2).all()
+    module = load_checkpoint(
+        tmp_path / "run" / "checkpoints" / "inductive_seed0_fine_logp" / "best.ckpt"
+    )
+    assert module.hparams.model == "esa-3d" and module.hparams.featurizer["cutoff"] == 3.0
+    unlabelled = pd.read_csv(tmp_path / "run" / "predictions_unlabelled.csv")
+    assert len(unlabelled) == 16 and np.isfinite(unlabelled["fine_logp_pred"]).all()
+
+
+def test_options_are_checked_before_any_work(tmp_path):
+    with pytest.raises(ConfigError, match="1 low-fidelity columns but 2 high-fidelity"):
+        TransferOptions(LABELS, "cheap_logp", "fine_logp,fine_mr", tmp_path)
+    with pytest.raises(ConfigError, match="reads 3D structures: give --geometry"):
+        TransferOptions(LABELS, "cheap_logp", "fine_logp", tmp_path, training={"model": "esa-3d"})
+    with pytest.raises(ConfigError, match="delta_learning is not available"):
+        TransferOptions(
+            LABELS, "cheap_logp", "fine_logp", tmp_path,
+            training={"model": "gin", "delta_learning": True},
+        )  # fmt: skip
+
+
+def test_cli_refuses_a_non_empty_out_folder(tmp_path, capsys):
+    (tmp_path / "old.txt").write_text("results")
+    status = main([
+        "transfer", "--data", str(LABELS), "--low-fidelity-columns", "cheap_logp",
+        "--high-fidelity-columns", "fine_logp", "--model", "gin", "--out", str(tmp_path),
+    ])  # fmt: skip
+    assert status == 2
+    assert "--overwrite" in capsys.readouterr().err
