@@ -84,7 +84,6 @@ __all__ = [
     "target_groups",
     "transfer_claim",
     "transfer_margins",
-    "transfer_weights",
     "baseline_runs",
 ]
 

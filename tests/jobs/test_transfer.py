@@ -19,8 +19,8 @@ from chemgraph.jobs.transfer import (
     run_transfer,
     transfer_claim,
     transfer_margins,
-    transfer_weights,
 )
+from chemgraph.train.finetune import transfer_weights
 
 FEATURIZER = RadiusGraphFeaturizer(cutoff=3.0, num_basis=8)
 TINY_MODEL = {"hidden_dim": 16, "num_heads": 2, "layer_pattern": "MSP", "num_seeds": 2}
