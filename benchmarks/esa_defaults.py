@@ -57,10 +57,13 @@ def train(
     out: Path,
     setting: tuple[float, int, str],
     max_epochs: int | None,
-) -> dict:
+    report: bool = False,
+) -> dict | None:
     """Train ESA with ``setting`` (peak lr, batch size, readout) on ``data`` into ``out`` (or
-    read the finished run there); its ``metrics.json``."""
+    read the finished run there); its ``metrics.json`` (None: not there and ``report``)."""
     metrics = out / "metrics.json"
+    if not metrics.is_file() and report:
+        return None
     if not metrics.is_file():
         learning_rate, batch_size, readout = setting
         out.mkdir(parents=True, exist_ok=True)
@@ -108,6 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--molecules", type=int, default=10_000, help="QM9 molecules read")
     parser.add_argument("--max-epochs", type=int, help="smoke runs only (default: the protocol's)")
     parser.add_argument("--out", type=Path, default=REPO / "runs" / "benchmarks" / "esa_defaults")
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="train nothing: table the finished runs in --out (settings missing on a data set "
+        "are listed, not ranked)",
+    )
     args = parser.parse_args(argv)
     for name in args.datasets:
         if not DATASETS[name].source.is_file():
@@ -115,40 +124,51 @@ def main(argv: list[str] | None = None) -> int:
                 f"{DATASETS[name].source} is absent: this benchmark needs ../shared/data"
             )
     settings = list(itertools.product(args.learning_rates, args.batch_sizes, args.readouts))
-    val: dict[str, list[float]] = {}
-    test: dict[str, list[float]] = {}
+    val: dict[str, list[float | None]] = {}
+    test: dict[str, list[float | None]] = {}
     for name in args.datasets:
         folder = args.out / name
         folder.mkdir(parents=True, exist_ok=True)
         data = folder / "data.csv"
         write_table(DATASETS[name], data, args.molecules if name == "qm9_gap" else None)
         headline = DATASETS[name].metrics[0]
-        runs = [train(name, data, folder / run_name(*s), s, args.max_epochs) for s in settings]
-        val[name] = [m["val"][headline] for m in runs]
-        test[name] = [m["test"][headline] for m in runs]
-    ranks, ratios = mean_ranks(val)
-    best = min(range(len(settings)), key=lambda i: (ranks[i], ratios[i]))
+        runs = [
+            train(name, data, folder / run_name(*s), s, args.max_epochs, args.report)
+            for s in settings
+        ]
+        val[name] = [m and m["val"][headline] for m in runs]
+        test[name] = [m and m["test"][headline] for m in runs]
+    complete = [i for i in range(len(settings)) if all(val[n][i] is not None for n in val)]
+    if not complete:
+        raise SystemExit("no setting has a finished run on every data set")
+    ranks, ratios = mean_ranks({n: [val[n][i] for i in complete] for n in val})
+    best = complete[min(range(len(complete)), key=lambda j: (ranks[j], ratios[j]))]
+    ranked = {i: (rank, ratio) for i, rank, ratio in zip(complete, ranks, ratios, strict=True)}
     header = ["peak lr", "batch", "readout"]
-    for name in args.datasets:
-        header.append(f"{name} val {DATASETS[name].metrics[0].upper()}")
+    header += [f"{name} val {DATASETS[name].metrics[0].upper()}" for name in args.datasets]
     header += ["mean rank", "mean val / best"]
     header += [f"{name} test {DATASETS[name].metrics[0].upper()}" for name in args.datasets]
     rows = []
     for i, (learning_rate, batch_size, readout) in enumerate(settings):
         mark = "**" if i == best else ""
+        rank, ratio = ("not ranked", "")
+        if i in ranked:
+            rank, ratio = f"{ranked[i][0]:.1f}", f"{ranked[i][1]:.3f}"
         rows.append([
             f"{learning_rate:g}", str(batch_size), readout,
-            *(f"{mark}{val[name][i]:.4f}{mark}" for name in args.datasets),
-            f"{ranks[i]:.1f}", f"{ratios[i]:.3f}",
-            *(f"{test[name][i]:.4f}" for name in args.datasets),
+            *(f"{mark}{val[n][i]:.4f}{mark}" if val[n][i] is not None else "not run"
+              for n in args.datasets),
+            rank, ratio,
+            *(f"{test[n][i]:.4f}" if test[n][i] is not None else "" for n in args.datasets),
         ])  # fmt: skip
     lines = [
         "# ESA defaults chosen on validation data (test columns: not used in the choice)",
         "",
         *markdown_table(header, rows),
         "",
-        f"pick (lowest mean validation rank over {', '.join(args.datasets)}): "
-        f"lr {settings[best][0]:g}, batch {settings[best][1]}, readout {settings[best][2]}",
+        f"pick (lowest mean validation rank over {', '.join(args.datasets)}, among the "
+        f"{len(complete)} settings run on all of them): lr {settings[best][0]:g}, batch "
+        f"{settings[best][1]}, readout {settings[best][2]}",
     ]
     (args.out / "results.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
