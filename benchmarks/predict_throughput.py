@@ -1,7 +1,23 @@
-"""Scoring a library: ``chemgraph predict`` from graph shards against from SMILES.
+"""Scoring a library: ``chemgraph predict`` against Chemprop v2, from shards, a million molecules.
 
-On the first ``--molecules`` SMILES of MoleculeNet HIV (``../shared/data``, read where it is;
-the library file is written to a temporary folder):
+Three parts (``--part``):
+
+``side-by-side`` (default): ``chemprop predict`` (Chemprop v2.3.1 in its own environment,
+``--chemprop``; its default model, ``chemprop train`` defaults on ESOL) against ``chemgraph
+predict`` (a default ESA, ``chemgraph train`` defaults on ESOL; and a 3-model ensemble, ``--ensemble
+3``), one thread each (``OMP_NUM_THREADS=1``, ``--workers 1``), on the first ``--molecules``
+SMILES of MoleculeNet HIV written as a CSV: end to end from the SMILES, and for chemgraph also
+from a ``chemgraph featurize`` folder of them (its featurization not counted). Both tools predict
+with the applicability domain where they have one (chemgraph's models store their training
+fingerprints). Chemprop stops at the first SMILES RDKit rejects, so it is given the rows RDKit
+parses (chemgraph reads all and reports the others): molecules per second count each tool's
+input rows. Rounds alternate the tools (``--repeats``, A B A B ...) so that the load of a
+shared machine hits them alike; each run is a subprocess measured for wall time, CPU time
+(``getrusage`` of the children) and peak memory of its process tree (:class:`Measured`). Models
+are trained once into ``--work`` (training not timed; ``--epochs`` caps both tools' epochs:
+the speed of prediction does not depend on the weights).
+
+``in-process``: on the same SMILES, in this process:
 
 1. a default ESA (``chemgraph train``'s settings: hidden 64, 4 heads, ``SMMSPS``, readout
    ``seeds+sum``) is trained for one epoch on ESOL, so that its checkpoint holds the training
@@ -20,12 +36,23 @@ the library file is written to a temporary folder):
 5. the Tanimoto similarity of random pairs of library molecules (all pairs of the first 2,000),
    which :data:`chemgraph.data.applicability.DEFAULT_SIMILARITY_THRESHOLD` is set against.
 
-    OMP_NUM_THREADS=2 nice -n 10 python benchmarks/predict_throughput.py [--molecules 20000]
+``screen``: ``chemgraph predict --workers`` of the first ``--screen`` MOSES training SMILES
+(read from the molsets wheel, ``../wheels/molsets-0.3.1-py3-none-any.whl``, as a zip: nothing
+installed) with ``--checkpoint`` (e.g. an ensemble folder), the library, output and
+``summary.json`` (wall, CPU, peak memory, rows, rejected, in domain) in ``--work``. Resumable:
+run the same command again after an interruption (it passes ``--resume``; the summary then
+measures the resumed part only and says so).
+
+    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/predict_throughput.py   # side by side
+    OMP_NUM_THREADS=2 nice -n 10 python benchmarks/predict_throughput.py --part in-process
+    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/predict_throughput.py --part screen \
+        --screen 1000000 --checkpoint runs/esol-ensemble --workers 2 --work runs/moses-1m
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gzip
 import json
 import os
@@ -140,9 +167,12 @@ class Measured:
 def measured(command: list[str], log: Path, environment: dict[str, str] | None = None) -> Measured:
     """Run ``command`` (stdout and stderr to ``log``) and measure it; raises on failure.
 
-    ``ru_maxrss`` of the children is the largest of all the children this process ever waited
-    for, so :attr:`Measured.process_rss` is only that of this command when it is the largest
-    so far: run the small commands first, or read :attr:`Measured.tree_rss`."""
+    Descendants left when the command exits (a forkserver) are adopted and waited for, so
+    their CPU time counts (:func:`_adopt_orphans`). ``ru_maxrss`` of the children is the
+    largest of all the children this process ever waited for, so :attr:`Measured.process_rss`
+    is only that of this command when it is the largest so far: read
+    :attr:`Measured.tree_rss` and :attr:`Measured.tree_pss`."""
+    _adopt_orphans()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     peak = peak_pss = 0
@@ -159,12 +189,35 @@ def measured(command: list[str], log: Path, environment: dict[str, str] | None =
             except psutil.Error:
                 pass  # a process ended between listing and reading it
             time.sleep(0.2)
+    _reap_orphans()
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if process.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed ({process.returncode}); see {log}")
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     return Measured(wall, cpu, peak / 2**20, peak_pss / 2**20, after.ru_maxrss / 2**10)
+
+
+def _adopt_orphans() -> None:
+    """Linux: make this process the child subreaper of its descendants (``PR_SET_CHILD_SUBREAPER``,
+    prctl(2)). A multiprocessing forkserver (``chemgraph featurize``'s workers are forked by one)
+    outlives the command that started it by a moment and would then be reparented to init, its
+    CPU time and its workers' lost to ``getrusage(RUSAGE_CHILDREN)``; adopted here, it is waited
+    for by :func:`_reap_orphans` and counted."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1)  # 36 = PR_SET_CHILD_SUBREAPER
+
+
+def _reap_orphans(seconds: float = 60.0) -> None:
+    """Wait for the adopted descendants (every child left once the command has exited)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.1)
 
 
 def one_thread() -> dict[str, str]:
