@@ -10,6 +10,7 @@ import contextlib
 import signal
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 __all__ = ["Interrupted", "interrupts_raise"]
@@ -26,6 +27,28 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, signum: int, message: str | None = None) -> None:
         self.signum = signum
         super().__init__(message or f"stopped by {signal.Signals(signum).name}")
+
+
+class ShardsInterrupted(Interrupted):
+    """A library job that writes complete shards was stopped; ``resume`` continues it.
+
+    Attributes:
+        signum: ``signal.SIGINT`` or ``signal.SIGTERM``.
+        output: the output folder, or None when the signal came before it was prepared.
+        shards_done: complete shards in ``output``.
+    """
+
+    def __init__(self, signum: int, output: Path | None = None, shards_done: int = 0) -> None:
+        self.output, self.shards_done = output, shards_done
+        name = signal.Signals(signum).name
+        if output is None:
+            message = f"stopped by {name} before any output was written"
+        else:
+            message = (
+                f"stopped by {name}; {shards_done} complete shard(s) kept in {output}; run the "
+                "same command with --resume to continue"
+            )
+        super().__init__(signum, message)
 
 
 @contextlib.contextmanager

@@ -47,7 +47,6 @@ import importlib.metadata
 import importlib.util
 import json
 import os
-import signal
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -68,7 +67,7 @@ from chemgraph._files import (
     write_parquet_atomically,
     write_text_atomically,
 )
-from chemgraph._interrupts import Interrupted, interrupts_raise
+from chemgraph._interrupts import ShardsInterrupted, interrupts_raise
 from chemgraph._output import resumable_folder
 from chemgraph.chem import MoleculeParseError
 from chemgraph.chem.parse import mol_from_sdf_block
@@ -148,7 +147,7 @@ class QCOptions:
         return asdict(self)
 
 
-class QCInterrupted(Interrupted):
+class QCInterrupted(ShardsInterrupted):
     """SIGINT (Ctrl-C) or SIGTERM stopped :func:`label_library`; the workers are stopped, the
     complete shards are kept in ``output`` and ``resume=True`` (``--resume``) continues.
 
@@ -157,18 +156,6 @@ class QCInterrupted(Interrupted):
         output: the output folder, or None when the signal came before it was prepared.
         shards_done: complete shards in ``output``.
     """
-
-    def __init__(self, signum: int, output: Path | None = None, shards_done: int = 0) -> None:
-        self.output, self.shards_done = output, shards_done
-        name = signal.Signals(signum).name
-        if output is None:
-            message = f"stopped by {name} before any output was written"
-        else:
-            message = (
-                f"stopped by {name}; {shards_done} complete shard(s) kept in {output}; run the "
-                "same command with --resume to continue"
-            )
-        super().__init__(signum, message)
 
 
 def qc_reason_kind(reason: str) -> str:

@@ -45,7 +45,6 @@ features, the features table, rejection reasons), :mod:`~chemgraph.jobs.featuriz
 from __future__ import annotations
 
 import contextlib
-import signal
 import sys
 import threading
 from collections.abc import Iterator
@@ -56,7 +55,7 @@ from tqdm.auto import tqdm
 
 import chemgraph
 from chemgraph._files import file_digest
-from chemgraph._interrupts import Interrupted, interrupts_raise
+from chemgraph._interrupts import ShardsInterrupted, interrupts_raise
 from chemgraph.data.readers import Record, iter_record_chunks, library_format
 from chemgraph.featurize import get_preset
 from chemgraph.jobs.featurize.output import (
@@ -96,7 +95,7 @@ __all__ = [
 _COUNT_CHUNK = 10_000  # records per chunk of the progress bar's count
 
 
-class FeaturizeInterrupted(Interrupted):
+class FeaturizeInterrupted(ShardsInterrupted):
     """SIGINT (Ctrl-C) or SIGTERM stopped :func:`featurize_library`.
 
     By the time it is raised every worker process has been killed; the complete shards stay in
@@ -108,18 +107,6 @@ class FeaturizeInterrupted(Interrupted):
         output: the output folder, or None when the signal came before it was prepared.
         shards_done: complete shards in ``output``.
     """
-
-    def __init__(self, signum: int, output: Path | None = None, shards_done: int = 0) -> None:
-        self.output, self.shards_done = output, shards_done
-        name = signal.Signals(signum).name
-        if output is None:
-            message = f"stopped by {name} before any output was written"
-        else:
-            message = (
-                f"stopped by {name}; {shards_done} complete shard(s) kept in {output}; run the "
-                "same command with --resume to continue"
-            )
-        super().__init__(signum, message)
 
 
 def featurize_library(
