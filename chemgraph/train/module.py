@@ -313,8 +313,9 @@ def build_property_module(
         task: ``"regression"`` or ``"classification"``.
         train_labels: ``float32 [N, T]`` training labels (NaN = missing), for the scaler.
         model_options: the user's model options (already checked).
-        learning_rate, weight_decay, lr_schedule, warmup_steps, lr_patience, max_minutes,
-        final_lr_fraction, fragments, standardize, train_fingerprints: as
+        learning_rate: and the other keyword arguments (``weight_decay``, ``lr_schedule``,
+            ``warmup_steps``, ``lr_patience``, ``max_minutes``, ``final_lr_fraction``,
+            ``fragments``, ``standardize``, ``train_fingerprints``): as
             :class:`PropertyPredictionModule`.
 
     Raises:
