@@ -13,10 +13,15 @@ arXiv:1709.04555; Coley et al. 2019, Chem. Sci. 10, 370; on the GRAT encoder of 
    the recorded product first (softmax cross-entropy over a reaction's candidates; reactions
    whose product is not among them are left out of this stage and counted).
 
+3. the ranker's probabilities are calibrated on the last ``calibration_reactions`` training
+   reactions, which the ranker never trains on (Platt scaling,
+   :func:`chemgraph.train.calibration.fit_platt_scaling`, of each candidate's log-probability
+   and its margin over the best other candidate; :data:`CALIBRATION_FEATURES`).
+
 Prediction: scorer -> best ``top_changes`` changes -> candidates (valid by construction) ->
-ranker -> softmax probabilities, best first. A checkpoint is a plain dictionary
-(``hyper_parameters``: plain values; ``state_dict``: tensors), read with
-``torch.load(..., weights_only=True)``.
+ranker -> softmax probabilities (the ranking) -> calibrated probabilities, best first. A
+checkpoint is a plain dictionary (``hyper_parameters``: plain values; ``state_dict``: tensors),
+read with ``torch.load(..., weights_only=True)``.
 """
 
 from __future__ import annotations
@@ -61,14 +66,23 @@ from chemgraph.models.reaction_centre import (
     ReactionCentreConfig,
     ReactionCentreScorer,
 )
+from chemgraph.train.calibration import (
+    PlattScaling,
+    expected_calibration_error,
+    fit_platt_scaling,
+    reliability_table,
+)
 from chemgraph.train.callbacks import CPUTimeLimit, EpochProgress, LossHistory
 from chemgraph.train.config import RunConfig
 from chemgraph.train.fit import fit
 
 __all__ = [
+    "CALIBRATION_FEATURES",
     "CHECKPOINT_KIND",
     "ReactionCentreModel",
     "ReactionCentreTrainingConfig",
+    "calibrate",
+    "calibration_features",
     "load_reaction_centre_model",
     "save_reaction_centre_model",
     "train_reaction_centre_model",
@@ -84,6 +98,13 @@ CPU_SHARES = (0.6, 0.75)
 shipped model's run: scorer 14.4 min, candidates 3.5 min, ranker 5.8 min)."""
 
 _CANDIDATE_CHUNK = 200  # ranker reactions enumerated between two looks at the CPU budget
+
+CALIBRATION_FEATURES = ("log_probability", "log_margin")
+"""Features of a candidate that its calibrated probability is fitted on: the natural log of its
+ranker probability, and that minus the log of the best other candidate's (capped at
+:data:`_MAX_LOG_MARGIN`; the cap when it is the only candidate)."""
+
+_MAX_LOG_MARGIN = 20.0
 
 
 @dataclass
@@ -117,6 +138,9 @@ class ReactionCentreTrainingConfig(RunConfig):
         seed: data order and weight initialisation.
         accelerator: Lightning accelerator (``"auto"``: CUDA when present).
         progress: progress bars.
+        calibration_reactions: the last N training reactions, held out of the ranker's
+            stage (they must not overlap its first ``ranker_reactions``; the scorer trains on
+            them), on which the ranker's probabilities are calibrated; 0 = not calibrated.
         max_cpu_minutes: a CPU-time budget (minutes of the process's CPU time, data reading not
             counted; :class:`chemgraph.train.callbacks.CPUTimeLimit`) the stages share, on top
             of their fixed epochs; None = none. Split as the shipped model's run spent its
@@ -147,6 +171,7 @@ class ReactionCentreTrainingConfig(RunConfig):
     accelerator: str = "auto"
     progress: bool = True
     max_cpu_minutes: float | None = None
+    calibration_reactions: int = 0
 
     NUMBERS = {
         "max_train": (int, 2), "batch_size": (int, 1), "ranker_batch_size": (int, 1),
@@ -154,7 +179,7 @@ class ReactionCentreTrainingConfig(RunConfig):
         "scorer_epochs": (int, 1), "ranker_epochs": (int, 1), "ranker_reactions": (int, 1),
         "top_changes": (int, 1), "max_edits": (int, 1), "max_candidates": (int, 1),
         "max_tries": (int, 1), "seed": (int, 0), "min_mapping_confidence": (float, 0.0),
-        "max_cpu_minutes": (float, 0.0),
+        "max_cpu_minutes": (float, 0.0), "calibration_reactions": (int, 0),
     }  # fmt: skip
 
     def __post_init__(self) -> None:
@@ -412,6 +437,12 @@ class ReactionCentreModel:
             )
         return result
 
+    @property
+    def calibration(self) -> PlattScaling | None:
+        """The calibration of the ranker's probabilities (None: not calibrated)."""
+        values = self.settings.get("calibration")
+        return PlattScaling.from_dict(values) if values else None
+
     @torch.no_grad()
     def predict(
         self,
@@ -419,8 +450,12 @@ class ReactionCentreModel:
         top_k: int = 5,
         batch_size: int = 8,
         progress: bool = False,
+        calibrated: bool = True,
     ) -> list[ReactionCentrePrediction]:
-        """Ranked products of each example (its ``product_smiles`` is not used)."""
+        """Ranked products of each example (its ``product_smiles`` is not used), ranked by
+        the ranker's probability; ``scores`` are the calibrated probabilities when the model
+        is calibrated and ``calibrated`` is True, else the ranker's."""
+        calibration = self.calibration if calibrated else None
         everything = self.candidates(examples, progress)
         predictions: list[ReactionCentrePrediction] = []
         for first in range(0, len(examples), batch_size):
@@ -444,10 +479,13 @@ class ReactionCentreModel:
                 found = everything[k]
                 p = probabilities.get(k, np.zeros(0))
                 ranked = sorted(range(len(found)), key=lambda r: -p[r])[:top_k]
+                scores = p if calibration is None else calibration.probability(
+                    calibration_features(p)
+                )  # fmt: skip
                 predictions.append(
                     ReactionCentrePrediction(
                         smiles=[found[r].smiles for r in ranked],
-                        scores=[float(p[r]) for r in ranked],
+                        scores=[float(scores[r]) for r in ranked],
                         top1_invalid=not found,
                         num_invalid=0,
                         edits=[found[r].edits for r in ranked],
@@ -457,11 +495,70 @@ class ReactionCentreModel:
         return predictions
 
 
+def calibration_features(probabilities: np.ndarray) -> np.ndarray:
+    """:data:`CALIBRATION_FEATURES` ``float64 [K, 2]`` of one reaction's ``K`` candidates from
+    their ranker probabilities ``[K]`` (which sum to 1)."""
+    log_p = np.log(np.clip(np.asarray(probabilities, dtype=np.float64), 1e-300, None))
+    if len(log_p) < 2:
+        return np.column_stack([log_p, np.full_like(log_p, _MAX_LOG_MARGIN)])
+    order = np.argsort(-log_p)
+    best_other = np.where(np.arange(len(log_p)) == order[0], log_p[order[1]], log_p[order[0]])
+    return np.column_stack([log_p, np.minimum(log_p - best_other, _MAX_LOG_MARGIN)])
+
+
+def calibrate(
+    model: ReactionCentreModel, examples: Sequence[ReactionCentreExample], progress: bool = False
+) -> dict[str, float]:
+    """Calibrate ``model``'s ranker probabilities on held-out reactions with products, in
+    place: ``model.settings["calibration"]`` (with ``reactions``, how many were used).
+
+    Every candidate of every reaction is one example (right: it is the recorded product); the
+    fit is :func:`chemgraph.train.calibration.fit_platt_scaling` of
+    :func:`calibration_features`.
+
+    Returns:
+        On these reactions, the expected calibration error of the top-1 probability before
+        and after (``top1_ece_ranker``, ``top1_ece_calibrated``), also logged.
+
+    Raises:
+        ValueError: no right or no wrong candidate among them.
+    """
+    from chemgraph.chem.graph_codec import same_molecules
+
+    limit = model.settings["max_candidates"]
+    predictions = model.predict(examples, top_k=limit, progress=progress, calibrated=False)
+    features, right, top1 = [], [], []
+    for example, prediction in zip(examples, predictions):
+        if not prediction.smiles:
+            continue
+        hits = [same_molecules(s, example.product_smiles) for s in prediction.smiles]
+        features.append(calibration_features(np.asarray(prediction.scores)))
+        right += hits
+        top1.append((prediction.scores[0], hits[0], features[-1][0]))
+    calibration = fit_platt_scaling(np.concatenate(features), np.asarray(right),
+                                    CALIBRATION_FEATURES)  # fmt: skip
+    raw = np.array([t[0] for t in top1])
+    hit = np.array([t[1] for t in top1])
+    after = calibration.probability(np.stack([t[2] for t in top1]))
+    model.settings["calibration"] = calibration.to_dict() | {"reactions": len(examples)}
+    errors = {
+        "top1_ece_ranker": expected_calibration_error(raw, hit),
+        "top1_ece_calibrated": expected_calibration_error(after, hit),
+    }
+    log.info(
+        "calibrated on %d held-out reactions (%d candidates): top-1 expected calibration "
+        "error %.3f (ranker) -> %.3f", len(examples), calibration.examples,
+        errors["top1_ece_ranker"], errors["top1_ece_calibrated"],
+    )  # fmt: skip
+    return errors
+
+
 @dataclass
 class ReactionCentrePrediction(ReactionPrediction):
     """:class:`chemgraph.jobs.react.ReactionPrediction` with the reaction centre.
 
-    ``scores`` are the ranker's probabilities (softmax over the reaction's candidates);
+    ``scores`` are the calibrated probabilities (:func:`calibrate`), or, for a model
+    without calibration, the ranker's (softmax over the reaction's candidates);
     ``top1_invalid`` is True only when no candidate was valid (every prediction is valid by
     construction). ``edits[r]``: the ``(i, j, bond class)`` edits of prediction ``r`` (input
     atom indices in the order the reactants and reagents are written); ``product_atoms[r]``:
@@ -601,6 +698,12 @@ def train_reaction_centre_model(config: ReactionCentreTrainingConfig) -> Path:
     if len(examples) < 2:
         raise ValueError(f"too few usable reactions in {config.train} ({len(examples)})")
     log.info("reactions: %d usable, %d rejected", len(examples), len(rejected))
+    ranked = min(len(examples), config.ranker_reactions or len(examples))
+    if config.calibration_reactions and ranked + config.calibration_reactions > len(examples):
+        raise ConfigError(
+            f"calibration_reactions ({config.calibration_reactions}) and ranker_reactions "
+            f"({config.ranker_reactions}) overlap: {len(examples)} usable reactions; lower one"
+        )
     if initial is not None:
         scorer, ranker = initial.scorer.train(), initial.ranker.train()
     else:
@@ -705,6 +808,8 @@ def train_reaction_centre_model(config: ReactionCentreTrainingConfig) -> Path:
     log.info("ranker trained in %.1f min", (time.perf_counter() - start) / 60)
     settings["train_cpu_minutes"] = (time.process_time() - cpu_start) / 60
     model = ReactionCentreModel(model_config, scorer.eval(), ranker.eval(), settings)
+    if config.calibration_reactions:
+        calibrate(model, examples[-config.calibration_reactions :], config.progress)
     save_reaction_centre_model(out / "model.pt", model)
     (out / "config.yaml").write_text(yaml.safe_dump(asdict(config), sort_keys=False))
     return out / "model.pt"
@@ -725,8 +830,10 @@ def evaluate_reaction_centre(
         that fail :func:`chemgraph.chem.validity.product_problem` (a count, 0 by
         construction), ``reactions_per_second`` (wall clock of :meth:`ReactionCentreModel.predict`
         on this machine), ``top1_auroc``: ROC AUC of "top-1 is right" against the top-1
-        probability (NaN when all or none are right), ``calibration``: per probability decile
-        ``[mean probability, share right, reactions]``.
+        probability (NaN when all or none are right), ``top1_ece``: its expected calibration
+        error, ``calibration``: per probability decile ``[mean probability, share right,
+        reactions]`` (:func:`chemgraph.train.calibration.reliability_table`). The probability
+        is the calibrated one for a calibrated model.
     """
     from sklearn.metrics import roc_auc_score
 
@@ -752,17 +859,8 @@ def evaluate_reaction_centre(
     metrics["top1_auroc"] = (
         float(roc_auc_score(right, confidence)) if 0 < right.sum() < len(right) else float("nan")
     )
-    edges = np.linspace(0, 1, 11)
-    bins = np.clip(np.digitize(confidence, edges[1:-1]), 0, 9)
-    metrics["calibration"] = [
-        [
-            float(confidence[bins == b].mean()),
-            float(right[bins == b].mean()),
-            int((bins == b).sum()),
-        ]
-        for b in range(10)
-        if (bins == b).any()
-    ]
+    metrics["top1_ece"] = expected_calibration_error(confidence, right)
+    metrics["calibration"] = reliability_table(confidence, right)
     return metrics, predictions
 
 

@@ -11,7 +11,7 @@ arXiv:2006.05213), then evaluates it on the first ``max_test`` test reactions
 
 Outputs in ``out``: ``model.pt`` (and ``scorer.pt``, the model after its first stage),
 ``metrics.json`` (top-1/2/3/5 accuracy in %, ``invalid_top1``, ``invalid_outputs``,
-``reactions_per_second``, ``top1_auroc``, ``calibration``, ``train_seconds``),
+``reactions_per_second``, ``top1_auroc``, ``top1_ece``, ``calibration``, ``train_seconds``),
 ``predictions.csv``, ``rejected.csv`` (row, id, input, reason, file) and ``config.yaml``.
 """
 

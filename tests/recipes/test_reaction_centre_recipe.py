@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from chemgraph.errors import ConfigError
+from chemgraph.jobs.reaction_centre import load_reaction_centre_model
 from chemgraph.recipes import reaction_centre
 from chemgraph.recipes.registry import recipe_profiles, recipe_settings
 
@@ -27,14 +28,17 @@ def test_tiny_run_writes_metrics(tmp_path):
     settings = {
         "train": str(TINY), "test": str(TINY), "max_test": None, "out": str(tmp_path / "run"),
         "scorer_epochs": 60, "ranker_epochs": 1, "progress": False, "learning_rate": 3e-3,
-        "warmup_steps": 5, "batch_size": 4,
+        "warmup_steps": 5, "batch_size": 4, "ranker_reactions": 5, "calibration_reactions": 3,
         "model_options": {"hidden_dim": 32, "num_heads": 4, "num_layers": 2, "pair_hidden": 32,
                           "ranker_hidden": 8, "ranker_heads": 2, "ranker_layers": 1},
     }  # fmt: skip
     metrics = reaction_centre.run(settings)
     written = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert written["reactions"] == 8 and written["invalid_outputs"] == 0
-    assert set(written) >= {"top_1", "top_5", "top1_auroc", "reactions_per_second"}
+    assert set(written) >= {"top_1", "top_5", "top1_auroc", "top1_ece", "reactions_per_second"}
+    model = load_reaction_centre_model(tmp_path / "run" / "model.pt")
+    assert model.settings["ranker_reactions"] == 5
+    assert model.settings["calibration"]["reactions"] == 3
     assert metrics["train_seconds"] > 0
     assert {p.name for p in (tmp_path / "run").iterdir()} >= {
         "model.pt", "scorer.pt", "metrics.json", "predictions.csv", "config.yaml"

@@ -22,10 +22,14 @@ from chemgraph.data.reaction_centre import (
 )
 from chemgraph.errors import ConfigError
 from chemgraph.jobs.reaction_centre import (
+    CALIBRATION_FEATURES,
     ReactionCentreTrainingConfig,
     _grouped_log_softmax,
     _initial_model,
+    calibrate,
+    calibration_features,
     load_reaction_centre_model,
+    save_reaction_centre_model,
     train_reaction_centre_model,
 )
 from chemgraph.models.reaction_centre import ReactionCentreConfig, ReactionCentreScorer
@@ -209,3 +213,36 @@ def test_fine_tuning_the_shipped_model_starts_from_its_weights(tmp_path):
         if not torch.equal(tuned.scorer.state_dict()[name], value)
     ]  # fmt: skip
     assert moved  # the scorer trained on the new reactions
+
+
+def test_calibration_rescales_the_ranker_probabilities_and_round_trips(tiny_model, tmp_path):
+    model = load_reaction_centre_model(tiny_model)
+    examples, _, _ = load_reaction_centre_examples(TINY, model.config.max_distance, progress=False)
+    raw = model.predict(examples, top_k=20)
+    assert model.calibration is None
+    errors = calibrate(model, examples)
+    assert set(errors) == {"top1_ece_ranker", "top1_ece_calibrated"}
+    calibration = model.calibration
+    assert calibration.features == CALIBRATION_FEATURES
+    assert model.settings["calibration"]["reactions"] == 8
+    # one fitting example per candidate of every reaction
+    assert calibration.examples == sum(len(p.smiles) for p in raw)
+    calibrated = model.predict(examples, top_k=20)
+    for before, after in zip(raw, calibrated):
+        assert after.smiles == before.smiles  # the ranking is the ranker's
+        want = calibration.probability(calibration_features(np.array(before.scores)))
+        assert np.allclose(after.scores, want)
+    save_reaction_centre_model(tmp_path / "calibrated.pt", model)
+    again = load_reaction_centre_model(tmp_path / "calibrated.pt")
+    assert again.calibration == calibration
+    for first, second in zip(again.predict(examples, top_k=20), calibrated):
+        assert first.scores == pytest.approx(second.scores)
+
+
+def test_calibration_reactions_must_not_overlap_the_ranker_reactions(tmp_path):
+    config = ReactionCentreTrainingConfig(
+        train=str(TINY), out=str(tmp_path), ranker_reactions=6, calibration_reactions=3,
+        accelerator="cpu", progress=False,
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match="overlap: 8 usable reactions"):
+        train_reaction_centre_model(config)
