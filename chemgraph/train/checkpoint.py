@@ -36,6 +36,7 @@ _USE = {
     "property": "a property-prediction checkpoint of `chemgraph train`: use it with "
     "`chemgraph predict`",
     "reaction": "a reaction-outcome (GRAT) checkpoint: use it with `chemgraph react`",
+    "reaction_centre": "a reaction-centre model: use it with `chemgraph react --checkpoint`",
 }
 
 
@@ -108,6 +109,8 @@ def load_checkpoint(
     """
     checkpoint = _read(path, ("hyper_parameters", "state_dict"))
     parameters = checkpoint["hyper_parameters"]
+    if parameters.get("kind") in _USE:  # a chemgraph model that is not a Lightning module
+        raise ValueError(f"{path} is {_USE[parameters['kind']]}")
     found = checkpoint_kind(parameters)
     if kind is not None and found != kind:
         raise ValueError(f"{path} is {_USE[found]}")

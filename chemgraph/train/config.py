@@ -448,7 +448,7 @@ class TrainingConfig(RunConfig):
                 self.init_from, self.model, self.featurizer, self.model_options,
                 self.init_from_sha256,
             )  # fmt: skip
-            self.init_from_sha256 = settings.sha256
+            self.init_from, self.init_from_sha256 = settings.path, settings.sha256
         elif self.freeze_encoder:
             raise ConfigError("freeze_encoder needs init_from (the checkpoint to start from)")
         elif self.init_from_sha256 is not None:

@@ -157,7 +157,7 @@ class Ensemble:
         self.targets: list[str] = list(first.target_columns)
         if get_model_spec(first.model).graph_kind != "bond":
             raise ValueError(
-                f"{files[0]} holds a {first.model} model of 3D structures (radius graphs); "
+                f"{files[0]} holds the model {first.model!r} of 3D structures (radius graphs); "
                 "chemgraph predict featurizes molecules as bond graphs and does not read 3D "
                 "structures yet"
             )

@@ -120,16 +120,35 @@ def checkpoint_settings(path: str | Path) -> CheckpointSettings:
     with ``torch.load(..., weights_only=True)``), so an older checkpoint's options are read as
     it loads them.
 
+    Args:
+        path: the checkpoint file, or a ``chemgraph train`` output folder (its ``best.ckpt``;
+            :attr:`CheckpointSettings.path` is then that file).
+
     Raises:
-        ConfigError: no such file, not a chemgraph property checkpoint (e.g. a reaction
-            checkpoint), or a featurizer the installed chemgraph no longer builds the same way.
+        ConfigError: no such file, a folder without ``best.ckpt``, not a chemgraph property
+            checkpoint (e.g. a reaction checkpoint), a model of 3D structures, or a featurizer
+            the installed chemgraph no longer builds the same way.
     """
+    path = Path(path)
+    if path.is_dir():
+        if not (path / "best.ckpt").is_file():
+            raise ConfigError(
+                f"init_from {path} is a folder without best.ckpt; name a checkpoint file (for "
+                "an ensemble, one member's model-<k>/best.ckpt)"
+            )
+        path = path / "best.ckpt"
     try:
         module = load_pretrained(path)
     except (FileNotFoundError, ValueError) as error:
         raise ConfigError(f"init_from: {error}") from None
     family = module.hparams.get("model", "esa")
     spec = get_model_spec(family)
+    if spec.graph_kind != "bond":
+        raise ConfigError(
+            f"init_from {path} holds the model {family!r} of 3D structures ({spec.graph_kind} "
+            "graphs); chemgraph train fine-tunes models of bond graphs from SMILES: fine-tune "
+            "it on geometries with chemgraph transfer --geometry"
+        )
     stored = module.hparams["featurizer"]
     preset = get_preset(stored["name"])
     if _plain(preset.to_dict()) != _plain(stored):
@@ -195,7 +214,7 @@ def resolve_init_from(
             differences.append(f"model option {name}={value!r} (the checkpoint's: {theirs!r})")
     if differences:
         raise ConfigError(
-            f"init_from {init_from} holds a {settings.model} model on the "
+            f"init_from {init_from} holds the model {settings.model!r} on the "
             f"{settings.featurizer!r} featurizer; these settings differ from it: "
             f"{'; '.join(differences)}. Leave them out (a fine-tuned model keeps the "
             "checkpoint's family, options and featurizer), or train without --init-from"

@@ -221,3 +221,35 @@ def test_config_yaml_repeats_a_fine_tuning_run(tmp_path):
     again = json.loads((tmp_path / "again" / "metrics.json").read_text())
     assert again["test"] == pytest.approx(first["test"], rel=1e-6)
     assert again["init_from"] == first["init_from"]
+
+
+def test_a_run_folder_is_read_as_its_best_checkpoint(tmp_path):
+    folder = tmp_path / "esa_run"
+    folder.mkdir()
+    (folder / "best.ckpt").write_bytes((CHECKPOINTS / "esa.ckpt").read_bytes())
+    config = _config(tmp_path, "esa", init_from=str(folder))
+    assert config.init_from == str(folder / "best.ckpt")
+    assert config.init_from_sha256 == checkpoint_settings(CHECKPOINTS / "esa.ckpt").sha256
+    (folder / "best.ckpt").unlink()
+    with pytest.raises(ConfigError, match="is a folder without best.ckpt"):
+        _config(tmp_path, "esa", init_from=str(folder))
+
+
+def test_other_kinds_of_checkpoint_are_named_with_the_command_that_takes_them(tmp_path):
+    from chemgraph._resources import model_path
+    from chemgraph.models import get_model_spec
+    from chemgraph.train.module import build_property_module
+
+    with pytest.raises(ConfigError, match="reaction-centre model: use it with `chemgraph react"):
+        _config(tmp_path, "esa", init_from=str(model_path()))
+    spec = get_model_spec("esa-3d")
+    module = build_property_module(
+        "esa-3d", spec.featurizer(None), ["y"], "regression", torch.zeros(4, 1),
+        {"hidden_dim": 8, "num_heads": 2, "layer_pattern": "MSP", "num_seeds": 2},
+        learning_rate=1e-3, weight_decay=0.0, lr_schedule="plateau", warmup_steps=None,
+        lr_patience=5,
+    )  # fmt: skip
+    path = tmp_path / "esa3d.ckpt"
+    torch.save({"hyper_parameters": dict(module.hparams), "state_dict": module.state_dict()}, path)
+    with pytest.raises(ConfigError, match="holds the model 'esa-3d' of 3D structures"):
+        _config(tmp_path, "esa", init_from=str(path))
