@@ -129,8 +129,9 @@ def reliability_table(
 
 
 def expected_calibration_error(confidence: np.ndarray, right: np.ndarray, bins: int = 10) -> float:
-    """ECE = Σ_bins (count / N) · |share right − mean probability| (Guo et al. 2017, eq. 3);
-    0 for perfectly calibrated scores. NaN for no predictions."""
+    """The expected calibration error: over the bins of :func:`reliability_table`, the mean of
+    ``abs(share right - mean probability)`` weighted by the bin's count (Guo et al. 2017,
+    eq. 3); 0 for perfectly calibrated scores, NaN for no predictions."""
     rows = reliability_table(confidence, right, bins)
     total = sum(row[2] for row in rows)
     if total == 0:
