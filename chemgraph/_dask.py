@@ -1,5 +1,5 @@
 """The one runner of shard tasks on a dask.distributed cluster: ``chemgraph featurize``'s
-``--dask-scheduler`` path (:mod:`chemgraph.jobs.featurize.workers`) and ``chemgraph predict``'s
+``--dask-scheduler`` path (:mod:`chemgraph.library.workers`) and ``chemgraph predict``'s
 and ``chemgraph fingerprint``'s (:func:`chemgraph.train.inference.run_shard_tasks`).
 
 A bottom module: it imports no chemgraph layer (only :mod:`chemgraph.errors`), no torch, and

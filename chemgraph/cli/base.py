@@ -156,7 +156,7 @@ def add_overwrite_option(parser: argparse.ArgumentParser) -> None:
 
 def add_library_options(parser: argparse.ArgumentParser, work: str, output_help: str) -> None:
     """The options of a command that streams a library through a trained model shard by
-    shard (``predict``, ``fingerprint``: :class:`chemgraph.jobs.predict.LibraryRun`): the
+    shard (``predict``, ``fingerprint``: :class:`chemgraph.library.scoring.LibraryRun`): the
     input and its columns, the output, batches, workers, shards, Dask, resume and overwrite.
 
     Args:

@@ -11,7 +11,7 @@ and from :mod:`chemgraph.errors`; never from :mod:`chemgraph.train`, :mod:`chemg
   (:mod:`chemgraph.data.splits`)
 - :class:`MoleculeDataModule`, :func:`collate_graphs` (:mod:`chemgraph.data.datamodule`)
 - :mod:`chemgraph.data.readers` (streaming SMILES/SDF/table records; ``chemgraph featurize``
-  itself is :mod:`chemgraph.jobs.featurize`)
+  itself is :mod:`chemgraph.library.featurize`)
 - :mod:`chemgraph.data.reactions` (reaction files -> reaction graphs, size-bucketed loaders)
 - :mod:`chemgraph.data.datasets` (registered benchmark datasets, their cards and downloads),
   :mod:`chemgraph.data.qm9pack` (the offline QM9 package)

@@ -1,9 +1,12 @@
 """Jobs: one module per ``chemgraph`` command, each one function with one options object.
 
-Layer rule: imports from every layer below (chem … data, train); never from
-:mod:`chemgraph.recipes` or :mod:`chemgraph.cli`. A job may call another job's public function
-(``predict`` featurizes a file with :func:`chemgraph.jobs.featurize.featurize_library`), never
-its private helpers.
+Layer rule: imports from every layer below (:mod:`chemgraph.library`,
+:mod:`chemgraph.reactions`, train … chem); never from :mod:`chemgraph.recipes` or
+:mod:`chemgraph.cli`, and no job imports another: what two jobs share lives below them (the
+library pipeline of ``featurize``, ``predict``, ``fingerprint`` and ``qc`` in
+:mod:`chemgraph.library`; the reaction-outcome types, metrics and the reaction-centre model of
+``react`` and the recipes in :mod:`chemgraph.reactions`). ``make lint`` checks both
+(import-linter's ``layers`` and ``independence`` contracts, ``pyproject.toml``).
 
 * :mod:`chemgraph.jobs.train`: ``chemgraph train`` (:func:`~chemgraph.jobs.train.train`,
   :func:`~chemgraph.jobs.train.train_ensemble`; featurize, split, fit, evaluate, write).
@@ -12,11 +15,13 @@ its private helpers.
   ensembles, applicability domain, resumable, on dask).
 * :mod:`chemgraph.jobs.fingerprint`: ``chemgraph fingerprint``
   (:func:`~chemgraph.jobs.fingerprint.fingerprint_table`: each molecule's learned embedding,
-  the model's readout, to parquet; through predict's
-  :class:`~chemgraph.jobs.predict.LibraryRun`).
+  the model's readout, to parquet; through the library's
+  :class:`~chemgraph.library.scoring.LibraryRun`, as predict).
 * :mod:`chemgraph.jobs.featurize`: ``chemgraph featurize``
-  (:func:`~chemgraph.jobs.featurize.featurize_library`: a library into graph shards and feature
-  tables, in worker processes, resumable).
+  (:func:`~chemgraph.library.featurize.featurize_library`: a library into graph shards and
+  feature tables, in worker processes, resumable).
+* :mod:`chemgraph.jobs.qc`: ``chemgraph qc`` (:func:`~chemgraph.jobs.qc.label_library`:
+  GFN2-xTB HOMO, LUMO and gap of a library, in the library's worker processes, resumable).
 * :mod:`chemgraph.jobs.react`: ``chemgraph react`` and reaction-outcome training
   (:func:`~chemgraph.jobs.react.train_reaction_model`,
   :func:`~chemgraph.jobs.react.predict_reactions`, top-k metrics).

@@ -5,7 +5,7 @@ The embedding of a molecule is the model's readout, ``model.embed(batch)``
 (:class:`chemgraph.models.PropertyModel`; ``model.head`` of it gives the prediction): the mean of
 ESA's pooled seeds, Graphormer's [VNode] state, GRAT's CLS token, the mean of GMoE/GCN/GIN's
 last atom states. It is read by the data path of ``chemgraph predict``
-(:class:`chemgraph.jobs.predict.LibraryRun`): a library file is featurized with the checkpoint's
+(:class:`chemgraph.library.scoring.LibraryRun`): a library file is featurized with the checkpoint's
 preset and molecule preparation, or a ``chemgraph featurize`` folder made with them is used as
 it is; shards are embedded one at a time (in this process, in ``workers`` processes, or as
 dask.distributed tasks), each written to a part of ``<output>.partial/embeddings/`` atomically,
@@ -47,7 +47,7 @@ import torch
 
 from chemgraph._files import atomic_path, write_parquet_atomically
 from chemgraph.errors import ConfigError
-from chemgraph.jobs.predict import LibraryRun, shard_table
+from chemgraph.library.scoring import LibraryRun, shard_table
 from chemgraph.train.ensemble import Ensemble, checkpoint_files
 from chemgraph.train.inference import embed_graphs, embedding_width, model_inputs
 
@@ -128,7 +128,7 @@ def fingerprint_table(
 
     Raises:
         ConfigError: an output not ending in ``.parquet``, an ensemble, or see
-            :class:`~chemgraph.jobs.predict.LibraryRun`.
+            :class:`~chemgraph.library.scoring.LibraryRun`.
         FileNotFoundError: no such checkpoint or input.
         ValueError: as :func:`chemgraph.jobs.predict.predict_table`.
         chemgraph._interrupts.Interrupted: SIGINT or SIGTERM; complete shards are kept for

@@ -10,10 +10,10 @@ energies or electron affinities: a cheap, systematically shifted label, to pretr
 fine-tuning on a few expensive ones (``chemgraph train --init-from``, the transfer guide).
 
 Per record (:func:`label_record`): the molecule is read as ``chemgraph featurize`` reads it
-(:func:`chemgraph.jobs.featurize.records.parse_record`); a SMILES, or an SDF record without 3D
+(:func:`chemgraph.library.records.parse_record`); a SMILES, or an SDF record without 3D
 coordinates, gets ``conformers`` ETKDGv3 conformers relaxed with MMFF94, and the one of
-lowest MMFF94 energy is used (:func:`chemgraph.jobs.featurize.records.
-lowest_energy_conformer`, seeded); an SDF record with 3D coordinates is used as given, with its
+lowest MMFF94 energy is used (:func:`chemgraph.library.records.lowest_energy_conformer`,
+seeded); an SDF record with 3D coordinates is used as given, with its
 hydrogens (a 3D record whose hydrogens are not all in the file is rejected). The total charge
 is the sum of the formal charges; open shells are rejected (the labels are closed-shell).
 
@@ -34,11 +34,13 @@ Z 1-86), ``"open shell ..."``, ``"3D SDF record without all its hydrogens ..."``
 converged ..."``, ``"xtb failed: ..."``, and ``"timeout: <step> (over N s)"`` /
 ``"crash: ..."`` from the workers.
 
-The shards run in the worker processes of ``chemgraph featurize``
-(:func:`chemgraph.jobs.featurize.workers.run_local`: heartbeats, a per-record time limit, a
-crashed worker replaced), each on one thread. ``resume`` keeps the complete shards of an
-interrupted run (same input and options) and computes the others; SIGINT (Ctrl-C) and SIGTERM
-stop the workers at once and keep the complete shards (:class:`QCInterrupted`).
+The shards run in the library's worker processes, as ``chemgraph featurize``'s do
+(:func:`chemgraph.library.workers.run_local`: heartbeats, a per-record time limit, a crashed
+worker replaced), each on one thread, and the folder is kept as featurize's is
+(:mod:`chemgraph.library.output`: shard parts, manifest, ``rejected.csv``, counts). ``resume``
+keeps the complete shards of an interrupted run (same input and options) and computes the
+others; SIGINT (Ctrl-C) and SIGTERM stop the workers at once and keep the complete shards
+(:class:`QCInterrupted`).
 """
 
 from __future__ import annotations
@@ -48,7 +50,6 @@ import importlib.util
 import json
 import os
 import sys
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -57,7 +58,7 @@ from typing import Any, Literal
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
-from rdkit import Chem, rdBase
+from rdkit import Chem
 from tqdm.auto import tqdm
 
 import chemgraph
@@ -65,29 +66,30 @@ from chemgraph._files import (
     atomic_path,
     file_digest,
     write_parquet_atomically,
-    write_text_atomically,
 )
 from chemgraph._interrupts import ShardsInterrupted, interrupts_raise
-from chemgraph._output import resumable_folder
 from chemgraph.chem import MoleculeParseError
 from chemgraph.chem.parse import mol_from_sdf_block
 from chemgraph.data.readers import Record, iter_record_chunks, library_format
 from chemgraph.errors import MissingDependencyError
-from chemgraph.jobs.featurize import LibraryProgress
-from chemgraph.jobs.featurize.output import (
+from chemgraph.library.output import (
     ShardSummary,
-    concatenate_rejected,
-    rejected_csv,
+    finish_output,
+    finish_shard,
+    mark_interrupted,
+    prepare_output,
     shard_name,
-    write_manifest,
+    summary_lines,
 )
-from chemgraph.jobs.featurize.records import (
+from chemgraph.library.progress import LibraryProgress
+from chemgraph.library.records import (
     Steps,
     lowest_energy_conformer,
     parse_record,
+    process_records,
     reason_kind,
 )
-from chemgraph.jobs.featurize.workers import run_local
+from chemgraph.library.workers import run_local
 from chemgraph.qc import QCMolecule, SCFNotConvergedError, xtb_frontier_orbitals
 
 __all__ = [
@@ -160,7 +162,7 @@ class QCInterrupted(ShardsInterrupted):
 
 def qc_reason_kind(reason: str) -> str:
     """A short category of a rejection reason of ``chemgraph qc``, for the summary table
-    (the parser's and the workers' reasons as :func:`~chemgraph.jobs.featurize.reason_kind`
+    (the parser's and the workers' reasons as :func:`chemgraph.library.records.reason_kind`
     sorts them)."""
     for prefix, kind in (
         ("scf not converged", "SCF not converged"),
@@ -271,7 +273,7 @@ def label_shard(
 ) -> ShardSummary:
     """Label one shard and write ``parts/shard-NNNNN.{parquet,csv,json}`` under ``output``
     (the ``.json`` counts last: the shard is complete). The form
-    :func:`chemgraph.jobs.featurize.workers.run_local` runs in its workers.
+    :func:`chemgraph.library.workers.run_local` runs in its workers.
 
     Args:
         shard: shard number (names the files).
@@ -289,41 +291,18 @@ def label_shard(
     """
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # tblite's OpenMP, loaded in this worker
     out = Path(output)
-    name = shard_name(shard)
     steps = Steps(on_step)
-    rows, rejected = [], []
-    skip = skip or {}
-    with rdBase.BlockLogs():
-        for position, record in enumerate(records):
-            steps.position = position
-            reason = skip.get(record.row)
-            if reason is None:
-                try:
-                    rows.append(label_record(record, options, steps))
-                    continue
-                except MoleculeParseError as error:
-                    reason = error.reason
-                except Exception as error:  # noqa: BLE001 - one bad record never stops a library
-                    reason = f"{steps.step} failed: {type(error).__name__}: {error}"
-            text = record.text if record.kind != "molblock" else record.text.split("\n", 1)[0]
-            rejected.append((record.row, record.id, text.strip(), reason))
-    steps.position = -1
+
+    def compute(record: Record, steps: Steps) -> dict:
+        return label_record(record, options, steps)
+
+    done, rejected = process_records(records, compute, steps, skip or {})
+    # qc's input column is the record's text stripped (featurize's keeps a SMILES as read)
+    rejected = [(row, identifier, text.strip(), why) for row, identifier, text, why in rejected]
     steps("write")
-    table = pa.Table.from_pylist(rows, schema=_SCHEMA)
-    write_parquet_atomically(table, out / "parts" / f"{name}.parquet")
-    write_text_atomically(rejected_csv(rejected), out / "parts" / f"{name}.csv")
-    blank = sum(record.kind == "blank" for record in records)
-    summary = ShardSummary(
-        shard=shard,
-        read=len(records) - blank,
-        blank=blank,
-        featurized=len(rows),
-        rejected=dict(sorted(Counter(qc_reason_kind(r[3]) for r in rejected).items())),
-    )
-    write_text_atomically(
-        json.dumps(asdict(summary), sort_keys=True), out / "parts" / f"{name}.json"
-    )
-    return summary
+    table = pa.Table.from_pylist([row for _, row in done], schema=_SCHEMA)
+    write_parquet_atomically(table, out / "parts" / f"{shard_name(shard)}.parquet")
+    return finish_shard(out, shard, records, len(done), rejected, qc_reason_kind)
 
 
 def _completed(out: Path, shard: int) -> ShardSummary | None:
@@ -419,17 +398,14 @@ def label_library(
         chunks = iter_record_chunks(input_path, 1, options.smiles_column, options.id_column)
         if next(chunks, None) is None:  # checks the columns before anything is written
             raise ValueError(f"{input_path} holds no records")
-        identity = {key: value for key, value in manifest.items() if key != "input"}
-        resumable_folder(out, "manifest.json", identity, resume=resume, option="--output")
-        (out / "parts").mkdir(exist_ok=True)
-        write_manifest({**manifest, "status": "running"}, out)
+        identity = tuple(key for key in manifest if key != "input")
+        prepare_output(out, manifest, identity, ("parts",), resume)
         try:
             summaries = _label_shards(
                 input_path, out, options, workers, shard_size, resume, progress, record_timeout
             )
         except QCInterrupted as stop:
-            write_manifest({**manifest, "status": "interrupted"}, out)
-            raise QCInterrupted(stop.signum, out, len(list(out.glob("parts/*.json")))) from None
+            raise QCInterrupted(stop.signum, out, mark_interrupted(manifest, out)) from None
         return _finish(manifest, summaries, out, table_format)
 
 
@@ -494,32 +470,10 @@ def _finish(
         temporary = atomic_path(out / name)
         pa_csv.write_csv(table, temporary)
         os.replace(temporary, out / name)
-    concatenate_rejected(out, numbers)
-    rejected: Counter[str] = Counter()
-    for summary in shards:
-        rejected.update(summary.rejected)
-    manifest["counts"] = {
-        "read": sum(s.read for s in shards),
-        "blank": sum(s.blank for s in shards),
-        "labelled": sum(s.featurized for s in shards),
-        "rejected": sum(rejected.values()),
-        "rejected_by_reason": dict(sorted(rejected.items())),
-        "shards": len(shards),
-    }
     manifest["table"] = name
-    manifest["status"] = "complete"
-    write_manifest(manifest, out)
-    return manifest
+    return finish_output(manifest, shards, out, "labelled")
 
 
 def summary_table(manifest: dict[str, Any]) -> str:
     """The end-of-run summary: read, blank, labelled, rejected by reason."""
-    counts = manifest["counts"]
-    lines = [
-        f"read        {counts['read']:>10,}",
-        f"blank       {counts['blank']:>10,}",
-        f"labelled    {counts['labelled']:>10,}",
-        f"rejected    {counts['rejected']:>10,}",
-    ]
-    lines += [f"  {kind:<28}{n:>8,}" for kind, n in counts["rejected_by_reason"].items()]
-    return "\n".join(lines)
+    return "\n".join(summary_lines(manifest["counts"], "labelled"))

@@ -43,7 +43,7 @@ from chemgraph.data.datasets import DataSource, dataset_card, list_datasets, rea
 from chemgraph.data.labels import label_outliers
 from chemgraph.featurize import FeaturizerPreset, get_preset
 from chemgraph.graphs.shards import load_shard
-from chemgraph.jobs.featurize import read_manifest, shard_name
+from chemgraph.library.output import read_manifest, shard_name
 from chemgraph.models import get_model_spec
 from chemgraph.train.callbacks import EpochProgress, LossHistory
 from chemgraph.train.config import TrainingConfig, paper_protocol_differences

@@ -20,9 +20,9 @@ from rdkit.Chem import rdFingerprintGenerator
 from chemgraph.cli import main
 from chemgraph.graph_keys import POSITIONS
 from chemgraph.graphs import load_shard
-from chemgraph.jobs import featurize as library
 from chemgraph.jobs.featurize import FeaturizeOptions, featurize_library
-from chemgraph.jobs.featurize import workers as featurize_workers
+from chemgraph.library import featurize as library
+from chemgraph.library import workers as featurize_workers
 
 GOOD = ["CCO", "c1ccccc1", "CC(=O)[O-].[Na+]", "[Na+]", "C" * 500, "CCN", "OCCO", "C1CC1"]
 
@@ -294,7 +294,8 @@ def test_the_command_and_its_workers_import_neither_dgl_nor_pandas(smi, tmp_path
     code = (
         "import sys\n"
         "from chemgraph.cli import main\n"
-        "from chemgraph.jobs.featurize import FeaturizeOptions, featurize_shard\n"
+        "from chemgraph.jobs.featurize import FeaturizeOptions\n"
+        "from chemgraph.library.output import featurize_shard\n"
         "from chemgraph.data.readers import iter_record_chunks\n"
         f"argv = ['featurize', {str(smi)!r}, '--output', {out!r}, '--fingerprint', 'maccs']\n"
         "assert main([*argv, '--quiet']) == 0\n"
@@ -311,12 +312,11 @@ def test_workers_do_not_import_a_chemgraph_folder_in_the_working_directory(smi, 
     """Run from a folder holding another chemgraph checkout, the forkserver (``python -c``,
     current folder first on its path) preloaded that checkout's code into every worker."""
     other = tmp_path / "other_checkout"
-    (other / "chemgraph" / "jobs" / "featurize").mkdir(parents=True)
+    (other / "chemgraph" / "library").mkdir(parents=True)
     (other / "chemgraph" / "__init__.py").write_text("")
-    (other / "chemgraph" / "jobs" / "__init__.py").write_text("")
     marker = other / "imported"
-    for module in ("__init__", "workers"):  # the forkserver preloads featurize.workers
-        (other / "chemgraph" / "jobs" / "featurize" / f"{module}.py").write_text(
+    for module in ("__init__", "workers"):  # the forkserver preloads library.workers
+        (other / "chemgraph" / "library" / f"{module}.py").write_text(
             f"open({str(marker)!r}, 'w').close()\n"
         )
     out = str(tmp_path / "out")

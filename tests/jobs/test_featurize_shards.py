@@ -11,8 +11,8 @@ from chemgraph._dgl import dgl
 from chemgraph.chem import mols_from_smiles
 from chemgraph.featurize import get_preset
 from chemgraph.graphs import load_shard, mols_to_graphs
-from chemgraph.jobs import featurize as library
 from chemgraph.jobs.featurize import FeaturizeOptions, featurize_library
+from chemgraph.library import progress
 
 SMILES = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "C[C@H](N)C(=O)O", "C/C=C/Cl", "OCC(=O)O"]
 
@@ -73,7 +73,7 @@ class RecordingBar(tqdm):
 @pytest.fixture()
 def bars(monkeypatch):
     RecordingBar.bars = []
-    monkeypatch.setattr(library, "tqdm", RecordingBar)
+    monkeypatch.setattr(progress, "tqdm", RecordingBar)
     return RecordingBar.bars
 
 

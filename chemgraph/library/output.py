@@ -1,12 +1,15 @@
-"""The output folder of ``chemgraph featurize``: manifest, shards, parts, resume, duplicate ids.
+"""The output folder of a library job: shard parts, manifest, resume, duplicate ids, counts.
 
-The layout is described in :mod:`chemgraph.jobs.featurize`. :func:`featurize_shard` computes
-one shard (:mod:`~chemgraph.jobs.featurize.records`) and writes its files, the
-``parts/shard-NNNNN.json`` summary last; :func:`completed_shard` tells ``--resume`` whether a
-shard is complete; :func:`prepare_output` checks and starts the folder
-(:func:`chemgraph._output.resumable_folder`); :func:`finish_output` concatenates
-``rejected.csv`` and writes the complete manifest; :class:`DuplicateIds` finds ids used by more
-than one record.
+``chemgraph featurize``'s folder is described in :mod:`chemgraph.jobs.featurize`, ``chemgraph
+qc``'s in :mod:`chemgraph.jobs.qc`; both keep a ``manifest.json``, a ``parts/shard-NNNNN.csv``
+of each shard's rejected records and a ``parts/shard-NNNNN.json`` of its counts, written last
+(:func:`finish_shard`: the shard is complete). :func:`featurize_shard` computes one shard of
+``featurize`` (:mod:`~chemgraph.library.records`) and writes its files;
+:func:`completed_shard` tells ``--resume`` whether a shard is complete; :func:`prepare_output`
+checks and starts the folder (:func:`chemgraph._output.resumable_folder`);
+:func:`finish_output` concatenates ``rejected.csv`` and writes the complete manifest with the
+counts (:func:`shard_counts`); :func:`summary_lines` are the end-of-run summary's lines of
+those counts; :class:`DuplicateIds` finds ids used by more than one record.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
-from rdkit import rdBase
 
 from chemgraph._files import (
     atomic_path,
@@ -34,19 +36,18 @@ from chemgraph._files import (
     write_text_atomically,
 )
 from chemgraph._output import resumable_folder
-from chemgraph.chem import MoleculeParseError
 from chemgraph.data.readers import REJECTED_COLUMNS, Record
 from chemgraph.featurize import get_preset
 from chemgraph.featurize.descriptors import parse_descriptors
 from chemgraph.featurize.fingerprints import parse_fingerprint
 from chemgraph.graphs.molecule import mols_to_graph_arrays
 from chemgraph.graphs.shards import save_shard_arrays, shard_rows
-from chemgraph.jobs.featurize.records import (
-    Featurized,
+from chemgraph.library.records import (
     FeaturizeOptions,
     Steps,
     features_table,
     featurize_record,
+    process_records,
     reason_kind,
 )
 
@@ -57,10 +58,14 @@ __all__ = [
     "concatenate_rejected",
     "featurize_shard",
     "finish_output",
+    "finish_shard",
+    "mark_interrupted",
     "prepare_output",
     "read_manifest",
     "rejected_csv",
+    "shard_counts",
     "shard_name",
+    "summary_lines",
     "write_manifest",
 ]
 
@@ -126,34 +131,13 @@ def featurize_shard(
     fingerprints = [parse_fingerprint(spec) for spec in options.fingerprints]
     descriptors = parse_descriptors(options.descriptors) if options.descriptors else None
     steps = Steps(on_step)
-    rejected: list[tuple] = []
-    kept_records: list[Record] = []
-    results: list[Featurized] = []
-    skip = skip or {}
-    # RDKit's logs stay blocked for all the records (parsing, standardising, conformers and
-    # descriptors blocked them record by record before; a BlockLogs per record cost more than a
-    # tenth of the parsing); rejection reasons are still captured (chemgraph.chem.parse)
-    with rdBase.BlockLogs():
-        for position, record in enumerate(records):
-            steps.position = position
-            reason = skip.get(record.row)
-            if reason is None:
-                try:
-                    results.append(
-                        featurize_record(record, options, fingerprints, descriptors, steps)
-                    )
-                    kept_records.append(record)
-                    continue
-                except MoleculeParseError as error:
-                    reason = error.reason
-                except Exception as error:  # noqa: BLE001 - one bad record never stops a library
-                    reason = f"{steps.step} failed: {type(error).__name__}: {error}"
-            text = (
-                record.text if record.kind != "molblock" else record.text.split("\n", 1)[0].strip()
-            )
-            rejected.append((record.row, record.id, text, reason))
 
-    steps.position = -1
+    def compute(record: Record, steps: Steps) -> Any:
+        return featurize_record(record, options, fingerprints, descriptors, steps)
+
+    done, rejected = process_records(records, compute, steps, skip or {})
+    kept_records = [record for record, _ in done]
+    results = [result for _, result in done]
     steps("graphs")
     if options.graphs is not None:
         graphs = mols_to_graph_arrays(
@@ -166,14 +150,42 @@ def featurize_shard(
     steps("write")
     table = features_table(kept_records, results, options)
     write_parquet_atomically(table, out / "features" / f"{name}.parquet")
+    return finish_shard(out, shard, records, len(kept_records), rejected, reason_kind)
+
+
+def finish_shard(
+    out: Path,
+    shard: int,
+    records: list[Record],
+    done: int,
+    rejected: list[tuple],
+    kind: Callable[[str], str],
+) -> ShardSummary:
+    """Write a shard's rejected part ``parts/shard-NNNNN.csv`` (:func:`rejected_csv`) and then
+    its counts ``parts/shard-NNNNN.json``, which mark the shard complete: a job writes its own
+    files of the shard first.
+
+    Args:
+        out: the output folder (its ``parts`` folder exists).
+        shard: the shard's number.
+        records: the shard's records.
+        done: records featurized (or labelled).
+        rejected: the rejected rows (``row, id, input, reason``).
+        kind: the category of a reason in the counts (:func:`~chemgraph.library.records.
+            reason_kind`, or a job's own that extends it).
+
+    Returns:
+        The shard's counts.
+    """
+    name = shard_name(shard)
     write_text_atomically(rejected_csv(rejected), out / "parts" / f"{name}.csv")
     blank = sum(record.kind == "blank" for record in records)
     summary = ShardSummary(
         shard=shard,
         read=len(records) - blank,
         blank=blank,
-        featurized=len(kept_records),
-        rejected=dict(sorted(Counter(reason_kind(r[3]) for r in rejected).items())),
+        featurized=done,
+        rejected=dict(sorted(Counter(kind(r[3]) for r in rejected).items())),
     )
     write_text_atomically(
         json.dumps(asdict(summary), sort_keys=True), out / "parts" / f"{name}.json"
@@ -257,29 +269,59 @@ def _ids_of_rows(out: Path, shard_size: int, rows: set[int]) -> dict[int, str]:
     return found
 
 
-def finish_output(
-    manifest: dict[str, Any],
-    shards: list[ShardSummary],
-    duplicate_ids: dict[str, Any],
-    out: Path,
-) -> dict[str, Any]:
-    """Write ``rejected.csv`` and the complete manifest; return the manifest."""
-    concatenate_rejected(out, [s.shard for s in shards])
+def shard_counts(shards: list[ShardSummary], done: str = "featurized") -> dict[str, Any]:
+    """The run's counts of its shards' summaries: ``read``, ``blank``, ``done`` (the records
+    featurized, or labelled), ``rejected``, ``rejected_by_reason`` (sorted by category) and
+    ``shards``; ``read + blank == done + rejected``."""
     rejected: Counter[str] = Counter()
     for summary in shards:
         rejected.update(summary.rejected)
-    manifest["counts"] = {
+    return {
         "read": sum(s.read for s in shards),
         "blank": sum(s.blank for s in shards),
-        "featurized": sum(s.featurized for s in shards),
+        done: sum(s.featurized for s in shards),
         "rejected": sum(rejected.values()),
         "rejected_by_reason": dict(sorted(rejected.items())),
         "shards": len(shards),
-        "duplicate_ids": duplicate_ids,
     }
+
+
+def finish_output(
+    manifest: dict[str, Any],
+    shards: list[ShardSummary],
+    out: Path,
+    done: str = "featurized",
+    **counts: Any,
+) -> dict[str, Any]:
+    """Write ``rejected.csv`` and the complete manifest; return the manifest.
+
+    Args:
+        manifest: the run's manifest, given its ``counts`` (:func:`shard_counts` of ``shards``
+            under ``done``, and ``counts``, e.g. ``duplicate_ids``) and ``status`` here.
+        shards: the summaries of every shard, in shard order.
+        out: the output folder.
+        done: the name of the count of records done (``"featurized"``, ``"labelled"``).
+    """
+    concatenate_rejected(out, [s.shard for s in shards])
+    manifest["counts"] = {**shard_counts(shards, done), **counts}
     manifest["status"] = "complete"
     write_manifest(manifest, out)
     return manifest
+
+
+def mark_interrupted(manifest: dict[str, Any], out: Path) -> int:
+    """Record an interrupted run (the manifest's status ``"interrupted"``); returns the complete
+    shards in ``out``."""
+    write_manifest({**manifest, "status": "interrupted"}, out)
+    return len(list((out / "parts").glob("shard-*.json")))
+
+
+def summary_lines(counts: dict[str, Any], done: str = "featurized") -> list[str]:
+    """The end-of-run summary of :func:`shard_counts`: read, blank, ``done``, rejected, then the
+    rejected records by category, one line each."""
+    lines = [f"{name:<12}{counts[name]:>10,}" for name in ("read", "blank", done, "rejected")]
+    lines += [f"  {kind:<28}{n:>8,}" for kind, n in counts["rejected_by_reason"].items()]
+    return lines
 
 
 def read_manifest(folder: str | Path) -> dict[str, Any]:
@@ -309,11 +351,23 @@ def write_manifest(manifest: dict[str, Any], out: Path) -> None:
     )
 
 
-def prepare_output(out: Path, manifest: dict[str, Any], resume: bool) -> None:
-    keys = ("input_sha256", "options", "graph_featurizer", "shard_size", "chemgraph_version")
-    identity = {key: manifest[key] for key in keys}
-    resumable_folder(out, "manifest.json", identity, resume=resume, option="--output")
-    for folder in ("graphs", "features", "parts"):
+def prepare_output(
+    out: Path,
+    manifest: dict[str, Any],
+    identity: tuple[str, ...],
+    folders: tuple[str, ...],
+    resume: bool,
+) -> None:
+    """Open the output folder (:func:`chemgraph._output.resumable_folder`: new or empty, or with
+    ``resume`` the earlier run whose manifest has the same values of the ``identity`` keys),
+    create its ``folders`` and write the manifest with the status ``"running"``.
+
+    Raises:
+        ValueError: see :func:`chemgraph._output.resumable_folder`.
+    """
+    kept = {key: manifest[key] for key in identity}
+    resumable_folder(out, "manifest.json", kept, resume=resume, option="--output")
+    for folder in folders:
         (out / folder).mkdir(parents=True, exist_ok=True)
     write_manifest({**manifest, "status": "running"}, out)
 

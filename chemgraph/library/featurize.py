@@ -1,52 +1,29 @@
-"""Featurize a compound library into graph shards and feature tables (``chemgraph featurize``).
+"""A library file into graph shards and feature tables: :func:`featurize_library`.
 
-Output folder::
-
-    manifest.json                 input sha256, options, chemgraph version, counts, status
-    graphs/shard-NNNNN.bin        the shard's graphs, compact (chemgraph.graphs.load_shard)
-    features/shard-NNNNN.parquet  id, row, canonical SMILES, fingerprints, named descriptors,
-                                  label columns (float64; ``chemgraph train --data FOLDER``)
-    rejected.csv                  row, id, input, reason (every record that was not featurized)
-    parts/shard-NNNNN.json        per-shard counts; written last, it marks the shard complete
-    parts/shard-NNNNN.csv         per-shard rejected records (concatenated into rejected.csv)
-
-Every record of the input is accounted for: the manifest's counts satisfy
-``read + blank == featurized + rejected`` (``read``: records with content; ``blank``: blank
-records, each listed in ``rejected.csv`` as ``"blank record"``), and ids used by more than one
-record are counted with examples (``counts["duplicate_ids"]``). ``row`` is the record's 0-based
-index in the file as :mod:`chemgraph.data.readers` defines it per format.
-
-Each shard is a pure function of its records and the options, so the output does not depend on
-the number of workers or on whether the run was resumed. Every file is written to a temporary
-name and renamed. Every file, graph shards included (:mod:`chemgraph.graphs.shards`), is
-byte-identical between runs of the same input and options, so a file's sha256 can key a cache.
+What ``chemgraph featurize`` runs (:mod:`chemgraph.jobs.featurize`, where the output folder is
+described), and what ``chemgraph predict`` and ``chemgraph fingerprint`` run on a file input
+(:class:`chemgraph.library.scoring.LibraryRun`): the records are read in shards
+(:mod:`chemgraph.data.readers`), each shard is featurized in a worker process
+(:mod:`~chemgraph.library.workers`: heartbeats, per-record time limits, crashed workers
+replaced; or a dask task) by :func:`chemgraph.library.output.featurize_shard`, complete shards
+are kept on ``resume``, and the folder is finished with ``rejected.csv``, the counts and the
+duplicate ids (:mod:`~chemgraph.library.output`).
 
 Progress. On a terminal (never in a log file, where a bar is a line of ``\r``-joined text),
 ``progress`` shows a bar of the records finished, counted as the workers finish them (from their
 heartbeat), and — once a background thread has counted the input's records with the same
-reader — the total and an estimate of the time left.
-
-Slow records. Local runs watch every record's steps in their worker processes and reject a
-record that exceeds ``record_timeout`` or crashes its worker
-(:mod:`~chemgraph.jobs.featurize.workers`).
+reader — the total and an estimate of the time left (:mod:`~chemgraph.library.progress`).
 
 Interrupts. SIGINT (Ctrl-C) and SIGTERM make :func:`featurize_library` kill its workers at once
 (they ignore SIGINT themselves, and die with their parent on Linux), mark the manifest
 ``"interrupted"`` and raise :class:`FeaturizeInterrupted`; complete shards are kept, stale
 temporary files are removed on ``resume``, and the resumed output equals an uninterrupted run.
-
-Modules, by concern: :mod:`~chemgraph.jobs.featurize.records` (one record -> molecule ->
-features, the features table, rejection reasons), :mod:`~chemgraph.jobs.featurize.workers`
-(the local worker pool with heartbeats and timeouts, the forkserver, Dask) and
-:mod:`~chemgraph.jobs.featurize.output` (the folder: shard files, manifest, resume,
-``rejected.csv``, duplicate ids); this module runs the job.
 """
 
 from __future__ import annotations
 
 import contextlib
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -58,41 +35,22 @@ from chemgraph._files import file_digest
 from chemgraph._interrupts import ShardsInterrupted, interrupts_raise
 from chemgraph.data.readers import Record, iter_record_chunks, library_format
 from chemgraph.featurize import get_preset
-from chemgraph.jobs.featurize.output import (
+from chemgraph.library.output import (
     DuplicateIds,
     ShardSummary,
     completed_shard,
-    featurize_shard,
     finish_output,
+    mark_interrupted,
     prepare_output,
-    read_manifest,
-    shard_name,
-    write_manifest,
 )
-from chemgraph.jobs.featurize.records import (
-    BLANK_RECORD,
-    STEPS,
-    FeaturizeOptions,
-    reason_kind,
-)
-from chemgraph.jobs.featurize.workers import run_dask, run_local
+from chemgraph.library.progress import LibraryProgress
+from chemgraph.library.records import FeaturizeOptions
+from chemgraph.library.workers import run_dask, run_local
 
-__all__ = [
-    "BLANK_RECORD",
-    "FeaturizeInterrupted",
-    "FeaturizeOptions",
-    "LibraryProgress",
-    "STEPS",
-    "ShardSummary",
-    "featurize_library",
-    "featurize_shard",
-    "read_manifest",
-    "reason_kind",
-    "shard_name",
-    "summary_table",
-]
+__all__ = ["FeaturizeInterrupted", "featurize_library"]
 
-_COUNT_CHUNK = 10_000  # records per chunk of the progress bar's count
+#: What must match for ``resume`` to continue a run (the manifest's keys).
+_IDENTITY = ("input_sha256", "options", "graph_featurizer", "shard_size", "chemgraph_version")
 
 
 class FeaturizeInterrupted(ShardsInterrupted):
@@ -120,7 +78,7 @@ def featurize_library(
     progress: bool = True,
     record_timeout: float | None = 60.0,
 ) -> dict[str, Any]:
-    """Featurize a library file into ``output`` (see the module docstring for the layout).
+    """Featurize a library file into ``output`` (the layout: :mod:`chemgraph.jobs.featurize`).
 
     Args:
         input_path: ``.smi``, ``.csv``, ``.tsv``, ``.parquet`` or ``.sdf``, optionally gzipped;
@@ -180,16 +138,15 @@ def featurize_library(
         )  # checks the columns before anything is written
         if first is None:
             raise ValueError(f"{input_path} holds no records")
-        prepare_output(out, manifest, resume)
+        prepare_output(out, manifest, _IDENTITY, ("graphs", "features", "parts"), resume)
         try:
             summaries, duplicate_ids = _featurize_shards(
                 input_path, out, options, workers, shard_size, resume, dask_scheduler,
                 progress, record_timeout,
             )  # fmt: skip
-            return finish_output(manifest, summaries, duplicate_ids, out)
+            return finish_output(manifest, summaries, out, duplicate_ids=duplicate_ids)
         except FeaturizeInterrupted as stop:
-            write_manifest({**manifest, "status": "interrupted"}, out)
-            done = len(list((out / "parts").glob("shard-*.json")))
+            done = mark_interrupted(manifest, out)
             raise FeaturizeInterrupted(stop.signum, out, done) from None
 
 
@@ -249,84 +206,3 @@ def _featurize_shards(
             "size is never chosen from --workers, so that the output does not depend on them)"
         )
     return summaries, duplicates.report(out, shard_size)
-
-
-class LibraryProgress:
-    """The bar of a library job (``featurize``, ``qc``): records finished, out of the input's
-    records once known.
-
-    Args:
-        input_path, smiles_column, id_column, label_columns: the input, whose records a daemon
-            thread counts with :func:`~chemgraph.data.readers.iter_record_chunks` (the run's
-            own reader, so blank and malformed records count as they do in the manifest) while
-            the run goes on.
-        show: draw the bar (on stderr); when False nothing is counted or drawn.
-        description: the bar's label (the command).
-    """
-
-    def __init__(
-        self,
-        input_path: Path,
-        smiles_column: str | None,
-        id_column: str | None,
-        label_columns: tuple[str, ...],
-        show: bool,
-        description: str,
-    ) -> None:
-        self.bar = tqdm(unit="mol", unit_scale=True, disable=not show, desc=description)
-        self._total: int | None = None
-        self._stop = threading.Event()
-        if show:
-            arguments = (input_path, smiles_column, id_column, label_columns)
-            threading.Thread(target=self._count, args=arguments, daemon=True).start()
-
-    def _count(
-        self,
-        input_path: Path,
-        smiles_column: str | None,
-        id_column: str | None,
-        label_columns: tuple[str, ...],
-    ) -> None:
-        total = 0
-        try:
-            for chunk in iter_record_chunks(
-                input_path, _COUNT_CHUNK, smiles_column, id_column, label_columns
-            ):
-                if self._stop.is_set():
-                    return
-                total += len(chunk)
-        except (OSError, ValueError):  # the run's own reader raises it
-            return
-        self._total = total
-
-    def advance(self, records: int) -> None:
-        """``records`` more are finished (called in the main thread only)."""
-        if self.bar.total is None and self._total is not None:
-            self.bar.total = self._total
-        self.bar.update(records)
-
-    def close(self) -> None:
-        self._stop.set()
-        self.bar.close()
-
-
-def summary_table(manifest: dict[str, Any]) -> str:
-    """The end-of-run summary: read, blank, featurized, rejected by reason, duplicate ids."""
-    counts = manifest["counts"]
-    lines = [
-        f"read        {counts['read']:>10,}",
-        f"blank       {counts['blank']:>10,}",
-        f"featurized  {counts['featurized']:>10,}",
-        f"rejected    {counts['rejected']:>10,}",
-    ]
-    lines += [f"  {kind:<28}{n:>8,}" for kind, n in counts["rejected_by_reason"].items()]
-    duplicates = counts["duplicate_ids"]
-    if duplicates["ids"]:
-        examples = ", ".join(
-            f"{e['id']!r} (rows {', '.join(map(str, e['rows']))})" for e in duplicates["examples"]
-        )
-        lines.append(
-            f"duplicate ids {duplicates['ids']:,} ({duplicates['records']:,} records reuse an "
-            f"earlier record's id), e.g. {examples}"
-        )
-    return "\n".join(lines)

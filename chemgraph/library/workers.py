@@ -1,4 +1,7 @@
-"""The worker processes of ``chemgraph featurize``: a local pool with heartbeats, or Dask.
+"""The worker processes of a library job: a local pool with heartbeats, or Dask.
+
+``chemgraph featurize`` (:func:`chemgraph.library.output.featurize_shard`) and ``chemgraph qc``
+(:func:`chemgraph.jobs.qc.label_shard`) run their shards here.
 
 Slow records. Local runs featurize shards in worker processes (``forkserver``, else ``spawn``)
 that publish, in shared memory, which record and which step (parse, standardize, conformers,
@@ -11,8 +14,8 @@ way (``"crash: <step> (...)"``). Whether a record hits the limit depends on the 
 default limit (60 s per step) is far above what any normal molecule needs. Dask runs do not
 enforce the limit.
 
-The forkserver preloads this module (and so the whole :mod:`chemgraph.jobs.featurize`
-package), which imports neither DGL nor pandas.
+The forkserver preloads this module (and so :mod:`chemgraph.library.output` and
+:mod:`chemgraph.library.records`), which imports neither DGL nor pandas.
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ from typing import Any
 
 from chemgraph._dask import run_on_dask
 from chemgraph.data.readers import Record
-from chemgraph.jobs.featurize.output import ShardSummary, featurize_shard
-from chemgraph.jobs.featurize.records import STEP_CODE, STEPS, FeaturizeOptions
+from chemgraph.library.output import ShardSummary, featurize_shard
+from chemgraph.library.records import STEP_CODE, STEPS, FeaturizeOptions
 
 __all__ = ["run_dask", "run_local"]
 
@@ -222,11 +225,11 @@ def run_local(
     record's steps (see the module docstring); yields summaries as shards complete and calls
     ``advance(n)`` as ``n`` more records are finished (every record once).
 
-    ``shard_function`` is what a worker runs for a shard: :func:`~chemgraph.jobs.featurize.
-    output.featurize_shard` (``options`` a :class:`FeaturizeOptions`), or another job's
+    ``shard_function`` is what a worker runs for a shard: :func:`~chemgraph.library.output.
+    featurize_shard` (``options`` a :class:`FeaturizeOptions`), or another job's
     function of the same form, ``shard_function(shard, records, options, output, skip,
     on_step=...)``, that rejects the rows of ``skip`` with their reasons, reports its steps
-    (:data:`~chemgraph.jobs.featurize.records.STEPS`) to ``on_step`` and returns the shard's
+    (:data:`~chemgraph.library.records.STEPS`) to ``on_step`` and returns the shard's
     summary (``chemgraph qc``: :func:`chemgraph.jobs.qc.label_shard`); it must be importable
     by the workers (a module-level function)."""
     context = _context()

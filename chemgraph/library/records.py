@@ -2,20 +2,23 @@
 
 :func:`featurize_record` runs a record through :data:`STEPS` (parse, standardize, conformers,
 canonical SMILES, fingerprints, descriptors) with the run's :class:`FeaturizeOptions`;
-:func:`features_table` makes a shard's feature table of the results; :func:`reason_kind` sorts
-a rejection reason into the summary table's categories. Imported by the worker processes: it
-imports neither DGL nor pandas.
+:func:`features_table` makes a shard's feature table of the results; :func:`process_records`
+runs any such per-record function over a shard's records, rejecting the records it fails on
+(:func:`rejected_row`: the rejected-row schema); :func:`reason_kind` sorts a rejection reason
+into the summary table's categories. :func:`parse_record` and :func:`lowest_energy_conformer`
+are the steps ``chemgraph qc`` shares. Imported by the worker processes: it imports neither DGL
+nor pandas.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from rdkit import Chem
+from rdkit import Chem, rdBase
 
 from chemgraph.chem import (
     MoleculeParseError,
@@ -41,7 +44,9 @@ __all__ = [
     "features_table",
     "lowest_energy_conformer",
     "parse_record",
+    "process_records",
     "reason_kind",
+    "rejected_row",
 ]
 
 #: What a record goes through, in order (``"start"``, ``"graphs"`` and ``"write"`` are
@@ -265,6 +270,61 @@ def featurize_record(
         steps("descriptors")
         row = descriptors(mol)
     return Featurized(graph_mol, smiles, values, row, labels)
+
+
+def rejected_row(record: Record, reason: str) -> tuple[int, str, str, str]:
+    """A rejected record's row of ``rejected.csv``
+    (:data:`chemgraph.data.readers.REJECTED_COLUMNS`: ``row, id, input, reason``); the input is
+    the record's text as read (``""`` for a blank record), an SDF record's title line."""
+    text = record.text if record.kind != "molblock" else record.text.split("\n", 1)[0].strip()
+    return (record.row, record.id, text, reason)
+
+
+def process_records(
+    records: Sequence[Record],
+    compute: Callable[[Record, Steps], Any],
+    steps: Steps,
+    skip: Mapping[int, str],
+) -> tuple[list[tuple[Record, Any]], list[tuple[int, str, str, str]]]:
+    """Run ``compute(record, steps)`` for every record of a shard, in order; a record it fails
+    on is rejected and never stops the shard.
+
+    Args:
+        records: the shard's records.
+        compute: one record's work (:func:`featurize_record`, ``chemgraph qc``'s
+            :func:`chemgraph.jobs.qc.label_record`), reporting its steps to ``steps``; raises
+            :class:`~chemgraph.chem.MoleculeParseError` with the reason for a bad record.
+        steps: the shard's step reporter; ``steps.position`` is each record's position while it
+            runs, and ``-1`` (the shard-level phases) on return.
+        skip: ``{row: reason}`` of records to reject without computing them (records that
+            timed out or crashed a worker in an earlier attempt).
+
+    Returns:
+        ``(done, rejected)``: ``(record, result)`` of every record computed, in input order,
+        and the :func:`rejected_row` of every other record, with the reason of ``skip``, of
+        the :class:`~chemgraph.chem.MoleculeParseError`, or ``"<step> failed: <exception>"``
+        for another exception.
+    """
+    done: list[tuple[Record, Any]] = []
+    rejected: list[tuple[int, str, str, str]] = []
+    # RDKit's logs stay blocked for all the records (parsing, standardising, conformers and
+    # descriptors blocked them record by record before; a BlockLogs per record cost more than a
+    # tenth of the parsing); rejection reasons are still captured (chemgraph.chem.parse)
+    with rdBase.BlockLogs():
+        for position, record in enumerate(records):
+            steps.position = position
+            reason = skip.get(record.row)
+            if reason is None:
+                try:
+                    done.append((record, compute(record, steps)))
+                    continue
+                except MoleculeParseError as error:
+                    reason = error.reason
+                except Exception as error:  # noqa: BLE001 - one bad record never stops a library
+                    reason = f"{steps.step} failed: {type(error).__name__}: {error}"
+            rejected.append(rejected_row(record, reason))
+    steps.position = -1
+    return done, rejected
 
 
 def features_table(

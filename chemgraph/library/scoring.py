@@ -1,0 +1,361 @@
+"""A library's shards scored by a model into one output (:class:`LibraryRun`, :func:`shard_table`).
+
+The data path that ``chemgraph predict`` (:func:`chemgraph.jobs.predict.predict_table`) and
+``chemgraph fingerprint`` (:func:`chemgraph.jobs.fingerprint.fingerprint_table`) share: the
+input, a library file or a ``chemgraph featurize`` folder made with the checkpoint's preset and
+molecule preparation (:func:`~chemgraph.library.featurize.featurize_library` featurizes a file
+first, into the work folder); the work folder ``<output>.partial/`` (``run.json``: the sha256 of
+the checkpoints and the input, the options; ``featurized/``; one part per scored shard, written
+atomically), resumed with ``resume`` and refused otherwise, removed once the output is written;
+each shard scored by a job's task (:func:`chemgraph.train.inference.run_shard_tasks`: this
+process, worker processes or dask.distributed tasks) into the rows of :func:`shard_table`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tqdm.auto import tqdm
+
+from chemgraph._files import file_digest
+from chemgraph._interrupts import interrupts_raise
+from chemgraph._output import resumable_folder
+from chemgraph.chem import MoleculePreparation
+from chemgraph.data.applicability import FINGERPRINT
+from chemgraph.data.readers import iter_record_chunks
+from chemgraph.errors import ConfigError
+from chemgraph.featurize import FeaturizerPreset
+from chemgraph.graphs.shards import load_shard_batch
+from chemgraph.library.featurize import featurize_library
+from chemgraph.library.output import read_manifest
+from chemgraph.library.records import FeaturizeOptions
+from chemgraph.train.ensemble import Ensemble
+from chemgraph.train.inference import run_shard_tasks
+
+__all__ = ["LibraryRun", "at_least_one", "shard_table"]
+
+
+def at_least_one(**values: int | None) -> None:
+    """Check counts given as keywords named after their options (``top=None`` is not checked).
+
+    Raises:
+        ConfigError: a value below 1, named as its option (``--batch-size``).
+    """
+    for name, value in values.items():
+        if value is not None and value < 1:
+            raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+
+
+class LibraryRun:
+    """The shards of one library scored into one output: the arguments checked, the work folder
+    (``<output>.partial/``: ``run.json``, ``featurized/`` for a file input, one part per scored
+    shard), the featurization of a file (:func:`~chemgraph.library.featurize.featurize_library`
+    with the checkpoint's preset and molecule preparation, locally or on dask), the shards run
+    through a task (:func:`~chemgraph.train.inference.run_shard_tasks`: this process, worker
+    processes or dask) and the parts read back in order. What
+    :func:`chemgraph.jobs.predict.predict_table` and
+    :func:`chemgraph.jobs.fingerprint.fingerprint_table` share; in order: construct (checks the
+    arguments, writes nothing), :meth:`start`, :meth:`score`, :meth:`tables`, :meth:`finish`.
+
+    Args:
+        input_path: a library file or a ``chemgraph featurize`` output folder.
+        output: the file the job writes.
+        smiles_column, id_column: a table's SMILES and id columns (a file input).
+        workers, shard_size, resume, overwrite, progress, dask_scheduler: as in
+            :func:`chemgraph.jobs.predict.predict_table`.
+        parts: the work folder's sub-folder of the parts (``"predictions"``).
+
+    Raises:
+        ConfigError: ``workers`` or ``shard_size`` below 1, ``resume`` with ``overwrite``.
+        FileNotFoundError: no such input.
+        ValueError: the output is the input.
+    """
+
+    def __init__(
+        self,
+        input_path: str | Path,
+        output: Path,
+        smiles_column: str | None,
+        id_column: str | None,
+        workers: int,
+        shard_size: int,
+        *,
+        resume: bool,
+        overwrite: bool,
+        progress: bool,
+        dask_scheduler: str | None,
+        parts: str,
+    ) -> None:
+        at_least_one(workers=workers, shard_size=shard_size)
+        if resume and overwrite:
+            raise ConfigError("--resume and --overwrite exclude each other")
+        self.source, self.output = Path(input_path), output
+        if not self.source.exists():
+            raise FileNotFoundError(f"input {self.source} does not exist")
+        if output.resolve() == self.source.resolve():
+            raise ValueError(f"the output {output} is the input; choose another --output")
+        self.smiles_column, self.id_column = smiles_column, id_column
+        self.workers, self.shard_size = workers, shard_size
+        self.resume, self.overwrite, self.progress = resume, overwrite, progress
+        self.dask_scheduler = dask_scheduler
+        self.work = _work_folder(output)
+        self.parts = self.work / parts
+        self.folder = self.source  # the featurize folder scored (a file's: after start)
+        self.shards = 0
+        self.models: Ensemble | None = None
+
+    def start(
+        self,
+        models: Ensemble,
+        identity: dict[str, Any],
+        domain: bool = False,
+        refused: Sequence[tuple[Path, str]] = (),
+    ) -> None:
+        """Check the input against ``models``, open the work folder (new, or the run to resume)
+        and featurize a file input.
+
+        Args:
+            models: the checkpoints that score the shards.
+            identity: what else must match to resume the run (the job's options).
+            domain: the job computes the applicability domain: featurizing a file also
+                computes the molecules' Morgan fingerprints it compares, and a checkpoint
+                without training fingerprints is warned about.
+            refused: other files the job writes, ``(path, what it is)``: refused when they
+                exist, unless ``overwrite``.
+
+        Raises:
+            ValueError: see :func:`chemgraph.jobs.predict.predict_table`.
+        """
+        self.models = models
+        if self.source.is_dir():
+            _check_folder(self.source, models, models.files[0])
+        elif (
+            next(iter_record_chunks(self.source, 1, self.smiles_column, self.id_column), None)
+            is None
+        ):
+            raise ValueError(f"{self.source} holds no records")  # (the reader checks the format)
+        identity = {
+            "checkpoints_sha256": models.digests,
+            "input_sha256": file_digest(
+                self.source / "manifest.json" if self.source.is_dir() else self.source
+            ),
+            "smiles_column": self.smiles_column,
+            "id_column": self.id_column,
+            "shard_size": self.shard_size,
+            **identity,
+        }
+        _prepare_work(self.output, identity, self.resume, self.overwrite, refused)
+        if domain:
+            models.warn_missing_fingerprints()
+        if not self.source.is_dir():
+            self.folder = self.work / "featurized"
+            options = FeaturizeOptions(
+                graphs=models.preset.name,
+                fingerprints=(FINGERPRINT.spec,)
+                if domain and models.fingerprints is not None
+                else (),
+                standardize=models.preparation.standardize,
+                fragments=models.preparation.fragments,
+                smiles_column=self.smiles_column,
+                id_column=self.id_column,
+            )
+            if _status(self.folder) != "complete":
+                featurize_library(
+                    self.source, self.folder, options, self.workers, self.shard_size,
+                    resume=self.resume, progress=self.progress,
+                    dask_scheduler=self.dask_scheduler,
+                )  # fmt: skip
+        manifest = json.loads((self.folder / "manifest.json").read_text())
+        self.counts: dict[str, Any] = manifest["counts"]
+        self.shards = self.counts["shards"]
+        self.parts.mkdir(exist_ok=True)
+
+    def part(self, shard: int) -> Path:
+        """Where a task writes the part of ``shard`` (atomically)."""
+        return self.parts / f"shard-{shard:05d}.parquet"
+
+    def score(self, task: Callable[[int], int], name: str) -> None:
+        """Run ``task(shard)`` (it writes :meth:`part` and returns the shard's records) for each
+        shard without a part, with a progress bar of records named ``name``.
+
+        Raises:
+            chemgraph._interrupts.Interrupted: SIGINT or SIGTERM (main thread only); the parts
+                written are kept.
+        """
+        counts = self.counts
+        show = self.progress and sys.stderr.isatty()
+        bar = tqdm(total=counts["read"] + counts["blank"], unit="mol", desc=name, disable=not show)
+        todo = []
+        for shard in range(self.shards):
+            if self.part(shard).exists():
+                bar.update(pq.ParquetFile(self.part(shard)).metadata.num_rows)
+            else:
+                todo.append(shard)
+        if self.models is None:
+            raise RuntimeError("LibraryRun.score before LibraryRun.start")
+        workers = self.workers if self.models.device.type == "cpu" else 1
+        tasks = run_shard_tasks(task, todo, workers, self.dask_scheduler)
+        with closing(bar), interrupts_raise(), closing(tasks):
+            for records in tasks:
+                bar.update(records)
+
+    def tables(self) -> Iterator[pa.Table]:
+        """The parts, one table per shard in shard order (so rows in input order)."""
+        for shard in range(self.shards):
+            yield pq.read_table(self.part(shard))
+
+    def finish(self) -> None:
+        """Remove the work folder (the job has written its output)."""
+        shutil.rmtree(self.work)
+
+
+# -- the work folder -----------------------------------------------------------------------
+
+
+def _work_folder(output: Path) -> Path:
+    return output.with_name(f"{output.name}.partial")
+
+
+def _prepare_work(
+    output: Path,
+    identity: dict[str, Any],
+    resume: bool,
+    overwrite: bool,
+    refused: Sequence[tuple[Path, str]],
+) -> None:
+    """The run's work folder, created, or the interrupted run's (``resume``).
+
+    Raises:
+        ValueError: the output or one of the ``refused`` files exists (without ``overwrite``);
+            an interrupted run in the way (without ``resume`` or ``overwrite``); a run to
+            resume that differs.
+    """
+    work = _work_folder(output)
+    if not overwrite:
+        if output.exists() and not (resume and (work / "run.json").exists()):
+            raise ValueError(
+                f"{output} exists; choose a new --output, or pass --overwrite to write over it"
+                + (" (it is complete: there is nothing to resume)" if resume else "")
+            )
+        for path, what in refused:
+            if path.exists():
+                raise ValueError(
+                    f"{path} exists ({what} of {output}); choose a new --output, "
+                    "or pass --overwrite to write over it"
+                )
+    resumed = resumable_folder(
+        work, "run.json", identity, resume=resume, option="--output",
+        restart_option="--overwrite", restart=overwrite,
+    )  # fmt: skip
+    if not resumed:
+        (work / "run.json").write_text(json.dumps(identity, indent=2) + "\n")
+
+
+def _status(folder: Path) -> str | None:
+    manifest = folder / "manifest.json"
+    return json.loads(manifest.read_text()).get("status") if manifest.exists() else None
+
+
+def _check_folder(folder: Path, models: Ensemble, checkpoint: Path) -> None:
+    """A ``chemgraph featurize`` folder whose graphs the checkpoint can score as they are.
+
+    Raises:
+        ValueError: no manifest, an incomplete run, no graphs, another graph preset, or graphs
+            with conformers (explicit hydrogens and positions, which training never had).
+    """
+    manifest = read_manifest(folder)
+    options = manifest["options"]
+    redo = (
+        f"featurize the library again with `chemgraph featurize LIBRARY --graphs "
+        f"{models.preset.name} --output NEW_FOLDER`, or pass the library file as --input"
+    )
+    if options["graphs"] is None:
+        raise ValueError(f"{folder} holds no graphs (featurized with --graphs none); {redo}")
+    preset = FeaturizerPreset.from_dict(manifest["graph_featurizer"])
+    if preset.name != models.preset.name:
+        raise ValueError(
+            f"{folder} holds graphs of the {preset.name!r} preset but {checkpoint} was trained "
+            f"on the {models.preset.name!r} preset; {redo}"
+        )
+    if options["conformers"]:
+        raise ValueError(
+            f"{folder} holds 3D graphs with explicit hydrogens (featurized with --conformers "
+            f"{options['conformers']}) but {checkpoint} was trained on 2D graphs; {redo}"
+        )
+    prepared = MoleculePreparation(
+        standardize=options["standardize"], fragments=options.get("fragments", "keep")
+    )
+    if prepared != models.preparation:
+        wanted = models.preparation
+        raise ValueError(
+            f"{folder} holds molecules prepared with --standardize {prepared.standardize} "
+            f"--fragments {prepared.fragments} but {checkpoint} was trained on molecules "
+            f"prepared with standardize {wanted.standardize}, fragments {wanted.fragments}; "
+            f"featurize the library again with `chemgraph featurize LIBRARY --graphs "
+            f"{models.preset.name} --standardize {wanted.standardize} --fragments "
+            f"{wanted.fragments} --output NEW_FOLDER`, or pass the library file as --input"
+        )
+
+
+# -- the rows of a shard -------------------------------------------------------------------
+
+
+def shard_table(
+    folder: Path,
+    shard: int,
+    compute: Callable[[Any, pa.Table], dict[str, Any]],
+    feature_columns: Sequence[str] = (),
+) -> pd.DataFrame:
+    """One row per record of a shard of a ``chemgraph featurize`` folder, in input order:
+    ``row``, ``id``, ``smiles``, the columns ``compute`` gives for the featurized records (empty
+    for the others: NaN, null) and ``error`` (null, or why the record was not featurized, from
+    the shard's rejected records; ``smiles`` is then ``""``). The rows of every job that scores
+    shards (:func:`chemgraph.jobs.predict.predict_table`,
+    :func:`chemgraph.jobs.fingerprint.fingerprint_table`).
+
+    Args:
+        folder: the featurize folder.
+        shard: the shard's number.
+        compute: ``compute(graphs, features)`` gets the shard's batched DGLGraph
+            (:func:`chemgraph.graphs.load_shard_batch`) and its feature table (``row``, ``id``,
+            ``smiles`` and those of ``feature_columns`` it has), and returns ``{column: values}``
+            with one value per featurized record, in their order.
+        feature_columns: further feature-table columns to read when the table has them.
+
+    Raises:
+        ValueError: the shard's graphs and features list different rows.
+    """
+    name = f"shard-{shard:05d}"
+    graphs, rows = load_shard_batch(folder / "graphs" / f"{name}.bin")
+    path = folder / "features" / f"{name}.parquet"
+    present = pq.read_schema(path).names
+    columns = ["row", "id", "smiles", *(c for c in feature_columns if c in present)]
+    features = pq.read_table(path, columns=columns)
+    if features["row"].to_pylist() != rows.tolist():
+        raise ValueError(f"{folder}: graphs and features of {name} differ; featurize it again")
+    featurized = pd.DataFrame(
+        {
+            "row": rows.numpy(),
+            "id": features["id"].to_pylist(),
+            "smiles": features["smiles"].to_pylist(),
+            **compute(graphs, features),
+        }
+    )
+    featurized["error"] = None
+    with open(folder / "parts" / f"{name}.csv", encoding="utf-8", newline="") as handle:
+        rejected = [
+            (int(row), identifier, reason) for row, identifier, _, reason in csv.reader(handle)
+        ]
+    failed = pd.DataFrame(rejected, columns=["row", "id", "error"]).assign(smiles="")
+    table = pd.concat([featurized, failed], ignore_index=True) if len(failed) else featurized
+    return table.sort_values("row", kind="stable", ignore_index=True)
