@@ -49,7 +49,6 @@ import importlib.metadata
 import importlib.util
 import json
 import os
-import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -59,7 +58,6 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 from rdkit import Chem
-from tqdm.auto import tqdm
 
 import chemgraph
 from chemgraph._files import (
@@ -70,7 +68,7 @@ from chemgraph._files import (
 from chemgraph._interrupts import ShardsInterrupted, interrupts_raise
 from chemgraph.chem import MoleculeParseError
 from chemgraph.chem.parse import mol_from_sdf_block
-from chemgraph.data.readers import Record, iter_record_chunks, library_format
+from chemgraph.data.readers import Record, iter_record_chunks
 from chemgraph.errors import MissingDependencyError
 from chemgraph.library.output import (
     ShardSummary,
@@ -81,7 +79,6 @@ from chemgraph.library.output import (
     shard_name,
     summary_lines,
 )
-from chemgraph.library.progress import LibraryProgress
 from chemgraph.library.records import (
     Steps,
     lowest_energy_conformer,
@@ -89,6 +86,7 @@ from chemgraph.library.records import (
     process_records,
     reason_kind,
 )
+from chemgraph.library.runner import check_run, run_shards
 from chemgraph.library.workers import run_local
 from chemgraph.qc import QCMolecule, SCFNotConvergedError, xtb_frontier_orbitals
 
@@ -375,16 +373,9 @@ def label_library(
         QCInterrupted: SIGINT or SIGTERM (main thread only); the manifest's status is then
             ``"interrupted"``.
     """
-    if shard_size < 1 or workers < 1:
-        raise ValueError(f"shard_size and workers must be >= 1, got {shard_size}, {workers}")
     if table_format not in ("csv", "parquet"):
         raise ValueError(f"table_format must be 'csv' or 'parquet', got {table_format!r}")
-    if record_timeout is not None and not record_timeout > 0:
-        raise ValueError(f"record_timeout must be > 0 seconds or None, got {record_timeout}")
-    input_path, out = Path(input_path), Path(output)
-    library_format(input_path)
-    if not input_path.is_file():
-        raise FileNotFoundError(f"input {input_path} does not exist")
+    input_path, out = check_run(input_path, output, workers, shard_size, record_timeout)
     tblite = _tblite_version()
     with interrupts_raise(QCInterrupted):
         manifest: dict[str, Any] = {
@@ -420,36 +411,21 @@ def _label_shards(
     record_timeout: float | None,
 ) -> list[ShardSummary]:
     """Run every shard not already complete; the summaries in shard order."""
-    summaries: list[ShardSummary] = []
-    bar = LibraryProgress(
-        input_path, options.smiles_column, options.id_column, (),
-        show=progress and sys.stderr.isatty(), description="qc",
-    )  # fmt: skip
 
-    def say(message: str) -> None:
-        tqdm.write(f"qc: {message}", file=sys.stderr)
-
-    def todo() -> Iterator[tuple[int, list[Record]]]:
-        chunks = iter_record_chunks(
-            input_path, shard_size, options.smiles_column, options.id_column
+    def runner(
+        shards: Iterator[tuple[int, list[Record]]],
+        notice: Callable[[str], None],
+        advance: Callable[[int], None],
+    ) -> Iterator[ShardSummary]:
+        return run_local(
+            shards, options, out, workers, record_timeout, notice, advance, label_shard
         )
-        for shard, records in enumerate(chunks):
-            done = _completed(out, shard) if resume else None
-            if done is not None:
-                summaries.append(done)
-                bar.advance(done.read + done.blank)
-            else:
-                yield shard, records
 
-    results = run_local(
-        todo(), options, out, workers, record_timeout, say, bar.advance, label_shard
-    )
-    try:
-        summaries.extend(results)
-    finally:
-        results.close()
-        bar.close()
-    return sorted(summaries, key=lambda s: s.shard)
+    return run_shards(
+        input_path, shard_size, runner, command="qc", progress=progress,
+        smiles_column=options.smiles_column, id_column=options.id_column,
+        completed=(lambda shard: _completed(out, shard)) if resume else None,
+    )  # fmt: skip
 
 
 def _finish(

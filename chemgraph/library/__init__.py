@@ -14,6 +14,8 @@ folder; this package is that pipeline, so that no job imports another. Layer: be
 * :mod:`~chemgraph.library.output`: the output folder: shard parts, manifest, resume,
   ``rejected.csv``, duplicate ids, the counts and the summary table's lines.
 * :mod:`~chemgraph.library.progress`: the progress bar of records.
+* :mod:`~chemgraph.library.runner`: every shard of a job run once (complete ones kept on
+  resume), by the job's workers, on the bar.
 * :mod:`~chemgraph.library.featurize`: :func:`~chemgraph.library.featurize.featurize_library`,
   a library file into graph shards and feature tables (``chemgraph featurize``, and ``predict``
   and ``fingerprint`` for a file input).

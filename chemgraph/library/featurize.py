@@ -22,18 +22,14 @@ temporary files are removed on ``resume``, and the resumed output equals an unin
 
 from __future__ import annotations
 
-import contextlib
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
-
-from tqdm.auto import tqdm
 
 import chemgraph
 from chemgraph._files import file_digest
 from chemgraph._interrupts import ShardsInterrupted, interrupts_raise
-from chemgraph.data.readers import Record, iter_record_chunks, library_format
+from chemgraph.data.readers import Record, iter_record_chunks
 from chemgraph.featurize import get_preset
 from chemgraph.library.output import (
     DuplicateIds,
@@ -43,8 +39,8 @@ from chemgraph.library.output import (
     mark_interrupted,
     prepare_output,
 )
-from chemgraph.library.progress import LibraryProgress
 from chemgraph.library.records import FeaturizeOptions
+from chemgraph.library.runner import check_run, run_shards, say
 from chemgraph.library.workers import run_dask, run_local
 
 __all__ = ["FeaturizeInterrupted", "featurize_library"]
@@ -112,14 +108,7 @@ def featurize_library(
         FeaturizeInterrupted: SIGINT or SIGTERM (main thread only); the workers are stopped
             and the manifest's status is ``"interrupted"``.
     """
-    if shard_size < 1 or workers < 1:
-        raise ValueError(f"shard_size and workers must be >= 1, got {shard_size}, {workers}")
-    if record_timeout is not None and not record_timeout > 0:
-        raise ValueError(f"record_timeout must be > 0 seconds or None, got {record_timeout}")
-    input_path, out = Path(input_path), Path(output)
-    library_format(input_path)
-    if not input_path.is_file():
-        raise FileNotFoundError(f"input {input_path} does not exist")
+    input_path, out = check_run(input_path, output, workers, shard_size, record_timeout)
     with interrupts_raise(FeaturizeInterrupted):
         manifest: dict[str, Any] = {
             "chemgraph_version": chemgraph.__version__,
@@ -162,47 +151,30 @@ def _featurize_shards(
     record_timeout: float | None,
 ) -> tuple[list[ShardSummary], dict[str, Any]]:
     """Run every shard not already complete; ``(summaries in shard order, duplicate ids)``."""
-    summaries: list[ShardSummary] = []
     duplicates = DuplicateIds()
-    bar = LibraryProgress(
-        input_path, options.smiles_column, options.id_column, options.label_columns,
-        show=progress and sys.stderr.isatty(), description="featurize",
+
+    def runner(
+        shards: Iterator[tuple[int, list[Record]]],
+        notice: Callable[[str], None],
+        advance: Callable[[int], None],
+    ) -> Iterator[ShardSummary]:
+        if dask_scheduler is not None:
+            return run_dask(shards, options, out, dask_scheduler, advance)
+        return run_local(shards, options, out, workers, record_timeout, notice, advance)
+
+    summaries = run_shards(
+        input_path, shard_size, runner, command="featurize", progress=progress,
+        smiles_column=options.smiles_column, id_column=options.id_column,
+        label_columns=options.label_columns,
+        completed=(lambda shard: completed_shard(out, shard, options)) if resume else None,
+        on_records=duplicates.add,
     )  # fmt: skip
-
-    def say(message: str) -> None:
-        tqdm.write(f"featurize: {message}", file=sys.stderr)
-
-    def todo() -> Iterator[tuple[int, list[Record]]]:
-        chunks = iter_record_chunks(
-            input_path, shard_size, options.smiles_column, options.id_column, options.label_columns
-        )
-        for shard, records in enumerate(chunks):
-            duplicates.add(records)
-            done = completed_shard(out, shard, options) if resume else None
-            if isinstance(done, str):
-                say(done)
-                done = None
-            if done is not None:
-                summaries.append(done)
-                bar.advance(done.read + done.blank)
-            else:
-                yield shard, records
-
-    if dask_scheduler is not None:
-        results = run_dask(todo(), options, out, dask_scheduler, bar.advance)
-    else:
-        results = run_local(todo(), options, out, workers, record_timeout, say, bar.advance)
-    try:
-        with contextlib.closing(results):
-            summaries.extend(results)
-    finally:
-        bar.close()
-    summaries.sort(key=lambda s: s.shard)
     if dask_scheduler is None and workers > len(summaries):
         say(
+            "featurize",
             f"note: {workers} workers but the input made {len(summaries)} shard(s) of up to "
             f"{shard_size} records, one worker each, so {workers - len(summaries)} had nothing "
             "to do; a smaller --shard-size spreads a small library over the workers (the shard "
-            "size is never chosen from --workers, so that the output does not depend on them)"
+            "size is never chosen from --workers, so that the output does not depend on them)",
         )
     return summaries, duplicates.report(out, shard_size)

@@ -20,8 +20,8 @@ from rdkit.Chem import rdFingerprintGenerator
 from chemgraph.cli import main
 from chemgraph.graph_keys import POSITIONS
 from chemgraph.graphs import load_shard
-from chemgraph.jobs.featurize import FeaturizeOptions, featurize_library
-from chemgraph.library import featurize as library
+from chemgraph.jobs.featurize import FeaturizeInterrupted, FeaturizeOptions, featurize_library
+from chemgraph.library import runner
 from chemgraph.library import workers as featurize_workers
 
 GOOD = ["CCO", "c1ccccc1", "CC(=O)[O-].[Na+]", "[Na+]", "C" * 500, "CCN", "OCCO", "C1CC1"]
@@ -142,7 +142,7 @@ def test_sigterm_stops_the_workers_and_resume_equals_an_uninterrupted_run(
     reference, stopped = tmp_path / "reference", tmp_path / "stopped"
     featurize_library(smi, reference, OPTIONS, shard_size=3, progress=False)
 
-    real = library.iter_record_chunks
+    real = runner.iter_record_chunks  # the reader of the shards
 
     def sigterm_before_the_third_shard(path, chunk_size, *args):
         for index, chunk in enumerate(real(path, chunk_size, *args)):
@@ -150,8 +150,8 @@ def test_sigterm_stops_the_workers_and_resume_equals_an_uninterrupted_run(
                 os.kill(os.getpid(), signal.SIGTERM)  # as `kill PID` would
             yield chunk
 
-    monkeypatch.setattr(library, "iter_record_chunks", sigterm_before_the_third_shard)
-    with pytest.raises(library.FeaturizeInterrupted) as info:
+    monkeypatch.setattr(runner, "iter_record_chunks", sigterm_before_the_third_shard)
+    with pytest.raises(FeaturizeInterrupted) as info:
         featurize_library(smi, stopped, OPTIONS, shard_size=3, progress=False)
     assert (info.value.signum, info.value.output, info.value.shards_done) == (
         signal.SIGTERM,
@@ -163,7 +163,7 @@ def test_sigterm_stops_the_workers_and_resume_equals_an_uninterrupted_run(
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # handlers restored
     assert json.loads((stopped / "manifest.json").read_text())["status"] == "interrupted"
     assert not (stopped / "rejected.csv").exists()
-    monkeypatch.setattr(library, "iter_record_chunks", real)
+    monkeypatch.setattr(runner, "iter_record_chunks", real)
     # half-written temporary file, as a kill during a write would leave
     (stopped / "features" / ".shard-00002.parquet.tmp-1").write_bytes(b"partial")
     with pytest.raises(ValueError, match="--resume"):
