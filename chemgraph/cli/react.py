@@ -13,7 +13,7 @@ __all__ = ["ReactCommand", "reaction_lines"]
 
 
 class ReactCommand(Command):
-    """Product prediction: reaction centres (:mod:`chemgraph.jobs.reaction_centre`) or GRAT
+    """Product prediction: reaction centres (:mod:`chemgraph.reactions.reaction_centre`) or GRAT
     beam search (:mod:`chemgraph.jobs.react`)."""
 
     name = "react"
@@ -61,7 +61,7 @@ class ReactCommand(Command):
         )
         parser.add_argument(
             "--checkpoint",
-            help="with --decoder centre, a model.pt of chemgraph.jobs.reaction_centre "
+            help="with --decoder centre, a model.pt of chemgraph.reactions.reaction_centre "
             "(default: the shipped model); with --decoder generate, best.ckpt of the "
             "reaction_outcome recipe, or the run folder holding it",
         )
@@ -89,14 +89,8 @@ class ReactCommand(Command):
     def run(self, args: argparse.Namespace) -> int:
         from chemgraph.chem.reaction_edits import BOND_CLASSES
         from chemgraph.errors import ConfigError
-        from chemgraph.jobs.react import (
-            INPUT_FORMAT,
-            NO_PRODUCT,
-            ReactOptions,
-            format_top_k_metrics,
-            react,
-            react_file,
-        )
+        from chemgraph.jobs.react import INPUT_FORMAT, ReactOptions, react, react_file
+        from chemgraph.reactions.predictions import NO_PRODUCT, format_top_k_metrics
 
         if (args.reaction is None) == (args.input is None):
             raise ConfigError("give either one reaction SMILES or --input FILE (with --output)")
@@ -160,7 +154,7 @@ def reaction_lines(table: Any, top_k: int) -> list[str]:
     given), or ``  no valid product graph was decoded``, or ``  not predicted: <error>``."""
     import pandas as pd
 
-    from chemgraph.jobs.react import NO_PRODUCT
+    from chemgraph.reactions.predictions import NO_PRODUCT
 
     lines = []
     for record in table.to_dict("records"):

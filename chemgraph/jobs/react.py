@@ -1,10 +1,15 @@
-"""Reaction outcome prediction with GRAT: training, beam-search prediction, top-k metrics.
+"""``chemgraph react`` and reaction outcome prediction with GRAT: training, beam search.
 
 Yoo et al. 2020, "Graph-Aware Transformer: Is Attention All Graphs Need?" (arXiv:2006.05213),
 section 4.2: a :class:`chemgraph.models.GRATTranslator` learns the product graph of a reaction
 by teacher forcing (:class:`chemgraph.train.reaction_module.ReactionModule`) and predicts it by
 beam search; predicted graphs become RDKit molecules and canonical SMILES, deduplicated, and
-are compared with the true products independently of fragment order.
+are compared with the true products independently of fragment order (the predictions, top-k
+metrics and tables: :mod:`chemgraph.reactions.predictions`).
+
+``chemgraph react`` (:class:`ReactOptions`, :func:`react`, :func:`react_file`) decodes with
+this beam search (``--decoder generate``) or the reaction-centre model
+(:mod:`chemgraph.reactions.reaction_centre`, the default).
 """
 
 from __future__ import annotations
@@ -32,7 +37,6 @@ from chemgraph.chem.graph_codec import (
     GraphEncodingError,
     LabelledGraph,
     graph_to_smiles,
-    same_molecules,
 )
 from chemgraph.chem.reactions import ReactionParseError
 from chemgraph.chem.validity import ReactionInputs, product_problem
@@ -46,6 +50,8 @@ from chemgraph.data.reactions import (
 from chemgraph.data.table import write_rejected
 from chemgraph.errors import ConfigError
 from chemgraph.models.grat import GRATTranslatorConfig
+from chemgraph.reactions.predictions import ReactionPrediction, prediction_table
+from chemgraph.reactions.reaction_centre import load_reaction_centre_model, predict_reaction_file
 from chemgraph.train.callbacks import CPUTimeLimit, ValidationLog
 from chemgraph.train.checkpoint import checkpoint_kind, load_checkpoint
 from chemgraph.train.config import RunConfig
@@ -53,27 +59,19 @@ from chemgraph.train.fit import fit
 from chemgraph.train.reaction_module import ReactionModule
 
 __all__ = [
-    "NO_PRODUCT",
-    "TOP_K",
-    "ReactionPrediction",
+    "INPUT_FORMAT",
+    "ReactOptions",
     "ReactionTrainingConfig",
     "decode_hypotheses",
-    "format_top_k_metrics",
     "predict_file",
     "predict_reactions",
-    "prediction_frame",
+    "react",
+    "react_file",
     "reaction_inputs",
-    "top_k_metrics",
     "train_reaction_model",
 ]
 
-NO_PRODUCT = "no valid product graph was decoded"
-"""Why a decoded reaction has no prediction: its beams hold no valid molecule."""
-
 log = logging.getLogger(__name__)
-
-TOP_K = (1, 2, 3, 5)
-"""The top-k accuracies reported (as the Molecular Transformer and Yoo et al. 2020 do)."""
 
 
 @dataclass
@@ -232,23 +230,6 @@ def train_reaction_model(config: ReactionTrainingConfig) -> Path:
     return result.best
 
 
-@dataclass
-class ReactionPrediction:
-    """Beam-search result of one reaction.
-
-    Attributes:
-        smiles: up to ``top_k`` distinct valid canonical product SMILES, best first.
-        scores: their length-normalised log-probabilities.
-        top1_invalid: the best-scoring decoded graph is not a valid molecule.
-        num_invalid: finished beam graphs that are not valid molecules.
-    """
-
-    smiles: list[str]
-    scores: list[float]
-    top1_invalid: bool
-    num_invalid: int
-
-
 def predict_reactions(
     module: ReactionModule,
     items: Sequence[ReactionGraphs],
@@ -366,79 +347,6 @@ def _graph_smiles(hypothesis: Any, vocabulary: TokenVocabulary) -> str | None:
         return None
 
 
-def top_k_metrics(
-    predictions: Sequence[ReactionPrediction], targets: Sequence[str], ks: Sequence[int] = TOP_K
-) -> dict[str, float]:
-    """Top-k accuracy (%) and invalid-output rates (%).
-
-    A reaction is correct at ``k`` when one of its first ``k`` distinct predictions holds the
-    same molecules as the target (:func:`chemgraph.chem.graph_codec.same_molecules`: fragment
-    order ignored).
-
-    Returns:
-        ``top_<k>`` for each of ``ks``; ``invalid_top1``: share of reactions whose
-        best-scoring graph is not a valid product (:func:`decode_hypotheses`: a radical such
-        as ``[CH3]`` counts), or that have none; ``invalid_beam``: share of all finished beam
-        graphs that are invalid; ``reactions``: their number.
-    """
-    n = max(1, len(targets))
-    metrics = {}
-    ranks = [
-        next((r for r, s in enumerate(p.smiles) if same_molecules(s, t)), None)
-        for p, t in zip(predictions, targets)
-    ]
-    for k in ks:
-        metrics[f"top_{k}"] = 100 * sum(r is not None and r < k for r in ranks) / n
-    metrics["invalid_top1"] = 100 * sum(p.top1_invalid for p in predictions) / n
-    total = sum(len(p.smiles) + p.num_invalid for p in predictions)
-    metrics["invalid_beam"] = 100 * sum(p.num_invalid for p in predictions) / max(1, total)
-    metrics["reactions"] = len(targets)
-    return metrics
-
-
-def format_top_k_metrics(metrics: dict[str, float]) -> str:
-    """:func:`top_k_metrics` as two lines: a header (``top-1 … invalid-top1``) and the
-    percentages."""
-    names = [f"top_{k}" for k in TOP_K if f"top_{k}" in metrics] + ["invalid_top1"]
-    header = "".join(f"{name.replace('_', '-'):>14}" for name in names)
-    values = "".join(f"{metrics[name]:>13.2f}%" for name in names)
-    return f"{header}\n{values}"
-
-
-def prediction_frame(
-    rows: Sequence[int],
-    items: Sequence[ReactionGraphs],
-    predictions: Sequence[ReactionPrediction],
-    top_k: int | None = None,
-) -> pd.DataFrame:
-    """One row per reaction: ``row`` (int64), ``target`` (canonical SMILES of the products,
-    ``""`` when unknown), ``target_rank`` (Int64: 1-based rank of the target among the
-    predictions, missing when it is not among them), ``top1_invalid`` (boolean),
-    ``prediction_1, score_1`` … (``top_k`` of each; None = as many as the reaction with the
-    most valid predictions has; ``""`` and NaN past a reaction's last valid prediction). The
-    columns and their dtypes are there even when ``rows`` is empty."""
-    if top_k is None:
-        top_k = max((len(p.smiles) for p in predictions), default=0)
-    ranks = range(1, top_k + 1)
-    columns = ["row", "target", "target_rank", "top1_invalid"]
-    columns += [f"{name}_{rank}" for rank in ranks for name in ("prediction", "score")]
-    records = []
-    for row, item, prediction in zip(rows, items, predictions):
-        record = {"row": row, "target": item.product_smiles}
-        hit = [r for r, s in enumerate(prediction.smiles) if same_molecules(s, item.product_smiles)]
-        record["target_rank"] = hit[0] + 1 if hit and item.product_smiles else None
-        record["top1_invalid"] = prediction.top1_invalid
-        for rank in range(top_k):
-            found = rank < len(prediction.smiles)
-            record[f"prediction_{rank + 1}"] = prediction.smiles[rank] if found else ""
-            record[f"score_{rank + 1}"] = prediction.scores[rank] if found else None
-        records.append(record)
-    dtypes = {"row": "int64", "target": str, "target_rank": "Int64", "top1_invalid": "boolean"}
-    dtypes |= {f"prediction_{rank}": str for rank in ranks}
-    dtypes |= {f"score_{rank}": "float64" for rank in ranks}
-    return pd.DataFrame(records, columns=columns).astype(dtypes)
-
-
 def predict_file(
     checkpoint: str | Path,
     input_path: str | Path,
@@ -467,7 +375,8 @@ def predict_file(
         score_1`` … ``prediction_{top_k}, score_{top_k}`` (valid canonical product SMILES,
         best first, ``""`` past the last valid one; their log-probabilities, NaN past the
         last) and ``error`` (why the row has no prediction: the reason it was not decoded,
-        or :data:`NO_PRODUCT`; ``""`` for a row with predictions). Also the :func:`top_k_metrics` of
+        or :data:`~chemgraph.reactions.predictions.NO_PRODUCT`; ``""`` for a row with
+        predictions). Also the :func:`~chemgraph.reactions.predictions.top_k_metrics` of
         the decoded reactions that hold products (``reactions``: their number; None when
         none does).
 
@@ -495,23 +404,7 @@ def predict_file(
         kept += [row] * len(graphs)
         errors.update({bad_row: bad_reason for bad_row, _, bad_reason in bad})
     predictions = predict_reactions(module, items, beam_width, top_k, batch_size)
-    table = pd.DataFrame(
-        {"row": pd.Series(list(texts), dtype="int64"), "reaction": list(texts.values())}
-    )
-    frame = prediction_frame(kept, items, predictions, top_k)
-    table = table.merge(frame, on="row", how="left")
-    text_columns = ["target"] + [f"prediction_{rank}" for rank in range(1, top_k + 1)]
-    table[text_columns] = table[text_columns].fillna("")
-    table = table.astype(frame.dtypes.to_dict())
-    table["error"] = [errors.get(row, "") for row in table["row"]]
-    table.loc[table["top1_invalid"].notna() & (table["prediction_1"] == ""), "error"] = NO_PRODUCT
-    table.to_csv(output, index=False)
-    known = [k for k, item in enumerate(items) if item.product_smiles]
-    metrics = None
-    if known:
-        targets = [items[k].product_smiles for k in known]
-        metrics = top_k_metrics([predictions[k] for k in known], targets)
-    return table, metrics
+    return prediction_table(output, texts, errors, kept, items, predictions, top_k)
 
 
 INPUT_FORMAT = (
@@ -529,9 +422,10 @@ class ReactOptions:
     command's options, so the Python API and the command refuse the same values alike).
 
     Attributes:
-        decoder: ``"centre"``: the reaction-centre model (:mod:`chemgraph.jobs.reaction_centre`,
-            the shipped one unless ``checkpoint``); ``"generate"``: a GRAT translator's beam
-            search (:func:`predict_reactions`; needs ``checkpoint``).
+        decoder: ``"centre"``: the reaction-centre model
+            (:mod:`chemgraph.reactions.reaction_centre`, the shipped one unless ``checkpoint``);
+            ``"generate"``: a GRAT translator's beam search (:func:`predict_reactions`; needs
+            ``checkpoint``).
         checkpoint: a model file (``model.pt`` of the ``reaction_centre`` recipe, or the
             ``best.ckpt``/run folder of the ``reaction_outcome`` recipe), or None.
         top_k: predictions per reaction.
@@ -580,7 +474,6 @@ class ReactOptions:
                 translator checkpoint: the message says to pass ``--decoder generate``).
         """
         from chemgraph._resources import model_path
-        from chemgraph.jobs.reaction_centre import load_reaction_centre_model
 
         path = self.checkpoint_file or model_path()
         if not path.is_file():
@@ -605,7 +498,7 @@ def react(reaction: str, options: ReactOptions | None = None) -> ReactionPredict
 
     Returns:
         The prediction: valid canonical product SMILES, best first, with their probabilities
-        (centre; :class:`chemgraph.jobs.reaction_centre.ReactionCentrePrediction` also gives
+        (centre; :class:`chemgraph.reactions.reaction_centre.ReactionCentrePrediction` also gives
         each product's bond edits) or log-probabilities (generate).
 
     Raises:
@@ -636,7 +529,7 @@ def react_file(
 ) -> tuple[pd.DataFrame, dict[str, float] | None]:
     """The products of every reaction of a file, written to the CSV ``output``
     (``chemgraph react --input FILE --output OUT``): the table of :func:`predict_file`
-    (generate) or :func:`chemgraph.jobs.reaction_centre.predict_reaction_file` (centre).
+    (generate) or :func:`chemgraph.reactions.reaction_centre.predict_reaction_file` (centre).
 
     Raises:
         ConfigError: see :class:`ReactOptions`; ``output`` not ``.csv``/``.csv.gz``; no such
@@ -654,8 +547,6 @@ def react_file(
     if next(reaction_records(input_path), None) is None:
         raise ConfigError(f"{input_path} holds no reactions; {INPUT_FORMAT}")
     if options.decoder == "centre":
-        from chemgraph.jobs.reaction_centre import predict_reaction_file
-
         return predict_reaction_file(options.centre_model(), input_path, output, options.top_k)
     return predict_file(
         options.checkpoint_file, input_path, output, options.top_k, options.beam_width,

@@ -1,10 +1,10 @@
 """Recipe ``reaction_centre``: reaction outcomes by reaction-centre prediction on USPTO-MIT.
 
 Trains the reaction-centre model on the GRAT encoder
-(:func:`chemgraph.jobs.reaction_centre.train_reaction_centre_model`: Jin et al. 2017, WLN/WLDN,
+(:func:`chemgraph.reactions.reaction_centre.train_reaction_centre_model`: Jin et al. 2017, WLN/WLDN,
 NeurIPS, arXiv:1709.04555; Coley et al. 2019, Chem. Sci. 10, 370; Yoo et al. 2020,
 arXiv:2006.05213), then evaluates it on the first ``max_test`` test reactions
-(:func:`chemgraph.jobs.reaction_centre.evaluate_reaction_centre`).
+(:func:`chemgraph.reactions.reaction_centre.evaluate_reaction_centre`).
 
     chemgraph recipe run reaction_centre                      # the shipped model's settings
     chemgraph recipe run reaction_centre --set profile=full   # 409k reactions, GPU
@@ -27,8 +27,8 @@ from typing import Any
 from chemgraph.data.reaction_centre import load_reaction_centre_examples
 from chemgraph.data.table import write_rejected
 from chemgraph.errors import ConfigError
-from chemgraph.jobs.react import format_top_k_metrics, prediction_frame
-from chemgraph.jobs.reaction_centre import (
+from chemgraph.reactions.predictions import format_top_k_metrics, prediction_frame
+from chemgraph.reactions.reaction_centre import (
     ReactionCentreTrainingConfig,
     evaluate_reaction_centre,
     load_reaction_centre_model,
@@ -48,7 +48,7 @@ DESCRIPTION = RECIPES[NAME].description
 
 @dataclass
 class ReactionCentreRecipeConfig(ReactionCentreTrainingConfig):
-    """Training (:class:`chemgraph.jobs.reaction_centre.ReactionCentreTrainingConfig`) and
+    """Training (:class:`chemgraph.reactions.reaction_centre.ReactionCentreTrainingConfig`) and
     evaluation settings; round-trips through YAML.
 
     Attributes:

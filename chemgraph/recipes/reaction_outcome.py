@@ -36,14 +36,8 @@ import yaml
 from chemgraph.data.reactions import load_reaction_graphs, reaction_records
 from chemgraph.data.table import write_rejected
 from chemgraph.errors import ConfigError
-from chemgraph.jobs.react import (
-    ReactionTrainingConfig,
-    format_top_k_metrics,
-    predict_reactions,
-    prediction_frame,
-    top_k_metrics,
-    train_reaction_model,
-)
+from chemgraph.jobs.react import ReactionTrainingConfig, predict_reactions, train_reaction_model
+from chemgraph.reactions.predictions import format_top_k_metrics, prediction_frame, top_k_metrics
 from chemgraph.recipes.registry import RECIPES, recipe_config, recipe_settings
 from chemgraph.train.checkpoint import load_checkpoint
 
@@ -139,7 +133,7 @@ def run(
 
     Returns:
         The metrics written to ``metrics.json`` (empty, and no ``metrics.json``, when ``test``
-        is None): those of :func:`chemgraph.jobs.react.top_k_metrics`, ``test_rejected``,
+        is None): those of :func:`chemgraph.reactions.predictions.top_k_metrics`, ``test_rejected``,
         ``train_seconds`` and ``predict_seconds``.
 
     Raises:

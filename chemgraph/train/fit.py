@@ -4,7 +4,7 @@
 ``chemgraph train`` (:mod:`chemgraph.jobs.train`), transfer learning's pretraining and
 fine-tuning (:mod:`chemgraph.jobs.transfer`), reaction-model training
 (:mod:`chemgraph.jobs.react`) and the reaction-centre model's two stages
-(:mod:`chemgraph.jobs.reaction_centre`) all train through :func:`fit`.
+(:mod:`chemgraph.reactions.reaction_centre`) all train through :func:`fit`.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ import pytest
 
 from chemgraph.cli import main
 from chemgraph.cli.react import reaction_lines
-from chemgraph.jobs.react import INPUT_FORMAT, NO_PRODUCT, predict_file
+from chemgraph.jobs.react import INPUT_FORMAT, predict_file
+from chemgraph.reactions.predictions import NO_PRODUCT
 
 FROZEN = str(
     Path(__file__).resolve().parents[1]

@@ -20,8 +20,8 @@ from rdkit import Chem
 from chemgraph.chem import mol_from_smiles
 from chemgraph.cli import main
 from chemgraph.data.readers import REJECTED_COLUMNS, Record
-from chemgraph.library.records import lowest_energy_conformer
 from chemgraph.jobs.qc import LABEL_COLUMNS, QCOptions, label_library, label_record
+from chemgraph.library.records import lowest_energy_conformer
 from chemgraph.qc import QCMolecule, xtb_frontier_orbitals
 
 pytest.importorskip("tblite")

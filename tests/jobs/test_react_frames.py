@@ -1,4 +1,4 @@
-"""chemgraph.jobs.react.prediction_frame (the recipe's predictions.csv) and predict_file
+"""chemgraph.reactions.predictions.prediction_frame (the recipe's predictions.csv) and predict_file
 (``chemgraph react --input``) on files of every accepted format: integer rows in input order,
 fixed columns and dtypes, the error column."""
 
@@ -12,12 +12,8 @@ import pytest
 
 from chemgraph.data.reactions import encode_reactions, parse_input_reaction
 from chemgraph.jobs import react as reaction
-from chemgraph.jobs.react import (
-    NO_PRODUCT,
-    ReactionPrediction,
-    predict_file,
-    prediction_frame,
-)
+from chemgraph.jobs.react import predict_file
+from chemgraph.reactions.predictions import NO_PRODUCT, ReactionPrediction, prediction_frame
 
 CHECKPOINT = (
     Path(__file__).resolve().parents[1]

@@ -9,13 +9,8 @@ import pytest
 from chemgraph.chem.validity import ReactionInputs
 from chemgraph.cli import main
 from chemgraph.jobs import react as reaction
-from chemgraph.jobs.react import (
-    NO_PRODUCT,
-    ReactionPrediction,
-    decode_hypotheses,
-    predict_file,
-    top_k_metrics,
-)
+from chemgraph.jobs.react import decode_hypotheses, predict_file
+from chemgraph.reactions.predictions import NO_PRODUCT, ReactionPrediction, top_k_metrics
 
 
 def test_top_k_metrics_hand_computed():

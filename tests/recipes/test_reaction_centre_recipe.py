@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from chemgraph.errors import ConfigError
-from chemgraph.jobs.reaction_centre import load_reaction_centre_model
+from chemgraph.reactions.reaction_centre import load_reaction_centre_model
 from chemgraph.recipes import reaction_centre
 from chemgraph.recipes.registry import recipe_profiles, recipe_settings
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from chemgraph.cli import main
-from chemgraph.jobs.react import NO_PRODUCT
+from chemgraph.reactions.predictions import NO_PRODUCT
 from chemgraph.recipes.reaction_outcome import ReactionOutcomeConfig, default_config, run
 from chemgraph.recipes.registry import get_recipe, recipe_profiles, recipe_settings
 

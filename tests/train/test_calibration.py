@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from chemgraph.jobs.reaction_centre import calibration_features
+from chemgraph.reactions.reaction_centre import calibration_features
 from chemgraph.train.calibration import (
     PlattScaling,
     expected_calibration_error,

@@ -7,7 +7,8 @@ import torch
 
 from chemgraph.batches.reaction import TokenVocabulary, reaction_batch, reaction_graphs
 from chemgraph.chem import parse_reaction_smiles
-from chemgraph.jobs.react import predict_reactions, top_k_metrics
+from chemgraph.jobs.react import predict_reactions
+from chemgraph.reactions.predictions import top_k_metrics
 from chemgraph.train.reaction_module import ReactionModule, translation_loss
 
 REACTIONS = (

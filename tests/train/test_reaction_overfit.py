@@ -18,12 +18,8 @@ from pathlib import Path
 import torch
 
 from chemgraph.data.reactions import load_reaction_graphs
-from chemgraph.jobs.react import (
-    ReactionTrainingConfig,
-    predict_reactions,
-    top_k_metrics,
-    train_reaction_model,
-)
+from chemgraph.jobs.react import ReactionTrainingConfig, predict_reactions, train_reaction_model
+from chemgraph.reactions.predictions import top_k_metrics
 from chemgraph.train.checkpoint import load_checkpoint
 
 REACTIONS = Path(__file__).parents[1] / "fixtures" / "reactions" / "textbook_reactions.txt"

@@ -14,7 +14,7 @@ import pytest
 
 from chemgraph._resources import model_path
 from chemgraph.cli import main
-from chemgraph.jobs.reaction_centre import load_reaction_centre_model
+from chemgraph.reactions.reaction_centre import load_reaction_centre_model
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 EXPECTED = json.loads((FIXTURES / "shipped_reaction_model_expected.json").read_text())

@@ -60,11 +60,15 @@ from chemgraph.data.reaction_centre import (
 from chemgraph.data.reactions import LengthBucketSampler
 from chemgraph.data.table import write_rejected
 from chemgraph.errors import ConfigError
-from chemgraph.jobs.react import ReactionPrediction
 from chemgraph.models.reaction_centre import (
     CandidateRanker,
     ReactionCentreConfig,
     ReactionCentreScorer,
+)
+from chemgraph.reactions.predictions import (
+    ReactionPrediction,
+    prediction_table,
+    top_k_metrics,
 )
 from chemgraph.train.calibration import (
     PlattScaling,
@@ -555,7 +559,7 @@ def calibrate(
 
 @dataclass
 class ReactionCentrePrediction(ReactionPrediction):
-    """:class:`chemgraph.jobs.react.ReactionPrediction` with the reaction centre.
+    """:class:`chemgraph.reactions.predictions.ReactionPrediction` with the reaction centre.
 
     ``scores`` are the calibrated probabilities (:func:`calibrate`), or, for a model
     without calibration, the ranker's (softmax over the reaction's candidates);
@@ -825,7 +829,7 @@ def evaluate_reaction_centre(
 
     Returns:
         The metrics and the predictions. Metrics: those of
-        :func:`chemgraph.jobs.react.top_k_metrics` (``top_1`` … in %, ``invalid_top1``:
+        :func:`chemgraph.reactions.predictions.top_k_metrics` (``top_1`` … in %, ``invalid_top1``:
         reactions with no valid product in %), ``invalid_outputs``: predictions of any rank
         that fail :func:`chemgraph.chem.validity.product_problem` (a count, 0 by
         construction), ``reactions_per_second`` (wall clock of :meth:`ReactionCentreModel.predict`
@@ -839,7 +843,6 @@ def evaluate_reaction_centre(
 
     from chemgraph.chem.graph_codec import same_molecules
     from chemgraph.chem.validity import product_problem
-    from chemgraph.jobs.react import top_k_metrics
 
     start = time.perf_counter()
     predictions = model.predict(examples, top_k=top_k, progress=progress)
@@ -878,19 +881,16 @@ def predict_reaction_file(
     ``;``-joined).
 
     Returns:
-        The table and the :func:`chemgraph.jobs.react.top_k_metrics` of the reactions that
-        hold products (None when none does).
+        The table and the :func:`chemgraph.reactions.predictions.top_k_metrics` of the
+        reactions that hold products (None when none does).
 
     Raises:
         OSError: ``input_path`` cannot be read; ValueError: a table without a reaction column.
     """
-    import pandas as pd
-
     from chemgraph.chem.reaction_edits import BOND_CLASSES
     from chemgraph.chem.reactions import ReactionParseError
     from chemgraph.data.reaction_centre import reaction_centre_example
     from chemgraph.data.reactions import reaction_records
-    from chemgraph.jobs.react import NO_PRODUCT, prediction_frame, top_k_metrics
 
     examples, kept, errors, texts = [], [], {}, {}
     for row, text, reason in reaction_records(input_path):
@@ -906,26 +906,10 @@ def predict_reaction_file(
                 reason = error.reason
         errors[row] = reason
     predictions = model.predict(examples, top_k=top_k)
-    table = pd.DataFrame(
-        {"row": pd.Series(list(texts), dtype="int64"), "reaction": list(texts.values())}
-    )
-    frame = prediction_frame(kept, examples, predictions, top_k)
-    frame["edits_1"] = [
+    edits = [
         ";".join(f"{i}-{j}:{BOND_CLASSES[c]}" for i, j, c in p.edits[0]) if p.edits else ""
         for p in predictions
     ]
-    table = table.merge(frame, on="row", how="left")
-    text_columns = ["target", "edits_1"] + [f"prediction_{rank}" for rank in range(1, top_k + 1)]
-    table[text_columns] = table[text_columns].fillna("")
-    # the frame's numeric and boolean dtypes (text columns stay text, also with no row decoded)
-    table = table.astype({c: t for c, t in frame.dtypes.items() if c not in text_columns})
-    table["error"] = [errors.get(row, "") for row in table["row"]]
-    table.loc[table["top1_invalid"].notna() & (table["prediction_1"] == ""), "error"] = NO_PRODUCT
-    table.to_csv(output, index=False)
-    known = [k for k, e in enumerate(examples) if e.product_smiles]
-    metrics = None
-    if known:
-        metrics = top_k_metrics(
-            [predictions[k] for k in known], [examples[k].product_smiles for k in known]
-        )
-    return table, metrics
+    return prediction_table(
+        output, texts, errors, kept, examples, predictions, top_k, extra={"edits_1": edits}
+    )

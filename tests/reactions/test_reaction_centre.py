@@ -21,7 +21,8 @@ from chemgraph.data.reaction_centre import (
     reaction_centre_example,
 )
 from chemgraph.errors import ConfigError
-from chemgraph.jobs.reaction_centre import (
+from chemgraph.models.reaction_centre import ReactionCentreConfig, ReactionCentreScorer
+from chemgraph.reactions.reaction_centre import (
     CALIBRATION_FEATURES,
     ReactionCentreTrainingConfig,
     _grouped_log_softmax,
@@ -32,7 +33,6 @@ from chemgraph.jobs.reaction_centre import (
     save_reaction_centre_model,
     train_reaction_centre_model,
 )
-from chemgraph.models.reaction_centre import ReactionCentreConfig, ReactionCentreScorer
 
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "reactions" / "uspto_mit_tiny.txt"
 ESTERIFICATION = (

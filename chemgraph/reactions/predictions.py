@@ -1,0 +1,187 @@
+"""What a reaction-outcome model predicts, and how it is scored and tabulated.
+
+One :class:`ReactionPrediction` per reaction (ranked valid product SMILES with scores), the
+same for both decoders of ``chemgraph react``: the GRAT translator's beam search
+(:mod:`chemgraph.jobs.react`) and the reaction-centre model
+(:mod:`chemgraph.reactions.reaction_centre`); :func:`top_k_metrics` (top-k accuracy, invalid
+outputs; the products compared independently of fragment order), :func:`prediction_frame` (one
+row per reaction: the recipes' ``predictions.csv``) and :func:`prediction_table` (``chemgraph
+react --input``'s table: one row per record of the file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from chemgraph.chem.graph_codec import same_molecules
+
+__all__ = [
+    "NO_PRODUCT",
+    "TOP_K",
+    "ReactionPrediction",
+    "format_top_k_metrics",
+    "prediction_frame",
+    "prediction_table",
+    "top_k_metrics",
+]
+
+NO_PRODUCT = "no valid product graph was decoded"
+"""Why a decoded reaction has no prediction: its beams hold no valid molecule."""
+
+TOP_K = (1, 2, 3, 5)
+"""The top-k accuracies reported (as the Molecular Transformer and Yoo et al. 2020 do)."""
+
+
+@dataclass
+class ReactionPrediction:
+    """The predicted products of one reaction: a GRAT translator's beam search
+    (:func:`chemgraph.jobs.react.predict_reactions`) or the reaction-centre model
+    (:class:`chemgraph.reactions.reaction_centre.ReactionCentrePrediction`).
+
+    Attributes:
+        smiles: up to ``top_k`` distinct valid canonical product SMILES, best first.
+        scores: their scores: length-normalised log-probabilities (beam search), the ranker's
+            probabilities (reaction centre).
+        top1_invalid: the best-scoring decoded graph is not a valid molecule.
+        num_invalid: finished beam graphs that are not valid molecules.
+    """
+
+    smiles: list[str]
+    scores: list[float]
+    top1_invalid: bool
+    num_invalid: int
+
+
+def top_k_metrics(
+    predictions: Sequence[ReactionPrediction], targets: Sequence[str], ks: Sequence[int] = TOP_K
+) -> dict[str, float]:
+    """Top-k accuracy (%) and invalid-output rates (%).
+
+    A reaction is correct at ``k`` when one of its first ``k`` distinct predictions holds the
+    same molecules as the target (:func:`chemgraph.chem.graph_codec.same_molecules`: fragment
+    order ignored).
+
+    Returns:
+        ``top_<k>`` for each of ``ks``; ``invalid_top1``: share of reactions whose
+        best-scoring graph is not a valid product
+        (:func:`chemgraph.jobs.react.decode_hypotheses`: a radical such as ``[CH3]`` counts), or
+        that have none; ``invalid_beam``: share of all finished beam graphs that are invalid;
+        ``reactions``: their number.
+    """
+    n = max(1, len(targets))
+    metrics = {}
+    ranks = [
+        next((r for r, s in enumerate(p.smiles) if same_molecules(s, t)), None)
+        for p, t in zip(predictions, targets)
+    ]
+    for k in ks:
+        metrics[f"top_{k}"] = 100 * sum(r is not None and r < k for r in ranks) / n
+    metrics["invalid_top1"] = 100 * sum(p.top1_invalid for p in predictions) / n
+    total = sum(len(p.smiles) + p.num_invalid for p in predictions)
+    metrics["invalid_beam"] = 100 * sum(p.num_invalid for p in predictions) / max(1, total)
+    metrics["reactions"] = len(targets)
+    return metrics
+
+
+def format_top_k_metrics(metrics: dict[str, float]) -> str:
+    """:func:`top_k_metrics` as two lines: a header (``top-1 … invalid-top1``) and the
+    percentages."""
+    names = [f"top_{k}" for k in TOP_K if f"top_{k}" in metrics] + ["invalid_top1"]
+    header = "".join(f"{name.replace('_', '-'):>14}" for name in names)
+    values = "".join(f"{metrics[name]:>13.2f}%" for name in names)
+    return f"{header}\n{values}"
+
+
+def prediction_frame(
+    rows: Sequence[int],
+    items: Sequence[Any],
+    predictions: Sequence[ReactionPrediction],
+    top_k: int | None = None,
+) -> pd.DataFrame:
+    """One row per reaction of ``items`` (reaction graphs or reaction-centre examples: anything
+    with ``product_smiles``) and their ``predictions``: ``row`` (int64), ``target`` (canonical
+    SMILES of the products, ``""`` when unknown), ``target_rank`` (Int64: 1-based rank of the
+    target among the predictions, missing when it is not among them), ``top1_invalid``
+    (boolean), ``prediction_1, score_1`` … (``top_k`` of each; None = as many as the reaction
+    with the most valid predictions has; ``""`` and NaN past a reaction's last valid
+    prediction). The columns and their dtypes are there even when ``rows`` is empty."""
+    if top_k is None:
+        top_k = max((len(p.smiles) for p in predictions), default=0)
+    ranks = range(1, top_k + 1)
+    columns = ["row", "target", "target_rank", "top1_invalid"]
+    columns += [f"{name}_{rank}" for rank in ranks for name in ("prediction", "score")]
+    records = []
+    for row, item, prediction in zip(rows, items, predictions):
+        record = {"row": row, "target": item.product_smiles}
+        hit = [r for r, s in enumerate(prediction.smiles) if same_molecules(s, item.product_smiles)]
+        record["target_rank"] = hit[0] + 1 if hit and item.product_smiles else None
+        record["top1_invalid"] = prediction.top1_invalid
+        for rank in range(top_k):
+            found = rank < len(prediction.smiles)
+            record[f"prediction_{rank + 1}"] = prediction.smiles[rank] if found else ""
+            record[f"score_{rank + 1}"] = prediction.scores[rank] if found else None
+        records.append(record)
+    dtypes = {"row": "int64", "target": str, "target_rank": "Int64", "top1_invalid": "boolean"}
+    dtypes |= {f"prediction_{rank}": str for rank in ranks}
+    dtypes |= {f"score_{rank}": "float64" for rank in ranks}
+    return pd.DataFrame(records, columns=columns).astype(dtypes)
+
+
+def prediction_table(
+    output: str | Path,
+    records: dict[int, str],
+    errors: dict[int, str],
+    rows: Sequence[int],
+    items: Sequence[Any],
+    predictions: Sequence[ReactionPrediction],
+    top_k: int,
+    extra: dict[str, list[str]] | None = None,
+) -> tuple[pd.DataFrame, dict[str, float] | None]:
+    """Write the table of ``chemgraph react --input`` to the CSV ``output``: one row per record
+    of the file, in input order.
+
+    Args:
+        output: the CSV file.
+        records: ``{row: reaction SMILES as read}`` of every record.
+        errors: ``{row: reason}`` of the records that were not decoded.
+        rows, items, predictions: the decoded reactions: their rows, their inputs (anything
+            with ``product_smiles``, ``""`` when the file gives no product) and predictions.
+        top_k: predictions per row.
+        extra: further text columns of the decoded reactions, ``{name: one value each}``,
+            after the frame's columns (``""`` for the others).
+
+    Returns:
+        The table: ``row`` (int64), ``reaction``, the :func:`prediction_frame` columns
+        (``target``, ``target_rank``, ``top1_invalid`` — missing for a row not decoded —,
+        ``prediction_k`` and ``score_k`` for ``k`` up to ``top_k``; ``""`` and NaN past a row's
+        last prediction), the ``extra`` columns and ``error`` (the reason a row was not
+        decoded, :data:`NO_PRODUCT` for a decoded row without a valid product, else ``""``);
+        and the :func:`top_k_metrics` of the decoded reactions that hold products (None when
+        none does).
+    """
+    table = pd.DataFrame(
+        {"row": pd.Series(list(records), dtype="int64"), "reaction": list(records.values())}
+    )
+    frame = prediction_frame(rows, items, predictions, top_k)
+    extra = extra or {}
+    for name, values in extra.items():
+        frame[name] = values
+    table = table.merge(frame, on="row", how="left")
+    text_columns = ["target", *extra] + [f"prediction_{rank}" for rank in range(1, top_k + 1)]
+    table[text_columns] = table[text_columns].fillna("")
+    # the frame's dtypes (an extra text column stays text, also with no row decoded)
+    table = table.astype({c: t for c, t in frame.dtypes.items() if c not in extra})
+    table["error"] = [errors.get(row, "") for row in table["row"]]
+    table.loc[table["top1_invalid"].notna() & (table["prediction_1"] == ""), "error"] = NO_PRODUCT
+    table.to_csv(output, index=False)
+    known = [k for k, item in enumerate(items) if item.product_smiles]
+    metrics = None
+    if known:
+        targets = [items[k].product_smiles for k in known]
+        metrics = top_k_metrics([predictions[k] for k in known], targets)
+    return table, metrics
