@@ -4,7 +4,7 @@
   ReactionPrediction` (ranked products of one reaction), top-k metrics, the prediction frame
   and the table of ``chemgraph react --input``, the same for the GRAT translator's beam search
   and the reaction-centre model.
-* :mod:`~chemgraph.reactions.reaction_centre`: the reaction-centre model's training (two
+* :mod:`~chemgraph.reactions.reaction_centre`: the reaction-centre model's training (three
   stages), prediction, evaluation and checkpoints (Jin et al. 2017, WLN/WLDN); ``chemgraph
   react``'s default decoder and the ``reaction_centre`` recipe.
 
