@@ -118,7 +118,8 @@ def featurize_shard(
         skip: ``{row: reason}`` of records to reject without processing them (records that
             timed out or crashed a worker in an earlier attempt).
         on_step: called as ``on_step(position, step)`` when record ``records[position]`` enters
-            a step of :data:`STEPS`, and with ``position == -1`` for the shard-level phases.
+            a step of :data:`~chemgraph.library.records.STEPS`, and with ``position == -1`` for
+            the shard-level phases.
 
     Returns:
         The shard's counts. Bad records never raise: they are listed in the shard's rejected
