@@ -691,7 +691,9 @@ def _run_chains(
     pool: list[_ChainWorker] = []
     try:
         with interrupts_raise():
-            pool += [_ChainWorker(context, payload, level) for _ in range(workers)]
+            pool += [_ChainWorker(context, level) for _ in range(workers)]
+            for worker in pool:  # after every start: the workers import in parallel
+                _send(worker.connection, payload)
             while True:
                 for worker in pool:
                     if worker.index is None and pending:
@@ -741,12 +743,11 @@ class _RemoteTraceback(Exception):
 class _ChainWorker:
     """One worker process of :func:`_run_chains`, its pipe and the chain it trains."""
 
-    def __init__(self, context: Any, payload: tuple, level: int) -> None:
+    def __init__(self, context: Any, level: int) -> None:
         self.connection, child = context.Pipe()
         self.process = context.Process(target=_chain_worker, args=(child, level), daemon=True)
         self.process.start()
         child.close()
-        _send(self.connection, payload)
         self.index: int | None = None
 
     def assign(self, index: int, chain: _Chain, cached: Any, keep_pretrained: bool) -> None:
