@@ -7,13 +7,15 @@ A bottom module: it imports nothing from chemgraph.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Interrupted", "interrupts_raise"]
+__all__ = ["Interrupted", "die_with_parent", "interrupts_raise"]
 
 
 class Interrupted(KeyboardInterrupt):
@@ -76,3 +78,18 @@ def interrupts_raise(error: Callable[[int], BaseException] = Interrupted) -> Ite
     finally:
         for signum, old in previous.items():
             signal.signal(signum, old)
+
+
+def die_with_parent() -> None:
+    """In a worker process: on Linux, have the kernel SIGKILL it when its parent dies (even by
+    SIGKILL), so that no worker outlives the job; elsewhere nothing changes."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    prctl = getattr(ctypes.CDLL(None), "prctl", None)
+    if prctl is None:
+        return
+    prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() == 1:  # the parent died before prctl took effect
+        os._exit(1)

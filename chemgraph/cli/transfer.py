@@ -85,6 +85,12 @@ class TransferCommand(Command):
         parser.add_argument("--finetune-max-epochs", type=int, help="fine-tuning epoch bound")
         parser.add_argument("--batch-size", type=int, help="batch size")
         parser.add_argument("--learning-rate", type=float, help="peak AdamW learning rate")
+        parser.add_argument(
+            "--workers",
+            type=int,
+            help="processes training the strategy/seed/target chains side by side, one torch "
+            "thread each, at most the CPUs (default: 2; 1 = one after another; same results)",
+        )
         parser.add_argument("--split-seed", type=int, help="seed of the split (default: 0)")
         parser.add_argument(
             "--split-fractions",
@@ -112,6 +118,7 @@ class TransferCommand(Command):
             "finetune_max_epochs": args.finetune_max_epochs,
             "batch_size": args.batch_size,
             "learning_rate": args.learning_rate,
+            "workers": args.workers,
         }.items():
             if value is not None:
                 training[key] = value

@@ -33,8 +33,17 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import multiprocessing
+import os
+import pickle
+import signal
+import sys
 import time
+import traceback
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +53,7 @@ import pandas as pd
 import torch
 import yaml
 
+from chemgraph._interrupts import die_with_parent, interrupts_raise
 from chemgraph.data import MoleculeDataModule, MoleculeDataset
 from chemgraph.data.multi_fidelity import SPLITS, MultiFidelityData, high_fidelity_split
 from chemgraph.errors import ConfigError
@@ -71,7 +81,9 @@ __all__ = [
     "TransferConfig",
     "TransferOptions",
     "read_structures",
+    "transfer_job",
     "transfer_table",
+    "available_cpus",
     "build_module",
     "collate",
     "model_label",
@@ -174,6 +186,10 @@ class TransferConfig(RunConfig):
         accelerator: Lightning accelerator; ``precision`` ``"auto"`` = bf16-mixed on CUDA,
             32-true on CPU (:func:`chemgraph.train.trainer.make_trainer`).
         num_workers: DataLoader workers.
+        workers: processes that train the independent chains (strategy x seed x model) side
+            by side, one torch thread each, at most the CPUs available and the chains; 1 = one
+            after another in this process. The results are the same either way at the same
+            thread count (every chain seeds itself); default 2.
         progress: show progress within each epoch (a bar on a terminal, else a line every
             tenth of an epoch, :class:`chemgraph.train.callbacks.EpochProgress`) and log one
             line per epoch.
@@ -210,13 +226,14 @@ class TransferConfig(RunConfig):
     accelerator: str = "auto"
     precision: str = "auto"
     num_workers: int = 0
+    workers: int = 2
     progress: bool = True
 
     NUMBERS = {
         "seeds": (int, 1), "pretrain_epochs": (int, 1), "finetune_max_epochs": (int, 1),
         "batch_size": (int, 1), "finetune_batch_size": (int, 1),
         "early_stopping_patience": (int, 0), "lr_patience": (int, 0), "warmup_steps": (int, 0),
-        "num_workers": (int, 0), "learning_rate": (float, 0.0),
+        "num_workers": (int, 0), "workers": (int, 1), "learning_rate": (float, 0.0),
         "finetune_learning_rate": (float, 0.0), "weight_decay": (float, 0.0),
         "gradient_clip": (float, 0.0), "pretrain_val_fraction": (float, 0.0),
         "pretrain_max_minutes": (float, 0.0), "finetune_max_minutes": (float, 0.0),
@@ -301,7 +318,7 @@ def _fit(
         size_buckets=spec.padded_batches,
     )  # fmt: skip
     history = LossHistory(log_epochs=config.progress)
-    progress = [EpochProgress()] if config.progress else []
+    progress = [EpochProgress()] if config.progress and _PROGRESS_BARS else []
     result = fit(
         module,
         data,
@@ -367,6 +384,7 @@ def run_transfer(
     config: TransferConfig,
     out: str | Path,
     pretrained_cache: dict | None = None,
+    unlabelled_ids: list[str] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """Run every strategy for every seed and every model (:func:`target_groups`); write
     results, table, learning curves.
@@ -374,7 +392,9 @@ def run_transfer(
     Each model is one chain: pretraining on the low-fidelity labels of its targets (not for
     ``high_fidelity_only``), then fine-tuning on their high-fidelity labels. With
     ``config.joint_targets`` one model per strategy and seed predicts every target; otherwise
-    each target has its own chain and a model with one output.
+    each target has its own chain and a model with one output. The chains are independent
+    (each seeds itself): ``config.workers`` processes train them side by side, with the same
+    results as one after another at the same thread count (:func:`_run_chains`).
 
     Writes to ``out``: ``runs.csv`` (strategy, seed, target, model (its targets joined by
     ``+``), test RMSE/MAE and validation RMSE (``val_rmse``) in the labels' units, epochs
@@ -391,64 +411,78 @@ def run_transfer(
     With ``config.baselines`` it also writes ``baselines.csv`` (:func:`baseline_runs`), adds the
     baselines' test predictions to ``predictions.csv`` and their rows to the table.
 
+    ``unlabelled_ids``: one identifier per molecule of ``data``; with it every fine-tuned model
+    also predicts the molecules without every high-fidelity label, written to
+    ``predictions_unlabelled.csv`` (per strategy: the mean over seeds and the sample standard
+    deviation, ``ddof=1``; NaN with one seed, where no spread is defined); None = not.
+
     Returns:
         ``(runs, baselines)``: the rows of ``runs.csv`` and of ``baselines.csv`` (None without
         ``config.baselines``).
 
     Raises:
         ValueError: a fine-tuning stopped before its first validation (time or epoch limit).
+        Any error of a chain carries a note naming the chain (strategy, seed, target).
+        chemgraph._interrupts.Interrupted: SIGINT or SIGTERM while worker processes train
+            (main thread only); the workers are stopped first.
     """
     out = Path(out)
     (out / "curves").mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
     data = _transformed_graphs(data, config)
     targets = list(data.targets)
-    groups = target_groups(targets, config.joint_targets)
-    finetune_lr = config.finetune_learning_rate or config.learning_rate
-    rows, curves, predictions = [], [], []
-    for seed in range(config.seeds):
-        for strategy in config.strategies:
-            frame = pd.DataFrame(
-                {"strategy": strategy, "seed": seed, "id": data.ids[split["test"]]}
-            )
-            for columns in groups:
-                names = [targets[c] for c in columns]
-                model = "+".join(names)
-                # one chain per model; the joint model keeps the names of the files before
-                # per-target chains existed
-                stem = f"{strategy}_seed{seed}" + ("" if config.joint_targets else f"_{model}")
-                truth, predicted, chain = _train_chain(
-                    data, split, config, strategy, seed, columns, finetune_lr, out, stem,
-                    pretrained_cache,
-                )  # fmt: skip
-                curves += [
-                    dict(strategy=strategy, seed=seed, model=model, **e)
-                    for e in chain.pop("curves")
-                ]
-                val_rmse = chain.pop("val_rmse")
-                for t, target in enumerate(names):
-                    metrics = regression_metrics(truth[:, t], predicted[:, t])
-                    rows.append(
-                        dict(
-                            strategy=strategy, seed=seed, target=target, model=model,
-                            rmse=metrics["rmse"], mae=metrics["mae"], val_rmse=val_rmse[t],
-                            **chain,
-                        )
-                    )  # fmt: skip
-                    log.info(
-                        "%s seed %d %s: test RMSE %.4f", strategy, seed, target, metrics["rmse"]
-                    )
-                    frame[target] = truth[:, t]
-                    frame[f"{target}_pred"] = predicted[:, t]
-                pd.DataFrame(rows).to_csv(out / "runs.csv", index=False)  # partial results survive
-            predictions.append(frame)
+    chains = [
+        _Chain(strategy, seed, tuple(columns), tuple(targets[c] for c in columns),
+               config.joint_targets)
+        for seed in range(config.seeds)
+        for strategy in config.strategies
+        for columns in target_groups(targets, config.joint_targets)
+    ]  # fmt: skip
+    unlabelled = (
+        None
+        if unlabelled_ids is None
+        else np.flatnonzero(torch.isnan(data.high).any(dim=1).numpy())
+    )
+    results: dict[int, tuple[np.ndarray, np.ndarray, dict[str, Any]]] = {}
+
+    def finished(index: int, result: tuple[np.ndarray, np.ndarray, dict[str, Any]]) -> None:
+        results[index] = result
+        chain, (truth, predicted, _) = chains[index], result
+        for t, target in enumerate(chain.names):
+            rmse = regression_metrics(truth[:, t], predicted[:, t])["rmse"]
+            log.info("%s seed %d %s: test RMSE %.4f", chain.strategy, chain.seed, target, rmse)
+        # partial results survive, in chain order whatever order the chains finish in
+        partial = [row for i in sorted(results) for row in _chain_rows(chains[i], results[i])]
+        pd.DataFrame(partial).to_csv(out / "runs.csv", index=False)
+
+    _run_chains(chains, data, split, config, out, pretrained_cache, unlabelled, finished)
+    rows, curves, frames = [], [], {}
+    for index, chain in enumerate(chains):
+        truth, predicted, record = results[index]
+        rows += _chain_rows(chain, results[index])
+        curves += [
+            dict(strategy=chain.strategy, seed=chain.seed, model=chain.model, **e)
+            for e in record["curves"]
+        ]
+        frame = frames.setdefault(
+            (chain.seed, chain.strategy),
+            pd.DataFrame(
+                {"strategy": chain.strategy, "seed": chain.seed, "id": data.ids[split["test"]]}
+            ),
+        )
+        for t, target in enumerate(chain.names):
+            frame[target] = truth[:, t]
+            frame[f"{target}_pred"] = predicted[:, t]
+    predictions = list(frames.values())
+    if unlabelled is not None:
+        _write_unlabelled(data, chains, results, unlabelled, unlabelled_ids, out)
     runs = pd.DataFrame(rows)
     pd.DataFrame(curves).to_csv(out / "learning_curves.csv", index=False)
     baselines = None
     if config.baselines:
-        baselines, frames = baseline_runs(data, split, config.strategies)
+        baselines, baseline_frames = baseline_runs(data, split, config.strategies)
         baselines.to_csv(out / "baselines.csv", index=False)
-        predictions += frames
+        predictions += baseline_frames
     pd.concat(predictions, ignore_index=True).to_csv(out / "predictions.csv", index=False)
     table = results_table(runs, data.high_name, model_label(config.model), baselines)
     table.to_csv(out / "table.csv", index=False)
@@ -563,30 +597,268 @@ def baseline_runs(
     return pd.DataFrame(rows), frames
 
 
+@dataclass(frozen=True)
+class _Chain:
+    """One model of :func:`run_transfer`: a strategy, a seed and the targets (positions in
+    ``data.targets`` and names) of one model."""
+
+    strategy: str
+    seed: int
+    columns: tuple[int, ...]
+    names: tuple[str, ...]
+    joint: bool
+
+    @property
+    def model(self) -> str:
+        return "+".join(self.names)
+
+    @property
+    def stem(self) -> str:
+        """The name of its files; the joint model keeps the names of the files before
+        per-target chains existed."""
+        return f"{self.strategy}_seed{self.seed}" + ("" if self.joint else f"_{self.model}")
+
+    @property
+    def label(self) -> str:
+        return f"{self.strategy} seed {self.seed}" + ("" if self.joint else f" {self.names[0]}")
+
+
+def _chain_rows(
+    chain: _Chain, result: tuple[np.ndarray, np.ndarray, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The rows of ``runs.csv`` of one chain, one per target."""
+    truth, predicted, record = result
+    phases = {k: record[k] for k in PHASE_COLUMNS}
+    rows = []
+    for t, target in enumerate(chain.names):
+        metrics = regression_metrics(truth[:, t], predicted[:, t])
+        rows.append(
+            dict(
+                strategy=chain.strategy, seed=chain.seed, target=target, model=chain.model,
+                rmse=metrics["rmse"], mae=metrics["mae"], val_rmse=record["val_rmse"][t],
+                **phases,
+            )
+        )  # fmt: skip
+    return rows
+
+
+PHASE_COLUMNS = ("pretrain_epochs", "finetune_epochs", "pretrain_seconds", "finetune_seconds")
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the system has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _run_chains(
+    chains: list[_Chain],
+    data: MultiFidelityData,
+    split: dict[str, np.ndarray],
+    config: TransferConfig,
+    out: Path,
+    pretrained_cache: dict | None,
+    unlabelled: np.ndarray | None,
+    finished: Callable[[int, tuple[np.ndarray, np.ndarray, dict[str, Any]]], None],
+) -> None:
+    """Train every chain (:func:`_train_chain`) and call ``finished(index, result)`` as each
+    completes: in this process, one after another, with ``config.workers`` 1 (or 1 CPU or 1
+    chain), else in ``min(workers, CPUs, chains)`` worker processes (``spawn``, one torch
+    thread each) that take the next chain as they finish one.
+
+    Every chain seeds itself, so its result does not depend on where or after which chain it
+    runs. A worker's exception is raised here, with a note naming the chain and the worker's
+    traceback as its cause; SIGINT and SIGTERM raise
+    :class:`~chemgraph._interrupts.Interrupted`. On any error the workers are killed at once
+    (they die with this process too: :func:`~chemgraph._interrupts.die_with_parent`).
+    """
+    workers = min(config.workers, available_cpus(), len(chains))
+    if workers <= 1:
+        for index, chain in enumerate(chains):
+            try:
+                result = _train_chain(data, split, config, chain, out, pretrained_cache, unlabelled)
+            except Exception as error:
+                error.add_note(f"while training {chain.label}")
+                raise
+            finished(index, result)
+        return
+    log.info("%d chains in %d worker processes, one torch thread each", len(chains), workers)
+    context = multiprocessing.get_context("spawn")
+    level = logging.getLogger("chemgraph").getEffectiveLevel()
+    payload = (data, split, config, out, unlabelled)
+    pending = deque(enumerate(chains))
+    pool: list[_ChainWorker] = []
+    try:
+        with interrupts_raise():
+            pool += [_ChainWorker(context, level) for _ in range(workers)]
+            for worker in pool:  # after every start: the workers import in parallel
+                _send(worker.connection, payload)
+            while True:
+                for worker in pool:
+                    if worker.index is None and pending:
+                        index, chain = pending.popleft()
+                        key = (chain.strategy, chain.seed, chain.columns)
+                        cached = None if pretrained_cache is None else pretrained_cache.get(key)
+                        worker.assign(index, chain, cached, pretrained_cache is not None)
+                busy = [w for w in pool if w.index is not None]
+                if not busy:
+                    break
+                wait([w.connection for w in busy] + [w.process.sentinel for w in busy])
+                for worker in busy:
+                    message = worker.receive()
+                    chain = chains[worker.index]
+                    if message is None:
+                        if worker.process.is_alive():
+                            continue
+                        raise RuntimeError(
+                            f"the worker training {chain.label} died "
+                            f"(exit code {worker.process.exitcode})"
+                        )
+                    kind, payload_back = message
+                    if kind == "error":
+                        error, detail = payload_back
+                        error.add_note(f"in the worker process training {chain.label}")
+                        raise error from _RemoteTraceback(detail)
+                    result, pretrained = payload_back
+                    if pretrained is not None:
+                        pretrained_cache[(chain.strategy, chain.seed, chain.columns)] = pretrained
+                    index, worker.index = worker.index, None
+                    finished(index, result)
+    except BaseException:  # an error or an interrupt: stop every worker at once
+        for worker in pool:
+            worker.kill()
+        raise
+    for worker in pool:
+        worker.close()
+
+
+class _RemoteTraceback(Exception):
+    """The traceback of an exception raised in a worker process (shown as its cause)."""
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+class _ChainWorker:
+    """One worker process of :func:`_run_chains`, its pipe and the chain it trains."""
+
+    def __init__(self, context: Any, level: int) -> None:
+        self.connection, child = context.Pipe()
+        self.process = context.Process(target=_chain_worker, args=(child, level), daemon=True)
+        self.process.start()
+        child.close()
+        self.index: int | None = None
+
+    def assign(self, index: int, chain: _Chain, cached: Any, keep_pretrained: bool) -> None:
+        self.index = index
+        _send(self.connection, (chain, cached, keep_pretrained))
+
+    def receive(self) -> tuple[str, Any] | None:
+        """The worker's message, if any; None also when its pipe is closed (it died)."""
+        try:
+            return _receive(self.connection) if self.connection.poll() else None
+        except (EOFError, OSError):
+            return None
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.join()
+        self.connection.close()
+
+    def close(self) -> None:
+        _send(self.connection, None)
+        self.process.join()
+        self.connection.close()
+
+
+def _send(connection: Any, message: Any) -> None:
+    """Send with plain pickle: ``Connection.send`` would move every tensor into shared memory
+    behind a file descriptor of its own (torch's reductions), thousands for a data set."""
+    connection.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _receive(connection: Any) -> Any:
+    return pickle.loads(connection.recv_bytes())
+
+
+_PROGRESS_BARS = True
+"""False in the worker processes of :func:`_run_chains`: their in-epoch progress would
+overwrite one another's on one terminal (the per-epoch log lines stay, prefixed by the
+chain)."""
+
+
+def _chain_worker(connection: Any, level: int) -> None:
+    """A worker process of :func:`_run_chains`: receive ``(data, split, config, out,
+    unlabelled)`` once, then train the chains it is sent until ``None`` or EOF, sending back
+    ``("done", (result, pretrained cache entry or None))`` or ``("error", (exception,
+    traceback text))``."""
+    global _PROGRESS_BARS
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which stops us
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    die_with_parent()
+    torch.set_num_threads(1)
+    _PROGRESS_BARS = False
+    from chemgraph.train.trainer import quiet_third_party_warnings
+
+    quiet_third_party_warnings()
+    logger = logging.getLogger("chemgraph")
+    logger.setLevel(level)
+    handler = logging.StreamHandler(sys.stdout)
+    logger.addHandler(handler)
+    try:
+        data, split, config, out, unlabelled = _receive(connection)
+    except EOFError:
+        return
+    while True:
+        try:
+            task = _receive(connection)
+        except EOFError:
+            return
+        if task is None:
+            return
+        chain, cached, keep_pretrained = task
+        handler.setFormatter(logging.Formatter(f"[{chain.label}] %(message)s"))
+        key = (chain.strategy, chain.seed, chain.columns)
+        cache = ({} if cached is None else {key: cached}) if keep_pretrained else None
+        try:
+            result = _train_chain(data, split, config, chain, out, cache, unlabelled)
+        except Exception as error:  # noqa: BLE001 - sent to the parent, which raises it
+            detail = f"in the worker training {chain.label}:\n{traceback.format_exc()}"
+            try:
+                pickle.dumps(error)
+            except Exception:  # noqa: BLE001 - an exception that cannot cross processes
+                error = RuntimeError(f"{type(error).__name__}: {error}")
+            _send(connection, ("error", (error, detail)))
+        else:
+            pretrained = cache.get(key) if cache is not None else None
+            _send(connection, ("done", (result, pretrained)))
+
+
 def _train_chain(
     data: MultiFidelityData,
     split: dict[str, np.ndarray],
     config: TransferConfig,
-    strategy: str,
-    seed: int,
-    columns: list[int],
-    finetune_lr: float,
+    chain: _Chain,
     out: Path,
-    stem: str,
     pretrained_cache: dict | None = None,
+    unlabelled: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """One model of :func:`run_transfer`: pretraining (unless ``high_fidelity_only``) and
-    fine-tuning on the targets ``columns``.
+    fine-tuning on the targets ``chain.columns``; it seeds itself (``chain.seed``) before each
+    phase, so its result does not depend on what ran before it in the process.
 
     Returns:
-        ``(truth, predicted, chain)``: high-fidelity test labels and predictions
+        ``(truth, predicted, record)``: high-fidelity test labels and predictions
         ``[n_test, len(columns)]``, and ``pretrain_epochs``, ``finetune_epochs``,
         ``pretrain_seconds``, ``finetune_seconds``, ``val_rmse`` (per target, the
-        high-fidelity validation RMSE: what settings are chosen on) and ``curves`` (the
-        per-epoch losses, each with its ``phase``).
+        high-fidelity validation RMSE: what settings are chosen on), ``curves`` (the
+        per-epoch losses, each with its ``phase``) and ``unlabelled`` (predictions
+        ``[len(unlabelled), len(columns)]`` of the molecules ``unlabelled``; None without).
     """
-    targets = [data.targets[c] for c in columns]
-    label = f"{strategy} seed {seed}" + ("" if config.joint_targets else f" {targets[0]}")
+    strategy, seed, columns, stem = chain.strategy, chain.seed, list(chain.columns), chain.stem
+    targets, label = list(chain.names), chain.label
+    finetune_lr = config.finetune_learning_rate or config.learning_rate
     high_train = data.dataset(split["train"], "high", columns)
     high_val = data.dataset(split["val"], "high", columns)
     high_test = data.dataset(split["test"], "high", columns)
@@ -629,7 +901,9 @@ def _train_chain(
     L.seed_everything(seed, workers=True, verbose=False)
     correction = None
     if pretrained is not None and config.delta_learning:
-        correction = _low_fidelity_correction(data, split, strategy, columns, pretrained, config)
+        correction = _low_fidelity_correction(
+            data, split, strategy, columns, pretrained, config, unlabelled
+        )
         high_train, high_val, high_test = (
             _with_labels(high, high.labels - base)
             for high, base in zip((high_train, high_val, high_test), correction)
@@ -653,24 +927,32 @@ def _train_chain(
         f"MSE of standardised {data.high_name} labels",
     )  # fmt: skip
     builder = collate(config, module)
+    graphs = [high_val.graphs, high_test.graphs]
+    graphs += [] if unlabelled is None else [[data.graphs[i] for i in unlabelled]]
     outputs = []
-    for position, dataset in ((1, high_val), (2, high_test)):
-        predicted = predict_graphs(module, dataset.graphs, builder, config.batch_size)
-        truth = dataset.labels.numpy()
+    for position, molecules in enumerate(graphs, start=1):
+        predicted = (
+            predict_graphs(module, molecules, builder, config.batch_size)
+            if len(molecules)
+            else np.zeros((0, len(targets)), np.float32)
+        )
         if correction is not None:  # back from the residual to the high-fidelity values
             predicted = predicted + correction[position].numpy()
-            truth = truth + correction[position].numpy()
-        outputs.append((truth, predicted))
-    (val_truth, val_predicted), (truth, predicted) = outputs
-    chain = dict(
+        outputs.append(predicted)
+    truths = [high_val.labels.numpy(), high_test.labels.numpy()]
+    if correction is not None:
+        truths = [truth + correction[position].numpy() for position, truth in enumerate(truths, 1)]
+    (val_truth, truth), (val_predicted, predicted) = truths, outputs[:2]
+    record = dict(
         pretrain_epochs=pretrain_epochs, finetune_epochs=finetune_epochs,
         pretrain_seconds=pretrain_seconds, finetune_seconds=finetune_seconds, curves=curves,
         val_rmse=[
             regression_metrics(val_truth[:, t], val_predicted[:, t])["rmse"]
             for t in range(len(targets))
         ],
+        unlabelled=outputs[2] if unlabelled is not None else None,
     )  # fmt: skip
-    return truth, predicted, chain
+    return truth, predicted, record
 
 
 def _with_labels(dataset: MoleculeDataset, labels: torch.Tensor) -> MoleculeDataset:
@@ -686,20 +968,23 @@ def _low_fidelity_correction(
     columns: list[int],
     pretrained: PropertyPredictionModule,
     config: TransferConfig,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The linear correction of ``delta_learning`` for the train, val and test molecules,
-    ``float32 [n, len(columns)]`` each, in the high-fidelity units: fitted on the training
-    molecules' high-fidelity labels, applied to the molecules' low-fidelity labels
-    (``transductive``) or to the pretrained model's predictions of them (``inductive``)."""
+    unlabelled: np.ndarray | None = None,
+) -> tuple[torch.Tensor, ...]:
+    """The linear correction of ``delta_learning`` for the train, val and test molecules (and
+    the ``unlabelled`` ones, when given), ``float32 [n, len(columns)]`` each, in the
+    high-fidelity units: fitted on the training molecules' high-fidelity labels, applied to the
+    molecules' low-fidelity labels (``transductive``) or to the pretrained model's predictions
+    of them (``inductive``)."""
+    molecules = [split[name] for name in SPLITS] + ([] if unlabelled is None else [unlabelled])
     if strategy == "transductive":
-        low = [data.low[split[name]][:, columns].numpy() for name in SPLITS]
+        low = [data.low[index][:, columns].numpy() for index in molecules]
     else:
         builder = collate(config, pretrained)
         low = [
-            predict_graphs(
-                pretrained, [data.graphs[i] for i in split[name]], builder, config.batch_size
-            )
-            for name in SPLITS
+            predict_graphs(pretrained, [data.graphs[i] for i in index], builder, config.batch_size)
+            if len(index)
+            else np.zeros((0, len(columns)), np.float32)
+            for index in molecules
         ]
     if strategy == "inductive":
         truth = data.low[split["test"]][:, columns].numpy()
@@ -982,9 +1267,9 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
 
     Reads the table (and the geometries), rejects rows that cannot be used (written to
     ``rejected.csv``, columns ``row,id,input,reason``), splits the molecules with every
-    high-fidelity label (seeded random split), runs every strategy for every seed
-    (:func:`run_transfer`, with the baselines of each setting) and scores every molecule
-    without a high-fidelity label with each strategy's fine-tuned models.
+    high-fidelity label (seeded random split), then runs :func:`transfer_job`: every strategy
+    for every seed (with the baselines of each setting), and every molecule without a
+    high-fidelity label scored with each strategy's fine-tuned models.
 
     Writes to ``options.out``: what :func:`run_transfer` writes (``table.md``/``table.csv``
     test RMSE with the baselines, ``runs.csv``, ``predictions.csv`` of the test molecules,
@@ -1062,13 +1347,59 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
         smiles=[smiles[row] for row in keep] if smiles else None,
     )
     split = high_fidelity_split(data, options.split_seed, fractions=options.split_fractions)
-    (out / "transfer.yaml").write_text(yaml.safe_dump(_options_dict(options), sort_keys=False))
-    runs, baselines = run_transfer(data, split, options.training, out)
-    results = results_table(runs, data.high_name, model_label(options.training.model), baselines)
+    results, _, _ = transfer_job(
+        data, split, options.training, out, _options_dict(options), [ids[row] for row in keep]
+    )
     _, claim = transfer_claim(results, data.high_name)
     log.info("test RMSE:\n%s\n%s", format_table(results), claim)
-    _predict_unlabelled(data, options.training, out, [ids[row] for row in keep])
     return results
+
+
+def transfer_job(
+    data: MultiFidelityData,
+    split: dict[str, np.ndarray],
+    config: TransferConfig,
+    out: str | Path,
+    settings: dict[str, Any],
+    ids: list[str] | None = None,
+    pretrained_cache: dict | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
+    """The job of ``chemgraph transfer`` and of the ``dft_to_gw`` recipe once their molecules
+    are read and split: every strategy for every seed with the baselines of each setting
+    (:func:`run_transfer`), every fine-tuned model kept, the molecules without high-fidelity
+    labels scored.
+
+    Writes to ``out``: what :func:`run_transfer` writes (``table.md``/``table.csv``, test RMSE
+    with the baselines; ``runs.csv``; ``predictions.csv`` of the test molecules; learning
+    curves; ``config.yaml``), ``checkpoints/<strategy>_seed<k>[_<target>]/best.ckpt`` (every
+    fine-tuned model, which ``chemgraph predict`` loads; none with ``delta_learning``, whose
+    models predict the residual of a linear correction), ``predictions_unlabelled.csv`` (the
+    molecules without every high-fidelity label: per strategy the mean prediction over seeds
+    and its sample standard deviation, NaN with one seed) and ``transfer.yaml`` (``settings``:
+    what repeats the run, e.g. ``chemgraph transfer --config transfer.yaml``).
+
+    Args:
+        data: the molecules and their labels at both levels.
+        split: ``{"train", "val", "test"}`` positions of molecules with every high-fidelity
+            label (:func:`high_fidelity_split`).
+        config: the transfer settings.
+        out: output folder (made if missing; files in it are replaced).
+        settings: written to ``transfer.yaml``.
+        ids: one identifier per molecule for ``predictions_unlabelled.csv``; None =
+            ``data.ids``.
+        pretrained_cache: see :func:`run_transfer`.
+
+    Returns:
+        ``(table, runs, baselines)``: :func:`results_table` and what :func:`run_transfer`
+        returns.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "transfer.yaml").write_text(yaml.safe_dump(settings, sort_keys=False))
+    ids = [str(i) for i in data.ids] if ids is None else ids
+    runs, baselines = run_transfer(data, split, config, out, pretrained_cache, ids)
+    table = results_table(runs, data.high_name, model_label(config.model), baselines)
+    return table, runs, baselines
 
 
 def _options_dict(options: TransferOptions) -> dict[str, Any]:
@@ -1154,44 +1485,44 @@ def read_structures(path: str | Path) -> list[tuple[np.ndarray, np.ndarray] | st
     raise ValueError(f"{path}: geometries are read from .sdf, .xyz or .extxyz files")
 
 
-def _predict_unlabelled(
-    data: MultiFidelityData, config: TransferConfig, out: Path, ids: list[str]
+def _write_unlabelled(
+    data: MultiFidelityData,
+    chains: list[_Chain],
+    results: dict[int, tuple[np.ndarray, np.ndarray, dict[str, Any]]],
+    unlabelled: np.ndarray,
+    ids: list[str],
+    out: Path,
 ) -> None:
-    """``predictions_unlabelled.csv``: every molecule without all high-fidelity labels, per
-    strategy the mean prediction of the fine-tuned models over seeds and their sample standard
-    deviation (``ddof=1``; NaN with one seed, where no spread is defined)."""
-    from chemgraph.train.checkpoint import load_checkpoint
-
-    data = _transformed_graphs(data, config)
-    rows = np.flatnonzero(torch.isnan(data.high).any(dim=1).numpy())
-    frames = []
-    graphs = [data.graphs[i] for i in rows]
-    for strategy in config.strategies:
-        frame = pd.DataFrame(
-            {"strategy": strategy, "id": [ids[i] for i in rows], "seeds": config.seeds}
-        )
+    """``predictions_unlabelled.csv``: the molecules ``unlabelled`` (without every
+    high-fidelity label), per strategy the mean of the fine-tuned models' predictions over
+    seeds and their sample standard deviation (``ddof=1``; NaN with one seed, where no spread
+    is defined)."""
+    frames = {}
+    for strategy in dict.fromkeys(c.strategy for c in chains):
+        frame = pd.DataFrame({"strategy": strategy, "id": [ids[i] for i in unlabelled]})
         if data.smiles is not None:
-            frame.insert(2, "smiles", [data.smiles[i] for i in rows])
-        for columns in target_groups(list(data.targets), config.joint_targets):
-            names = [data.targets[c] for c in columns]
-            model = "+".join(names)
-            predictions = []
-            for seed in range(config.seeds):
-                stem = f"{strategy}_seed{seed}" + ("" if config.joint_targets else f"_{model}")
-                module = load_checkpoint(out / "checkpoints" / stem / "best.ckpt", "property")
-                predictions.append(
-                    predict_graphs(module, graphs, collate(config, module), config.batch_size)
-                    if len(graphs)
-                    else np.zeros((0, len(names)), np.float32)
-                )
-            stacked = np.stack(predictions)  # [seeds, n, targets]
-            spread = (
-                stacked.std(axis=0, ddof=1)
-                if config.seeds > 1
-                else np.full(stacked.shape[1:], np.nan, np.float32)
-            )
-            for t, name in enumerate(names):
-                frame[f"{name}_pred"] = stacked.mean(axis=0)[:, t]
-                frame[f"{name}_std"] = spread[:, t]
-        frames.append(frame)
-    pd.concat(frames, ignore_index=True).to_csv(out / "predictions_unlabelled.csv", index=False)
+            frame["smiles"] = [data.smiles[i] for i in unlabelled]
+        frames[strategy] = frame
+    models = dict.fromkeys((c.strategy, c.names) for c in chains)
+    for strategy, names in models:
+        stacked = np.stack(
+            [
+                results[i][2]["unlabelled"]
+                for i, c in enumerate(chains)
+                if (c.strategy, c.names) == (strategy, names)
+            ]
+        )  # [seeds, n, targets]
+        seeds = len(stacked)
+        spread = (
+            stacked.std(axis=0, ddof=1)
+            if seeds > 1
+            else np.full(stacked.shape[1:], np.nan, np.float32)
+        )
+        frame = frames[strategy]
+        frame["seeds"] = seeds
+        for t, name in enumerate(names):
+            frame[f"{name}_pred"] = stacked.mean(axis=0)[:, t]
+            frame[f"{name}_std"] = spread[:, t]
+    pd.concat(frames.values(), ignore_index=True).to_csv(
+        out / "predictions_unlabelled.csv", index=False
+    )

@@ -141,7 +141,7 @@ def test_tiny_end_to_end_run(data, split, tmp_path):
     config = TransferConfig(
         seeds=2, pretrain_epochs=2, finetune_max_epochs=2, batch_size=16, learning_rate=1e-3,
         pretrain_val_fraction=0.2, featurizer=FEATURIZER.to_dict(), model_options=TINY_MODEL,
-        progress=False,
+        progress=False, workers=1,
     )  # fmt: skip
     runs, baselines = run_transfer(data, split, config, tmp_path)
     assert len(runs) == 2 * 3 * 2  # seeds x strategies x targets
@@ -307,7 +307,7 @@ def test_delta_learning_adds_the_linear_correction_back(tmp_path):
         seeds=1, pretrain_epochs=2, finetune_max_epochs=2, batch_size=16, learning_rate=1e-3,
         pretrain_val_fraction=0.2, featurizer=FEATURIZER.to_dict(), model_options=TINY_MODEL,
         progress=False, delta_learning=True, joint_targets=True, finetune_batch_size=4,
-        strategies=["inductive", "transductive"], baselines=False,
+        strategies=["inductive", "transductive"], baselines=False, workers=1,
     )  # fmt: skip
     runs, baselines = run_transfer(data, split, config, tmp_path)
     assert baselines is None
@@ -328,6 +328,7 @@ def test_label_curve_rows_and_plot(data, split, tmp_path):
         seeds=1, pretrain_epochs=1, finetune_max_epochs=1, batch_size=16,
         pretrain_val_fraction=0.2, featurizer=FEATURIZER.to_dict(), model_options=TINY_MODEL,
         progress=False, joint_targets=True, strategies=["high_fidelity_only", "transductive"],
+        workers=1,
     )  # fmt: skip
     curve = label_curve(data, split, config, [6, 18], tmp_path, "eV")
     assert (tmp_path / "label_curve.png").stat().st_size > 0

@@ -21,7 +21,7 @@ from chemgraph.train.checkpoint import load_checkpoint
 LABELS = Path(__file__).resolve().parents[1] / "fixtures" / "transfer" / "labels.csv"
 TINY = {
     "seeds": 2, "pretrain_epochs": 2, "finetune_max_epochs": 3, "batch_size": 16,
-    "early_stopping_patience": 3, "progress": False,
+    "early_stopping_patience": 3, "progress": False, "workers": 1,
 }  # fmt: skip
 TINY_ESA = {"hidden_dim": 16, "num_heads": 2, "layer_pattern": "MSP", "num_seeds": 2}
 

@@ -20,6 +20,7 @@ TINY = {
         "embedded": {
             "seeds": 2, "pretrain_epochs": 1, "finetune_max_epochs": 1, "batch_size": 32,
             "pretrain_max_minutes": None, "finetune_max_minutes": None, "progress": False,
+            "workers": 1,
             "model_options": {"hidden_dim": 16, "num_heads": 2, "layer_pattern": "MSP",
                               "num_seeds": 2},
         }

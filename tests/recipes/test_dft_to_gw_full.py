@@ -40,7 +40,7 @@ def _config(**training):
         },
         "training": {
             "seeds": 1, "pretrain_epochs": 1, "finetune_max_epochs": 1, "batch_size": 16,
-            "progress": False, "model_options": TINY_MODEL, **training,
+            "progress": False, "workers": 1, "model_options": TINY_MODEL, **training,
         },
     }  # fmt: skip
 
