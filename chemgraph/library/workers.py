@@ -25,7 +25,6 @@ import multiprocessing.forkserver
 import os
 import pickle
 import signal
-import sys
 import time
 import traceback
 from collections import deque
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from chemgraph._dask import run_on_dask
+from chemgraph._interrupts import die_with_parent
 from chemgraph.data.readers import Record
 from chemgraph.library.output import ShardSummary, featurize_shard
 from chemgraph.library.records import STEP_CODE, STEPS, FeaturizeOptions
@@ -44,20 +44,6 @@ __all__ = ["run_dask", "run_local"]
 
 _POLL_SECONDS = 0.1
 _NOTICE_SECONDS = 10.0
-
-
-def _die_with_parent() -> None:
-    """Linux: have the kernel SIGKILL this process when its parent dies (even by SIGKILL)."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    prctl = getattr(ctypes.CDLL(None), "prctl", None)
-    if prctl is None:
-        return
-    prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-    if os.getppid() == 1:  # the parent died before prctl took effect
-        os._exit(1)
 
 
 def _worker_main(connection: Any, heartbeat: Any) -> None:
@@ -71,7 +57,7 @@ def _worker_main(connection: Any, heartbeat: Any) -> None:
     # and blocked, because RDKit installs its own SIGINT handler around long searches (it
     # would print "Substructure search was interrupted" before the parent kills us)
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    _die_with_parent()
+    die_with_parent()
 
     def beat(position: int, step: str) -> None:
         heartbeat[1] = position
