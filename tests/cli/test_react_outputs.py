@@ -79,7 +79,8 @@ def test_input_file_prints_each_reaction_then_the_summary(tmp_path, capsys):
     assert lines[-3] == (
         "top-k accuracy over 1 of 4 reactions (the decoded ones with a known product):"
     )
-    assert lines[-1].split() == ["100.00%", "100.00%", "100.00%", "100.00%", "0.00%"]
+    assert lines[-2].split() == ["top-1", "top-2", "invalid-top1"]  # --top-k 2: no top-3
+    assert lines[-1].split() == ["100.00%", "100.00%", "0.00%"]
 
 
 def test_input_file_without_valid_products_says_so_per_reaction(
@@ -105,8 +106,8 @@ def test_input_file_without_valid_products_says_so_per_reaction(
         "not valid (a radical or bare atom the reactants lack, or atoms they do not hold) or "
         f"missing (written to {output}; its error column says why a reaction has no prediction)",
         "top-k accuracy over 1 of 3 reactions (the decoded ones with a known product):",
-        "         top-1         top-2         top-3         top-5  invalid-top1",
-        "         0.00%         0.00%         0.00%         0.00%       100.00%",
+        "         top-1         top-2  invalid-top1",
+        "         0.00%         0.00%       100.00%",
     ]
     assert output.read_text().splitlines() == [
         "row,reaction,target,target_rank,top1_invalid,prediction_1,score_1,prediction_2,"
@@ -234,8 +235,25 @@ def test_top_k_accuracy_over_the_reactions_with_a_known_product(tmp_path, capsys
     assert lines[1] == (
         "top-k accuracy over 2 of 4 reactions (the decoded ones with a known product):"
     )
-    assert lines[2].split() == ["top-1", "top-2", "top-3", "top-5", "invalid-top1"]
-    assert lines[3].split() == ["100.00%", "100.00%", "100.00%", "100.00%", "0.00%"]
+    assert lines[2].split() == ["top-1", "top-2", "invalid-top1"]  # only k <= --top-k 2
+    assert lines[3].split() == ["100.00%", "100.00%", "0.00%"]
+
+
+@pytest.mark.parametrize(("top_k", "columns"), [(1, ["top-1"]), (3, ["top-1", "top-2", "top-3"])])
+def test_top_k_accuracy_of_the_centre_decoder_stops_at_top_k(tmp_path, capsys, top_k, columns):
+    """The reaction-centre decoder (the shipped model) reports top-k accuracy for k <= --top-k
+    only: a reaction has no prediction past --top-k."""
+    inputs = tmp_path / "reactions.txt"
+    inputs.write_text("CC(=O)Cl.OCC>>CCOC(C)=O\nCCN.O=C(Cl)c1ccccc1>>CCNC(=O)c1ccccc1\n")
+    output = tmp_path / "predictions.csv"
+    argv = ["react", "--input", str(inputs), "--output", str(output), "--show", "0"]
+    assert main([*argv, "--top-k", str(top_k)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2].split() == [*columns, "invalid-top1"]
+    table = pd.read_csv(output, keep_default_na=False)
+    for k, value in zip(range(1, top_k + 1), lines[-1].split()):  # agrees with target_rank
+        hits = (pd.to_numeric(table["target_rank"]).fillna(99) <= k).mean()
+        assert value == f"{100 * hits:.2f}%"
 
 
 def test_predict_file_scores_the_reactions_that_hold_products(tmp_path):
