@@ -27,7 +27,8 @@ Output folder::
     parts/shard-NNNNN.parquet    a shard's labels; parts/shard-NNNNN.csv its rejects;
     parts/shard-NNNNN.json       its counts, written last: the shard is complete
 
-Every record is accounted for: ``read + blank == labelled + rejected``. Rejection reasons:
+Every record is accounted for: ``read == labelled + rejected``, and ``blank`` counts the blank
+records (whitespace only; neither labelled nor in ``rejected.csv``). Rejection reasons:
 the parser's (invalid SMILES, unreadable SDF record: RDKit's message), ``"ETKDGv3 could not
 embed a conformer ..."``, ``"unsupported element ..."`` (GFN2-xTB is parametrised for H-Rn,
 Z 1-86), ``"open shell ..."``, ``"3D SDF record without all its hydrogens ..."``, ``"SCF not
@@ -362,7 +363,8 @@ def label_library(
 
     Returns:
         The manifest (also ``output/manifest.json``): ``counts`` holds ``read``, ``blank``,
-        ``labelled``, ``rejected`` (``read + blank == labelled + rejected``),
+        ``labelled``, ``rejected`` (``read == labelled + rejected``; a blank record is counted
+        in ``blank`` only),
         ``rejected_by_reason`` and ``shards``; ``table`` the labels file's name.
 
     Raises:

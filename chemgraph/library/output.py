@@ -74,9 +74,9 @@ _DUPLICATE_EXAMPLES = 5
 
 @dataclass
 class ShardSummary:
-    """Counts of one shard (``parts/shard-NNNNN.json``): ``read`` records with content and
-    ``blank`` blank ones, of which ``featurized``; ``rejected`` counts by reason kind (blank
-    records included)."""
+    """Counts of one shard (``parts/shard-NNNNN.json``): ``read`` records with content, of
+    which ``featurized`` (or labelled) and ``rejected`` (counts by reason kind), and ``blank``
+    blank ones, neither featurized nor rejected: ``read == featurized + rejected``."""
 
     shard: int
     read: int = 0
@@ -273,7 +273,7 @@ def _ids_of_rows(out: Path, shard_size: int, rows: set[int]) -> dict[int, str]:
 def shard_counts(shards: list[ShardSummary], done: str = "featurized") -> dict[str, Any]:
     """The run's counts of its shards' summaries: ``read``, ``blank``, ``done`` (the records
     featurized, or labelled), ``rejected``, ``rejected_by_reason`` (sorted by category) and
-    ``shards``; ``read + blank == done + rejected``."""
+    ``shards``; ``read == done + rejected`` (a blank record is counted once, in ``blank``)."""
     rejected: Counter[str] = Counter()
     for summary in shards:
         rejected.update(summary.rejected)

@@ -155,7 +155,6 @@ def reason_kind(reason: str) -> str:
         if lowered.startswith(prefix):
             return kind
     for needle, kind in (
-        (BLANK_RECORD, "blank record"),
         ("malformed row", "malformed table row"),
         ("not valid utf-8", "not UTF-8"),
         ("empty", "empty record"),
@@ -301,9 +300,10 @@ def process_records(
 
     Returns:
         ``(done, rejected)``: ``(record, result)`` of every record computed, in input order,
-        and the :func:`rejected_row` of every other record, with the reason of ``skip``, of
-        the :class:`~chemgraph.chem.MoleculeParseError`, or ``"<step> failed: <exception>"``
-        for another exception.
+        and the :func:`rejected_row` of every other record with content, with the reason of
+        ``skip``, of the :class:`~chemgraph.chem.MoleculeParseError`, or ``"<step> failed:
+        <exception>"`` for another exception. A blank record is in neither: it is counted
+        once, as blank (:func:`chemgraph.library.output.finish_shard`), not also rejected.
     """
     done: list[tuple[Record, Any]] = []
     rejected: list[tuple[int, str, str, str]] = []
@@ -313,6 +313,8 @@ def process_records(
     with rdBase.BlockLogs():
         for position, record in enumerate(records):
             steps.position = position
+            if record.kind == "blank":
+                continue
             reason = skip.get(record.row)
             if reason is None:
                 try:

@@ -229,3 +229,21 @@ def test_ctrl_c_stops_the_workers_keeps_finished_shards_and_resume_completes(tmp
 def test_a_molecule_without_a_conformer_is_a_reject():
     with pytest.raises(ValueError, match="ETKDGv3 could not embed a conformer"):
         label_record(Record(0, "cyclopropyne", "C1#CC1"), QCOptions(conformers=1))
+
+
+def test_a_blank_line_is_counted_once_as_blank_not_also_rejected(tmp_path, capsys):
+    library = tmp_path / "library.smi"
+    library.write_text("O water\n\n[U] uranium\n")
+    out = tmp_path / "out"
+    assert main(["qc", str(library), "--output", str(out), "--conformers", "1", "--quiet"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    counts = manifest["counts"]
+    assert (counts["read"], counts["blank"], counts["labelled"], counts["rejected"]) == (2, 1, 1, 1)
+    assert counts["rejected_by_reason"] == {"unsupported element": 1}
+    rejected = pd.read_csv(out / "rejected.csv", keep_default_na=False)
+    assert rejected["row"].tolist() == [2]  # the uranium; not the blank row 1
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[:4] == [
+        "read                 2", "blank                1", "labelled             1",
+        "rejected             1",
+    ]  # fmt: skip

@@ -39,17 +39,15 @@ def test_process_records_keeps_the_good_ones_and_says_why_for_the_others():
         (1, "ring", "C1CC"),
         (2, "skipped", "CCN"),
         (3, "boom", "CCCl"),
-        (4, "4", ""),
         (5, "sdf", "no-atoms-title"),  # an SDF record's title line, stripped
-    ]
+    ]  # not the blank record 4: it is counted once, as blank, not also rejected
     reasons = [row[3] for row in rejected]
     assert reasons[0].startswith("SMILES parse error: unclosed ring")
     assert reasons[1] == "timeout: parse (over 1 s)"  # skipped: never computed
     assert reasons[2] == "fingerprints failed: RuntimeError: no fingerprint"
-    assert reasons[3] == "blank record"
-    assert reasons[4] == "empty record (no atoms)"
-    assert [row for _, row in seen] == [0, 1, 3, 4, 5]  # not the skipped one
-    assert [position for position, _ in seen] == [0, 1, 3, 4, 5]
+    assert reasons[3] == "empty record (no atoms)"
+    assert [row for _, row in seen] == [0, 1, 3, 5]  # not the skipped one, nor the blank one
+    assert [position for position, _ in seen] == [0, 1, 3, 5]
     assert steps.position == -1  # the shard-level phases follow
 
 
@@ -64,13 +62,14 @@ def test_a_moleculeparseerror_reason_is_kept_as_given():
 def test_finish_shard_writes_the_rejected_part_then_the_counts(tmp_path):
     (tmp_path / "parts").mkdir()
     records = [Record(0, "a", "CCO"), Record(1, "1", "", "blank"), Record(2, "b", "C1CC")]
-    rejected = [(1, "1", "", "blank record"), (2, "b", "C1CC", "SMILES parse error: x")]
-    summary = finish_shard(tmp_path, 3, records, 1, rejected, reason_kind)
+    done, rejected = process_records(records, lambda r, s: parse_record(r), Steps(None), {})
+    summary = finish_shard(tmp_path, 3, records, len(done), rejected, reason_kind)
+    # the blank record counted once, as blank: read == featurized + rejected
     assert summary == ShardSummary(
-        shard=3, read=2, blank=1, featurized=1, rejected={"SMILES syntax": 1, "blank record": 1}
+        shard=3, read=2, blank=1, featurized=1, rejected={"SMILES syntax": 1}
     )
     assert (tmp_path / "parts" / "shard-00003.csv").read_text() == (
-        "1,1,,blank record\n2,b,C1CC,SMILES parse error: x\n"
+        "2,b,C1CC,SMILES parse error: unclosed ring for input: 'C1CC'\n"
     )
     written = json.loads((tmp_path / "parts" / "shard-00003.json").read_text())
     assert ShardSummary(**written) == summary
@@ -78,7 +77,7 @@ def test_finish_shard_writes_the_rejected_part_then_the_counts(tmp_path):
 
 def test_counts_and_summary_lines_of_two_shards():
     shards = [
-        ShardSummary(0, read=4, blank=1, featurized=3, rejected={"blank record": 1, "valence": 1}),
+        ShardSummary(0, read=4, blank=1, featurized=3, rejected={"valence": 1}),
         ShardSummary(1, read=1500, blank=0, featurized=1499, rejected={"valence": 1}),
     ]
     counts = shard_counts(shards, "labelled")
@@ -86,16 +85,15 @@ def test_counts_and_summary_lines_of_two_shards():
         "read": 1504,
         "blank": 1,
         "labelled": 1502,
-        "rejected": 3,
-        "rejected_by_reason": {"blank record": 1, "valence": 2},
+        "rejected": 2,
+        "rejected_by_reason": {"valence": 2},
         "shards": 2,
     }
-    assert counts["read"] + counts["blank"] == counts["labelled"] + counts["rejected"]
+    assert counts["read"] == counts["labelled"] + counts["rejected"]
     assert summary_lines(counts, "labelled") == [
         "read             1,504",
         "blank                1",
         "labelled         1,502",
-        "rejected             3",
-        "  blank record                       1",
+        "rejected             2",
         "  valence                            2",
     ]
