@@ -300,10 +300,12 @@ def process_records(
 
     Returns:
         ``(done, rejected)``: ``(record, result)`` of every record computed, in input order,
-        and the :func:`rejected_row` of every other record with content, with the reason of
-        ``skip``, of the :class:`~chemgraph.chem.MoleculeParseError`, or ``"<step> failed:
-        <exception>"`` for another exception. A blank record is in neither: it is counted
-        once, as blank (:func:`chemgraph.library.output.finish_shard`), not also rejected.
+        and the :func:`rejected_row` of every other record, with the reason of ``skip``, of
+        the :class:`~chemgraph.chem.MoleculeParseError`, or ``"<step> failed: <exception>"``
+        for another exception; a blank record's is :data:`BLANK_RECORD` (so that a shard's
+        parts give every record a row, as ``predict`` and ``fingerprint`` write them; the
+        counts and ``rejected.csv`` count it as blank only:
+        :func:`chemgraph.library.output.finish_shard`).
     """
     done: list[tuple[Record, Any]] = []
     rejected: list[tuple[int, str, str, str]] = []
@@ -313,8 +315,6 @@ def process_records(
     with rdBase.BlockLogs():
         for position, record in enumerate(records):
             steps.position = position
-            if record.kind == "blank":
-                continue
             reason = skip.get(record.row)
             if reason is None:
                 try:

@@ -7,7 +7,13 @@ import json
 
 from chemgraph.chem import MoleculeParseError
 from chemgraph.data.readers import Record
-from chemgraph.library.output import ShardSummary, finish_shard, shard_counts, summary_lines
+from chemgraph.library.output import (
+    ShardSummary,
+    concatenate_rejected,
+    finish_shard,
+    shard_counts,
+    summary_lines,
+)
 from chemgraph.library.records import Steps, parse_record, process_records, reason_kind
 
 MOLBLOCK = "no-atoms-title  \n  RDKit\n\n  0  0  0  0  0  0  0  0  0  0999 V2000\nM  END\n$$$$\n"
@@ -39,15 +45,17 @@ def test_process_records_keeps_the_good_ones_and_says_why_for_the_others():
         (1, "ring", "C1CC"),
         (2, "skipped", "CCN"),
         (3, "boom", "CCCl"),
+        (4, "4", ""),  # a row for the blank record too (finish_shard counts it as blank only)
         (5, "sdf", "no-atoms-title"),  # an SDF record's title line, stripped
-    ]  # not the blank record 4: it is counted once, as blank, not also rejected
+    ]
     reasons = [row[3] for row in rejected]
     assert reasons[0].startswith("SMILES parse error: unclosed ring")
     assert reasons[1] == "timeout: parse (over 1 s)"  # skipped: never computed
     assert reasons[2] == "fingerprints failed: RuntimeError: no fingerprint"
-    assert reasons[3] == "empty record (no atoms)"
-    assert [row for _, row in seen] == [0, 1, 3, 5]  # not the skipped one, nor the blank one
-    assert [position for position, _ in seen] == [0, 1, 3, 5]
+    assert reasons[3] == "blank record"
+    assert reasons[4] == "empty record (no atoms)"
+    assert [row for _, row in seen] == [0, 1, 3, 4, 5]  # not the skipped one
+    assert [position for position, _ in seen] == [0, 1, 3, 4, 5]
     assert steps.position == -1  # the shard-level phases follow
 
 
@@ -69,7 +77,11 @@ def test_finish_shard_writes_the_rejected_part_then_the_counts(tmp_path):
         shard=3, read=2, blank=1, featurized=1, rejected={"SMILES syntax": 1}
     )
     assert (tmp_path / "parts" / "shard-00003.csv").read_text() == (
-        "2,b,C1CC,SMILES parse error: unclosed ring for input: 'C1CC'\n"
+        "1,1,,blank record\n2,b,C1CC,SMILES parse error: unclosed ring for input: 'C1CC'\n"
+    )  # the part has every record's row (predict's output); rejected.csv has no blank row
+    concatenate_rejected(tmp_path, [3])
+    assert (tmp_path / "rejected.csv").read_text() == (
+        "row,id,input,reason\n2,b,C1CC,SMILES parse error: unclosed ring for input: 'C1CC'\n"
     )
     written = json.loads((tmp_path / "parts" / "shard-00003.json").read_text())
     assert ShardSummary(**written) == summary
