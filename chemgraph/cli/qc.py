@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -96,8 +97,26 @@ class QCCommand(Command):
 
     def run(self, args: argparse.Namespace) -> int:
         """Label; SIGINT/SIGTERM print one line saying how to resume and return 128 + the
-        signal number."""
-        from chemgraph.jobs.qc import QCInterrupted, QCOptions, label_library, summary_table
+        signal number (the same line from the first moment: a Ctrl-C while the job's
+        libraries are still imported says that nothing was written)."""
+        from chemgraph._interrupts import ShardsInterrupted
+
+        try:
+            return self._label(args)
+        except KeyboardInterrupt as stop:  # QCInterrupted, or a Ctrl-C during the imports
+            if not isinstance(stop, ShardsInterrupted):
+                stop = ShardsInterrupted(signal.SIGINT)  # "... before any output was written"
+            # a second SIGINT (`timeout -s INT` sends one to the process and one to its group)
+            # must not cut the line short
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                print(f"chemgraph qc: {stop}", file=sys.stderr)
+            finally:
+                signal.signal(signal.SIGINT, previous)
+            return 128 + stop.signum
+
+    def _label(self, args: argparse.Namespace) -> int:
+        from chemgraph.jobs.qc import QCOptions, label_library, summary_table
 
         options = QCOptions(
             method=args.method,
@@ -107,21 +126,17 @@ class QCCommand(Command):
             smiles_column=args.smiles_column,
             id_column=args.id_column,
         )
-        try:
-            manifest = label_library(
-                args.input,
-                args.output,
-                options,
-                workers=args.workers,
-                shard_size=args.shard_size,
-                resume=args.resume,
-                table_format=args.format,
-                progress=not args.quiet,
-                record_timeout=args.record_timeout or None,
-            )
-        except QCInterrupted as stop:
-            print(f"chemgraph qc: {stop}", file=sys.stderr)
-            return 128 + stop.signum
+        manifest = label_library(
+            args.input,
+            args.output,
+            options,
+            workers=args.workers,
+            shard_size=args.shard_size,
+            resume=args.resume,
+            table_format=args.format,
+            progress=not args.quiet,
+            record_timeout=args.record_timeout or None,
+        )
         print(summary_table(manifest))
         print(f"outputs written to {Path(args.output).resolve()}")
         return 0

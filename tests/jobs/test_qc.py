@@ -301,3 +301,21 @@ def test_every_reject_reason_is_listed_in_the_help_and_the_guide(capsys):
     for reason in REJECT_REASONS:
         assert reason in shown, reason
         assert reason in text, reason
+
+
+def test_a_ctrl_c_before_the_job_handles_signals_gives_the_same_one_line(
+    tmp_path, monkeypatch, capsys
+):
+    """A Ctrl-C while qc still imports its libraries: the one line of a later Ctrl-C (no output
+    yet, so no resume hint), not the generic "interrupted"."""
+    from chemgraph.jobs import qc
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(qc, "label_library", interrupted)
+    out = tmp_path / "out"
+    assert main(["qc", str(_library(tmp_path)), "--output", str(out)]) == 128 + signal.SIGINT
+    assert capsys.readouterr().err == (
+        "chemgraph qc: stopped by SIGINT before any output was written\n"
+    )

@@ -4,6 +4,7 @@ its rejected rows, the shard's parts on disk, the run's counts and the summary l
 from __future__ import annotations
 
 import json
+import os
 
 from chemgraph.chem import MoleculeParseError
 from chemgraph.data.readers import Record
@@ -109,3 +110,38 @@ def test_counts_and_summary_lines_of_two_shards():
         "rejected             2",
         "  valence                            2",
     ]
+
+
+_CTRL_C_WHILE_THE_FORKSERVER_STARTS = """
+import multiprocessing.forkserver, os, signal, sys
+from pathlib import Path
+from chemgraph.data.readers import Record
+from chemgraph.library import workers
+from chemgraph.library.records import FeaturizeOptions
+
+workers._context()  # spawns the forkserver, which then preloads torch and RDKit (seconds)
+os.kill(multiprocessing.forkserver._forkserver._forkserver_pid, signal.SIGINT)
+out = Path(sys.argv[1])
+for folder in ("graphs", "features", "parts"):
+    (out / folder).mkdir(parents=True)
+options = FeaturizeOptions(graphs=None, fingerprints=("maccs",))
+shards = iter([(0, [Record(0, "ethanol", "CCO")])])
+(summary,) = workers.run_local(shards, options, out, 1, None, print, lambda n: None)
+print(summary.featurized)
+"""
+
+
+def test_a_ctrl_c_reaching_the_starting_forkserver_prints_nothing_and_stops_nothing(tmp_path):
+    """A Ctrl-C reaches the whole process group, the forkserver and workers too: they start with
+    SIGINT ignored, whenever it comes (here while the server preloads), so no traceback of
+    theirs reaches the terminal and the parent alone decides to stop."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _CTRL_C_WHILE_THE_FORKSERVER_STARTS, str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    assert "KeyboardInterrupt" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 0 and done.stdout.splitlines()[-1] == "1"
