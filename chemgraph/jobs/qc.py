@@ -205,7 +205,7 @@ def qc_reason_kind(reason: str) -> str:
     for prefix, kind in (
         ("scf not converged", "SCF not converged"),
         ("unsupported element", "unsupported element"),
-        ("transition metal", "transition metal or lanthanide"),
+        ("transition metal", "transition metal/lanthanide"),
         ("several fragments", "several fragments"),
         ("degenerate homo", "degenerate HOMO/LUMO"),
         ("open shell", "open shell"),
