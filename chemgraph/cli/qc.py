@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -23,9 +24,16 @@ class QCCommand(Command):
         "energies and gap in eV with tblite (Bannwarth, Ehlert, Grimme 2019, "
         "doi:10.1021/acs.jctc.8b01176). Cheap labels to pretrain on before fine-tuning on a "
         "few expensive ones (chemgraph train --init-from). Writes OUTPUT/labels.csv (or "
-        ".parquet: row, id, smiles, homo_ev, lumo_ev, gap_ev, method, geometry) and "
-        "OUTPUT/rejected.csv (row, id, input, reason: invalid SMILES, embedding failed, SCF "
-        "not converged, unsupported element, open shell, timeout). --resume continues an "
+        ".parquet: row, id, smiles, homo_ev, lumo_ev, gap_ev, method, geometry: "
+        "ETKDGv3+MMFF94, 'ETKDGv3 (no MMFF94 parameters)', 'single atom' or input) and "
+        "OUTPUT/rejected.csv (row, id, input, reason). The labels are the HOMO and LUMO of one "
+        "closed-shell singlet; the reasons a record gets none: invalid SMILES or unreadable "
+        "SDF record (RDKit's message); several fragments (a salt or solvate); transition "
+        "metal or lanthanide; 3D SDF record without all its hydrogens; ETKDGv3 could not "
+        "embed a conformer; unsupported element (GFN2-xTB: H-Rn); open shell; SCF not "
+        "converged (--max-cycle); xtb failed (another tblite error); degenerate HOMO and "
+        "LUMO; timeout: <step> (--record-timeout); crash: <step> (the worker died). "
+        "--resume continues an "
         "interrupted run; Ctrl-C stops the workers and keeps the finished shards. Needs the "
         "qc extra: pip install 'chemgraph[qc]'."
     )
@@ -89,8 +97,26 @@ class QCCommand(Command):
 
     def run(self, args: argparse.Namespace) -> int:
         """Label; SIGINT/SIGTERM print one line saying how to resume and return 128 + the
-        signal number."""
-        from chemgraph.jobs.qc import QCInterrupted, QCOptions, label_library, summary_table
+        signal number (the same line from the first moment: a Ctrl-C while the job's
+        libraries are still imported says that nothing was written)."""
+        from chemgraph._interrupts import ShardsInterrupted
+
+        try:
+            return self._label(args)
+        except KeyboardInterrupt as stop:  # QCInterrupted, or a Ctrl-C during the imports
+            if not isinstance(stop, ShardsInterrupted):
+                stop = ShardsInterrupted(signal.SIGINT)  # "... before any output was written"
+            # a second SIGINT (`timeout -s INT` sends one to the process and one to its group)
+            # must not cut the line short
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                print(f"chemgraph qc: {stop}", file=sys.stderr)
+            finally:
+                signal.signal(signal.SIGINT, previous)
+            return 128 + stop.signum
+
+    def _label(self, args: argparse.Namespace) -> int:
+        from chemgraph.jobs.qc import QCOptions, label_library, summary_table
 
         options = QCOptions(
             method=args.method,
@@ -100,21 +126,17 @@ class QCCommand(Command):
             smiles_column=args.smiles_column,
             id_column=args.id_column,
         )
-        try:
-            manifest = label_library(
-                args.input,
-                args.output,
-                options,
-                workers=args.workers,
-                shard_size=args.shard_size,
-                resume=args.resume,
-                table_format=args.format,
-                progress=not args.quiet,
-                record_timeout=args.record_timeout or None,
-            )
-        except QCInterrupted as stop:
-            print(f"chemgraph qc: {stop}", file=sys.stderr)
-            return 128 + stop.signum
+        manifest = label_library(
+            args.input,
+            args.output,
+            options,
+            workers=args.workers,
+            shard_size=args.shard_size,
+            resume=args.resume,
+            table_format=args.format,
+            progress=not args.quiet,
+            record_timeout=args.record_timeout or None,
+        )
         print(summary_table(manifest))
         print(f"outputs written to {Path(args.output).resolve()}")
         return 0

@@ -124,24 +124,27 @@ class ReactCommand(Command):
             print(line)
         if len(table) > args.show > 0:
             print(f"... {len(table) - args.show} more reactions in {args.output}")
-        decoded = int(table["top1_invalid"].notna().sum())
-        if decoded == 0:
+        searched = int(table["top1_invalid"].notna().sum())  # read and encoded
+        if searched == 0:
             raise ConfigError(
                 f"none of the {len(table)} reactions of {args.input} could be read and "
                 f"encoded ({args.output} gives each one's reason in its error column); "
                 f"fix them, or {INPUT_FORMAT}"
             )
-        valid = int((table["prediction_1"] != "").sum())
+        # decoded: a valid product predicted; a reaction whose beams (or candidates) hold
+        # none is read and searched, but not decoded
+        predicted = int((table["prediction_1"] != "").sum())
         invalid_top1 = int(table["top1_invalid"].fillna(False).sum())
-        print(f"{len(table)} reactions read, {decoded} decoded, {valid} with a valid "
-              f"product, {invalid_top1} whose best-scoring product was not valid (a radical "
-              "or bare atom the reactants lack, or atoms they do not hold) or missing "
+        print(f"{len(table)} reactions read, {predicted} decoded (a valid product predicted), "
+              f"{searched - predicted} without a valid product, {len(table) - searched} not "
+              f"read or encoded; {invalid_top1} whose best-scoring product was not valid (a "
+              "radical or bare atom the reactants lack, or atoms they do not hold) or missing "
               f"(written to {args.output}; its error column says why a reaction has no "
               "prediction)")  # fmt: skip
         if metrics is not None:
             print(
                 f"top-k accuracy over {metrics['reactions']} of {len(table)} reactions "
-                "(the decoded ones with a known product):"
+                "(those read with a known product):"
             )
             print(format_top_k_metrics(metrics))
         return 0

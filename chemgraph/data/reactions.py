@@ -103,7 +103,8 @@ def reaction_records(
     Yields:
         ``(row, text, reason)``: the 0-based line number (text file) or data row (table), the
         reaction SMILES (text after its first whitespace dropped), and None, or why the record
-        holds no reaction (then ``text`` is the record as read). Blank lines and rows are
+        holds no reaction (then ``text`` is the reaction field as read, ``""`` or blanks for an
+        empty one, or the row as read when it has no such field). Blank lines and rows are
         skipped.
 
     Raises:
@@ -140,8 +141,8 @@ def reaction_records(
                 record = delimiter.join(fields)
                 reason = f"no {header[column].strip()!r} field: {len(fields)} of {len(header)}"
                 yield row, record, reason
-            elif not fields[column].strip():
-                yield row, delimiter.join(fields), f"empty {header[column].strip()!r} field"
+            elif not fields[column].strip():  # the field as read (its blanks), not the row
+                yield row, fields[column], f"empty {header[column].strip()!r} field"
             else:
                 yield row, _first_field(fields[column]), None
 

@@ -16,10 +16,11 @@ Output folder::
     parts/shard-NNNNN.csv         per-shard rejected records (concatenated into rejected.csv)
 
 Every record of the input is accounted for: the manifest's counts satisfy
-``read + blank == featurized + rejected`` (``read``: records with content; ``blank``: blank
-records, each listed in ``rejected.csv`` as ``"blank record"``), and ids used by more than one
-record are counted with examples (``counts["duplicate_ids"]``). ``row`` is the record's 0-based
-index in the file as :mod:`chemgraph.data.readers` defines it per format.
+``read == featurized + rejected`` (``read``: records with content), and ``blank`` counts the
+blank records (whitespace only) once: they are neither featurized nor in ``rejected.csv``. Ids
+used by more than one record are counted with examples (``counts["duplicate_ids"]``). ``row``
+is the record's 0-based index in the file as :mod:`chemgraph.data.readers` defines it per
+format (blank records included).
 
 Each shard is a pure function of its records and the options, so the output does not depend on
 the number of workers or on whether the run was resumed. Every file is written to a temporary

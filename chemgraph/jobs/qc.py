@@ -13,9 +13,16 @@ Per record (:func:`label_record`): the molecule is read as ``chemgraph featurize
 (:func:`chemgraph.library.records.parse_record`); a SMILES, or an SDF record without 3D
 coordinates, gets ``conformers`` ETKDGv3 conformers relaxed with MMFF94, and the one of
 lowest MMFF94 energy is used (:func:`chemgraph.library.records.lowest_energy_conformer`,
-seeded); an SDF record with 3D coordinates is used as given, with its
-hydrogens (a 3D record whose hydrogens are not all in the file is rejected). The total charge
-is the sum of the formal charges; open shells are rejected (the labels are closed-shell).
+seeded; when MMFF94 has no parameters for the molecule, the first ETKDGv3 conformer, not
+relaxed; a single atom is put at the origin, nothing to embed); an SDF record with 3D
+coordinates is used as given, with its hydrogens (a 3D record whose hydrogens are not all in
+the file is rejected). The ``geometry`` column says which (:data:`EMBEDDED`,
+:data:`NOT_RELAXED`, :data:`SINGLE_ATOM`, :data:`AS_GIVEN`). The total charge is the sum of the
+formal charges. The labels are the HOMO and LUMO of one closed-shell singlet, so what that
+cannot describe is rejected: open shells (radicals, an odd electron count), transition metals
+and lanthanides (:data:`TRANSITION_METALS`: open d/f shells the electron count does not show),
+records of several fragments (salts, solvates: the ions' orbitals depend on where the fragments
+are put) and results whose HOMO and LUMO are one level (:data:`DEGENERATE_GAP_EV`).
 
 Output folder::
 
@@ -27,12 +34,15 @@ Output folder::
     parts/shard-NNNNN.parquet    a shard's labels; parts/shard-NNNNN.csv its rejects;
     parts/shard-NNNNN.json       its counts, written last: the shard is complete
 
-Every record is accounted for: ``read + blank == labelled + rejected``. Rejection reasons:
-the parser's (invalid SMILES, unreadable SDF record: RDKit's message), ``"ETKDGv3 could not
-embed a conformer ..."``, ``"unsupported element ..."`` (GFN2-xTB is parametrised for H-Rn,
-Z 1-86), ``"open shell ..."``, ``"3D SDF record without all its hydrogens ..."``, ``"SCF not
-converged ..."``, ``"xtb failed: ..."``, and ``"timeout: <step> (over N s)"`` /
-``"crash: ..."`` from the workers.
+Every record is accounted for: ``read == labelled + rejected``, and ``blank`` counts the blank
+records (whitespace only; neither labelled nor in ``rejected.csv``). The kinds of rejection
+reasons are :data:`REJECT_REASONS` (also in ``chemgraph qc --help`` and the transfer guide):
+the parser's (invalid SMILES, unreadable SDF record: RDKit's message), ``"several fragments
+..."``, ``"transition metal or lanthanide ..."``, ``"3D SDF record without all its hydrogens
+..."``, ``"ETKDGv3 could not embed a conformer ..."``, ``"unsupported element(s) ..."``
+(GFN2-xTB is parametrised for H-Rn, Z 1-86), ``"open shell ..."``, ``"SCF not converged
+..."``, ``"xtb failed: ..."`` (another tblite error), ``"degenerate HOMO and LUMO ..."``, and
+``"timeout: <step> (over N s)"`` / ``"crash: ..."`` from the workers.
 
 The shards run in the library's worker processes, as ``chemgraph featurize``'s do
 (:func:`chemgraph.library.workers.run_local`: heartbeats, a per-record time limit, a crashed
@@ -93,6 +103,7 @@ from chemgraph.qc import QCMolecule, SCFNotConvergedError, xtb_frontier_orbitals
 __all__ = [
     "LABEL_COLUMNS",
     "METHODS",
+    "REJECT_REASONS",
     "QCInterrupted",
     "QCOptions",
     "label_library",
@@ -106,10 +117,39 @@ METHODS = ("GFN2-xTB", "GFN1-xTB")
 """The tight-binding methods of tblite."""
 LABEL_COLUMNS = ("row", "id", "smiles", "homo_ev", "lumo_ev", "gap_ev", "method", "geometry")
 """The columns of ``labels.csv`` / ``labels.parquet``."""
+REJECT_REASONS = (
+    "invalid SMILES or unreadable SDF record (RDKit's message)",
+    "several fragments (a salt or solvate)",
+    "transition metal or lanthanide",
+    "3D SDF record without all its hydrogens",
+    "ETKDGv3 could not embed a conformer",
+    "unsupported element (GFN2-xTB: H-Rn)",
+    "open shell",
+    "SCF not converged (--max-cycle)",
+    "xtb failed (another tblite error)",
+    "degenerate HOMO and LUMO",
+    "timeout: <step> (--record-timeout)",
+    "crash: <step> (the worker died)",
+)
+"""The kinds of reason of ``chemgraph qc``'s ``rejected.csv``, in the order a record's steps
+meet them (``chemgraph qc --help`` and the transfer guide list them)."""
 XTB_ELEMENTS = range(1, 87)
 """Atomic numbers GFN2-xTB (and GFN1-xTB) are parametrised for: H to Rn."""
-EMBEDDED, AS_GIVEN = "ETKDGv3+MMFF94", "input"
-"""The ``geometry`` column: conformer embedded by chemgraph, or the SDF record's coordinates."""
+EMBEDDED, NOT_RELAXED, SINGLE_ATOM, AS_GIVEN = (
+    "ETKDGv3+MMFF94", "ETKDGv3 (no MMFF94 parameters)", "single atom", "input"
+)  # fmt: skip
+"""The ``geometry`` column: what was done to get the coordinates: a conformer embedded with
+ETKDGv3 and relaxed with MMFF94; embedded but not relaxed (MMFF94 has no parameters for an
+element or atom type of the molecule); a single atom at the origin (nothing to embed or relax);
+the SDF record's own coordinates."""
+TRANSITION_METALS = frozenset([*range(21, 31), *range(39, 49), *range(57, 81)])
+"""Atomic numbers of the transition metals (groups 3-12: Sc-Zn, Y-Cd, Hf-Hg) and lanthanides
+(La-Lu), which ``chemgraph qc`` rejects: their partly filled d or f shells give near-degenerate
+frontier orbitals and spin states that the HOMO and LUMO of one closed-shell singlet
+determinant (what GFN2-xTB computes here) do not describe."""
+DEGENERATE_GAP_EV = 1e-3
+"""A result with ``|LUMO - HOMO|`` below this (eV) is rejected as degenerate: the HOMO and LUMO
+are one partly filled level, not a closed shell."""
 
 
 @dataclass(frozen=True)
@@ -165,6 +205,9 @@ def qc_reason_kind(reason: str) -> str:
     for prefix, kind in (
         ("scf not converged", "SCF not converged"),
         ("unsupported element", "unsupported element"),
+        ("transition metal", "transition metal/lanthanide"),
+        ("several fragments", "several fragments"),
+        ("degenerate homo", "degenerate HOMO/LUMO"),
         ("open shell", "open shell"),
         ("3d sdf record without", "SDF without hydrogens"),
         ("xtb failed", "xtb failed"),
@@ -175,9 +218,25 @@ def qc_reason_kind(reason: str) -> str:
 
 
 def _geometry(record: Record, options: QCOptions, steps: Steps) -> tuple[Chem.Mol, str]:
-    """The molecule with explicit hydrogens and one conformer (Å), and where it came from."""
+    """The molecule with explicit hydrogens and one conformer (Å), and what was done to get it
+    (:data:`EMBEDDED`, :data:`NOT_RELAXED`, :data:`SINGLE_ATOM`, :data:`AS_GIVEN`)."""
     steps("parse")
     mol = parse_record(record)
+    fragments = len(Chem.GetMolFrags(mol))
+    if fragments > 1:  # embedded apart or together, the ions' HOMO/LUMO depend on where
+        raise MoleculeParseError(
+            f"several fragments ({fragments}, e.g. a salt or a solvate): chemgraph qc labels "
+            "one molecule per record; give the fragments as records of their own, or the "
+            "largest (chemgraph.chem.MoleculePreparation(fragments='largest'))"
+        )
+    metals = sorted(
+        {a.GetSymbol() for a in mol.GetAtoms() if a.GetAtomicNum() in TRANSITION_METALS}
+    )
+    if metals:
+        raise MoleculeParseError(
+            f"transition metal or lanthanide {', '.join(metals)}: open d/f shells that the "
+            "HOMO and LUMO of a closed-shell GFN2-xTB singlet do not describe"
+        )
     if record.kind == "molblock":
         given = mol_from_sdf_block(record.text, remove_hs=False)
         if given.GetNumConformers() and given.GetConformer().Is3D():
@@ -189,8 +248,13 @@ def _geometry(record: Record, options: QCOptions, steps: Steps) -> tuple[Chem.Mo
                     "SMILES) to have a conformer embedded"
                 )
             return given, AS_GIVEN
+    with_hydrogens = Chem.AddHs(mol)
+    if with_hydrogens.GetNumAtoms() == 1:  # nothing to embed or relax: the atom at the origin
+        with_hydrogens.AddConformer(Chem.Conformer(1), assignId=True)
+        return with_hydrogens, SINGLE_ATOM
     steps("conformers")
-    return lowest_energy_conformer(mol, options.conformers, options.seed), EMBEDDED
+    conformer, relaxed = lowest_energy_conformer(mol, options.conformers, options.seed)
+    return conformer, EMBEDDED if relaxed else NOT_RELAXED
 
 
 def label_record(record: Record, options: QCOptions, steps: Steps | None = None) -> dict:
@@ -204,8 +268,8 @@ def label_record(record: Record, options: QCOptions, steps: Steps | None = None)
 
     Returns:
         ``{"row", "id", "smiles" (canonical, without hydrogens), "homo_ev", "lumo_ev",
-        "gap_ev" (= LUMO − HOMO, eV), "method", "geometry"}`` (``geometry``
-        ``"ETKDGv3+MMFF94"`` or ``"input"``).
+        "gap_ev" (= LUMO − HOMO, eV), "method", "geometry"}`` (``geometry``: what was done,
+        :data:`EMBEDDED`, :data:`NOT_RELAXED`, :data:`SINGLE_ATOM` or :data:`AS_GIVEN`).
 
     Raises:
         MoleculeParseError: the record is rejected; ``reason`` says why (see the module
@@ -242,13 +306,19 @@ def label_record(record: Record, options: QCOptions, steps: Steps | None = None)
         raise MoleculeParseError(f"SCF not converged: {error}") from None
     except Exception as error:  # noqa: BLE001 - tblite's errors: the record is rejected
         raise MoleculeParseError(f"xtb failed: {type(error).__name__}: {error}") from None
+    gap = result.lumo_ev - result.homo_ev
+    if abs(gap) < DEGENERATE_GAP_EV:
+        raise MoleculeParseError(
+            f"degenerate HOMO and LUMO (gap {gap:.1e} eV, below {DEGENERATE_GAP_EV:g} eV): a "
+            "partly filled level, not a closed shell"
+        )
     return {
         "row": record.row,
         "id": record.id,
         "smiles": Chem.MolToSmiles(Chem.RemoveHs(mol)),
         "homo_ev": result.homo_ev,
         "lumo_ev": result.lumo_ev,
-        "gap_ev": result.lumo_ev - result.homo_ev,
+        "gap_ev": gap,
         "method": result.method,
         "geometry": geometry,
     }
@@ -362,7 +432,8 @@ def label_library(
 
     Returns:
         The manifest (also ``output/manifest.json``): ``counts`` holds ``read``, ``blank``,
-        ``labelled``, ``rejected`` (``read + blank == labelled + rejected``),
+        ``labelled``, ``rejected`` (``read == labelled + rejected``; a blank record is counted
+        in ``blank`` only),
         ``rejected_by_reason`` and ``shards``; ``table`` the labels file's name.
 
     Raises:

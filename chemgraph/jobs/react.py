@@ -24,6 +24,7 @@ from typing import Any
 import lightning as L
 import pandas as pd
 import torch
+from rdkit import rdBase
 
 from chemgraph.batches.reaction import (
     ReactionGraphs,
@@ -511,13 +512,15 @@ def react(reaction: str, options: ReactOptions | None = None) -> ReactionPredict
         from chemgraph.data.reaction_centre import reaction_centre_example
 
         model = options.centre_model()
-        example = reaction_centre_example(reaction, model.config.max_distance, with_edits=False)
-        return model.predict([example], top_k=options.top_k)[0]
+        with rdBase.BlockLogs():  # RDKit's log lines: its reasons are in the errors raised
+            example = reaction_centre_example(reaction, model.config.max_distance, with_edits=False)
+            return model.predict([example], top_k=options.top_k)[0]
     module = load_checkpoint(options.checkpoint_file, kind="reaction")
-    items, _, bad = encode_reactions([parse_input_reaction(reaction)], [0], with_product=False)
-    if bad:
-        raise GraphEncodingError(bad[0][2])
-    (prediction,) = predict_reactions(module, items, options.beam_width, options.top_k, 1)
+    with rdBase.BlockLogs():
+        items, _, bad = encode_reactions([parse_input_reaction(reaction)], [0], with_product=False)
+        if bad:
+            raise GraphEncodingError(bad[0][2])
+        (prediction,) = predict_reactions(module, items, options.beam_width, options.top_k, 1)
     return prediction
 
 
@@ -546,9 +549,13 @@ def react_file(
         )
     if next(reaction_records(input_path), None) is None:
         raise ConfigError(f"{input_path} holds no reactions; {INPUT_FORMAT}")
-    if options.decoder == "centre":
-        return predict_reaction_file(options.centre_model(), input_path, output, options.top_k)
-    return predict_file(
-        options.checkpoint_file, input_path, output, options.top_k, options.beam_width,
-        options.batch_size,
-    )  # fmt: skip
+    # RDKit's log lines ("SMILES Parse Error: ...", "WARNING: not removing hydrogen atom ...")
+    # stay off the terminal: a reaction's reason is in the table's error column
+    # (chemgraph.chem.parse captures RDKit's messages while its logs are blocked)
+    with rdBase.BlockLogs():
+        if options.decoder == "centre":
+            return predict_reaction_file(options.centre_model(), input_path, output, options.top_k)
+        return predict_file(
+            options.checkpoint_file, input_path, output, options.top_k, options.beam_width,
+            options.batch_size,
+        )  # fmt: skip

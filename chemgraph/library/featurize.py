@@ -99,7 +99,8 @@ def featurize_library(
 
     Returns:
         The manifest (also written to ``output/manifest.json``): ``counts`` holds ``read``,
-        ``blank``, ``featurized``, ``rejected`` (``read + blank == featurized + rejected``),
+        ``blank``, ``featurized``, ``rejected`` (``read == featurized + rejected``; a blank
+        record is counted in ``blank`` only),
         ``rejected_by_reason``, ``shards`` and ``duplicate_ids``.
 
     Raises:

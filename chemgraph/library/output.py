@@ -43,6 +43,7 @@ from chemgraph.featurize.fingerprints import parse_fingerprint
 from chemgraph.graphs.molecule import mols_to_graph_arrays
 from chemgraph.graphs.shards import save_shard_arrays, shard_rows
 from chemgraph.library.records import (
+    BLANK_RECORD,
     FeaturizeOptions,
     Steps,
     features_table,
@@ -74,9 +75,9 @@ _DUPLICATE_EXAMPLES = 5
 
 @dataclass
 class ShardSummary:
-    """Counts of one shard (``parts/shard-NNNNN.json``): ``read`` records with content and
-    ``blank`` blank ones, of which ``featurized``; ``rejected`` counts by reason kind (blank
-    records included)."""
+    """Counts of one shard (``parts/shard-NNNNN.json``): ``read`` records with content, of
+    which ``featurized`` (or labelled) and ``rejected`` (counts by reason kind), and ``blank``
+    blank ones, neither featurized nor rejected: ``read == featurized + sum(rejected)``."""
 
     shard: int
     read: int = 0
@@ -164,7 +165,9 @@ def finish_shard(
 ) -> ShardSummary:
     """Write a shard's rejected part ``parts/shard-NNNNN.csv`` (:func:`rejected_csv`) and then
     its counts ``parts/shard-NNNNN.json``, which mark the shard complete: a job writes its own
-    files of the shard first.
+    files of the shard first. A blank record is counted once, in ``blank``: its row of the part
+    (:data:`~chemgraph.library.records.BLANK_RECORD`, so that the parts give every record a
+    row) is not a reject, and :func:`concatenate_rejected` leaves it out of ``rejected.csv``.
 
     Args:
         out: the output folder (its ``parts`` folder exists).
@@ -180,13 +183,13 @@ def finish_shard(
     """
     name = shard_name(shard)
     write_text_atomically(rejected_csv(rejected), out / "parts" / f"{name}.csv")
-    blank = sum(record.kind == "blank" for record in records)
+    blank = {record.row for record in records if record.kind == "blank"}
     summary = ShardSummary(
         shard=shard,
-        read=len(records) - blank,
-        blank=blank,
+        read=len(records) - len(blank),
+        blank=len(blank),
         featurized=done,
-        rejected=dict(sorted(Counter(kind(r[3]) for r in rejected).items())),
+        rejected=dict(sorted(Counter(kind(r[3]) for r in rejected if r[0] not in blank).items())),
     )
     write_text_atomically(
         json.dumps(asdict(summary), sort_keys=True), out / "parts" / f"{name}.json"
@@ -273,7 +276,7 @@ def _ids_of_rows(out: Path, shard_size: int, rows: set[int]) -> dict[int, str]:
 def shard_counts(shards: list[ShardSummary], done: str = "featurized") -> dict[str, Any]:
     """The run's counts of its shards' summaries: ``read``, ``blank``, ``done`` (the records
     featurized, or labelled), ``rejected``, ``rejected_by_reason`` (sorted by category) and
-    ``shards``; ``read + blank == done + rejected``."""
+    ``shards``; ``read == done + rejected`` (a blank record is counted once, in ``blank``)."""
     rejected: Counter[str] = Counter()
     for summary in shards:
         rejected.update(summary.rejected)
@@ -375,10 +378,14 @@ def prepare_output(
 
 def concatenate_rejected(out: Path, shards: list[int]) -> None:
     """Write ``out/rejected.csv``: the header :data:`~chemgraph.data.readers.REJECTED_COLUMNS`
-    and the rejected parts ``parts/shard-NNNNN.csv`` of ``shards``, in that order."""
+    and the rejected parts ``parts/shard-NNNNN.csv`` of ``shards``, in that order, without the
+    blank records (counted as blank, not rejected: :func:`finish_shard`)."""
     temporary = atomic_path(out / "rejected.csv")
     with open(temporary, "w", encoding="utf-8", newline="") as handle:
-        handle.write(",".join(REJECTED_COLUMNS) + "\n")
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(REJECTED_COLUMNS)
         for shard in shards:
-            handle.write((out / "parts" / f"{shard_name(shard)}.csv").read_text(encoding="utf-8"))
+            path = out / "parts" / f"{shard_name(shard)}.csv"
+            with open(path, encoding="utf-8", newline="") as part:
+                writer.writerows(row for row in csv.reader(part) if row[3] != BLANK_RECORD)
     os.replace(temporary, out / "rejected.csv")

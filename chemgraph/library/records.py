@@ -155,7 +155,6 @@ def reason_kind(reason: str) -> str:
         if lowered.startswith(prefix):
             return kind
     for needle, kind in (
-        (BLANK_RECORD, "blank record"),
         ("malformed row", "malformed table row"),
         ("not valid utf-8", "not UTF-8"),
         ("empty", "empty record"),
@@ -197,18 +196,20 @@ def parse_record(record: Record) -> Chem.Mol:
     return result
 
 
-def lowest_energy_conformer(mol: Chem.Mol, conformers: int, seed: int) -> Chem.Mol:
+def lowest_energy_conformer(mol: Chem.Mol, conformers: int, seed: int) -> tuple[Chem.Mol, bool]:
     """The molecule with explicit hydrogens and only the lowest-MMFF94-energy conformer of
     ``conformers`` embedded with ``seed`` (:func:`chemgraph.chem.embed_conformers`; the first
-    embedded one when MMFF94 has no parameters for the molecule).
+    embedded one when MMFF94 has no parameters for the molecule), and whether MMFF94 relaxed
+    it (False: the ETKDGv3 geometry).
 
     Raises:
         MoleculeParseError: no conformer could be embedded.
     """
     result = embed_conformers(mol, conformers, seed=seed)
+    relaxed = any(e is not None for e in result.energies)
     energies = [e if e is not None else float("inf") for e in result.energies]
     best = result.conformer_ids[energies.index(min(energies))] if energies else -1
-    return Chem.Mol(result.mol, False, best)
+    return Chem.Mol(result.mol, False, best), relaxed
 
 
 @dataclass
@@ -260,7 +261,7 @@ def featurize_record(
     graph_mol = mol
     if options.conformers:
         steps("conformers")
-        graph_mol = lowest_energy_conformer(mol, options.conformers, options.seed)
+        graph_mol, _ = lowest_energy_conformer(mol, options.conformers, options.seed)
     steps("canonical SMILES")
     smiles = Chem.MolToSmiles(mol)
     steps("fingerprints")
@@ -303,7 +304,10 @@ def process_records(
         ``(done, rejected)``: ``(record, result)`` of every record computed, in input order,
         and the :func:`rejected_row` of every other record, with the reason of ``skip``, of
         the :class:`~chemgraph.chem.MoleculeParseError`, or ``"<step> failed: <exception>"``
-        for another exception.
+        for another exception; a blank record's is :data:`BLANK_RECORD` (so that a shard's
+        parts give every record a row, as ``predict`` and ``fingerprint`` write them; the
+        counts and ``rejected.csv`` count it as blank only:
+        :func:`chemgraph.library.output.finish_shard`).
     """
     done: list[tuple[Record, Any]] = []
     rejected: list[tuple[int, str, str, str]] = []

@@ -25,6 +25,7 @@ import multiprocessing.forkserver
 import os
 import pickle
 import signal
+import threading
 import time
 import traceback
 from collections import deque
@@ -98,7 +99,16 @@ def _context() -> multiprocessing.context.BaseContext:
 
 
 def _start_forkserver() -> None:
-    """Start the forkserver (if it is not running) with ``PYTHONSAFEPATH=1``.
+    """Start the forkserver (if it is not running) with ``PYTHONSAFEPATH=1`` and SIGINT ignored.
+
+    SIGINT is ignored in this process while the server is spawned (a few milliseconds), so that
+    the server starts with it ignored (an ignored signal stays ignored across ``exec``, and
+    Python then installs no ``KeyboardInterrupt`` handler) and so does every worker forked
+    from it: a Ctrl-C while the server preloads this module (torch, RDKit: seconds) or while a
+    worker starts no longer prints their ``KeyboardInterrupt`` tracebacks. This process's
+    handler is back before it waits for the server, and it stops the workers. (Blocking the
+    signal instead, as CPython's ``resource_tracker`` does, is not inherited through the
+    ``vfork`` path of ``multiprocessing.util.spawnv_passfds`` on CPython 3.11.)
 
     The server is ``python -c ...``, which puts the current folder first on its import path and
     ignores the parent's (CPython passes ``sys_path`` but its ``forkserver.main`` does not
@@ -106,9 +116,13 @@ def _start_forkserver() -> None:
     preload that code and every worker forked from it would featurize with it."""
     saved = os.environ.get("PYTHONSAFEPATH")
     os.environ["PYTHONSAFEPATH"] = "1"
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
     try:
         multiprocessing.forkserver.ensure_running()
     finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
         if saved is None:
             del os.environ["PYTHONSAFEPATH"]
         else:

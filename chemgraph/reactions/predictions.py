@@ -161,8 +161,10 @@ def prediction_table(
         ``prediction_k`` and ``score_k`` for ``k`` up to ``top_k``; ``""`` and NaN past a row's
         last prediction), the ``extra`` columns and ``error`` (the reason a row was not
         decoded, :data:`NO_PRODUCT` for a decoded row without a valid product, else ``""``);
-        and the :func:`top_k_metrics` of the decoded reactions that hold products (None when
-        none does).
+        and the :func:`top_k_metrics` of the decoded reactions that hold products at each
+        ``k`` of :data:`TOP_K` up to ``top_k`` (past ``top_k`` a reaction has no more
+        predictions, so a larger ``k`` would repeat the top-``top_k`` accuracy); None when
+        none does.
     """
     table = pd.DataFrame(
         {"row": pd.Series(list(records), dtype="int64"), "reaction": list(records.values())}
@@ -183,5 +185,6 @@ def prediction_table(
     metrics = None
     if known:
         targets = [items[k].product_smiles for k in known]
-        metrics = top_k_metrics([predictions[k] for k in known], targets)
+        ks = [k for k in TOP_K if k <= top_k]
+        metrics = top_k_metrics([predictions[k] for k in known], targets, ks)
     return table, metrics

@@ -71,15 +71,15 @@ def test_input_file_prints_each_reaction_then_the_summary(tmp_path, capsys):
     valid = int((table["prediction_1"] != "").sum())
     assert valid == 2
     assert lines[-4] == (
-        "4 reactions read, 2 decoded, 2 with a valid product, 0 whose best-scoring product was "
-        "not valid (a radical or bare atom the reactants lack, or atoms they do not hold) or "
-        f"missing (written to {output}; its error column says why a reaction has no prediction)"
+        "4 reactions read, 2 decoded (a valid product predicted), 0 without a valid product, 2 "
+        "not read or encoded; 0 whose best-scoring product was not valid (a radical or bare "
+        "atom the reactants lack, or atoms they do not hold) or missing (written to "
+        f"{output}; its error column says why a reaction has no prediction)"
     )
     # the amide alone of the decoded reactions has a product: the accuracy is over it
-    assert lines[-3] == (
-        "top-k accuracy over 1 of 4 reactions (the decoded ones with a known product):"
-    )
-    assert lines[-1].split() == ["100.00%", "100.00%", "100.00%", "100.00%", "0.00%"]
+    assert lines[-3] == ("top-k accuracy over 1 of 4 reactions (those read with a known product):")
+    assert lines[-2].split() == ["top-1", "top-2", "invalid-top1"]  # --top-k 2: no top-3
+    assert lines[-1].split() == ["100.00%", "100.00%", "0.00%"]
 
 
 def test_input_file_without_valid_products_says_so_per_reaction(
@@ -101,12 +101,13 @@ def test_input_file_without_valid_products_says_so_per_reaction(
         f"  {NO_PRODUCT}",
         "row 2: CCO>>CC=O",
         f"  {NO_PRODUCT}",
-        "3 reactions read, 3 decoded, 0 with a valid product, 3 whose best-scoring product was "
-        "not valid (a radical or bare atom the reactants lack, or atoms they do not hold) or "
-        f"missing (written to {output}; its error column says why a reaction has no prediction)",
-        "top-k accuracy over 1 of 3 reactions (the decoded ones with a known product):",
-        "         top-1         top-2         top-3         top-5  invalid-top1",
-        "         0.00%         0.00%         0.00%         0.00%       100.00%",
+        "3 reactions read, 0 decoded (a valid product predicted), 3 without a valid product, 0 "
+        "not read or encoded; 3 whose best-scoring product was not valid (a radical or bare "
+        "atom the reactants lack, or atoms they do not hold) or missing (written to "
+        f"{output}; its error column says why a reaction has no prediction)",
+        "top-k accuracy over 1 of 3 reactions (those read with a known product):",
+        "         top-1         top-2  invalid-top1",
+        "         0.00%         0.00%       100.00%",
     ]
     assert output.read_text().splitlines() == [
         "row,reaction,target,target_rank,top1_invalid,prediction_1,score_1,prediction_2,"
@@ -131,11 +132,9 @@ def test_show_limits_the_printed_reactions(tmp_path, capsys, untrained_checkpoin
         f"  {NO_PRODUCT}",
         f"... 3 more reactions in {output}",
     ]
-    assert lines[5].startswith("5 reactions read, 5 decoded, 0 with a valid product")
+    assert lines[5].startswith("5 reactions read, 0 decoded (a valid product predicted), 5 without")
     # every reaction has products: top-k accuracy follows
-    assert lines[6] == (
-        "top-k accuracy over 5 of 5 reactions (the decoded ones with a known product):"
-    )
+    assert lines[6] == ("top-k accuracy over 5 of 5 reactions (those read with a known product):")
     assert "top-1" in lines[7]
     assert _react(*argv, "--show", "0", "--overwrite") == 0
     assert capsys.readouterr().out.splitlines()[0].startswith("5 reactions read")
@@ -231,11 +230,26 @@ def test_top_k_accuracy_over_the_reactions_with_a_known_product(tmp_path, capsys
     assert _react(*argv) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("4 reactions read, 3 decoded")
-    assert lines[1] == (
-        "top-k accuracy over 2 of 4 reactions (the decoded ones with a known product):"
-    )
-    assert lines[2].split() == ["top-1", "top-2", "top-3", "top-5", "invalid-top1"]
-    assert lines[3].split() == ["100.00%", "100.00%", "100.00%", "100.00%", "0.00%"]
+    assert lines[1] == ("top-k accuracy over 2 of 4 reactions (those read with a known product):")
+    assert lines[2].split() == ["top-1", "top-2", "invalid-top1"]  # only k <= --top-k 2
+    assert lines[3].split() == ["100.00%", "100.00%", "0.00%"]
+
+
+@pytest.mark.parametrize(("top_k", "columns"), [(1, ["top-1"]), (3, ["top-1", "top-2", "top-3"])])
+def test_top_k_accuracy_of_the_centre_decoder_stops_at_top_k(tmp_path, capsys, top_k, columns):
+    """The reaction-centre decoder (the shipped model) reports top-k accuracy for k <= --top-k
+    only: a reaction has no prediction past --top-k."""
+    inputs = tmp_path / "reactions.txt"
+    inputs.write_text("CC(=O)Cl.OCC>>CCOC(C)=O\nCCN.O=C(Cl)c1ccccc1>>CCNC(=O)c1ccccc1\n")
+    output = tmp_path / "predictions.csv"
+    argv = ["react", "--input", str(inputs), "--output", str(output), "--show", "0"]
+    assert main([*argv, "--top-k", str(top_k)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2].split() == [*columns, "invalid-top1"]
+    table = pd.read_csv(output, keep_default_na=False)
+    for k, value in zip(range(1, top_k + 1), lines[-1].split()):  # agrees with target_rank
+        hits = (pd.to_numeric(table["target_rank"]).fillna(99) <= k).mean()
+        assert value == f"{100 * hits:.2f}%"
 
 
 def test_predict_file_scores_the_reactions_that_hold_products(tmp_path):
@@ -277,3 +291,37 @@ def test_a_run_folder_stands_for_its_best_checkpoint(tmp_path, capsys):
     shutil.copy(FROZEN, folder / "best.ckpt")
     assert _react(ESTER_INPUT, "--checkpoint", str(folder)) == 0
     assert capsys.readouterr().out.splitlines()[0].split("\t")[1] == "CCOC(C)=O"
+
+
+def test_react_keeps_rdkit_off_the_terminal_and_counts_only_predictions_as_decoded(tmp_path, capfd):
+    """The centre decoder on reactions RDKit logs about (an unclosed ring, a bare proton) and
+    one whose candidates hold no valid product ([Xe]>>): nothing of RDKit's reaches stderr (the
+    reasons are in the error column), and [Xe]>> is not counted as decoded."""
+    inputs = tmp_path / "reactions.txt"
+    inputs.write_text("C1CC>> ring\nCC(=O)OCC.O>[H+]> hydrolysis\n[Xe]>> xenon\n")
+    output = tmp_path / "predictions.csv"
+    assert main(["react", "--input", str(inputs), "--output", str(output), "--show", "0"]) == 0
+    captured = capfd.readouterr()
+    assert captured.err == ""  # no "[hh:mm:ss] SMILES Parse Error: ...", no "WARNING: ..."
+    table = pd.read_csv(output, keep_default_na=False)
+    assert table["error"].tolist() == [
+        "RDKit cannot parse the reactants and reagents", "", NO_PRODUCT
+    ]  # fmt: skip
+    assert captured.out.startswith(
+        "3 reactions read, 1 decoded (a valid product predicted), 1 without a valid product, 1 "
+        "not read or encoded;"
+    )
+
+
+def test_an_empty_reaction_field_shows_the_field_not_the_row(tmp_path, capsys):
+    inputs = tmp_path / "reactions.csv"
+    inputs.write_text("id,reaction\n1,CC(=O)Cl.OCC>>\n2,\n3, \n")
+    output = tmp_path / "predictions.csv"
+    assert main(["react", "--input", str(inputs), "--output", str(output), "--top-k", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2:6] == [
+        "row 1: ", "  not predicted: empty 'reaction' field",
+        "row 2:  ", "  not predicted: empty 'reaction' field",
+    ]  # fmt: skip
+    table = pd.read_csv(output, keep_default_na=False)
+    assert table["reaction"].tolist() == ["CC(=O)Cl.OCC>>", "", " "]  # not "2," or "3, "

@@ -75,9 +75,8 @@ def test_bad_records_are_reported_and_the_rest_featurized(smi, tmp_path):
     out = tmp_path / "out"
     manifest = featurize_library(smi, out, OPTIONS, shard_size=5, progress=False)
     rejected = pd.read_csv(out / "rejected.csv")
-    assert rejected["row"].tolist() == [2, 3, 6, 7]
+    assert rejected["row"].tolist() == [3, 6, 7]  # not the blank line 2: counted as blank only
     reasons = dict(zip(rejected["row"], rejected["reason"]))
-    assert reasons[2] == "blank record"
     assert "SMILES parse error" in reasons[3]
     assert "valence" in reasons[6]
     assert "UTF-8" in reasons[7]
@@ -85,8 +84,8 @@ def test_bad_records_are_reported_and_the_rest_featurized(smi, tmp_path):
         "read": 11,
         "blank": 1,
         "featurized": 8,
-        "rejected": 4,
-        "rejected_by_reason": {"SMILES syntax": 1, "blank record": 1, "not UTF-8": 1, "valence": 1},
+        "rejected": 3,
+        "rejected_by_reason": {"SMILES syntax": 1, "not UTF-8": 1, "valence": 1},
         "shards": 3,
         "duplicate_ids": {"records": 1, "ids": 1, "examples": [{"id": "dup", "rows": [9, 10]}]},
     }
@@ -422,15 +421,19 @@ def test_every_format_accounts_for_every_record(tmp_path, name):
     options = FeaturizeOptions(fingerprints=("maccs",), id_column=id_column)
     manifest = featurize_library(path, tmp_path / "out", options, shard_size=2, progress=False)
     counts = manifest["counts"]
-    assert counts["read"] + counts["blank"] == counts["featurized"] + counts["rejected"] == 5
+    assert counts["read"] + counts["blank"] == 5
+    assert counts["read"] == counts["featurized"] + counts["rejected"]  # a blank one once
     assert counts["blank"] == len(blank) and counts["featurized"] == 3
     features = read_features(tmp_path / "out")
     rejected = pd.read_csv(tmp_path / "out" / "rejected.csv", keep_default_na=False)
-    assert sorted(features["row"].tolist() + rejected["row"].tolist()) == [0, 1, 2, 3, 4]
+    rows = features["row"].tolist() + rejected["row"].tolist()
+    assert sorted(rows + blank) == [0, 1, 2, 3, 4]
     assert features["row"].tolist() == [0, 3, 4]
     assert features["smiles"].tolist() == ["CCO", "c1ccccc1", "CCN"]
     reasons = dict(zip(rejected["row"], rejected["reason"]))
-    assert reasons[2] == ("blank record" if blank else "empty SMILES")
+    assert (2 in reasons) == (not blank)  # a blank record is not a reject
+    if not blank:
+        assert reasons[2] == "empty SMILES"
     assert reasons[1].startswith("SDF parse error" if "sdf" in name else "SMILES parse error")
     # id "a" is used by rows 0 and 4
     assert counts["duplicate_ids"] == {
@@ -438,18 +441,20 @@ def test_every_format_accounts_for_every_record(tmp_path, name):
     }  # fmt: skip
 
 
-def test_csv_blank_line_is_rejected_with_its_line_number(tmp_path):
+def test_csv_blank_line_is_counted_once_as_blank_and_keeps_its_row(tmp_path):
     text = "smiles,name\nCCO,ethanol\n\nCCN,ethylamine\n"
     path = tmp_path / "lib.csv"
     path.write_text(text)
-    featurize_library(path, tmp_path / "out", FeaturizeOptions(), progress=False)
+    manifest = featurize_library(path, tmp_path / "out", FeaturizeOptions(), progress=False)
     rejected = pd.read_csv(tmp_path / "out" / "rejected.csv", dtype=str, keep_default_na=False)
-    assert rejected.to_dict("records") == [
-        {"row": "1", "id": "1", "input": "", "reason": "blank record"}
-    ]
+    assert rejected.empty  # blank, not also rejected
+    counts = manifest["counts"]
+    assert (counts["read"], counts["blank"], counts["featurized"], counts["rejected"]) == (
+        2, 1, 2, 0
+    )  # fmt: skip
     line = text.split("\n")[1 + 2 - 1]  # row r is on line r + 2 (1-based; header = line 1)
     assert line == ""
-    assert read_features(tmp_path / "out")["row"].tolist() == [0, 2]
+    assert read_features(tmp_path / "out")["row"].tolist() == [0, 2]  # row 1 is the blank one
 
 
 # --- one pathological record must not stall the run ----------------------------------------

@@ -129,7 +129,8 @@ def test_a_shard_without_survivors_is_an_empty_shard_and_the_run_goes_on(tmp_pat
     assert graphs == [] and rows.tolist() == []
     assert [r.tolist() for r in (load_shard(out / "graphs" / "shard-00002.bin")[1],)] == [[4]]
     rejected = (out / "rejected.csv").read_text().splitlines()
-    assert [line.split(",")[0] for line in rejected[1:]] == ["2", "3"]
+    assert [line.split(",")[0] for line in rejected[1:]] == ["2"]  # row 3 is blank: not a reject
+    assert manifest["counts"]["blank"] == 1
     featurize_library(path, out, options, shard_size=2, progress=False, resume=True)
 
 

@@ -56,7 +56,7 @@ def run(tmp_path_factory):
 def _direct(smiles: str) -> tuple[float, float]:
     """HOMO and LUMO (eV) of the job's recipe, step by step: ETKDGv3 + MMFF94 (lowest of two,
     seed 0), then tblite."""
-    mol = lowest_energy_conformer(mol_from_smiles(smiles), 2, 0)
+    mol, _ = lowest_energy_conformer(mol_from_smiles(smiles), 2, 0)
     molecule = QCMolecule(
         "direct",
         tuple(a.GetSymbol() for a in mol.GetAtoms()),
@@ -229,3 +229,93 @@ def test_ctrl_c_stops_the_workers_keeps_finished_shards_and_resume_completes(tmp
 def test_a_molecule_without_a_conformer_is_a_reject():
     with pytest.raises(ValueError, match="ETKDGv3 could not embed a conformer"):
         label_record(Record(0, "cyclopropyne", "C1#CC1"), QCOptions(conformers=1))
+
+
+def test_a_blank_line_is_counted_once_as_blank_not_also_rejected(tmp_path, capsys):
+    library = tmp_path / "library.smi"
+    library.write_text("O water\n\n[U] uranium\n")
+    out = tmp_path / "out"
+    assert main(["qc", str(library), "--output", str(out), "--conformers", "1", "--quiet"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    counts = manifest["counts"]
+    assert (counts["read"], counts["blank"], counts["labelled"], counts["rejected"]) == (2, 1, 1, 1)
+    assert counts["rejected_by_reason"] == {"unsupported element": 1}
+    rejected = pd.read_csv(out / "rejected.csv", keep_default_na=False)
+    assert rejected["row"].tolist() == [2]  # the uranium; not the blank row 1
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[:4] == [
+        "read                 2", "blank                1", "labelled             1",
+        "rejected             1",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("smiles", "reason"),
+    [
+        ("[Fe+2]", "transition metal or lanthanide Fe: open d/f shells"),  # 24 electrons: even
+        ("Cl[Pt](Cl)(N)N", "transition metal or lanthanide Pt: "),
+        ("[Eu+3]", "transition metal or lanthanide Eu: "),
+        ("[Na+].[Cl-]", "several fragments (2, e.g. a salt or a solvate)"),
+        ("CC(=O)[O-].[Na+]", "several fragments (2, "),
+    ],
+)
+def test_what_a_closed_shell_singlet_cannot_describe_is_rejected(smiles, reason):
+    with pytest.raises(ValueError) as error:
+        label_record(Record(0, "r", smiles), QCOptions(conformers=1))
+    assert str(error.value).startswith(reason)
+
+
+def test_a_degenerate_homo_and_lumo_is_rejected(monkeypatch):
+    from chemgraph.jobs import qc
+    from chemgraph.qc.result import FrontierOrbitals
+
+    def degenerate(molecule, method, max_cycle):
+        return FrontierOrbitals(-25.405, -25.405 + 2.8e-14, -25.405, -25.405, method, "", "", 0.0)
+
+    monkeypatch.setattr(qc, "xtb_frontier_orbitals", degenerate)
+    with pytest.raises(ValueError, match=r"^degenerate HOMO and LUMO \(gap 2\.8e-14 eV"):
+        label_record(Record(0, "water", "O"), QCOptions(conformers=1))
+
+
+def test_the_geometry_column_says_what_was_done():
+    options = QCOptions(conformers=1)
+    chloride = label_record(Record(0, "chloride", "[Cl-]"), options)
+    assert chloride["geometry"] == "single atom"  # nothing embedded or relaxed
+    assert chloride["lumo_ev"] - chloride["homo_ev"] > 1.0  # a closed-shell 18-electron ion
+    borane = label_record(Record(1, "trimethylborane", "CB(C)C"), options)
+    assert borane["geometry"] == "ETKDGv3 (no MMFF94 parameters)"  # MMFF94 has no boron
+    assert label_record(Record(2, "water", "O"), options)["geometry"] == "ETKDGv3+MMFF94"
+
+
+def test_every_reject_reason_is_listed_in_the_help_and_the_guide(capsys):
+    from pathlib import Path
+
+    from chemgraph.jobs.qc import REJECT_REASONS
+
+    with pytest.raises(SystemExit):
+        main(["qc", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    guide = Path(__file__).resolve().parents[2] / "docs" / "guides" / "transfer.md"
+    text = guide.read_text().replace("`", "").replace("&lt;", "<").replace("&gt;", ">")
+    text = " ".join(text.split())
+    for reason in REJECT_REASONS:
+        assert reason in shown, reason
+        assert reason in text, reason
+
+
+def test_a_ctrl_c_before_the_job_handles_signals_gives_the_same_one_line(
+    tmp_path, monkeypatch, capsys
+):
+    """A Ctrl-C while qc still imports its libraries: the one line of a later Ctrl-C (no output
+    yet, so no resume hint), not the generic "interrupted"."""
+    from chemgraph.jobs import qc
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(qc, "label_library", interrupted)
+    out = tmp_path / "out"
+    assert main(["qc", str(_library(tmp_path)), "--output", str(out)]) == 128 + signal.SIGINT
+    assert capsys.readouterr().err == (
+        "chemgraph qc: stopped by SIGINT before any output was written\n"
+    )

@@ -127,7 +127,10 @@ def test_react_input_counts_no_valid_product_and_writes_integer_rows(
     output = tmp_path / "predictions.csv"
     assert _react_file(inputs, untrained_checkpoint, output) == 0
     out = capsys.readouterr().out
-    assert "3 reactions read, 3 decoded, 0 with a valid product" in out
+    assert (
+        "3 reactions read, 0 decoded (a valid product predicted), 3 without a valid product, 0 "
+        "not read or encoded;"
+    ) in out
     text = output.read_text().splitlines()
     assert text[0] == (
         "row,reaction,target,target_rank,top1_invalid,prediction_1,score_1,prediction_2,"
@@ -181,7 +184,10 @@ def test_react_input_one_row_per_reaction_in_input_order(tmp_path, capsys, untra
 
     assert _react_file(inputs, untrained_checkpoint, output) == 0
     out = capsys.readouterr().out
-    assert "4 reactions read, 2 decoded, 0 with a valid product" in out
+    assert (
+        "4 reactions read, 0 decoded (a valid product predicted), 2 without a valid product, 2 "
+        "not read or encoded;"
+    ) in out
     assert "invalid-top1" in out and "100.00%" in out
 
 
@@ -201,7 +207,10 @@ def test_react_input_target_rank_written_as_integer(
     inputs.write_text("CC(=O)Cl.OCC>c1ccncc1>CCOC(C)=O\nCO.[Na+]>>C[O-].[Na+]\nCCO>>CC=O\n")
     output = tmp_path / "predictions.csv"
     assert _react_file(inputs, untrained_checkpoint, output) == 0
-    assert "3 reactions read, 3 decoded, 3 with a valid product" in capsys.readouterr().out
+    assert (
+        "3 reactions read, 3 decoded (a valid product predicted), 0 without a valid product, 0 "
+        "not read or encoded;"
+    ) in capsys.readouterr().out
     text = output.read_text().splitlines()
     assert text[1:] == [
         "0,CC(=O)Cl.OCC>c1ccncc1>CCOC(C)=O,CCOC(C)=O,1,False,CCOC(C)=O,-0.1,CCO,-0.9,",

@@ -74,7 +74,10 @@ def test_recipe_run_and_react_cli(tmp_path, capsys, caplog):
     decoded = "" if table["prediction_1"][0] else NO_PRODUCT  # a tiny model may decode none
     assert table["error"].tolist()[0] == decoded and "separators" in table["error"].tolist()[1]
     valid = int((table["prediction_1"] != "").sum())
-    assert f"3 reactions read, 2 decoded, {valid} with a valid product" in capsys.readouterr().out
+    assert (
+        f"3 reactions read, {valid} decoded (a valid product predicted), {2 - valid} without a "
+        "valid product, 1 not read or encoded;"
+    ) in capsys.readouterr().out
     # neither a reaction nor --input
     assert main(["react", "--decoder", "generate", "--checkpoint", checkpoint]) == 2
 
