@@ -1318,7 +1318,11 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
         values = pd.to_numeric(text.where(~empty), errors="coerce")
         for row in np.flatnonzero(values.isna().to_numpy() & ~empty.to_numpy()):
             reasons.setdefault(int(row), f"{column}: {text.iloc[row]!r} is not a number")
-        labels[column] = values.to_numpy(np.float32)
+        with np.errstate(over="ignore"):
+            values = values.to_numpy(np.float32)  # float32 as trained: 1e39 overflows to inf
+        for row in np.flatnonzero(np.isinf(values)):
+            reasons.setdefault(int(row), f"{column}: {text.iloc[row]!r} is not a finite number")
+        labels[column] = np.where(np.isinf(values), np.nan, values)
     low = np.stack([labels[c] for c in options.low_fidelity_columns], axis=1)
     high = np.stack([labels[c] for c in options.high_fidelity_columns], axis=1)
     for row in np.flatnonzero(np.isnan(low).all(axis=1) & np.isnan(high).all(axis=1)):

@@ -88,16 +88,25 @@ def test_rejected_rows_are_reported_and_the_rest_is_used(tmp_path):
     table.loc[30, "smiles"] = "C1CC"  # unclosed ring
     table.loc[31, "cheap_logp"] = np.nan
     table.loc[31, "cheap_mr"] = np.nan  # no label at all
+    # labels that are numbers to pandas but not finite ones (1e39 overflows float32)
+    table = table.astype({"fine_logp": object, "fine_mr": object})
+    table.loc[2, "fine_logp"], table.loc[3, "fine_logp"] = "inf", "-inf"
+    table.loc[4, "fine_mr"] = "1e39"
     bad = tmp_path / "bad.csv"
     table.to_csv(bad, index=False)
     options = _options(tmp_path, seeds=1, strategies=["high_fidelity_only"])
     options.data = bad
     transfer_table(options)
     rejected = pd.read_csv(tmp_path / "run" / "rejected.csv")
-    assert rejected["row"].tolist() == [30, 31]
-    assert rejected["id"].tolist() == ["mol30", "mol31"]
-    assert rejected["input"][0] == "C1CC" and "ring" in rejected["reason"][0].lower()
-    assert rejected["reason"][1] == "no low- or high-fidelity label"
+    assert rejected["row"].tolist() == [2, 3, 4, 30, 31]
+    assert rejected["id"].tolist() == ["mol02", "mol03", "mol04", "mol30", "mol31"]
+    assert rejected["reason"][:3].tolist() == [
+        "fine_logp: 'inf' is not a finite number",
+        "fine_logp: '-inf' is not a finite number",
+        "fine_mr: '1e+39' is not a finite number",
+    ]
+    assert rejected["input"][3] == "C1CC" and "ring" in rejected["reason"][3].lower()
+    assert rejected["reason"][4] == "no low- or high-fidelity label"
 
 
 def test_a_3d_model_reads_the_geometries_of_an_sdf(tmp_path):
