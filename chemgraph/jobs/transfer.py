@@ -1305,7 +1305,10 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
         else [str(i) for i in range(len(table))]
     )
     smiles = (
-        table[options.smiles_column].astype(str).tolist()
+        [
+            None if pd.isna(cell) or not str(cell).strip() else str(cell)
+            for cell in table[options.smiles_column]
+        ]
         if options.smiles_column in table.columns
         else None
     )
@@ -1332,7 +1335,7 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
     write_rejected(
         pd.DataFrame(
             [
-                dict(row=row, id=ids[row], input=smiles[row] if smiles else "", reason=reason)
+                dict(row=row, id=ids[row], input=smiles[row] or "" if smiles else "", reason=reason)
                 for row, reason in sorted(reasons.items())
             ]
         ),
@@ -1340,6 +1343,9 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
     )
     if reasons:
         log.warning("%d of %d rows rejected (%s)", len(reasons), len(table), out / "rejected.csv")
+    kept_smiles = [smiles[row] for row in keep] if smiles else [None]
+    if smiles and None in kept_smiles:
+        log.warning("rows without SMILES: no fingerprint baselines (they read every SMILES)")
     data = MultiFidelityData(
         graphs=[graphs[row] for row in keep],
         ids=np.asarray(keep, dtype=np.int64),
@@ -1348,7 +1354,7 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
         targets=list(options.high_fidelity_columns),
         low_name=options.low_name,
         high_name=options.high_name,
-        smiles=[smiles[row] for row in keep] if smiles else None,
+        smiles=kept_smiles if None not in kept_smiles else None,
     )
     split = high_fidelity_split(data, options.split_seed, fractions=options.split_fractions)
     results, _, _ = transfer_job(
@@ -1422,7 +1428,12 @@ def _table_graphs(
 ) -> tuple[list, dict[int, str]]:
     """One graph per row (None where rejected) and the rejected rows' reasons: bond graphs of
     the SMILES, or radius graphs of the ``geometry`` file's structures (row ``i`` = structure
-    ``i``)."""
+    ``i``). With a geometry file and a SMILES column, a row whose SMILES RDKit rejects is
+    rejected too (the fingerprint baselines read it), and so is a row whose structure's
+    elements (hydrogens included) differ from its SMILES's: a file out of row order is caught
+    here; a row without SMILES (``None``) skips both checks."""
+    from rdkit import Chem
+
     from chemgraph.chem import MoleculeParseError, mols_from_smiles
     from chemgraph.graphs import atoms_to_radius_graph, mol_to_graph
 
@@ -1430,13 +1441,18 @@ def _table_graphs(
     reasons: dict[int, str] = {}
     if options.geometry is None:
         graphs = []
-        for row, mol in enumerate(mols_from_smiles(smiles)):
+        for row, mol in enumerate(mols_from_smiles([text or "" for text in smiles])):
             if isinstance(mol, MoleculeParseError):
                 reasons[row] = str(mol)
                 graphs.append(None)
             else:
                 graphs.append(mol_to_graph(mol, featurizer))
         return graphs, reasons
+    given = [row for row, text in enumerate(smiles or []) if text is not None]
+    mols = dict(zip(given, mols_from_smiles([smiles[row] for row in given]), strict=True))
+    for row, mol in mols.items():
+        if isinstance(mol, MoleculeParseError):
+            reasons[row] = str(mol)
     structures = read_structures(options.geometry)
     if len(structures) != len(table):
         raise ValueError(
@@ -1446,11 +1462,32 @@ def _table_graphs(
     graphs = []
     for row, structure in enumerate(structures):
         if isinstance(structure, str):
-            reasons[row] = structure
-            graphs.append(None)
-        else:
-            graphs.append(atoms_to_radius_graph(*structure, featurizer, False))
+            reasons.setdefault(row, structure)
+        elif row not in reasons and row in mols:
+            expected = _formula(a.GetAtomicNum() for a in Chem.AddHs(mols[row]).GetAtoms())
+            found = _formula(structure[0])
+            if found != expected:
+                reasons[row] = (
+                    f"structure {row + 1} of {Path(options.geometry).name} is {found}, its "
+                    f"SMILES {expected} (hydrogens included): is the file in row order?"
+                )
+        graphs.append(
+            None if row in reasons else atoms_to_radius_graph(*structure, featurizer, False)
+        )
     return graphs, reasons
+
+
+def _formula(numbers) -> str:
+    """Hill formula of atomic numbers (C, H first, then alphabetical; e.g. ``C2H6O``)."""
+    from collections import Counter
+
+    from rdkit import Chem
+
+    table = Chem.GetPeriodicTable()
+    counts = Counter(table.GetElementSymbol(int(z)) for z in numbers)
+    order = [e for e in ("C", "H") if e in counts and "C" in counts]
+    order += sorted(e for e in counts if e not in order)
+    return "".join(f"{e}{counts[e] if counts[e] > 1 else ''}" for e in order)
 
 
 def read_structures(path: str | Path) -> list[tuple[np.ndarray, np.ndarray] | str]:

@@ -135,6 +135,39 @@ def test_a_3d_model_reads_the_geometries_of_an_sdf(tmp_path):
     assert len(unlabelled) == 16 and np.isfinite(unlabelled["fine_logp_pred"]).all()
 
 
+def test_geometry_rows_are_checked_against_their_smiles_before_training(tmp_path):
+    labels = pd.read_csv(LABELS)
+    mols = [embed_conformers(mol_from_smiles(s), seed=0).mol for s in labels["smiles"]]
+    mols[31], mols[32] = mols[32], mols[31]  # out of row order: C4H10 for CCCCO and back
+    sdf = tmp_path / "structures.sdf"
+    with Chem.SDWriter(str(sdf)) as writer:
+        for mol in mols:
+            writer.write(mol)
+    labels.loc[30, "smiles"] = "C1CC"  # unclosed ring: the fingerprint baselines would fail
+    labels.loc[33, "smiles"] = None  # no SMILES: its structure is taken as it is
+    table = tmp_path / "labels.csv"
+    labels.to_csv(table, index=False)
+    options = TransferOptions(
+        data=table, geometry=sdf, low_fidelity_columns="cheap_logp",
+        high_fidelity_columns="fine_logp", out=tmp_path / "run", id_column="id",
+        split_fractions=(0.5, 0.25, 0.25),
+        training={**TINY, "seeds": 1, "model": "esa-3d", "model_options": TINY_ESA,
+                  "featurizer": {"cutoff": 3.0, "num_basis": 8},
+                  "strategies": ["high_fidelity_only"]},
+    )  # fmt: skip
+    transfer_table(options)
+    rejected = pd.read_csv(tmp_path / "run" / "rejected.csv")
+    assert rejected["id"].tolist() == ["mol30", "mol31", "mol32"]
+    assert "ring" in rejected["reason"][0].lower()
+    assert rejected["reason"][1] == (
+        "structure 32 of structures.sdf is C4H10, its SMILES C4H10O (hydrogens included): "
+        "is the file in row order?"
+    )
+    assert rejected["reason"][2].startswith("structure 33 of structures.sdf is C4H10O, its")
+    unlabelled = pd.read_csv(tmp_path / "run" / "predictions_unlabelled.csv")
+    assert "mol33" in set(unlabelled["id"]) and len(unlabelled) == 16 - 3
+
+
 def test_options_are_checked_before_any_work(tmp_path):
     with pytest.raises(ConfigError, match="1 low-fidelity columns but 2 high-fidelity"):
         TransferOptions(LABELS, "cheap_logp", "fine_logp,fine_mr", tmp_path)
