@@ -25,7 +25,8 @@ class MultiFidelityData:
 
     Attributes:
         graphs: one :class:`dgl.DGLGraph` per molecule (``ndata["x"]``, ``edata["e"]``).
-        ids: ``int64 [N]`` molecule identifiers (e.g. QM9 index), written into predictions.
+        ids: ``[N]`` molecule identifiers written into predictions: ``int64`` (e.g. QM9
+            index) or ``object`` strings (the ``--id-column`` of ``chemgraph transfer``).
         low: ``float32 [N, T]`` low-fidelity labels (e.g. DFT HOMO/LUMO, eV); NaN = missing.
         high: ``float32 [N, T]`` high-fidelity labels (e.g. GW HOMO/LUMO, eV); NaN = missing
             (most molecules).
@@ -52,7 +53,9 @@ class MultiFidelityData:
 
     def __post_init__(self) -> None:
         n, t = len(self.graphs), len(self.targets)
-        self.ids = np.asarray(self.ids, dtype=np.int64)
+        self.ids = np.asarray(self.ids)
+        if self.ids.dtype.kind not in "iuO":
+            self.ids = self.ids.astype(object)  # numpy's fixed-width strings -> Python str
         self.low = torch.tensor(np.array(self.low, dtype=np.float32))  # a writable copy
         self.high = torch.tensor(np.array(self.high, dtype=np.float32))
         for name in ("low", "high"):

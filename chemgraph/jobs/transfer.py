@@ -466,9 +466,7 @@ def run_transfer(
         ]
         frame = frames.setdefault(
             (chain.seed, chain.strategy),
-            pd.DataFrame(
-                {"strategy": chain.strategy, "seed": chain.seed, "id": data.ids[split["test"]]}
-            ),
+            _test_frame(data, split, chain.strategy, chain.seed),
         )
         for t, target in enumerate(chain.names):
             frame[target] = truth[:, t]
@@ -581,7 +579,7 @@ def baseline_runs(
     truth = data.high[split["test"]].numpy()
     rows, frames = [], []
     for key, values in predicted.items():
-        frame = pd.DataFrame({"strategy": key, "seed": pd.NA, "id": data.ids[split["test"]]})
+        frame = _test_frame(data, split, key, pd.NA)
         for t, target in enumerate(data.targets):
             metrics = regression_metrics(truth[:, t], values[:, t])
             rows.append(
@@ -595,6 +593,18 @@ def baseline_runs(
         frames.append(frame)
     log.info("baselines: %d in %.1f s", len(predicted), seconds)
     return pd.DataFrame(rows), frames
+
+
+def _test_frame(
+    data: MultiFidelityData, split: dict[str, np.ndarray], strategy: str, seed: Any
+) -> pd.DataFrame:
+    """The first columns of ``predictions.csv`` for the test molecules: ``strategy``,
+    ``seed``, ``id`` (``data.ids``) and ``smiles`` when ``data`` has them."""
+    test = split["test"]
+    frame = pd.DataFrame({"strategy": strategy, "seed": seed, "id": data.ids[test]})
+    if data.smiles is not None:
+        frame["smiles"] = [data.smiles[i] for i in test]
+    return frame
 
 
 @dataclass(frozen=True)
@@ -1348,7 +1358,7 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
         log.warning("rows without SMILES: no fingerprint baselines (they read every SMILES)")
     data = MultiFidelityData(
         graphs=[graphs[row] for row in keep],
-        ids=np.asarray(keep, dtype=np.int64),
+        ids=np.asarray([ids[row] for row in keep], dtype=object),
         low=low[keep],
         high=high[keep],
         targets=list(options.high_fidelity_columns),
@@ -1357,9 +1367,7 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
         smiles=kept_smiles if None not in kept_smiles else None,
     )
     split = high_fidelity_split(data, options.split_seed, fractions=options.split_fractions)
-    results, _, _ = transfer_job(
-        data, split, options.training, out, _options_dict(options), [ids[row] for row in keep]
-    )
+    results, _, _ = transfer_job(data, split, options.training, out, _options_dict(options))
     _, claim = transfer_claim(results, data.high_name)
     log.info("test RMSE:\n%s\n%s", format_table(results), claim)
     return results

@@ -81,6 +81,12 @@ def test_one_seed_gives_an_undefined_spread_never_zero(tmp_path):
     assert models["test RMSE"].str.endswith("± undefined").all()
     unlabelled = pd.read_csv(tmp_path / "run" / "predictions_unlabelled.csv")
     assert unlabelled["fine_logp_std"].isna().all() and unlabelled["fine_mr_std"].isna().all()
+    # the test molecules carry the user's ids and SMILES, the model's and the baselines' rows
+    test = pd.read_csv(tmp_path / "run" / "predictions.csv")
+    labels = pd.read_csv(LABELS).set_index("id")
+    assert test["id"].str.fullmatch(r"mol\d\d").all() and test["id"].nunique() == 6
+    assert test["smiles"].tolist() == labels.loc[test["id"], "smiles"].tolist()
+    np.testing.assert_allclose(test["fine_logp"], labels.loc[test["id"], "fine_logp"], atol=1e-5)
 
 
 def test_rejected_rows_are_reported_and_the_rest_is_used(tmp_path):
