@@ -32,6 +32,7 @@ one output, as in the authors' code for Buterez et al. 2024 Table 5 (one target 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import multiprocessing
 import os
@@ -1298,7 +1299,13 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
             molecules to split.
     """
     from chemgraph._output import check_output_folder
-    from chemgraph.data import read_table, write_rejected
+    from chemgraph.data import (
+        Duplicates,
+        duplicate_groups,
+        find_duplicates,
+        read_table,
+        write_rejected,
+    )
 
     out = Path(options.out)
     check_output_folder(out, "--out", options.overwrite, "--overwrite")
@@ -1366,7 +1373,16 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
         high_name=options.high_name,
         smiles=kept_smiles if None not in kept_smiles else None,
     )
-    split = high_fidelity_split(data, options.split_seed, fractions=options.split_fractions)
+    groups, duplicates = None, Duplicates()
+    if data.smiles is not None:  # with --geometry and no SMILES every row is its own molecule
+        groups = duplicate_groups(data.smiles)
+        duplicates = find_duplicates(groups, np.asarray(keep), data.high.numpy())
+        if duplicates.molecules:
+            log.warning("duplicates: %s", duplicates)
+    (out / "duplicates.json").write_text(json.dumps(duplicates.to_dict(), indent=2) + "\n")
+    split = high_fidelity_split(
+        data, options.split_seed, fractions=options.split_fractions, groups=groups
+    )
     results, _, _ = transfer_job(data, split, options.training, out, _options_dict(options))
     _, claim = transfer_claim(results, data.high_name)
     log.info("test RMSE:\n%s\n%s", format_table(results), claim)

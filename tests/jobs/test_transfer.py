@@ -69,6 +69,21 @@ def test_high_fidelity_split(data, split):
         high_fidelity_split(data, seed=0, counts={"train": 25, "val": 5, "test": 5})
 
 
+def test_high_fidelity_split_keeps_a_molecules_rows_in_one_split(data):
+    groups = np.arange(len(data)) // 3  # molecules given three times over; 40 ignored (no label)
+    for seed in range(20):
+        split = high_fidelity_split(data, seed, fractions=(0.6, 0.2, 0.2), groups=groups)
+        parts = [set(groups[split[name]]) for name in ("train", "val", "test")]
+        assert not (parts[0] & parts[1] or parts[0] & parts[2] or parts[1] & parts[2])
+        assert sorted(np.concatenate(list(split.values()))) == list(range(30))
+        assert [len(split[name]) for name in ("train", "val", "test")] == [18, 6, 6]
+    # one group per row: the split of the molecules as given
+    alone = high_fidelity_split(data, 0, fractions=(0.6, 0.2, 0.2), groups=np.arange(len(data)))
+    assert sum(len(v) for v in alone.values()) == 30
+    with pytest.raises(ValueError, match="with fractions only"):
+        high_fidelity_split(data, 0, counts={"train": 10, "val": 5, "test": 5}, groups=groups)
+
+
 def test_inductive_pool_excludes_every_test_molecule(data, split):
     pool = pretraining_pool(data, split, "inductive")
     assert not set(pool) & set(split["test"])

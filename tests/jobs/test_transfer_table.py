@@ -4,6 +4,7 @@ predict``, the spread over one seed undefined."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -98,6 +99,7 @@ def test_rejected_rows_are_reported_and_the_rest_is_used(tmp_path):
     table = table.astype({"fine_logp": object, "fine_mr": object})
     table.loc[2, "fine_logp"], table.loc[3, "fine_logp"] = "inf", "-inf"
     table.loc[4, "fine_mr"] = "1e39"
+    table.loc[6, "smiles"], table.loc[7, "smiles"] = "NCC", "C(N)C"  # rows 5-7: one molecule
     bad = tmp_path / "bad.csv"
     table.to_csv(bad, index=False)
     options = _options(tmp_path, seeds=1, strategies=["high_fidelity_only"])
@@ -113,6 +115,12 @@ def test_rejected_rows_are_reported_and_the_rest_is_used(tmp_path):
     ]
     assert rejected["input"][3] == "C1CC" and "ring" in rejected["reason"][3].lower()
     assert rejected["reason"][4] == "no low- or high-fidelity label"
+    # the rows of one molecule are counted, reported and kept in one split
+    duplicates = json.loads((tmp_path / "run" / "duplicates.json").read_text())
+    assert (duplicates["molecules"], duplicates["rows"]) == (1, 3)
+    assert duplicates["examples"] == [[5, 6, 7]] and duplicates["differing_labels"] == 1
+    test = set(pd.read_csv(tmp_path / "run" / "predictions.csv")["id"])
+    assert len(test & {"mol05", "mol06", "mol07"}) in (0, 3)
 
 
 def test_a_3d_model_reads_the_geometries_of_an_sdf(tmp_path):
