@@ -95,6 +95,7 @@ __all__ = [
     "results_table",
     "run_transfer",
     "target_groups",
+    "training_fingerprints",
     "transfer_claim",
     "transfer_margins",
     "baseline_runs",
@@ -347,6 +348,7 @@ def build_module(
     labels: torch.Tensor,
     learning_rate: float,
     max_minutes: float | None = None,
+    train_fingerprints: dict | None = None,
 ) -> PropertyPredictionModule:
     """A fresh regression module of ``config``'s model family (random weights;
     :func:`chemgraph.train.module.build_property_module`).
@@ -361,14 +363,31 @@ def build_module(
         max_minutes: the phase's wall-clock budget (``pretrain_max_minutes`` or
             ``finetune_max_minutes``), so that a cosine schedule decays over it when it runs
             out before the planned epochs; None = none.
+        train_fingerprints: the training molecules' packed Morgan fingerprints, kept in the
+            checkpoint for ``chemgraph predict``'s applicability domain
+            (:func:`training_fingerprints`); None = none.
     """
     return build_property_module(
         config.model, config.graph_featurizer, targets, "regression", labels,
         config.model_options, learning_rate=learning_rate, weight_decay=config.weight_decay,
         lr_schedule=config.lr_schedule, warmup_steps=config.warmup_steps,
         lr_patience=config.lr_patience, max_minutes=max_minutes,
-        final_lr_fraction=config.final_lr_fraction,
+        final_lr_fraction=config.final_lr_fraction, train_fingerprints=train_fingerprints,
     )  # fmt: skip
+
+
+def training_fingerprints(data: MultiFidelityData, index: np.ndarray) -> dict | None:
+    """The packed Morgan fingerprints of molecules ``index`` of ``data`` (the high-fidelity
+    training molecules of a fine-tuned model), as ``chemgraph train`` stores them in its
+    checkpoints (:class:`chemgraph.data.applicability.TrainingFingerprints`); None when
+    ``data`` has no SMILES (structures only)."""
+    from chemgraph.chem import mols_from_smiles
+    from chemgraph.data.applicability import TrainingFingerprints
+
+    if data.smiles is None:
+        return None
+    mols = mols_from_smiles([data.smiles[i] for i in index])  # every one parsed when read
+    return TrainingFingerprints.from_mols(mols).to_dict()
 
 
 def target_groups(targets: list[str], joint: bool) -> list[list[int]]:
@@ -920,8 +939,9 @@ def _train_chain(
             for high, base in zip((high_train, high_val, high_test), correction)
         )
     module = build_module(
-        config, targets, high_train.labels, finetune_lr, config.finetune_max_minutes
-    )
+        config, targets, high_train.labels, finetune_lr, config.finetune_max_minutes,
+        training_fingerprints(data, split["train"]),
+    )  # fmt: skip
     if pretrained is not None:
         transfer_weights(pretrained, module, config.freeze_encoder)
     started = time.perf_counter()

@@ -14,6 +14,7 @@ from rdkit import Chem
 
 from chemgraph.chem import embed_conformers, mol_from_smiles
 from chemgraph.cli.main import main
+from chemgraph.data.applicability import TrainingFingerprints
 from chemgraph.errors import ConfigError
 from chemgraph.jobs.predict import predict_table
 from chemgraph.jobs.transfer import TransferOptions, read_structures, transfer_table
@@ -88,6 +89,18 @@ def test_one_seed_gives_an_undefined_spread_never_zero(tmp_path):
     assert test["id"].str.fullmatch(r"mol\d\d").all() and test["id"].nunique() == 6
     assert test["smiles"].tolist() == labels.loc[test["id"], "smiles"].tolist()
     np.testing.assert_allclose(test["fine_logp"], labels.loc[test["id"], "fine_logp"], atol=1e-5)
+    # the checkpoint holds its 12 training molecules' fingerprints: predict gives the domain
+    checkpoint = tmp_path / "run" / "checkpoints" / "transductive_seed0_fine_logp" / "best.ckpt"
+    stored = load_checkpoint(checkpoint).hparams["train_fingerprints"]
+    assert len(TrainingFingerprints.from_dict(stored)) == 12
+    new = tmp_path / "new.csv"
+    labels.reset_index()[["smiles"]].to_csv(new, index=False)
+    scored = pd.read_csv(
+        predict_table(checkpoint, new, tmp_path / "new_out.csv", progress=False).output
+    )
+    similarity = scored["max_similarity_to_train"]
+    assert similarity.notna().all() and (similarity == 1).sum() >= 12
+    assert scored["in_domain"].notna().all()
 
 
 def test_rejected_rows_are_reported_and_the_rest_is_used(tmp_path):
