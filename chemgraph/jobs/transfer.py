@@ -1330,6 +1330,8 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
     out = Path(options.out)
     check_output_folder(out, "--out", options.overwrite, "--overwrite")
     table = read_table(options.data)
+    if options.overwrite:
+        _remove_earlier_outputs(out)
     columns = [*options.low_fidelity_columns, *options.high_fidelity_columns]
     need = columns + ([options.smiles_column] if options.geometry is None else [])
     need += [options.id_column] if options.id_column else []
@@ -1454,6 +1456,34 @@ def transfer_job(
     runs, baselines = run_transfer(data, split, config, out, pretrained_cache, ids)
     table = results_table(runs, data.high_name, model_label(config.model), baselines)
     return table, runs, baselines
+
+
+TABLE_OUTPUTS = (
+    "checkpoints", "curves", "table.md", "table.csv", "runs.csv", "baselines.csv",
+    "predictions.csv", "predictions_unlabelled.csv", "learning_curves.csv", "rejected.csv",
+    "duplicates.json", "config.yaml", "transfer.yaml",
+)  # fmt: skip
+"""What :func:`transfer_table` writes in its output folder (files and folders)."""
+
+
+def _remove_earlier_outputs(out: Path) -> None:
+    """Remove what an earlier :func:`transfer_table` wrote in ``out`` (:data:`TABLE_OUTPUTS`),
+    so that no stale model or table of it stays beside the new ones (e.g. the checkpoints of a
+    seed or strategy the new run does not train); every other file is left as it is."""
+    import shutil
+
+    removed = []
+    for name in TABLE_OUTPUTS:
+        path = out / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+        else:
+            continue
+        removed.append(name)
+    if removed:
+        log.warning("--overwrite: removed the earlier run's %s from %s", ", ".join(removed), out)
 
 
 def _options_dict(options: TransferOptions) -> dict[str, Any]:

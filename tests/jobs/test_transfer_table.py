@@ -117,7 +117,24 @@ def test_rejected_rows_are_reported_and_the_rest_is_used(tmp_path):
     table.to_csv(bad, index=False)
     options = _options(tmp_path, seeds=1, strategies=["high_fidelity_only"])
     options.data = bad
+    # an earlier run in --out: --overwrite removes what transfer wrote, and nothing else
+    out = tmp_path / "run"
+    stale = out / "checkpoints" / "inductive_seed4_fine_logp" / "best.ckpt"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("an earlier run's model")
+    (out / "curves").mkdir()
+    (out / "curves" / "inductive_seed4_fine_logp_finetune.png").write_text("old curve")
+    (out / "predictions_unlabelled.csv").write_text("strategy,id\ninductive,mol39\n")
+    (out / "notes.txt").write_text("the user's own file")
+    options.overwrite = True
     transfer_table(options)
+    assert not stale.parent.exists() and (out / "notes.txt").read_text() == "the user's own file"
+    assert sorted(p.name for p in (out / "curves").iterdir()) == [
+        "high_fidelity_only_seed0_fine_logp_finetune.png",
+        "high_fidelity_only_seed0_fine_mr_finetune.png",
+    ]
+    unlabelled = pd.read_csv(out / "predictions_unlabelled.csv")
+    assert set(unlabelled["strategy"]) == {"high_fidelity_only"}
     rejected = pd.read_csv(tmp_path / "run" / "rejected.csv")
     assert rejected["row"].tolist() == [2, 3, 4, 30, 31]
     assert rejected["id"].tolist() == ["mol02", "mol03", "mol04", "mol30", "mol31"]
