@@ -567,7 +567,7 @@ def label_curve(
                 records.append(
                     dict(
                         target=target, method=row.strategy, labels=n, rmse_mean=row.rmse_mean,
-                        rmse_std=row.rmse_std if row.seeds else np.nan, seeds=row.seeds,
+                        rmse_std=row.rmse_std, seeds=row.seeds,
                     )
                 )  # fmt: skip
     curve = pd.DataFrame(records)
@@ -1064,8 +1064,9 @@ def results_table(
         label), ``setting`` (``none`` for the no-transfer row), ``method`` (the model, or
         ``baseline``), ``test RMSE`` (``"0.152 ± 0.003"``; ``"0.152 ± undefined"`` for one
         seed; ``"0.152"`` for a baseline, which no seed changes), ``rmse_mean``, ``rmse_std``
-        (sample standard deviation, ddof 1; NaN for one seed, 0 for a baseline), ``seeds``
-        (0 for a baseline).
+        (sample standard deviation, ddof 1; NaN for one seed and for a baseline), ``seeds``
+        (``Int64``; missing for a baseline, which is deterministic). ``target`` as the user
+        named it.
     """
     labels = {"high_fidelity_only": high_name, **STRATEGY_LABELS}
     records = []
@@ -1080,7 +1081,7 @@ def results_table(
             std = float(values.std(ddof=1)) if len(values) > 1 else float("nan")
             records.append(
                 {
-                    "target": target.upper(), "strategy": labels[strategy],
+                    "target": target, "strategy": labels[strategy],
                     "setting": SETTINGS[strategy], "method": model,
                     "test RMSE": f"{values.mean():.3f}{_spread_text(std, len(values))}",
                     "rmse_mean": float(values.mean()), "rmse_std": std, "seeds": len(values),
@@ -1091,13 +1092,14 @@ def results_table(
         for row in baselines[baselines.target == target].itertuples(index=False):
             records.append(
                 {
-                    "target": target.upper(), "strategy": row.baseline, "setting": row.setting,
+                    "target": target, "strategy": row.baseline, "setting": row.setting,
                     "method": "baseline", "test RMSE": f"{row.rmse:.3f}",
-                    "rmse_mean": float(row.rmse), "rmse_std": 0.0, "seeds": 0,
+                    "rmse_mean": float(row.rmse), "rmse_std": float("nan"), "seeds": pd.NA,
                 }
             )  # fmt: skip
     columns = ["target", "strategy", "setting", "method", "test RMSE", "rmse_mean", "rmse_std"]
-    return pd.DataFrame(records, columns=[*columns, "seeds"])
+    table = pd.DataFrame(records, columns=[*columns, "seeds"])
+    return table.astype({"seeds": "Int64"})
 
 
 def transfer_margins(table: pd.DataFrame, high_name: str = "GW") -> pd.DataFrame:
@@ -1133,8 +1135,10 @@ def transfer_margins(table: pd.DataFrame, high_name: str = "GW") -> pd.DataFrame
                 continue
             best = candidates.loc[candidates["rmse_mean"].idxmin()]
             margin = float(best["rmse_mean"] - row.rmse_mean)
-            seeds = int(row.seeds if best["seeds"] == 0 else min(best["seeds"], row.seeds))
-            spread = float(max(best["rmse_std"], row.rmse_std)) if seeds >= 2 else float("nan")
+            deterministic = pd.isna(best["seeds"])  # a baseline: no spread of its own
+            seeds = int(row.seeds if deterministic else min(best["seeds"], row.seeds))
+            spread = float(row.rmse_std if deterministic else max(best["rmse_std"], row.rmse_std))
+            spread = spread if seeds >= 2 else float("nan")
             records.append(
                 dict(
                     target=target, strategy=row.strategy, best=best["strategy"], margin=margin,
@@ -1194,7 +1198,7 @@ def transfer_claim(table: pd.DataFrame, high_name: str = "GW", unit: str = "") -
 def format_table(table: pd.DataFrame) -> str:
     """The markdown form of :func:`results_table` (what ``table.md`` holds)."""
     shown = table.drop(columns=["rmse_mean", "rmse_std"]).copy()
-    shown["seeds"] = [str(s) if s else "deterministic" for s in shown["seeds"]]
+    shown["seeds"] = ["deterministic" if pd.isna(s) else str(s) for s in shown["seeds"]]
     header = "| " + " | ".join(shown.columns) + " |"
     rule = "|" + "---|" * len(shown.columns)
     body = ["| " + " | ".join(str(v) for v in row) + " |" for row in shown.itertuples(index=False)]
@@ -1305,10 +1309,15 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
     Writes to ``options.out``: what :func:`run_transfer` writes (``table.md``/``table.csv``
     test RMSE with the baselines, ``runs.csv``, ``predictions.csv`` of the test molecules,
     learning curves), ``checkpoints/<strategy>_seed<k>[_<target>]/best.ckpt`` (every fine-tuned
-    model; ``chemgraph predict`` loads it), ``predictions_unlabelled.csv`` (per strategy, the
-    mean prediction over seeds and its sample standard deviation, NaN with one seed: the spread
-    is undefined) and ``transfer.yaml`` (these options, so that
-    ``chemgraph transfer --config transfer.yaml`` repeats the run).
+    model, with its training molecules' fingerprints; ``chemgraph predict`` loads it),
+    ``predictions_unlabelled.csv`` (per strategy, the mean prediction over seeds and its sample
+    standard deviation, an empty cell with one seed: the spread is undefined),
+    ``duplicates.json`` (the molecules given in more than one row, by canonical isomeric
+    SMILES: each kept in one split; :class:`chemgraph.data.Duplicates`) and ``transfer.yaml``
+    (these options, so that ``chemgraph transfer --config transfer.yaml`` repeats the run).
+    ``predictions.csv`` carries the ``id_column`` ids (else the row numbers) and the SMILES.
+    With ``overwrite``, what an earlier run wrote (:data:`TABLE_OUTPUTS`) is removed first.
+    Fewer than :data:`SMALL_TEST_SET` test molecules are warned about.
 
     Returns:
         The results table (:func:`results_table`).
@@ -1405,9 +1414,15 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
     split = high_fidelity_split(
         data, options.split_seed, fractions=options.split_fractions, groups=groups
     )
+    if len(split["test"]) < SMALL_TEST_SET:
+        log.warning(
+            "only %d test molecules: their test RMSE is a rough estimate (a few molecules "
+            "can change it a lot); give more molecules with %s labels",
+            len(split["test"]), data.high_name,
+        )  # fmt: skip
     results, _, _ = transfer_job(data, split, options.training, out, _options_dict(options))
     _, claim = transfer_claim(results, data.high_name)
-    log.info("test RMSE:\n%s\n%s", format_table(results), claim)
+    log.info("%s", claim)
     return results
 
 
@@ -1457,6 +1472,9 @@ def transfer_job(
     table = results_table(runs, data.high_name, model_label(config.model), baselines)
     return table, runs, baselines
 
+
+SMALL_TEST_SET = 20
+"""Below this many test molecules :func:`transfer_table` warns that the test RMSE is rough."""
 
 TABLE_OUTPUTS = (
     "checkpoints", "curves", "table.md", "table.csv", "runs.csv", "baselines.csv",

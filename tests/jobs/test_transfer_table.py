@@ -5,11 +5,13 @@ predict``, the spread over one seed undefined."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from rdkit import Chem
 
 from chemgraph.chem import embed_conformers, mol_from_smiles
@@ -17,7 +19,12 @@ from chemgraph.cli.main import main
 from chemgraph.data.applicability import TrainingFingerprints
 from chemgraph.errors import ConfigError
 from chemgraph.jobs.predict import predict_table
-from chemgraph.jobs.transfer import TransferOptions, read_structures, transfer_table
+from chemgraph.jobs.transfer import (
+    TransferOptions,
+    format_table,
+    read_structures,
+    transfer_table,
+)
 from chemgraph.train.checkpoint import load_checkpoint
 
 LABELS = Path(__file__).resolve().parents[1] / "fixtures" / "transfer" / "labels.csv"
@@ -44,7 +51,7 @@ def test_transfer_on_a_smiles_table_keeps_every_fine_tuned_model_for_predict(tmp
     # every strategy and target has a row, with the baselines of its setting
     models = table[table["method"] == "ESA"]
     assert set(models["strategy"]) == {"high fidelity", "Ind.", "Trans."}
-    assert set(table["target"]) == {"FINE_LOGP", "FINE_MR"}
+    assert set(table["target"]) == {"fine_logp", "fine_mr"}
     assert (table["method"] == "baseline").any()
     assert models["seeds"].eq(2).all() and np.isfinite(models["rmse_std"]).all()
     # 24 molecules with high-fidelity labels: 12 / 6 / 6; the test molecules' predictions
@@ -232,3 +239,21 @@ def test_cli_refuses_a_non_empty_out_folder(tmp_path, capsys):
     ])  # fmt: skip
     assert status == 2
     assert "--overwrite" in capsys.readouterr().err
+
+
+def test_cli_prints_the_table_once_and_warns_of_a_small_test_set(tmp_path, capsys, caplog):
+    config = tmp_path / "transfer.yaml"
+    training = {**TINY, "seeds": 1, "strategies": ["high_fidelity_only"], "model": "esa",
+                "model_options": TINY_ESA}  # fmt: skip
+    config.write_text(yaml.safe_dump({"split_fractions": [0.5, 0.25, 0.25], "training": training}))
+    with caplog.at_level(logging.INFO, logger="chemgraph.jobs.transfer"):
+        status = main([
+            "transfer", "--config", str(config), "--data", str(LABELS), "--id-column", "id",
+            "--low-fidelity-columns", "cheap_logp", "--high-fidelity-columns", "fine_logp",
+            "--out", str(tmp_path / "run"),
+        ])  # fmt: skip
+    assert status == 0
+    captured = capsys.readouterr()
+    header = format_table(pd.read_csv(tmp_path / "run" / "table.csv")).splitlines()[0]
+    assert (captured.out + captured.err + caplog.text).count(header) == 1
+    assert "only 6 test molecules: their test RMSE is a rough estimate" in caplog.text
