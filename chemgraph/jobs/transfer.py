@@ -416,10 +416,11 @@ def run_transfer(
     (each seeds itself): ``config.workers`` processes train them side by side, with the same
     results as one after another at the same thread count (:func:`_run_chains`).
 
-    Writes to ``out``: ``runs.csv`` (strategy, seed, target, model (its targets joined by
-    ``+``), test RMSE/MAE and validation RMSE (``val_rmse``) in the labels' units, epochs
-    and wall-clock seconds of each phase of that model), ``table.md`` / ``table.csv``
-    (:func:`results_table`), ``learning_curves.csv`` (strategy, seed, model, phase, epoch,
+    Writes to ``out``: ``runs.csv`` (strategy, seed, target, model (the model family, e.g.
+    ``esa``), targets (the model's targets joined by ``+``), test RMSE/MAE and validation RMSE
+    (``val_rmse``) in the labels' units, epochs and wall-clock seconds of each phase of that
+    model), ``table.md`` / ``table.csv`` (:func:`results_table`), ``learning_curves.csv``
+    (strategy, seed, targets, phase, epoch,
     losses), ``curves/*.png``, ``predictions.csv``
     (test-set predictions of every run) and ``config.yaml``.
 
@@ -472,16 +473,18 @@ def run_transfer(
             rmse = regression_metrics(truth[:, t], predicted[:, t])["rmse"]
             log.info("%s seed %d %s: test RMSE %.4f", chain.strategy, chain.seed, target, rmse)
         # partial results survive, in chain order whatever order the chains finish in
-        partial = [row for i in sorted(results) for row in _chain_rows(chains[i], results[i])]
+        partial = [
+            row for i in sorted(results) for row in _chain_rows(chains[i], results[i], config.model)
+        ]
         pd.DataFrame(partial).to_csv(out / "runs.csv", index=False)
 
     _run_chains(chains, data, split, config, out, pretrained_cache, unlabelled, finished)
     rows, curves, frames = [], [], {}
     for index, chain in enumerate(chains):
         truth, predicted, record = results[index]
-        rows += _chain_rows(chain, results[index])
+        rows += _chain_rows(chain, results[index], config.model)
         curves += [
-            dict(strategy=chain.strategy, seed=chain.seed, model=chain.model, **e)
+            dict(strategy=chain.strategy, seed=chain.seed, targets=chain.model, **e)
             for e in record["curves"]
         ]
         frame = frames.setdefault(
@@ -654,9 +657,10 @@ class _Chain:
 
 
 def _chain_rows(
-    chain: _Chain, result: tuple[np.ndarray, np.ndarray, dict[str, Any]]
+    chain: _Chain, result: tuple[np.ndarray, np.ndarray, dict[str, Any]], family: str
 ) -> list[dict[str, Any]]:
-    """The rows of ``runs.csv`` of one chain, one per target."""
+    """The rows of ``runs.csv`` of one chain, one per target: ``model`` the model family
+    (``family``, e.g. ``esa``), ``targets`` the chain's model (``homo+lumo`` for a joint one)."""
     truth, predicted, record = result
     phases = {k: record[k] for k in PHASE_COLUMNS}
     rows = []
@@ -664,7 +668,8 @@ def _chain_rows(
         metrics = regression_metrics(truth[:, t], predicted[:, t])
         rows.append(
             dict(
-                strategy=chain.strategy, seed=chain.seed, target=target, model=chain.model,
+                strategy=chain.strategy, seed=chain.seed, target=target, model=family,
+                targets=chain.model,
                 rmse=metrics["rmse"], mae=metrics["mae"], val_rmse=record["val_rmse"][t],
                 **phases,
             )

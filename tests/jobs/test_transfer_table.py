@@ -90,6 +90,8 @@ def test_one_seed_gives_an_undefined_spread_never_zero(tmp_path):
     assert models["test RMSE"].str.endswith("± undefined").all()
     unlabelled = pd.read_csv(tmp_path / "run" / "predictions_unlabelled.csv")
     assert unlabelled["fine_logp_std"].isna().all() and unlabelled["fine_mr_std"].isna().all()
+    runs = pd.read_csv(tmp_path / "run" / "runs.csv")
+    assert set(runs["model"]) == {"esa"} and runs["targets"].tolist() == ["fine_logp", "fine_mr"]
     # the test molecules carry the user's ids and SMILES, the model's and the baselines' rows
     test = pd.read_csv(tmp_path / "run" / "predictions.csv")
     labels = pd.read_csv(LABELS).set_index("id")
