@@ -22,11 +22,14 @@ examples:
       --input new.csv --output new_predictions.csv
 
 outputs in --out: table.md / table.csv (test RMSE of every strategy, mean ± std over seeds,
-with the baselines of each setting on the same split), predictions.csv (test molecules),
-predictions_unlabelled.csv (the molecules without high-fidelity labels: mean over seeds and
-its std, NaN for one seed), checkpoints/<strategy>_seed<k>[_<target>]/best.ckpt (every
-fine-tuned model), rejected.csv (row,id,input,reason), curves/, transfer.yaml (--config
-transfer.yaml repeats the run).
+with the baselines of each setting on the same split), runs.csv (one row per model),
+predictions.csv (test molecules: id, smiles, labels, predictions), predictions_unlabelled.csv
+(the molecules without high-fidelity labels: mean over seeds and its std, an empty cell with
+one seed), checkpoints/<strategy>_seed<k>[_<target>]/best.ckpt (every fine-tuned model, with
+its training molecules' fingerprints for predict's applicability domain), rejected.csv
+(row,id,input,reason), duplicates.json (molecules given in more than one row: kept in one
+split), curves/, transfer.yaml (--config transfer.yaml repeats the run). --overwrite removes
+these from an earlier run first and leaves any other file.
 """
 
 

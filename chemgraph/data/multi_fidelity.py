@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from chemgraph._dgl import dgl
+from chemgraph.data.splits import random_split
 from chemgraph.data.table import MoleculeDataset
 
 __all__ = ["SPLITS", "MultiFidelityData", "high_fidelity_split"]
@@ -25,7 +26,8 @@ class MultiFidelityData:
 
     Attributes:
         graphs: one :class:`dgl.DGLGraph` per molecule (``ndata["x"]``, ``edata["e"]``).
-        ids: ``int64 [N]`` molecule identifiers (e.g. QM9 index), written into predictions.
+        ids: ``[N]`` molecule identifiers written into predictions: ``int64`` (e.g. QM9
+            index) or ``object`` strings (the ``--id-column`` of ``chemgraph transfer``).
         low: ``float32 [N, T]`` low-fidelity labels (e.g. DFT HOMO/LUMO, eV); NaN = missing.
         high: ``float32 [N, T]`` high-fidelity labels (e.g. GW HOMO/LUMO, eV); NaN = missing
             (most molecules).
@@ -52,7 +54,9 @@ class MultiFidelityData:
 
     def __post_init__(self) -> None:
         n, t = len(self.graphs), len(self.targets)
-        self.ids = np.asarray(self.ids, dtype=np.int64)
+        self.ids = np.asarray(self.ids)
+        if self.ids.dtype.kind not in "iuO":
+            self.ids = self.ids.astype(object)  # numpy's fixed-width strings -> Python str
         self.low = torch.tensor(np.array(self.low, dtype=np.float32))  # a writable copy
         self.high = torch.tensor(np.array(self.high, dtype=np.float32))
         for name in ("low", "high"):
@@ -94,21 +98,36 @@ def high_fidelity_split(
     seed: int,
     counts: dict[str, int] | None = None,
     fractions: tuple[float, float, float] | None = None,
+    groups: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Seeded random train/val/test split of the molecules with every high-fidelity label.
 
     Give ``counts`` (Buterez et al. 2024 SI 4: 25,000 / 5,000 / 10,000) or ``fractions``.
+    ``groups`` (``int [N]``, the distinct molecule of each entry of ``data``:
+    :func:`chemgraph.data.duplicate_groups`) keeps a molecule's rows in one split, with
+    ``fractions`` only (:func:`chemgraph.data.random_split` with its groups: the sizes then
+    only approximate the fractions); None = each entry its own molecule.
 
     Returns:
         ``{"train", "val", "test"}`` -> sorted ``int64`` positions in ``data``.
 
     Raises:
-        ValueError: neither or both given; more molecules asked for than labelled; an empty
-            split.
+        ValueError: neither or both given; ``groups`` with ``counts`` or not one per entry;
+            more molecules asked for than labelled; an empty split.
     """
     if (counts is None) == (fractions is None):
         raise ValueError("give exactly one of counts and fractions")
     labelled = np.flatnonzero(~torch.isnan(data.high).any(dim=1).numpy())
+    if groups is not None:
+        if fractions is None:
+            raise ValueError("groups keep a molecule's rows in one split with fractions only")
+        if len(groups) != len(data):
+            raise ValueError(f"{len(groups)} groups for {len(data)} molecules")
+        parts = random_split(len(labelled), fractions, seed, np.asarray(groups)[labelled])
+        sizes = [len(part) for part in parts]
+        if min(sizes) < 1:
+            raise ValueError(f"every split needs at least one molecule, got sizes {sizes}")
+        return {name: labelled[part] for name, part in zip(SPLITS, parts, strict=True)}
     if fractions is not None:
         if len(fractions) != 3 or abs(sum(fractions) - 1) > 1e-6:
             raise ValueError(f"fractions must be 3 numbers summing to 1, got {fractions}")

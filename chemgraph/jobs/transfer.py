@@ -32,6 +32,7 @@ one output, as in the authors' code for Buterez et al. 2024 Table 5 (one target 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import multiprocessing
 import os
@@ -94,6 +95,7 @@ __all__ = [
     "results_table",
     "run_transfer",
     "target_groups",
+    "training_fingerprints",
     "transfer_claim",
     "transfer_margins",
     "baseline_runs",
@@ -346,6 +348,7 @@ def build_module(
     labels: torch.Tensor,
     learning_rate: float,
     max_minutes: float | None = None,
+    train_fingerprints: dict | None = None,
 ) -> PropertyPredictionModule:
     """A fresh regression module of ``config``'s model family (random weights;
     :func:`chemgraph.train.module.build_property_module`).
@@ -360,14 +363,31 @@ def build_module(
         max_minutes: the phase's wall-clock budget (``pretrain_max_minutes`` or
             ``finetune_max_minutes``), so that a cosine schedule decays over it when it runs
             out before the planned epochs; None = none.
+        train_fingerprints: the training molecules' packed Morgan fingerprints, kept in the
+            checkpoint for ``chemgraph predict``'s applicability domain
+            (:func:`training_fingerprints`); None = none.
     """
     return build_property_module(
         config.model, config.graph_featurizer, targets, "regression", labels,
         config.model_options, learning_rate=learning_rate, weight_decay=config.weight_decay,
         lr_schedule=config.lr_schedule, warmup_steps=config.warmup_steps,
         lr_patience=config.lr_patience, max_minutes=max_minutes,
-        final_lr_fraction=config.final_lr_fraction,
+        final_lr_fraction=config.final_lr_fraction, train_fingerprints=train_fingerprints,
     )  # fmt: skip
+
+
+def training_fingerprints(data: MultiFidelityData, index: np.ndarray) -> dict | None:
+    """The packed Morgan fingerprints of molecules ``index`` of ``data`` (the high-fidelity
+    training molecules of a fine-tuned model), as ``chemgraph train`` stores them in its
+    checkpoints (:class:`chemgraph.data.applicability.TrainingFingerprints`); None when
+    ``data`` has no SMILES (structures only)."""
+    from chemgraph.chem import mols_from_smiles
+    from chemgraph.data.applicability import TrainingFingerprints
+
+    if data.smiles is None:
+        return None
+    mols = mols_from_smiles([data.smiles[i] for i in index])  # every one parsed when read
+    return TrainingFingerprints.from_mols(mols).to_dict()
 
 
 def target_groups(targets: list[str], joint: bool) -> list[list[int]]:
@@ -396,10 +416,11 @@ def run_transfer(
     (each seeds itself): ``config.workers`` processes train them side by side, with the same
     results as one after another at the same thread count (:func:`_run_chains`).
 
-    Writes to ``out``: ``runs.csv`` (strategy, seed, target, model (its targets joined by
-    ``+``), test RMSE/MAE and validation RMSE (``val_rmse``) in the labels' units, epochs
-    and wall-clock seconds of each phase of that model), ``table.md`` / ``table.csv``
-    (:func:`results_table`), ``learning_curves.csv`` (strategy, seed, model, phase, epoch,
+    Writes to ``out``: ``runs.csv`` (strategy, seed, target, model (the model family, e.g.
+    ``esa``), targets (the model's targets joined by ``+``), test RMSE/MAE and validation RMSE
+    (``val_rmse``) in the labels' units, epochs and wall-clock seconds of each phase of that
+    model), ``table.md`` / ``table.csv`` (:func:`results_table`), ``learning_curves.csv``
+    (strategy, seed, targets, phase, epoch,
     losses), ``curves/*.png``, ``predictions.csv``
     (test-set predictions of every run) and ``config.yaml``.
 
@@ -452,23 +473,23 @@ def run_transfer(
             rmse = regression_metrics(truth[:, t], predicted[:, t])["rmse"]
             log.info("%s seed %d %s: test RMSE %.4f", chain.strategy, chain.seed, target, rmse)
         # partial results survive, in chain order whatever order the chains finish in
-        partial = [row for i in sorted(results) for row in _chain_rows(chains[i], results[i])]
+        partial = [
+            row for i in sorted(results) for row in _chain_rows(chains[i], results[i], config.model)
+        ]
         pd.DataFrame(partial).to_csv(out / "runs.csv", index=False)
 
     _run_chains(chains, data, split, config, out, pretrained_cache, unlabelled, finished)
     rows, curves, frames = [], [], {}
     for index, chain in enumerate(chains):
         truth, predicted, record = results[index]
-        rows += _chain_rows(chain, results[index])
+        rows += _chain_rows(chain, results[index], config.model)
         curves += [
-            dict(strategy=chain.strategy, seed=chain.seed, model=chain.model, **e)
+            dict(strategy=chain.strategy, seed=chain.seed, targets=chain.model, **e)
             for e in record["curves"]
         ]
         frame = frames.setdefault(
             (chain.seed, chain.strategy),
-            pd.DataFrame(
-                {"strategy": chain.strategy, "seed": chain.seed, "id": data.ids[split["test"]]}
-            ),
+            _test_frame(data, split, chain.strategy, chain.seed),
         )
         for t, target in enumerate(chain.names):
             frame[target] = truth[:, t]
@@ -549,7 +570,7 @@ def label_curve(
                 records.append(
                     dict(
                         target=target, method=row.strategy, labels=n, rmse_mean=row.rmse_mean,
-                        rmse_std=row.rmse_std if row.seeds else np.nan, seeds=row.seeds,
+                        rmse_std=row.rmse_std, seeds=row.seeds,
                     )
                 )  # fmt: skip
     curve = pd.DataFrame(records)
@@ -581,7 +602,7 @@ def baseline_runs(
     truth = data.high[split["test"]].numpy()
     rows, frames = [], []
     for key, values in predicted.items():
-        frame = pd.DataFrame({"strategy": key, "seed": pd.NA, "id": data.ids[split["test"]]})
+        frame = _test_frame(data, split, key, pd.NA)
         for t, target in enumerate(data.targets):
             metrics = regression_metrics(truth[:, t], values[:, t])
             rows.append(
@@ -595,6 +616,18 @@ def baseline_runs(
         frames.append(frame)
     log.info("baselines: %d in %.1f s", len(predicted), seconds)
     return pd.DataFrame(rows), frames
+
+
+def _test_frame(
+    data: MultiFidelityData, split: dict[str, np.ndarray], strategy: str, seed: Any
+) -> pd.DataFrame:
+    """The first columns of ``predictions.csv`` for the test molecules: ``strategy``,
+    ``seed``, ``id`` (``data.ids``) and ``smiles`` when ``data`` has them."""
+    test = split["test"]
+    frame = pd.DataFrame({"strategy": strategy, "seed": seed, "id": data.ids[test]})
+    if data.smiles is not None:
+        frame["smiles"] = [data.smiles[i] for i in test]
+    return frame
 
 
 @dataclass(frozen=True)
@@ -624,9 +657,10 @@ class _Chain:
 
 
 def _chain_rows(
-    chain: _Chain, result: tuple[np.ndarray, np.ndarray, dict[str, Any]]
+    chain: _Chain, result: tuple[np.ndarray, np.ndarray, dict[str, Any]], family: str
 ) -> list[dict[str, Any]]:
-    """The rows of ``runs.csv`` of one chain, one per target."""
+    """The rows of ``runs.csv`` of one chain, one per target: ``model`` the model family
+    (``family``, e.g. ``esa``), ``targets`` the chain's model (``homo+lumo`` for a joint one)."""
     truth, predicted, record = result
     phases = {k: record[k] for k in PHASE_COLUMNS}
     rows = []
@@ -634,7 +668,8 @@ def _chain_rows(
         metrics = regression_metrics(truth[:, t], predicted[:, t])
         rows.append(
             dict(
-                strategy=chain.strategy, seed=chain.seed, target=target, model=chain.model,
+                strategy=chain.strategy, seed=chain.seed, target=target, model=family,
+                targets=chain.model,
                 rmse=metrics["rmse"], mae=metrics["mae"], val_rmse=record["val_rmse"][t],
                 **phases,
             )
@@ -909,8 +944,9 @@ def _train_chain(
             for high, base in zip((high_train, high_val, high_test), correction)
         )
     module = build_module(
-        config, targets, high_train.labels, finetune_lr, config.finetune_max_minutes
-    )
+        config, targets, high_train.labels, finetune_lr, config.finetune_max_minutes,
+        training_fingerprints(data, split["train"]),
+    )  # fmt: skip
     if pretrained is not None:
         transfer_weights(pretrained, module, config.freeze_encoder)
     started = time.perf_counter()
@@ -1033,8 +1069,9 @@ def results_table(
         label), ``setting`` (``none`` for the no-transfer row), ``method`` (the model, or
         ``baseline``), ``test RMSE`` (``"0.152 ± 0.003"``; ``"0.152 ± undefined"`` for one
         seed; ``"0.152"`` for a baseline, which no seed changes), ``rmse_mean``, ``rmse_std``
-        (sample standard deviation, ddof 1; NaN for one seed, 0 for a baseline), ``seeds``
-        (0 for a baseline).
+        (sample standard deviation, ddof 1; NaN for one seed and for a baseline), ``seeds``
+        (``Int64``; missing for a baseline, which is deterministic). ``target`` as the user
+        named it.
     """
     labels = {"high_fidelity_only": high_name, **STRATEGY_LABELS}
     records = []
@@ -1049,7 +1086,7 @@ def results_table(
             std = float(values.std(ddof=1)) if len(values) > 1 else float("nan")
             records.append(
                 {
-                    "target": target.upper(), "strategy": labels[strategy],
+                    "target": target, "strategy": labels[strategy],
                     "setting": SETTINGS[strategy], "method": model,
                     "test RMSE": f"{values.mean():.3f}{_spread_text(std, len(values))}",
                     "rmse_mean": float(values.mean()), "rmse_std": std, "seeds": len(values),
@@ -1060,13 +1097,14 @@ def results_table(
         for row in baselines[baselines.target == target].itertuples(index=False):
             records.append(
                 {
-                    "target": target.upper(), "strategy": row.baseline, "setting": row.setting,
+                    "target": target, "strategy": row.baseline, "setting": row.setting,
                     "method": "baseline", "test RMSE": f"{row.rmse:.3f}",
-                    "rmse_mean": float(row.rmse), "rmse_std": 0.0, "seeds": 0,
+                    "rmse_mean": float(row.rmse), "rmse_std": float("nan"), "seeds": pd.NA,
                 }
             )  # fmt: skip
     columns = ["target", "strategy", "setting", "method", "test RMSE", "rmse_mean", "rmse_std"]
-    return pd.DataFrame(records, columns=[*columns, "seeds"])
+    table = pd.DataFrame(records, columns=[*columns, "seeds"])
+    return table.astype({"seeds": "Int64"})
 
 
 def transfer_margins(table: pd.DataFrame, high_name: str = "GW") -> pd.DataFrame:
@@ -1102,8 +1140,10 @@ def transfer_margins(table: pd.DataFrame, high_name: str = "GW") -> pd.DataFrame
                 continue
             best = candidates.loc[candidates["rmse_mean"].idxmin()]
             margin = float(best["rmse_mean"] - row.rmse_mean)
-            seeds = int(row.seeds if best["seeds"] == 0 else min(best["seeds"], row.seeds))
-            spread = float(max(best["rmse_std"], row.rmse_std)) if seeds >= 2 else float("nan")
+            deterministic = pd.isna(best["seeds"])  # a baseline: no spread of its own
+            seeds = int(row.seeds if deterministic else min(best["seeds"], row.seeds))
+            spread = float(row.rmse_std if deterministic else max(best["rmse_std"], row.rmse_std))
+            spread = spread if seeds >= 2 else float("nan")
             records.append(
                 dict(
                     target=target, strategy=row.strategy, best=best["strategy"], margin=margin,
@@ -1163,7 +1203,7 @@ def transfer_claim(table: pd.DataFrame, high_name: str = "GW", unit: str = "") -
 def format_table(table: pd.DataFrame) -> str:
     """The markdown form of :func:`results_table` (what ``table.md`` holds)."""
     shown = table.drop(columns=["rmse_mean", "rmse_std"]).copy()
-    shown["seeds"] = [str(s) if s else "deterministic" for s in shown["seeds"]]
+    shown["seeds"] = ["deterministic" if pd.isna(s) else str(s) for s in shown["seeds"]]
     header = "| " + " | ".join(shown.columns) + " |"
     rule = "|" + "---|" * len(shown.columns)
     body = ["| " + " | ".join(str(v) for v in row) + " |" for row in shown.itertuples(index=False)]
@@ -1274,10 +1314,15 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
     Writes to ``options.out``: what :func:`run_transfer` writes (``table.md``/``table.csv``
     test RMSE with the baselines, ``runs.csv``, ``predictions.csv`` of the test molecules,
     learning curves), ``checkpoints/<strategy>_seed<k>[_<target>]/best.ckpt`` (every fine-tuned
-    model; ``chemgraph predict`` loads it), ``predictions_unlabelled.csv`` (per strategy, the
-    mean prediction over seeds and its sample standard deviation, NaN with one seed: the spread
-    is undefined) and ``transfer.yaml`` (these options, so that
-    ``chemgraph transfer --config transfer.yaml`` repeats the run).
+    model, with its training molecules' fingerprints; ``chemgraph predict`` loads it),
+    ``predictions_unlabelled.csv`` (per strategy, the mean prediction over seeds and its sample
+    standard deviation, an empty cell with one seed: the spread is undefined),
+    ``duplicates.json`` (the molecules given in more than one row, by canonical isomeric
+    SMILES: each kept in one split; :class:`chemgraph.data.Duplicates`) and ``transfer.yaml``
+    (these options, so that ``chemgraph transfer --config transfer.yaml`` repeats the run).
+    ``predictions.csv`` carries the ``id_column`` ids (else the row numbers) and the SMILES.
+    With ``overwrite``, what an earlier run wrote (:data:`TABLE_OUTPUTS`) is removed first.
+    Fewer than :data:`SMALL_TEST_SET` test molecules are warned about.
 
     Returns:
         The results table (:func:`results_table`).
@@ -1288,11 +1333,19 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
             molecules to split.
     """
     from chemgraph._output import check_output_folder
-    from chemgraph.data import read_table, write_rejected
+    from chemgraph.data import (
+        Duplicates,
+        duplicate_groups,
+        find_duplicates,
+        read_table,
+        write_rejected,
+    )
 
     out = Path(options.out)
     check_output_folder(out, "--out", options.overwrite, "--overwrite")
     table = read_table(options.data)
+    if options.overwrite:
+        _remove_earlier_outputs(out)
     columns = [*options.low_fidelity_columns, *options.high_fidelity_columns]
     need = columns + ([options.smiles_column] if options.geometry is None else [])
     need += [options.id_column] if options.id_column else []
@@ -1305,7 +1358,10 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
         else [str(i) for i in range(len(table))]
     )
     smiles = (
-        table[options.smiles_column].astype(str).tolist()
+        [
+            None if pd.isna(cell) or not str(cell).strip() else str(cell)
+            for cell in table[options.smiles_column]
+        ]
         if options.smiles_column in table.columns
         else None
     )
@@ -1318,7 +1374,11 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
         values = pd.to_numeric(text.where(~empty), errors="coerce")
         for row in np.flatnonzero(values.isna().to_numpy() & ~empty.to_numpy()):
             reasons.setdefault(int(row), f"{column}: {text.iloc[row]!r} is not a number")
-        labels[column] = values.to_numpy(np.float32)
+        with np.errstate(over="ignore"):
+            values = values.to_numpy(np.float32)  # float32 as trained: 1e39 overflows to inf
+        for row in np.flatnonzero(np.isinf(values)):
+            reasons.setdefault(int(row), f"{column}: {text.iloc[row]!r} is not a finite number")
+        labels[column] = np.where(np.isinf(values), np.nan, values)
     low = np.stack([labels[c] for c in options.low_fidelity_columns], axis=1)
     high = np.stack([labels[c] for c in options.high_fidelity_columns], axis=1)
     for row in np.flatnonzero(np.isnan(low).all(axis=1) & np.isnan(high).all(axis=1)):
@@ -1328,7 +1388,7 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
     write_rejected(
         pd.DataFrame(
             [
-                dict(row=row, id=ids[row], input=smiles[row] if smiles else "", reason=reason)
+                dict(row=row, id=ids[row], input=smiles[row] or "" if smiles else "", reason=reason)
                 for row, reason in sorted(reasons.items())
             ]
         ),
@@ -1336,22 +1396,38 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
     )
     if reasons:
         log.warning("%d of %d rows rejected (%s)", len(reasons), len(table), out / "rejected.csv")
+    kept_smiles = [smiles[row] for row in keep] if smiles else [None]
+    if smiles and None in kept_smiles:
+        log.warning("rows without SMILES: no fingerprint baselines (they read every SMILES)")
     data = MultiFidelityData(
         graphs=[graphs[row] for row in keep],
-        ids=np.asarray(keep, dtype=np.int64),
+        ids=np.asarray([ids[row] for row in keep], dtype=object),
         low=low[keep],
         high=high[keep],
         targets=list(options.high_fidelity_columns),
         low_name=options.low_name,
         high_name=options.high_name,
-        smiles=[smiles[row] for row in keep] if smiles else None,
+        smiles=kept_smiles if None not in kept_smiles else None,
     )
-    split = high_fidelity_split(data, options.split_seed, fractions=options.split_fractions)
-    results, _, _ = transfer_job(
-        data, split, options.training, out, _options_dict(options), [ids[row] for row in keep]
+    groups, duplicates = None, Duplicates()
+    if data.smiles is not None:  # with --geometry and no SMILES every row is its own molecule
+        groups = duplicate_groups(data.smiles)
+        duplicates = find_duplicates(groups, np.asarray(keep), data.high.numpy())
+        if duplicates.molecules:
+            log.warning("duplicates: %s", duplicates)
+    (out / "duplicates.json").write_text(json.dumps(duplicates.to_dict(), indent=2) + "\n")
+    split = high_fidelity_split(
+        data, options.split_seed, fractions=options.split_fractions, groups=groups
     )
+    if len(split["test"]) < SMALL_TEST_SET:
+        log.warning(
+            "only %d test molecules: their test RMSE is a rough estimate (a few molecules "
+            "can change it a lot); give more molecules with %s labels",
+            len(split["test"]), data.high_name,
+        )  # fmt: skip
+    results, _, _ = transfer_job(data, split, options.training, out, _options_dict(options))
     _, claim = transfer_claim(results, data.high_name)
-    log.info("test RMSE:\n%s\n%s", format_table(results), claim)
+    log.info("%s", claim)
     return results
 
 
@@ -1402,6 +1478,37 @@ def transfer_job(
     return table, runs, baselines
 
 
+SMALL_TEST_SET = 20
+"""Below this many test molecules :func:`transfer_table` warns that the test RMSE is rough."""
+
+TABLE_OUTPUTS = (
+    "checkpoints", "curves", "table.md", "table.csv", "runs.csv", "baselines.csv",
+    "predictions.csv", "predictions_unlabelled.csv", "learning_curves.csv", "rejected.csv",
+    "duplicates.json", "config.yaml", "transfer.yaml",
+)  # fmt: skip
+"""What :func:`transfer_table` writes in its output folder (files and folders)."""
+
+
+def _remove_earlier_outputs(out: Path) -> None:
+    """Remove what an earlier :func:`transfer_table` wrote in ``out`` (:data:`TABLE_OUTPUTS`),
+    so that no stale model or table of it stays beside the new ones (e.g. the checkpoints of a
+    seed or strategy the new run does not train); every other file is left as it is."""
+    import shutil
+
+    removed = []
+    for name in TABLE_OUTPUTS:
+        path = out / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+        else:
+            continue
+        removed.append(name)
+    if removed:
+        log.warning("--overwrite: removed the earlier run's %s from %s", ", ".join(removed), out)
+
+
 def _options_dict(options: TransferOptions) -> dict[str, Any]:
     values = {
         f.name: getattr(options, f.name)
@@ -1418,7 +1525,12 @@ def _table_graphs(
 ) -> tuple[list, dict[int, str]]:
     """One graph per row (None where rejected) and the rejected rows' reasons: bond graphs of
     the SMILES, or radius graphs of the ``geometry`` file's structures (row ``i`` = structure
-    ``i``)."""
+    ``i``). With a geometry file and a SMILES column, a row whose SMILES RDKit rejects is
+    rejected too (the fingerprint baselines read it), and so is a row whose structure's
+    elements (hydrogens included) differ from its SMILES's: a file out of row order is caught
+    here; a row without SMILES (``None``) skips both checks."""
+    from rdkit import Chem
+
     from chemgraph.chem import MoleculeParseError, mols_from_smiles
     from chemgraph.graphs import atoms_to_radius_graph, mol_to_graph
 
@@ -1426,13 +1538,18 @@ def _table_graphs(
     reasons: dict[int, str] = {}
     if options.geometry is None:
         graphs = []
-        for row, mol in enumerate(mols_from_smiles(smiles)):
+        for row, mol in enumerate(mols_from_smiles([text or "" for text in smiles])):
             if isinstance(mol, MoleculeParseError):
                 reasons[row] = str(mol)
                 graphs.append(None)
             else:
                 graphs.append(mol_to_graph(mol, featurizer))
         return graphs, reasons
+    given = [row for row, text in enumerate(smiles or []) if text is not None]
+    mols = dict(zip(given, mols_from_smiles([smiles[row] for row in given]), strict=True))
+    for row, mol in mols.items():
+        if isinstance(mol, MoleculeParseError):
+            reasons[row] = str(mol)
     structures = read_structures(options.geometry)
     if len(structures) != len(table):
         raise ValueError(
@@ -1442,11 +1559,32 @@ def _table_graphs(
     graphs = []
     for row, structure in enumerate(structures):
         if isinstance(structure, str):
-            reasons[row] = structure
-            graphs.append(None)
-        else:
-            graphs.append(atoms_to_radius_graph(*structure, featurizer, False))
+            reasons.setdefault(row, structure)
+        elif row not in reasons and row in mols:
+            expected = _formula(a.GetAtomicNum() for a in Chem.AddHs(mols[row]).GetAtoms())
+            found = _formula(structure[0])
+            if found != expected:
+                reasons[row] = (
+                    f"structure {row + 1} of {Path(options.geometry).name} is {found}, its "
+                    f"SMILES {expected} (hydrogens included): is the file in row order?"
+                )
+        graphs.append(
+            None if row in reasons else atoms_to_radius_graph(*structure, featurizer, False)
+        )
     return graphs, reasons
+
+
+def _formula(numbers) -> str:
+    """Hill formula of atomic numbers (C, H first, then alphabetical; e.g. ``C2H6O``)."""
+    from collections import Counter
+
+    from rdkit import Chem
+
+    table = Chem.GetPeriodicTable()
+    counts = Counter(table.GetElementSymbol(int(z)) for z in numbers)
+    order = [e for e in ("C", "H") if e in counts and "C" in counts]
+    order += sorted(e for e in counts if e not in order)
+    return "".join(f"{e}{counts[e] if counts[e] > 1 else ''}" for e in order)
 
 
 def read_structures(path: str | Path) -> list[tuple[np.ndarray, np.ndarray] | str]:

@@ -343,7 +343,7 @@ def _epochs_run(runs: pd.DataFrame) -> str:
 
 
 def _phase_times(runs: pd.DataFrame) -> str:
-    once = runs.drop_duplicates(["strategy", "seed", "model"])  # one row per model
+    once = runs.drop_duplicates(["strategy", "seed", "targets"])  # one row per model
     return (
         f"pretraining {once['pretrain_seconds'].sum():.0f} s, "
         f"fine-tuning {once['finetune_seconds'].sum():.0f} s"

@@ -69,6 +69,21 @@ def test_high_fidelity_split(data, split):
         high_fidelity_split(data, seed=0, counts={"train": 25, "val": 5, "test": 5})
 
 
+def test_high_fidelity_split_keeps_a_molecules_rows_in_one_split(data):
+    groups = np.arange(len(data)) // 3  # molecules given three times over; 40 ignored (no label)
+    for seed in range(20):
+        split = high_fidelity_split(data, seed, fractions=(0.6, 0.2, 0.2), groups=groups)
+        parts = [set(groups[split[name]]) for name in ("train", "val", "test")]
+        assert not (parts[0] & parts[1] or parts[0] & parts[2] or parts[1] & parts[2])
+        assert sorted(np.concatenate(list(split.values()))) == list(range(30))
+        assert [len(split[name]) for name in ("train", "val", "test")] == [18, 6, 6]
+    # one group per row: the split of the molecules as given
+    alone = high_fidelity_split(data, 0, fractions=(0.6, 0.2, 0.2), groups=np.arange(len(data)))
+    assert sum(len(v) for v in alone.values()) == 30
+    with pytest.raises(ValueError, match="with fractions only"):
+        high_fidelity_split(data, 0, counts={"train": 10, "val": 5, "test": 5}, groups=groups)
+
+
 def test_inductive_pool_excludes_every_test_molecule(data, split):
     pool = pretraining_pool(data, split, "inductive")
     assert not set(pool) & set(split["test"])
@@ -156,9 +171,11 @@ def test_tiny_end_to_end_run(data, split, tmp_path):
     assert np.isfinite(runs["rmse"]).all() and (runs["rmse"] > 0).all()
     assert set(runs.loc[runs.strategy != "high_fidelity_only", "pretrain_epochs"]) == {2}
     table = pd.read_csv(tmp_path / "table.csv")
-    assert list(table["target"]) == ["HOMO"] * 5 + ["LUMO"] * 5
-    assert list(table["seeds"]) == [2, 2, 2, 0, 0] * 2  # 0: a baseline (deterministic)
-    assert "| HOMO | GW |" in (tmp_path / "table.md").read_text()
+    assert list(table["target"]) == ["homo"] * 5 + ["lumo"] * 5  # as the data names them
+    # a baseline is deterministic: no seeds and no spread, empty cells (not 0)
+    assert table["seeds"].fillna(-1).tolist() == [2, 2, 2, -1, -1] * 2
+    assert table["rmse_std"].isna().tolist() == [False] * 3 + [True] * 2 + [False] * 3 + [True] * 2
+    assert "| homo | GW |" in (tmp_path / "table.md").read_text()
     predictions = pd.read_csv(tmp_path / "predictions.csv")
     assert set(predictions["id"]) == set(data.ids[split["test"]])
     assert {"linear", "linear_all"} <= set(predictions["strategy"])
@@ -203,7 +220,7 @@ def test_transfer_margins_against_the_seed_spread():
     )
     margins = transfer_margins(results_table(runs, "GW"), "GW")
     assert list(zip(margins["target"], margins["strategy"])) == [
-        ("HOMO", "Ind."), ("HOMO", "Trans."), ("LUMO", "Ind."), ("LUMO", "Trans."),
+        ("homo", "Ind."), ("homo", "Trans."), ("lumo", "Ind."), ("lumo", "Trans."),
     ]  # fmt: skip
     assert margins["margin"].tolist() == pytest.approx([0.11, 0.01, 0.08, -0.02])
     assert margins["spread"].tolist() == pytest.approx([0.02, 0.03, 0.02, 0.01])
@@ -214,12 +231,12 @@ def test_transfer_margins_against_the_seed_spread():
     assert not shown
     verdict, _, *lines = text.splitlines()
     assert verdict.startswith("Not shown by this run")
-    assert verdict.endswith("; not for HOMO Trans., LUMO Trans.")
+    assert verdict.endswith("; not for homo Trans., lumo Trans.")
     assert lines == [
-        "HOMO Ind.: ahead of GW by 0.110 eV > spread 0.020",
-        "HOMO Trans.: ahead of GW by 0.010 eV, not above the spread 0.030",
-        "LUMO Ind.: ahead of GW by 0.080 eV > spread 0.020",
-        "LUMO Trans.: negative transfer: behind GW by 0.020 eV",
+        "homo Ind.: ahead of GW by 0.110 eV > spread 0.020",
+        "homo Trans.: ahead of GW by 0.010 eV, not above the spread 0.030",
+        "lumo Ind.: ahead of GW by 0.080 eV > spread 0.020",
+        "lumo Trans.: negative transfer: behind GW by 0.020 eV",
     ]
 
 
@@ -247,8 +264,8 @@ def test_margins_against_the_best_baseline_of_each_setting():
     assert margins["negative"].tolist() == [True, False]
     shown, text = transfer_claim(table, "GW", "eV")
     assert not shown
-    assert "HOMO Ind.: negative transfer: behind DFT model by 0.060 eV" in text
-    assert "HOMO Trans.: ahead of Δ-learning by 0.040 eV > spread 0.010" in text
+    assert "homo Ind.: negative transfer: behind DFT model by 0.060 eV" in text
+    assert "homo Trans.: ahead of Δ-learning by 0.040 eV > spread 0.010" in text
 
 
 def test_transfer_claim_shown_and_one_seed():
@@ -264,7 +281,7 @@ def test_transfer_claim_shown_and_one_seed():
     assert shown
     assert text.startswith(
         "Shown: every transfer strategy (Ind., Trans.) beats every baseline of its setting for "
-        "HOMO and LUMO"
+        "homo and lumo"
     )
     one_seed = {key: values[:1] for key, values in both.items()}
     shown, text = transfer_claim(results_table(_runs(one_seed), "GW"), "GW")
@@ -333,7 +350,7 @@ def test_label_curve_rows_and_plot(data, split, tmp_path):
     curve = label_curve(data, split, config, [6, 18], tmp_path, "eV")
     assert (tmp_path / "label_curve.png").stat().st_size > 0
     assert pd.read_csv(tmp_path / "label_curve.csv").shape == curve.shape
-    homo = curve[curve.target == "HOMO"]
+    homo = curve[curve.target == "homo"]
     assert list(homo["method"]) == ["GW", "Trans.", "best transductive baseline"] * 2
     assert list(homo["labels"]) == [6] * 3 + [18] * 3
     # the best baseline at n labels is the lowest baseline RMSE of that run

@@ -4,18 +4,27 @@ predict``, the spread over one seed undefined."""
 
 from __future__ import annotations
 
+import json
+import logging
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from rdkit import Chem
 
 from chemgraph.chem import embed_conformers, mol_from_smiles
 from chemgraph.cli.main import main
+from chemgraph.data.applicability import TrainingFingerprints
 from chemgraph.errors import ConfigError
 from chemgraph.jobs.predict import predict_table
-from chemgraph.jobs.transfer import TransferOptions, read_structures, transfer_table
+from chemgraph.jobs.transfer import (
+    TransferOptions,
+    format_table,
+    read_structures,
+    transfer_table,
+)
 from chemgraph.train.checkpoint import load_checkpoint
 
 LABELS = Path(__file__).resolve().parents[1] / "fixtures" / "transfer" / "labels.csv"
@@ -42,7 +51,7 @@ def test_transfer_on_a_smiles_table_keeps_every_fine_tuned_model_for_predict(tmp
     # every strategy and target has a row, with the baselines of its setting
     models = table[table["method"] == "ESA"]
     assert set(models["strategy"]) == {"high fidelity", "Ind.", "Trans."}
-    assert set(table["target"]) == {"FINE_LOGP", "FINE_MR"}
+    assert set(table["target"]) == {"fine_logp", "fine_mr"}
     assert (table["method"] == "baseline").any()
     assert models["seeds"].eq(2).all() and np.isfinite(models["rmse_std"]).all()
     # 24 molecules with high-fidelity labels: 12 / 6 / 6; the test molecules' predictions
@@ -81,6 +90,26 @@ def test_one_seed_gives_an_undefined_spread_never_zero(tmp_path):
     assert models["test RMSE"].str.endswith("± undefined").all()
     unlabelled = pd.read_csv(tmp_path / "run" / "predictions_unlabelled.csv")
     assert unlabelled["fine_logp_std"].isna().all() and unlabelled["fine_mr_std"].isna().all()
+    runs = pd.read_csv(tmp_path / "run" / "runs.csv")
+    assert set(runs["model"]) == {"esa"} and runs["targets"].tolist() == ["fine_logp", "fine_mr"]
+    # the test molecules carry the user's ids and SMILES, the model's and the baselines' rows
+    test = pd.read_csv(tmp_path / "run" / "predictions.csv")
+    labels = pd.read_csv(LABELS).set_index("id")
+    assert test["id"].str.fullmatch(r"mol\d\d").all() and test["id"].nunique() == 6
+    assert test["smiles"].tolist() == labels.loc[test["id"], "smiles"].tolist()
+    np.testing.assert_allclose(test["fine_logp"], labels.loc[test["id"], "fine_logp"], atol=1e-5)
+    # the checkpoint holds its 12 training molecules' fingerprints: predict gives the domain
+    checkpoint = tmp_path / "run" / "checkpoints" / "transductive_seed0_fine_logp" / "best.ckpt"
+    stored = load_checkpoint(checkpoint).hparams["train_fingerprints"]
+    assert len(TrainingFingerprints.from_dict(stored)) == 12
+    new = tmp_path / "new.csv"
+    labels.reset_index()[["smiles"]].to_csv(new, index=False)
+    scored = pd.read_csv(
+        predict_table(checkpoint, new, tmp_path / "new_out.csv", progress=False).output
+    )
+    similarity = scored["max_similarity_to_train"]
+    assert similarity.notna().all() and (similarity == 1).sum() >= 12
+    assert scored["in_domain"].notna().all()
 
 
 def test_rejected_rows_are_reported_and_the_rest_is_used(tmp_path):
@@ -88,16 +117,49 @@ def test_rejected_rows_are_reported_and_the_rest_is_used(tmp_path):
     table.loc[30, "smiles"] = "C1CC"  # unclosed ring
     table.loc[31, "cheap_logp"] = np.nan
     table.loc[31, "cheap_mr"] = np.nan  # no label at all
+    # labels that are numbers to pandas but not finite ones (1e39 overflows float32)
+    table = table.astype({"fine_logp": object, "fine_mr": object})
+    table.loc[2, "fine_logp"], table.loc[3, "fine_logp"] = "inf", "-inf"
+    table.loc[4, "fine_mr"] = "1e39"
+    table.loc[6, "smiles"], table.loc[7, "smiles"] = "NCC", "C(N)C"  # rows 5-7: one molecule
     bad = tmp_path / "bad.csv"
     table.to_csv(bad, index=False)
     options = _options(tmp_path, seeds=1, strategies=["high_fidelity_only"])
     options.data = bad
+    # an earlier run in --out: --overwrite removes what transfer wrote, and nothing else
+    out = tmp_path / "run"
+    stale = out / "checkpoints" / "inductive_seed4_fine_logp" / "best.ckpt"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("an earlier run's model")
+    (out / "curves").mkdir()
+    (out / "curves" / "inductive_seed4_fine_logp_finetune.png").write_text("old curve")
+    (out / "predictions_unlabelled.csv").write_text("strategy,id\ninductive,mol39\n")
+    (out / "notes.txt").write_text("the user's own file")
+    options.overwrite = True
     transfer_table(options)
+    assert not stale.parent.exists() and (out / "notes.txt").read_text() == "the user's own file"
+    assert sorted(p.name for p in (out / "curves").iterdir()) == [
+        "high_fidelity_only_seed0_fine_logp_finetune.png",
+        "high_fidelity_only_seed0_fine_mr_finetune.png",
+    ]
+    unlabelled = pd.read_csv(out / "predictions_unlabelled.csv")
+    assert set(unlabelled["strategy"]) == {"high_fidelity_only"}
     rejected = pd.read_csv(tmp_path / "run" / "rejected.csv")
-    assert rejected["row"].tolist() == [30, 31]
-    assert rejected["id"].tolist() == ["mol30", "mol31"]
-    assert rejected["input"][0] == "C1CC" and "ring" in rejected["reason"][0].lower()
-    assert rejected["reason"][1] == "no low- or high-fidelity label"
+    assert rejected["row"].tolist() == [2, 3, 4, 30, 31]
+    assert rejected["id"].tolist() == ["mol02", "mol03", "mol04", "mol30", "mol31"]
+    assert rejected["reason"][:3].tolist() == [
+        "fine_logp: 'inf' is not a finite number",
+        "fine_logp: '-inf' is not a finite number",
+        "fine_mr: '1e+39' is not a finite number",
+    ]
+    assert rejected["input"][3] == "C1CC" and "ring" in rejected["reason"][3].lower()
+    assert rejected["reason"][4] == "no low- or high-fidelity label"
+    # the rows of one molecule are counted, reported and kept in one split
+    duplicates = json.loads((tmp_path / "run" / "duplicates.json").read_text())
+    assert (duplicates["molecules"], duplicates["rows"]) == (1, 3)
+    assert duplicates["examples"] == [[5, 6, 7]] and duplicates["differing_labels"] == 1
+    test = set(pd.read_csv(tmp_path / "run" / "predictions.csv")["id"])
+    assert len(test & {"mol05", "mol06", "mol07"}) in (0, 3)
 
 
 def test_a_3d_model_reads_the_geometries_of_an_sdf(tmp_path):
@@ -126,6 +188,39 @@ def test_a_3d_model_reads_the_geometries_of_an_sdf(tmp_path):
     assert len(unlabelled) == 16 and np.isfinite(unlabelled["fine_logp_pred"]).all()
 
 
+def test_geometry_rows_are_checked_against_their_smiles_before_training(tmp_path):
+    labels = pd.read_csv(LABELS)
+    mols = [embed_conformers(mol_from_smiles(s), seed=0).mol for s in labels["smiles"]]
+    mols[31], mols[32] = mols[32], mols[31]  # out of row order: C4H10 for CCCCO and back
+    sdf = tmp_path / "structures.sdf"
+    with Chem.SDWriter(str(sdf)) as writer:
+        for mol in mols:
+            writer.write(mol)
+    labels.loc[30, "smiles"] = "C1CC"  # unclosed ring: the fingerprint baselines would fail
+    labels.loc[33, "smiles"] = None  # no SMILES: its structure is taken as it is
+    table = tmp_path / "labels.csv"
+    labels.to_csv(table, index=False)
+    options = TransferOptions(
+        data=table, geometry=sdf, low_fidelity_columns="cheap_logp",
+        high_fidelity_columns="fine_logp", out=tmp_path / "run", id_column="id",
+        split_fractions=(0.5, 0.25, 0.25),
+        training={**TINY, "seeds": 1, "model": "esa-3d", "model_options": TINY_ESA,
+                  "featurizer": {"cutoff": 3.0, "num_basis": 8},
+                  "strategies": ["high_fidelity_only"]},
+    )  # fmt: skip
+    transfer_table(options)
+    rejected = pd.read_csv(tmp_path / "run" / "rejected.csv")
+    assert rejected["id"].tolist() == ["mol30", "mol31", "mol32"]
+    assert "ring" in rejected["reason"][0].lower()
+    assert rejected["reason"][1] == (
+        "structure 32 of structures.sdf is C4H10, its SMILES C4H10O (hydrogens included): "
+        "is the file in row order?"
+    )
+    assert rejected["reason"][2].startswith("structure 33 of structures.sdf is C4H10O, its")
+    unlabelled = pd.read_csv(tmp_path / "run" / "predictions_unlabelled.csv")
+    assert "mol33" in set(unlabelled["id"]) and len(unlabelled) == 16 - 3
+
+
 def test_options_are_checked_before_any_work(tmp_path):
     with pytest.raises(ConfigError, match="1 low-fidelity columns but 2 high-fidelity"):
         TransferOptions(LABELS, "cheap_logp", "fine_logp,fine_mr", tmp_path)
@@ -146,3 +241,21 @@ def test_cli_refuses_a_non_empty_out_folder(tmp_path, capsys):
     ])  # fmt: skip
     assert status == 2
     assert "--overwrite" in capsys.readouterr().err
+
+
+def test_cli_prints_the_table_once_and_warns_of_a_small_test_set(tmp_path, capsys, caplog):
+    config = tmp_path / "transfer.yaml"
+    training = {**TINY, "seeds": 1, "strategies": ["high_fidelity_only"], "model": "esa",
+                "model_options": TINY_ESA}  # fmt: skip
+    config.write_text(yaml.safe_dump({"split_fractions": [0.5, 0.25, 0.25], "training": training}))
+    with caplog.at_level(logging.INFO, logger="chemgraph.jobs.transfer"):
+        status = main([
+            "transfer", "--config", str(config), "--data", str(LABELS), "--id-column", "id",
+            "--low-fidelity-columns", "cheap_logp", "--high-fidelity-columns", "fine_logp",
+            "--out", str(tmp_path / "run"),
+        ])  # fmt: skip
+    assert status == 0
+    captured = capsys.readouterr()
+    header = format_table(pd.read_csv(tmp_path / "run" / "table.csv")).splitlines()[0]
+    assert (captured.out + captured.err + caplog.text).count(header) == 1
+    assert "only 6 test molecules: their test RMSE is a rough estimate" in caplog.text

@@ -71,7 +71,7 @@ def test_xtb_labels_transfer_to_gw(molecules, tmp_path, capsys):
                  "--quiet"]) == 0  # fmt: skip
     # the table: GW only, inductive and transductive ESA, and the baselines, finite RMSE (eV)
     results = pd.read_csv(out / "table.csv")
-    for target in ("GW_HOMO", "GW_LUMO"):
+    for target in ("gw_homo", "gw_lumo"):  # as the table names them
         rows = results[results["target"] == target]
         esa = rows[rows["method"] == "ESA"]
         assert list(esa["strategy"]) == ["GW", "Ind.", "Trans."]

@@ -93,8 +93,8 @@ def test_tiny_embedded_run(tmp_path, caplog):
     assert "- joint_targets = True, where the Table 5 protocol has False" in logged
     header = (tmp_path / "table.md").read_text()
     assert header.startswith("Differences from Buterez et al. 2024 Table 5")
-    assert "| HOMO | GW | none | ESA |" in header
-    assert "| HOMO | Δ-learning: a·DFT + b + kernel ridge | transductive | baseline |" in header
+    assert "| homo | GW | none | ESA |" in header
+    assert "| homo | Δ-learning: a·DFT + b + kernel ridge | transductive | baseline |" in header
     # the claim check follows the table, one way or the other
     assert ("Shown: every transfer strategy" in logged) != ("Not shown by this run" in logged)
     assert "margin = mean RMSE of the best baseline of the setting (GW only included)" in logged
@@ -107,7 +107,7 @@ def test_tiny_embedded_run(tmp_path, caplog):
     runs = pd.read_csv(tmp_path / "runs.csv")
     assert len(runs) == 2 * 3 * 2
     assert runs["rmse"].between(0, 20).all()
-    assert set(runs["model"]) == {"homo+lumo"}  # the demo's joint model
+    assert set(runs["targets"]) == {"homo+lumo"}  # the demo's joint model
 
 
 #: The embedded profile's settings (training merged with profiles.embedded): the README's

@@ -102,8 +102,8 @@ def modules(monkeypatch):
     built = []
     original = transfer.build_module
 
-    def spy(config, targets, labels, learning_rate, max_minutes=None):
-        module = original(config, targets, labels, learning_rate, max_minutes)
+    def spy(config, targets, labels, learning_rate, max_minutes=None, train_fingerprints=None):
+        module = original(config, targets, labels, learning_rate, max_minutes, train_fingerprints)
         built.append(
             dict(targets=list(targets), outputs=module.model.config.num_outputs, labels=labels)
         )
@@ -130,12 +130,12 @@ def test_per_target_chains_by_default(tmp_path, modules, caplog):
         assert module["labels"].shape[1] == 1
         assert set(module["labels"][:, 0].tolist()) <= set(pbe[column].astype(np.float32).tolist())
     runs = pd.read_csv(tmp_path / "runs.csv")
-    assert list(runs["model"]) == list(runs["target"]) and len(runs) == 6
+    assert list(runs["targets"]) == list(runs["target"]) and len(runs) == 6
     assert list(table.loc[table["method"] == "ESA", "strategy"]) == ["GW", "Ind.", "Trans."] * 2
     assert (tmp_path / "curves" / "transductive_seed0_lumo_pretrain.png").exists()
     predictions = pd.read_csv(tmp_path / "predictions.csv")
     assert list(predictions.columns) == [
-        "strategy", "seed", "id", "homo", "homo_pred", "lumo", "lumo_pred",
+        "strategy", "seed", "id", "smiles", "homo", "homo_pred", "lumo", "lumo_pred",
     ]  # fmt: skip
     assert len(predictions) == (3 + 7) * 8  # 3 strategies x 1 seed, 7 baselines
     logged = caplog.text
@@ -149,7 +149,7 @@ def test_joint_targets_trains_one_chain_with_two_outputs(tmp_path, modules):
     assert len(modules) == 1 + 2 + 2  # 3 chains, one per strategy
     assert all(m["outputs"] == 2 and m["targets"] == ["homo", "lumo"] for m in modules)
     runs = pd.read_csv(tmp_path / "runs.csv")
-    assert set(runs["model"]) == {"homo+lumo"} and len(runs) == 6
+    assert set(runs["targets"]) == {"homo+lumo"} and len(runs) == 6
     assert (tmp_path / "curves" / "transductive_seed0_pretrain.png").exists()
 
 
