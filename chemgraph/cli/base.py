@@ -22,6 +22,7 @@ __all__ = [
     "ExamplesHelpFormatter",
     "add_action",
     "add_library_options",
+    "add_record_file_options",
     "add_overwrite_option",
     "output_width",
     "run_library_job",
@@ -151,6 +152,17 @@ def add_overwrite_option(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow a non-empty --out (an earlier run's): files of the same name are "
         "replaced, others are left",
+    )
+
+
+def add_record_file_options(parser: argparse.ArgumentParser) -> None:
+    """The input file, its columns and the resumable output folder of a command that processes
+    a library's records in shards into a folder (``featurize``, ``qc``)."""
+    parser.add_argument("input", help=".smi, .csv, .tsv, .parquet or .sdf (optionally .gz)")
+    parser.add_argument("--output", required=True, help="output folder (new, or --resume)")
+    parser.add_argument("--smiles-column", help="SMILES column of a table (default: smiles)")
+    parser.add_argument(
+        "--id-column", help="identifier column of a table, or SD property of an SDF"
     )
 
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from chemgraph.cli.base import Command
+from chemgraph.cli.base import Command, add_record_file_options
 
 __all__ = ["FeaturizeCommand"]
 
@@ -30,12 +30,7 @@ class FeaturizeCommand(Command):
     )
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("input", help=".smi, .csv, .tsv, .parquet or .sdf (optionally .gz)")
-        parser.add_argument("--output", required=True, help="output folder (new, or --resume)")
-        parser.add_argument("--smiles-column", help="SMILES column of a table (default: smiles)")
-        parser.add_argument(
-            "--id-column", help="identifier column of a table, or SD property of an SDF"
-        )
+        add_record_file_options(parser)
         parser.add_argument(
             "--label-columns",
             help="comma-separated table columns or SD properties kept in the features table as "
