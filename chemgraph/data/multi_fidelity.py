@@ -36,6 +36,11 @@ class MultiFidelityData:
         low_theory, high_theory: the exact levels of theory, for reports.
         smiles: one SMILES per molecule, for the fingerprint baselines
             (:mod:`chemgraph.train.baselines`); None = only the linear-correction baselines.
+        groups: ``int64 [N]``, the distinct molecule of each entry
+            (:func:`chemgraph.data.duplicate_groups`), so that a test molecule's other
+            entries stay out of the inductive pretraining pool
+            (:func:`chemgraph.jobs.transfer.pretraining_pool`); None = each entry its own
+            molecule.
 
     Raises:
         ValueError: lengths or shapes disagree.
@@ -51,6 +56,7 @@ class MultiFidelityData:
     low_theory: str = ""
     high_theory: str = ""
     smiles: list[str] | None = None
+    groups: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n, t = len(self.graphs), len(self.targets)
@@ -68,6 +74,10 @@ class MultiFidelityData:
             raise ValueError(f"{len(self.ids)} ids for {n} graphs")
         if self.smiles is not None and len(self.smiles) != n:
             raise ValueError(f"{len(self.smiles)} SMILES for {n} graphs")
+        if self.groups is not None:
+            self.groups = np.asarray(self.groups, dtype=np.int64)
+            if self.groups.shape != (n,):
+                raise ValueError(f"{len(self.groups)} groups for {n} graphs")
 
     def __len__(self) -> int:
         return len(self.graphs)

@@ -115,9 +115,10 @@ def pretraining_pool(
     """Positions of the molecules whose low-fidelity labels pretrain the model.
 
     Every molecule with all low-fidelity labels of ``columns`` (positions in ``data.targets``;
-    None = every target), minus the high-fidelity test molecules for ``"inductive"``; empty
-    for ``"high_fidelity_only"``. Only ``data.low`` is ever read for these molecules
-    (:meth:`MultiFidelityData.dataset` with ``"low"``).
+    None = every target), minus the high-fidelity test molecules for ``"inductive"`` (and,
+    with ``data.groups``, every other entry of a test molecule, e.g. a second SMILES of it
+    with only the low-fidelity label); empty for ``"high_fidelity_only"``. Only ``data.low``
+    is ever read for these molecules (:meth:`MultiFidelityData.dataset` with ``"low"``).
 
     Raises:
         ValueError: unknown strategy.
@@ -130,6 +131,8 @@ def pretraining_pool(
     pool = np.flatnonzero(~torch.isnan(low).any(dim=1).numpy())
     if strategy == "inductive":
         pool = np.setdiff1d(pool, split["test"])
+        if data.groups is not None:
+            pool = pool[~np.isin(data.groups[pool], data.groups[split["test"]])]
     return pool
 
 
@@ -1399,6 +1402,8 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
     kept_smiles = [smiles[row] for row in keep] if smiles else [None]
     if smiles and None in kept_smiles:
         log.warning("rows without SMILES: no fingerprint baselines (they read every SMILES)")
+    # with --geometry and no SMILES every row is its own molecule
+    groups = None if None in kept_smiles else duplicate_groups(kept_smiles)
     data = MultiFidelityData(
         graphs=[graphs[row] for row in keep],
         ids=np.asarray([ids[row] for row in keep], dtype=object),
@@ -1408,10 +1413,10 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
         low_name=options.low_name,
         high_name=options.high_name,
         smiles=kept_smiles if None not in kept_smiles else None,
+        groups=groups,
     )
-    groups, duplicates = None, Duplicates()
-    if data.smiles is not None:  # with --geometry and no SMILES every row is its own molecule
-        groups = duplicate_groups(data.smiles)
+    duplicates = Duplicates()
+    if groups is not None:
         duplicates = find_duplicates(groups, np.asarray(keep), data.high.numpy())
         if duplicates.molecules:
             log.warning("duplicates: %s", duplicates)

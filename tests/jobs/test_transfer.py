@@ -91,6 +91,21 @@ def test_inductive_pool_excludes_every_test_molecule(data, split):
     assert set(split["train"]) <= set(pool)  # GW training molecules keep their DFT labels
 
 
+def test_inductive_pool_excludes_a_test_molecules_other_entries(split):
+    # entries 30-59 have DFT labels only; entry 30 + k is another SMILES of molecule k
+    data = _data()
+    data.groups = np.arange(len(data))
+    data.groups[30:60] = np.arange(30)
+    pool = pretraining_pool(data, split, "inductive")
+    twins = {30 + k for k in split["test"]}
+    assert not set(pool) & (twins | set(split["test"]))
+    assert set(pool) == set(range(len(data))) - set(split["test"]) - twins
+    # transductive keeps them: the test molecules' DFT labels are known by definition
+    assert len(pretraining_pool(data, split, "transductive")) == len(data)
+    with pytest.raises(ValueError, match="5 groups for 60 graphs"):
+        MultiFidelityData(data.graphs, data.ids, data.low, data.high, data.targets, groups=[0] * 5)
+
+
 def test_transductive_pool_has_test_dft_labels_never_gw(data, split):
     pool = pretraining_pool(data, split, "transductive")
     assert set(split["test"]) <= set(pool)
