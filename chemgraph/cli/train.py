@@ -122,7 +122,8 @@ class TrainCommand(Command):
             "--protocol",
             choices=["default", "paper"],
             help="optimisation settings: default (AdamW lr 5e-4 with warm-up and cosine decay, "
-            "batch 128, 50 epochs: learns within minutes on a CPU) or paper (Buterez et al. 2024 "
+            "batch 128, 50 epochs: learns within minutes on a CPU; ESA and NSA batch 64, GCN, "
+            "GIN and GMoE batch 32 and lr 1e-3) or paper (Buterez et al. 2024 "
             "SI 7: lr 1e-4, batch 128, clipping 0.5, halve the lr after 15 epochs without "
             "improvement, stop after 30, up to 1000 epochs); settings given in --config or "
             "here win (default: default)",

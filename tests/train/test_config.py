@@ -256,6 +256,12 @@ def test_a_family_s_training_settings_apply_under_the_default_protocol_only():
     assert TrainingConfig.from_dict({**base, "batch_size": 8}).batch_size == 8
     paper = TrainingConfig.from_dict({**base, "protocol": "paper"})
     assert (paper.batch_size, paper.learning_rate) == (128, 1e-4)
+    for family in ("esa", "nsa"):  # chosen on validation metrics (benchmarks/esa_defaults.py)
+        esa = TrainingConfig.from_dict({**base, "model": family})
+        assert (esa.batch_size, esa.learning_rate) == (64, 5e-4)
+        paper = TrainingConfig.from_dict({**base, "model": family, "protocol": "paper"})
+        assert paper.batch_size == 128
+    assert TrainingConfig.from_dict({**base, "model": "graphormer"}).batch_size == 128
 
 
 def test_the_paper_protocol_lists_each_difference_from_the_paper():
