@@ -36,6 +36,9 @@ class MultiFidelityData:
         low_theory, high_theory: the exact levels of theory, for reports.
         smiles: one SMILES per molecule, for the fingerprint baselines
             (:mod:`chemgraph.train.baselines`); None = only the linear-correction baselines.
+        low_columns: the ``T`` names of the low-fidelity labels as a table of molecules holds
+            them (e.g. ``xtb_homo``), in target order; None = ``low_fidelity_<target>``
+            (:attr:`low_fidelity_columns`).
 
     Raises:
         ValueError: lengths or shapes disagree.
@@ -51,6 +54,7 @@ class MultiFidelityData:
     low_theory: str = ""
     high_theory: str = ""
     smiles: list[str] | None = None
+    low_columns: list[str] | None = None
 
     def __post_init__(self) -> None:
         n, t = len(self.graphs), len(self.targets)
@@ -68,6 +72,18 @@ class MultiFidelityData:
             raise ValueError(f"{len(self.ids)} ids for {n} graphs")
         if self.smiles is not None and len(self.smiles) != n:
             raise ValueError(f"{len(self.smiles)} SMILES for {n} graphs")
+        if self.low_columns is not None and len(self.low_columns) != t:
+            raise ValueError(f"{len(self.low_columns)} low-fidelity column names for {t} targets")
+
+    @property
+    def low_fidelity_columns(self) -> list[str]:
+        """The names of the low-fidelity labels, one per target: :attr:`low_columns`, else
+        ``low_fidelity_<target>``. A transductive Δ-learning checkpoint of
+        :mod:`chemgraph.jobs.transfer` reads the molecules' low-fidelity values from the input
+        columns of these names in ``chemgraph predict``."""
+        if self.low_columns is not None:
+            return list(self.low_columns)
+        return [f"low_fidelity_{target}" for target in self.targets]
 
     def __len__(self) -> int:
         return len(self.graphs)
