@@ -26,8 +26,9 @@ examples:
 output columns: row, id, smiles (canonical), <target>_pred (and <target>_std for an ensemble: the
 members' sample standard deviation, ddof=1),
 max_similarity_to_train, in_domain, error: one row per input record, in input order; records
-that could not be featurized keep their row with the reason in error. Until it is complete the
-run keeps its state in OUTPUT.partial/ (--resume continues it).
+that could not be featurized (or lack a low-fidelity value that a transductive delta-learning
+checkpoint of chemgraph transfer reads from the input) keep their row with the reason in error.
+Until it is complete the run keeps its state in OUTPUT.partial/ (--resume continues it).
 """
 
 
@@ -107,7 +108,7 @@ class PredictCommand(Command):
             if summary.out_of_domain is None
             else f"{summary.out_of_domain:,} predicted outside the applicability domain"
         )
-        failed = f"{summary.failed:,} could not be featurized"
+        failed = f"{summary.failed:,} could not be predicted"
         if summary.failed:
             failed += " (see the error column)"
         if summary.blank:  # e.g. a CSV with a blank line after each row

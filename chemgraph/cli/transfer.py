@@ -26,7 +26,9 @@ with the baselines of each setting on the same split), runs.csv (one row per mod
 predictions.csv (test molecules: id, smiles, labels, predictions), predictions_unlabelled.csv
 (the molecules without high-fidelity labels: mean over seeds and its std, an empty cell with
 one seed), checkpoints/<strategy>_seed<k>[_<target>]/best.ckpt (every fine-tuned model, with
-its training molecules' fingerprints for predict's applicability domain), rejected.csv
+its training molecules' fingerprints for predict's applicability domain; with --delta-learning
+also its linear correction, and the inductive one's pretrained model: predict on a
+transductive one reads the molecules' low-fidelity columns from its input), rejected.csv
 (row,id,input,reason), duplicates.json (molecules given in more than one row: kept in one
 split), curves/, transfer.yaml (--config transfer.yaml repeats the run). --overwrite removes
 these from an earlier run first and leaves any other file.
@@ -83,6 +85,13 @@ class TransferCommand(Command):
             "--strategies",
             help="comma-separated subset of high_fidelity_only,inductive,transductive",
         )
+        parser.add_argument(
+            "--delta-learning",
+            action="store_true",
+            help="fine-tune on the residual of a linear correction of each molecule's "
+            "low-fidelity values (its labels, transductive; the pretrained model's prediction, "
+            "inductive) and add the correction back; the checkpoints hold it for predict",
+        )
         parser.add_argument("--seeds", type=int, help="seeds 0..N-1 of every strategy (5)")
         parser.add_argument("--pretrain-epochs", type=int, help="fixed pretraining epochs")
         parser.add_argument("--finetune-max-epochs", type=int, help="fine-tuning epoch bound")
@@ -125,6 +134,8 @@ class TransferCommand(Command):
         }.items():
             if value is not None:
                 training[key] = value
+        if args.delta_learning:
+            training["delta_learning"] = True
         if args.quiet:
             training["progress"] = False
         for key, value in {

@@ -41,6 +41,9 @@ class MultiFidelityData:
             entries stay out of the inductive pretraining pool
             (:func:`chemgraph.jobs.transfer.pretraining_pool`); None = each entry its own
             molecule.
+        low_columns: the ``T`` names of the low-fidelity labels as a table of molecules holds
+            them (e.g. ``xtb_homo``), in target order; None = ``low_fidelity_<target>``
+            (:attr:`low_fidelity_columns`).
 
     Raises:
         ValueError: lengths or shapes disagree.
@@ -57,6 +60,7 @@ class MultiFidelityData:
     high_theory: str = ""
     smiles: list[str] | None = None
     groups: np.ndarray | None = None
+    low_columns: list[str] | None = None
 
     def __post_init__(self) -> None:
         n, t = len(self.graphs), len(self.targets)
@@ -78,6 +82,18 @@ class MultiFidelityData:
             self.groups = np.asarray(self.groups, dtype=np.int64)
             if self.groups.shape != (n,):
                 raise ValueError(f"{len(self.groups)} groups for {n} graphs")
+        if self.low_columns is not None and len(self.low_columns) != t:
+            raise ValueError(f"{len(self.low_columns)} low-fidelity column names for {t} targets")
+
+    @property
+    def low_fidelity_columns(self) -> list[str]:
+        """The names of the low-fidelity labels, one per target: :attr:`low_columns`, else
+        ``low_fidelity_<target>``. A transductive Δ-learning checkpoint of
+        :mod:`chemgraph.jobs.transfer` reads the molecules' low-fidelity values from the input
+        columns of these names in ``chemgraph predict``."""
+        if self.low_columns is not None:
+            return list(self.low_columns)
+        return [f"low_fidelity_{target}" for target in self.targets]
 
     def __len__(self) -> int:
         return len(self.graphs)

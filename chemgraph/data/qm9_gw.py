@@ -86,6 +86,7 @@ def embedded_data(
         low_theory=DFT_THEORY,
         high_theory=_gw_theory(gw),
         smiles=list(dft["smiles"]),
+        low_columns=["homo_ev", "lumo_ev"],
     )
     split = high_fidelity_split(
         data, data_config["split_seed"], fractions=tuple(settings["split_fractions"])
@@ -196,6 +197,7 @@ def full_data(
         low_theory=low_theory,
         high_theory=f"{', '.join(gw_targets)} (QM9-GW, Fediai et al. 2023), eV",
         smiles=list(structures["smiles"]) if "smiles" in structures else None,
+        low_columns=list(low.columns),
     )
     counts = dict(settings["split_counts"])
     split = high_fidelity_split(data, data_config["split_seed"], counts=counts)

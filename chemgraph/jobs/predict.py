@@ -20,12 +20,23 @@ Output: one row per input record, in input order, bad records included::
     max_similarity_to_train  float32  applicability domain (chemgraph.data.applicability)
     in_domain                bool     max_similarity_to_train >= the threshold
     error                    string   null (an empty CSV cell) when predicted, else why the
-                                      record could not be featurized
+                                      record could not be featurized, or that it has no
+                                      value in a low-fidelity column a transductive
+                                      Δ-learning checkpoint reads (below)
 
 Predictions, similarity and ``in_domain`` are empty (NaN / null) for records with an error, and
 the last two for checkpoints written before chemgraph stored the training fingerprints (a
 warning says so once the options are checked). ``table.error.isna()`` selects the predicted
 rows of either format (``pandas.read_csv`` reads the empty cells as NaN).
+
+Δ-learning checkpoints of ``chemgraph transfer`` (``delta_learning``;
+:class:`chemgraph.train.delta.DeltaLearning`) predict a residual that is added to a linear
+correction of the molecule's low-fidelity values, which they hold: an inductive one predicts
+those values with the pretrained model it holds; a transductive one reads them from the input
+columns (SD properties of an SDF) named in the checkpoint, the run's low-fidelity columns, so
+an input without them is refused (the message names them), and a record with an empty cell gets
+an ``error`` instead of predictions. Ensembles of them (a run's seeds) give the mean and sample
+standard deviation of the members' full predictions.
 
 Work folder and resuming. Until the output is complete, the run keeps its state in
 ``<output>.partial/``: ``run.json`` (the sha256 of the checkpoints and the input, the options),
@@ -243,6 +254,8 @@ def predict_table(
         {"similarity_threshold": options.similarity_threshold},
         domain=True,
         refused=[] if top is None else [(top_path(output, top), f"the --top {top} file")],
+        label_columns=models.low_fidelity_columns,
+        label_use=_low_fidelity_use(models),
     )
     schema = _schema(models)
     task = _ShardScores(run, models, schema, options.batch_size, options.similarity_threshold)
@@ -299,16 +312,55 @@ def _score_shard(
         similarity = np.full(len(features), np.nan, dtype=np.float32)
         if models.fingerprints is not None:
             similarity = models.fingerprints.max_similarity(_fingerprint_bits(features))
+        low, errors = None, {}
+        if models.low_fidelity_columns:  # a transductive Δ-learning model's inputs
+            low = np.stack([features[c].to_numpy() for c in models.low_fidelity_columns], axis=1)
+            missing, errors["error"] = _low_fidelity_errors(low, models.low_fidelity_columns)
+            similarity[missing] = np.nan  # (their predictions are NaN: the correction of NaN)
         in_domain = pd.array(similarity >= threshold, dtype="boolean")
         in_domain[np.isnan(similarity)] = pd.NA
         return {
-            **models.predict(graphs, batch_size),
+            **models.predict(graphs, batch_size, low),
             "max_similarity_to_train": similarity,
             "in_domain": in_domain,
+            **errors,
         }
 
     wanted = [FINGERPRINT.name] if models.fingerprints is not None else []
-    return shard_table(folder, shard, scores, wanted)
+    return shard_table(folder, shard, scores, wanted + models.low_fidelity_columns)
+
+
+def _low_fidelity_use(models: Ensemble) -> str:
+    """Why ``models`` read input columns (a transductive Δ-learning model), for the error of
+    an input without them; "" when they read none."""
+    columns = models.low_fidelity_columns
+    if not columns:
+        return ""
+    return (
+        f"{models.files[0]} is a transductive Δ-learning model of chemgraph transfer: its "
+        f"prediction adds a linear correction of each molecule's own low-fidelity value(s) "
+        f"{columns}, read from the input; add the column(s) (a record with an empty cell gets "
+        "an error), or score with the run's inductive checkpoints, which predict those values "
+        "themselves"
+    )
+
+
+def _low_fidelity_errors(
+    low: np.ndarray, columns: list[str]
+) -> tuple[np.ndarray, list[str | None]]:
+    """The records (``bool [N]``) without every low-fidelity value of ``low`` ``float [N, S]``
+    (the ``columns``) and the ``error`` of each record (None when it has them)."""
+    missing = np.isnan(low)
+    errors = []
+    for row in missing:
+        absent = ", ".join(c for c, gone in zip(columns, row) if gone)
+        errors.append(
+            f"no low-fidelity value in {absent}: this transductive Δ-learning model corrects "
+            "the molecule's own value"
+            if absent
+            else None
+        )
+    return missing.any(axis=1), errors
 
 
 def _fingerprint_bits(features: pa.Table) -> np.ndarray:

@@ -62,13 +62,13 @@ from chemgraph.featurize import FeaturizerPreset, RadiusGraphFeaturizer
 from chemgraph.models import get_model_spec
 from chemgraph.train.baselines import (
     BASELINES,
-    LinearCorrection,
     baseline_names,
     morgan_fingerprints,
     transfer_baselines,
 )
 from chemgraph.train.callbacks import EpochProgress, LossHistory
 from chemgraph.train.config import RunConfig
+from chemgraph.train.delta import DeltaLearning
 from chemgraph.train.finetune import transfer_weights
 from chemgraph.train.fit import fit
 from chemgraph.train.inference import predict_graphs
@@ -163,7 +163,11 @@ class TransferConfig(RunConfig):
             molecule, the test molecules included) or the pretrained model's prediction of
             them (``inductive``); ``W``, ``b`` fitted by least squares on the high-fidelity
             training molecules over every low-fidelity target of the model
-            (:class:`chemgraph.train.baselines.LinearCorrection`). Default False: the
+            (:class:`chemgraph.train.delta.DeltaLearning`). Each fine-tuned checkpoint holds
+            the correction (and, ``inductive``, the pretrained model), so that ``chemgraph
+            predict`` gives high-fidelity values: a ``transductive`` one reads each molecule's
+            low-fidelity values from the input columns named as the run's
+            (:attr:`MultiFidelityData.low_fidelity_columns`). Default False: the
             low-fidelity level is only the pretraining target (Buterez et al. 2024 Table 5).
         baselines: compute the baselines of every setting on the same split
             (:func:`baseline_runs`) and put them in the table (default True).
@@ -312,7 +316,8 @@ def _fit(
 ) -> tuple[list[dict[str, float]], int]:
     """Train ``module``. With ``checkpoint_dir``: early stopping on the validation loss, then
     the best weights are loaded (their checkpoint, ``checkpoint_dir/best.ckpt``, is kept for
-    ``chemgraph predict``, except with ``delta_learning``); without: the last weights stay.
+    ``chemgraph predict``; a Δ-learning module's holds its correction,
+    ``module.delta_learning``); without: the last weights stay.
 
     Returns:
         The per-epoch losses and the number of epochs run.
@@ -338,10 +343,6 @@ def _fit(
         accelerator=config.accelerator,
         precision=config.precision,
     )
-    if result.best is not None and config.delta_learning:
-        # a delta-learning model predicts the residual of a linear correction, not the
-        # labels: its checkpoint alone would mislead `chemgraph predict`
-        result.best.unlink()
     return history.epochs, result.trainer.current_epoch
 
 
@@ -937,19 +938,20 @@ def _train_chain(
             pretrained_cache[key] = (pretrained, pretrain_epochs, list(curves))
     # fine-tuning starts from the same random state whether the pretraining ran or was reused
     L.seed_everything(seed, workers=True, verbose=False)
-    correction = None
+    delta, bases = None, None
     if pretrained is not None and config.delta_learning:
-        correction = _low_fidelity_correction(
+        delta, bases = _delta_learning(
             data, split, strategy, columns, pretrained, config, unlabelled
         )
         high_train, high_val, high_test = (
             _with_labels(high, high.labels - base)
-            for high, base in zip((high_train, high_val, high_test), correction)
+            for high, base in zip((high_train, high_val, high_test), bases)
         )
     module = build_module(
         config, targets, high_train.labels, finetune_lr, config.finetune_max_minutes,
         training_fingerprints(data, split["train"]),
     )  # fmt: skip
+    module.delta_learning = delta  # its checkpoints hold the correction (chemgraph predict)
     if pretrained is not None:
         transfer_weights(pretrained, module, config.freeze_encoder)
     started = time.perf_counter()
@@ -975,12 +977,12 @@ def _train_chain(
             if len(molecules)
             else np.zeros((0, len(targets)), np.float32)
         )
-        if correction is not None:  # back from the residual to the high-fidelity values
-            predicted = predicted + correction[position].numpy()
+        if bases is not None:  # back from the residual to the high-fidelity values
+            predicted = predicted + bases[position].numpy()
         outputs.append(predicted)
     truths = [high_val.labels.numpy(), high_test.labels.numpy()]
-    if correction is not None:
-        truths = [truth + correction[position].numpy() for position, truth in enumerate(truths, 1)]
+    if bases is not None:
+        truths = [truth + bases[position].numpy() for position, truth in enumerate(truths, 1)]
     (val_truth, truth), (val_predicted, predicted) = truths, outputs[:2]
     record = dict(
         pretrain_epochs=pretrain_epochs, finetune_epochs=finetune_epochs,
@@ -1000,7 +1002,7 @@ def _with_labels(dataset: MoleculeDataset, labels: torch.Tensor) -> MoleculeData
     )
 
 
-def _low_fidelity_correction(
+def _delta_learning(
     data: MultiFidelityData,
     split: dict[str, np.ndarray],
     strategy: str,
@@ -1008,12 +1010,13 @@ def _low_fidelity_correction(
     pretrained: PropertyPredictionModule,
     config: TransferConfig,
     unlabelled: np.ndarray | None = None,
-) -> tuple[torch.Tensor, ...]:
-    """The linear correction of ``delta_learning`` for the train, val and test molecules (and
-    the ``unlabelled`` ones, when given), ``float32 [n, len(columns)]`` each, in the
-    high-fidelity units: fitted on the training molecules' high-fidelity labels, applied to the
-    molecules' low-fidelity labels (``transductive``) or to the pretrained model's predictions
-    of them (``inductive``)."""
+) -> tuple[DeltaLearning, tuple[torch.Tensor, ...]]:
+    """The linear correction of ``delta_learning`` (:class:`chemgraph.train.delta.
+    DeltaLearning`: fitted on the training molecules' high-fidelity labels, applied to the
+    molecules' low-fidelity labels, ``transductive``, or to the pretrained model's predictions
+    of them, ``inductive``, which it then holds) and its values for the train, val and test
+    molecules (and the ``unlabelled`` ones, when given), ``float32 [n, len(columns)]`` each, in
+    the high-fidelity units."""
     molecules = [split[name] for name in SPLITS] + ([] if unlabelled is None else [unlabelled])
     if strategy == "transductive":
         low = [data.low[index][:, columns].numpy() for index in molecules]
@@ -1025,7 +1028,6 @@ def _low_fidelity_correction(
             else np.zeros((0, len(columns)), np.float32)
             for index in molecules
         ]
-    if strategy == "inductive":
         truth = data.low[split["test"]][:, columns].numpy()
         errors = [
             regression_metrics(truth[:, i], low[2][:, i])["rmse"] for i in range(len(columns))
@@ -1034,9 +1036,14 @@ def _low_fidelity_correction(
             "inductive: the pretrained model's %s test RMSE %s", data.low_name,
             ", ".join(f"{data.targets[c]} {e:.4f}" for c, e in zip(columns, errors)),
         )  # fmt: skip
-    high_train = data.high[split["train"]][:, columns].numpy()
-    correction = LinearCorrection.fit(low[0], high_train, same_column=False)
-    return tuple(torch.from_numpy(correction.predict(x).astype(np.float32)) for x in low)
+    delta = DeltaLearning.fit(
+        strategy,
+        [data.low_fidelity_columns[c] for c in columns],
+        low[0],
+        data.high[split["train"]][:, columns].numpy(),
+        pretrained if strategy == "inductive" else None,
+    )
+    return delta, tuple(torch.from_numpy(delta.base(x)) for x in low)
 
 
 STRATEGY_LABELS = {"inductive": "Ind.", "transductive": "Trans."}
@@ -1242,8 +1249,7 @@ class TransferOptions:
 
     Raises:
         ConfigError: bad settings (columns missing, of different counts or named twice, bad
-            fractions, a bond-graph model with ``geometry`` or a radius-graph model without it,
-            ``delta_learning``: its fine-tuned model predicts a residual, not the labels).
+            fractions, a bond-graph model with ``geometry`` or a radius-graph model without it).
     """
 
     data: str | Path
@@ -1296,12 +1302,6 @@ class TransferOptions:
             raise ConfigError(
                 f"model {self.training.model!r} reads bond graphs of the SMILES; with "
                 "--geometry choose a radius-graph model (esa-3d)"
-            )
-        if self.training.delta_learning:
-            raise ConfigError(
-                "delta_learning is not available in chemgraph transfer yet: its fine-tuned "
-                "models predict the residual of a linear correction, so their checkpoints "
-                "would not predict the labels"
             )
 
 
@@ -1414,6 +1414,7 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
         high_name=options.high_name,
         smiles=kept_smiles if None not in kept_smiles else None,
         groups=groups,
+        low_columns=list(options.low_fidelity_columns),
     )
     duplicates = Duplicates()
     if groups is not None:
@@ -1453,10 +1454,11 @@ def transfer_job(
     Writes to ``out``: what :func:`run_transfer` writes (``table.md``/``table.csv``, test RMSE
     with the baselines; ``runs.csv``; ``predictions.csv`` of the test molecules; learning
     curves; ``config.yaml``), ``checkpoints/<strategy>_seed<k>[_<target>]/best.ckpt`` (every
-    fine-tuned model, which ``chemgraph predict`` loads; none with ``delta_learning``, whose
-    models predict the residual of a linear correction), ``predictions_unlabelled.csv`` (the
-    molecules without every high-fidelity label: per strategy the mean prediction over seeds
-    and its sample standard deviation, NaN with one seed) and ``transfer.yaml`` (``settings``:
+    fine-tuned model, which ``chemgraph predict`` loads; with ``delta_learning`` it holds the
+    linear correction its residual is added to, :class:`chemgraph.train.delta.DeltaLearning`,
+    so that predict gives what ``predictions_unlabelled.csv`` holds), ``predictions_unlabelled.csv``
+    (the molecules without every high-fidelity label: per strategy the mean prediction over
+    seeds and its sample standard deviation, NaN with one seed) and ``transfer.yaml`` (``settings``:
     what repeats the run, e.g. ``chemgraph transfer --config transfer.yaml``).
 
     Args:

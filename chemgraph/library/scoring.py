@@ -120,6 +120,8 @@ class LibraryRun:
         identity: dict[str, Any],
         domain: bool = False,
         refused: Sequence[tuple[Path, str]] = (),
+        label_columns: Sequence[str] = (),
+        label_use: str = "",
     ) -> None:
         """Check the input against ``models``, open the work folder (new, or the run to resume)
         and featurize a file input.
@@ -132,18 +134,34 @@ class LibraryRun:
                 without training fingerprints is warned about.
             refused: other files the job writes, ``(path, what it is)``: refused when they
                 exist, unless ``overwrite``.
+            label_columns: input columns (SD properties of an SDF) whose values the job reads
+                per record, from the shards' feature tables (``float64``, NaN where a cell is
+                empty; :attr:`~chemgraph.library.records.FeaturizeOptions.label_columns`): a
+                file is featurized with them, a folder must have been.
+            label_use: why the job reads them, ending the error of an input without them.
 
         Raises:
-            ValueError: see :func:`chemgraph.jobs.predict.predict_table`.
+            ValueError: see :func:`chemgraph.jobs.predict.predict_table`; an input without
+                one of the ``label_columns`` (named, with ``label_use``).
         """
         self.models = models
         if self.source.is_dir():
             _check_folder(self.source, models, models.files[0])
+            _check_label_columns(self.source, models, label_columns, label_use)
         elif (
             next(iter_record_chunks(self.source, 1, self.smiles_column, self.id_column), None)
             is None
         ):
             raise ValueError(f"{self.source} holds no records")  # (the reader checks the format)
+        elif label_columns:
+            try:  # the only difference from the reading above: the label columns
+                next(
+                    iter_record_chunks(
+                        self.source, 1, self.smiles_column, self.id_column, label_columns
+                    )
+                )
+            except ValueError as error:
+                raise ValueError(f"{error}; {label_use}") from None
         identity = {
             "checkpoints_sha256": models.digests,
             "input_sha256": file_digest(
@@ -168,6 +186,7 @@ class LibraryRun:
                 fragments=models.preparation.fragments,
                 smiles_column=self.smiles_column,
                 id_column=self.id_column,
+                label_columns=tuple(label_columns),
             )
             if _status(self.folder) != "complete":
                 featurize_library(
@@ -307,6 +326,25 @@ def _check_folder(folder: Path, models: Ensemble, checkpoint: Path) -> None:
         )
 
 
+def _check_label_columns(
+    folder: Path, models: Ensemble, label_columns: Sequence[str], label_use: str
+) -> None:
+    """A ``chemgraph featurize`` folder whose feature tables hold ``label_columns``.
+
+    Raises:
+        ValueError: a column missing (named, with ``label_use`` and the command that fits).
+    """
+    held = read_manifest(folder)["options"].get("label_columns", [])
+    missing = [c for c in label_columns if c not in held]
+    if missing:
+        raise ValueError(
+            f"{folder} holds no column {missing} (featurized without --label-columns "
+            f"{','.join(label_columns)}); {label_use}; featurize the library again with "
+            f"`chemgraph featurize LIBRARY --graphs {models.preset.name} --label-columns "
+            f"{','.join(label_columns)} --output NEW_FOLDER`, or pass the library file as --input"
+        )
+
+
 # -- the rows of a shard -------------------------------------------------------------------
 
 
@@ -329,7 +367,8 @@ def shard_table(
         compute: ``compute(graphs, features)`` gets the shard's batched DGLGraph
             (:func:`chemgraph.graphs.load_shard_batch`) and its feature table (``row``, ``id``,
             ``smiles`` and those of ``feature_columns`` it has), and returns ``{column: values}``
-            with one value per featurized record, in their order.
+            with one value per featurized record, in their order; with an ``error`` column, the
+            reason (else None) for each featurized record it could not score.
         feature_columns: further feature-table columns to read when the table has them.
 
     Raises:
@@ -343,15 +382,17 @@ def shard_table(
     features = pq.read_table(path, columns=columns)
     if features["row"].to_pylist() != rows.tolist():
         raise ValueError(f"{folder}: graphs and features of {name} differ; featurize it again")
+    computed = compute(graphs, features)
     featurized = pd.DataFrame(
         {
             "row": rows.numpy(),
             "id": features["id"].to_pylist(),
             "smiles": features["smiles"].to_pylist(),
-            **compute(graphs, features),
+            **computed,
         }
     )
-    featurized["error"] = None
+    if "error" not in computed:
+        featurized["error"] = None
     with open(folder / "parts" / f"{name}.csv", encoding="utf-8", newline="") as handle:
         rejected = [
             (int(row), identifier, reason) for row, identifier, _, reason in csv.reader(handle)

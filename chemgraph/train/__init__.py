@@ -11,6 +11,8 @@ data); never from :mod:`chemgraph.jobs`, :mod:`chemgraph.recipes` or :mod:`chemg
   :class:`ValidationLog` (progress).
 * :mod:`chemgraph.train.checkpoint`: :func:`load_checkpoint` (the one loader of trained
   modules), best weights of a fit.
+* :mod:`chemgraph.train.delta`: :class:`~chemgraph.train.delta.DeltaLearning` (the linear
+  correction a Δ-learning transfer model's residual is added to, kept in its checkpoint).
 * :mod:`chemgraph.train.module`: :class:`PropertyPredictionModule`, :func:`masked_loss`;
   :mod:`chemgraph.train.reaction_module`: ``ReactionModule`` (GRAT translation).
 * :mod:`chemgraph.train.inference`: :func:`predict_graphs` (the one forward loop of trained

@@ -6,7 +6,10 @@ Python values only: model configuration, featurizer or token vocabulary, target 
 kinds (:data:`KINDS`), told apart by their hyper-parameters:
 
 * ``"property"``: :class:`chemgraph.train.module.PropertyPredictionModule` (``chemgraph
-  train``; used by ``chemgraph predict``).
+  train``; used by ``chemgraph predict``). A Δ-learning model of ``chemgraph transfer`` also
+  holds its linear correction, and for the inductive strategy the pretrained model's
+  hyper-parameters and weights, under ``delta_learning``
+  (:class:`chemgraph.train.delta.DeltaLearning`).
 * ``"reaction"``: :class:`chemgraph.train.reaction_module.ReactionModule` (the
   reaction_outcome recipe; used by ``chemgraph react``), recognised by its ``vocabulary``.
 """
@@ -21,7 +24,8 @@ import lightning as L
 import torch
 
 from chemgraph.models.grat.translator import LEGACY_OPTIONS
-from chemgraph.train.module import PropertyPredictionModule
+from chemgraph.train.delta import DeltaLearning
+from chemgraph.train.module import DELTA_LEARNING_KEY, PropertyPredictionModule
 from chemgraph.train.reaction_module import ReactionModule
 
 __all__ = ["KINDS", "best_checkpoint_path", "checkpoint_kind", "load_checkpoint", "load_weights"]
@@ -99,8 +103,10 @@ def load_checkpoint(
         device: where the module is put.
 
     Returns:
-        A :class:`~chemgraph.train.module.PropertyPredictionModule` or
-        :class:`~chemgraph.train.reaction_module.ReactionModule` (see :data:`KINDS`).
+        A :class:`~chemgraph.train.module.PropertyPredictionModule` (with its
+        ``delta_learning`` restored, and its pretrained low-fidelity model on ``device`` in
+        eval mode too) or :class:`~chemgraph.train.reaction_module.ReactionModule` (see
+        :data:`KINDS`).
 
     Raises:
         FileNotFoundError: no such file.
@@ -127,6 +133,15 @@ def load_checkpoint(
         model_config = {**parameters["model_config"], "edge_conditioning": "per_head"}
         module = KINDS[found](**{**parameters, "model_config": model_config})
     module.load_state_dict(checkpoint["state_dict"])
+    delta = checkpoint.get(DELTA_LEARNING_KEY)
+    if delta is not None:
+
+        def low_fidelity_model(parameters: dict, state_dict: dict) -> PropertyPredictionModule:
+            model = PropertyPredictionModule(**parameters)
+            model.load_state_dict(state_dict)
+            return model.to(device).eval()
+
+        module.delta_learning = DeltaLearning.from_dict(delta, low_fidelity_model)
     return module.to(device).eval()
 
 

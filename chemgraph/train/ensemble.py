@@ -109,19 +109,30 @@ def _member(checkpoint: Path) -> int | None:
 
 
 def _inputs_and_outputs(module: PropertyPredictionModule) -> dict[str, Any]:
-    """What the members of an ensemble must share: targets, task and featurization."""
+    """What the members of an ensemble must share: targets, task, featurization and, for
+    Δ-learning models, the strategy and the low-fidelity values corrected."""
     hparams = module.hparams
+    delta = module.delta_learning
     return {
         "target_columns": list(hparams.target_columns),
         "task": hparams.task,
         "featurizer": hparams.featurizer,
         "preparation": module.preparation,
+        "delta_learning": None
+        if delta is None
+        else {"strategy": delta.strategy, "low_fidelity_columns": delta.low_fidelity_columns},
     }
 
 
 class Ensemble:
     """The checkpoints of one prediction: one model, or the members of an ensemble (their mean
     prediction and its sample standard deviation, :func:`ensemble_statistics`).
+
+    A member that is a Δ-learning model of transfer learning
+    (:class:`chemgraph.train.delta.DeltaLearning`) predicts its residual plus the linear
+    correction of the molecule's low-fidelity values: given ones (transductive;
+    :attr:`low_fidelity_columns` names them) or its pretrained model's (inductive); the mean and
+    spread are those of the members' full predictions.
 
     An ensemble pickles as its checkpoint files, their sha256 and the device asked for, not as
     its weights: a worker process or a dask.distributed worker that receives one loads the
@@ -132,10 +143,16 @@ class Ensemble:
         device: where the models run; None: CUDA when available, else the CPU (decided again
             by each process an ensemble is unpickled in).
 
+    Attributes:
+        low_fidelity_columns: the input columns every prediction needs (:meth:`predict`'s
+            ``low_fidelity``): a transductive Δ-learning model's low-fidelity values; empty
+            for the others.
+
     Raises:
         ValueError: a checkpoint that is not a property checkpoint, or members that differ in
-            targets, task, featurizer or molecule preparation (standardisation, fragments);
-            when unpickled, a checkpoint whose bytes differ from those of the pickled one.
+            targets, task, featurizer, molecule preparation (standardisation, fragments) or
+            Δ-learning (strategy, low-fidelity columns); when unpickled, a checkpoint whose
+            bytes differ from those of the pickled one.
     """
 
     def __init__(self, files: list[Path], device: str | torch.device | None = None) -> None:
@@ -155,6 +172,8 @@ class Ensemble:
                         "ensemble's members must predict the same targets from the same features"
                     )
         self.targets: list[str] = list(first.target_columns)
+        delta = self.modules[0].delta_learning
+        self.low_fidelity_columns: list[str] = [] if delta is None else delta.input_columns
         if get_model_spec(first.model).graph_kind != "bond":
             raise ValueError(
                 f"{files[0]} holds the model {first.model!r} of 3D structures (radius graphs); "
@@ -186,15 +205,32 @@ class Ensemble:
         suffixes = ("_pred", "_std") if len(self.modules) > 1 else ("_pred",)
         return [f"{target}{suffix}" for target in self.targets for suffix in suffixes]
 
-    def predict(self, graphs: dgl.DGLGraph, batch_size: int) -> dict[str, np.ndarray]:
+    def predict(
+        self, graphs: dgl.DGLGraph, batch_size: int, low_fidelity: np.ndarray | None = None
+    ) -> dict[str, np.ndarray]:
         """``{column: float32 [N]}`` for :meth:`columns` from the batched graph of ``N``
         molecules: each member's predictions, their mean and (ensembles) their sample standard
         deviation over the members (``ddof=1``, the usual estimate of the spread of
-        independently trained models)."""
-        predictions = [
-            predict_graphs(module, *model_inputs(module, graphs), batch_size)
-            for module in self.modules
-        ]
+        independently trained models).
+
+        Args:
+            graphs: the molecules, batched.
+            batch_size: molecules per forward pass.
+            low_fidelity: ``float [N, S]``, the values of :attr:`low_fidelity_columns` (a
+                transductive Δ-learning ensemble; a NaN gives NaN predictions for that
+                molecule); None for the others.
+
+        Raises:
+            ValueError: a transductive Δ-learning ensemble without ``low_fidelity``.
+        """
+        predictions = []
+        for module in self.modules:
+            predicted = predict_graphs(module, *model_inputs(module, graphs), batch_size)
+            if module.delta_learning is not None:  # the residual, plus the correction
+                predicted = module.delta_learning.add_to(
+                    predicted, graphs, batch_size, low_fidelity
+                )
+            predictions.append(predicted)
         mean, spread = ensemble_statistics(np.stack(predictions))  # [K, N, T] -> [N, T]
         columns = {}
         for index, target in enumerate(self.targets):

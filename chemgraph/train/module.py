@@ -7,7 +7,7 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import asdict
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import lightning as L
 import torch
@@ -18,7 +18,11 @@ from chemgraph.models import build_model, get_model_spec
 from chemgraph.models.gmoe import expert_usage_table
 from chemgraph.train.scaler import TargetScaler
 
+if TYPE_CHECKING:
+    from chemgraph.train.delta import DeltaLearning
+
 __all__ = [
+    "DELTA_LEARNING_KEY",
     "LR_SCHEDULES",
     "PropertyPredictionModule",
     "build_property_module",
@@ -34,6 +38,11 @@ LR_SCHEDULES = ("cosine", "plateau")
 """Learning-rate schedules of :class:`PropertyPredictionModule`: ``"cosine"`` (linear warm-up,
 then cosine decay to a floor over the planned steps or the time budget, whichever runs out
 first) and ``"plateau"`` (halve on a validation plateau: Buterez et al. 2024, SI 7)."""
+
+DELTA_LEARNING_KEY = "delta_learning"
+"""The checkpoint key of a Δ-learning model's correction
+(:meth:`chemgraph.train.delta.DeltaLearning.to_dict`); absent for a model whose outputs are the
+labels."""
 
 DEFAULT_WARMUP_FRACTION = 0.05
 """Share of a cosine schedule spent in linear warm-up when no ``warmup_steps`` are given."""
@@ -126,6 +135,15 @@ class PropertyPredictionModule(L.LightningModule):
 
     The checkpoint's ``hyper_parameters`` hold only plain Python values, so it loads with
     ``torch.load(..., weights_only=True)``.
+
+    Attributes:
+        delta_learning: None for a model whose outputs are the labels; for a Δ-learning model
+            of transfer learning (its outputs are the residual of a linear correction of the
+            molecule's low-fidelity values) the correction
+            (:class:`chemgraph.train.delta.DeltaLearning`), which its checkpoints hold under
+            :data:`DELTA_LEARNING_KEY` and
+            :func:`chemgraph.train.checkpoint.load_checkpoint` restores. Not a hyper-parameter:
+            set after construction, before the fit that writes the checkpoints.
     """
 
     def __init__(
@@ -157,6 +175,12 @@ class PropertyPredictionModule(L.LightningModule):
         self.model = build_model(model, model_config)
         self.scaler = TargetScaler(**scaler) if scaler is not None else None
         self.task = task
+        self.delta_learning: DeltaLearning | None = None
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Lightning's hook: a Δ-learning model's checkpoint also holds its correction."""
+        if self.delta_learning is not None:
+            checkpoint[DELTA_LEARNING_KEY] = self.delta_learning.to_dict()
 
     @property
     def preparation(self) -> MoleculePreparation:

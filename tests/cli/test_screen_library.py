@@ -38,7 +38,7 @@ def test_featurize_a_library_then_score_its_shards_with_top(tmp_path, capsys):
     capsys.readouterr()
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "predicted 20 of 21 records; 1 could not be featurized" in out
+    assert "predicted 20 of 21 records; 1 could not be predicted" in out
     assert "applicability domain unknown (the checkpoint holds no training fingerprints)" in out
     assert f"top 5 written to {tmp_path / 'hits.top5.parquet'}" in out
     result = pd.read_parquet(hits)

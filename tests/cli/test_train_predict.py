@@ -300,7 +300,7 @@ def test_predict_without_failures_and_a_bad_top(tmp_path, capsys):
             "--output", str(output)]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "predicted 2 of 2 records; 0 could not be featurized; " in out
+    assert "predicted 2 of 2 records; 0 could not be predicted; " in out
     assert "error column" not in out  # no row has an error to see
     # the option as the user typed it, refused before anything is written
     assert main([*argv, "--overwrite", "--top", "0"]) == 2
@@ -320,7 +320,7 @@ def test_predict_without_failures_and_a_bad_top(tmp_path, capsys):
     table.write_text("smiles\nCCO\n\nc1ccccc1\n")
     assert main([*argv, "--overwrite"]) == 0
     assert (
-        "predicted 2 of 3 records; 1 could not be featurized (see the error column), 1 of them "
+        "predicted 2 of 3 records; 1 could not be predicted (see the error column), 1 of them "
         "blank records, which the row column counts (a CSV's row is its index in "
         "pandas.read_csv(..., skip_blank_lines=False));" in capsys.readouterr().out
     )

@@ -20,6 +20,7 @@ from chemgraph.jobs.transfer import (
     transfer_claim,
     transfer_margins,
 )
+from chemgraph.train.checkpoint import load_checkpoint
 from chemgraph.train.finetune import transfer_weights
 
 FEATURIZER = RadiusGraphFeaturizer(cutoff=3.0, num_basis=8)
@@ -351,6 +352,15 @@ def test_delta_learning_adds_the_linear_correction_back(tmp_path):
     mine = predictions[predictions.strategy == "transductive"]
     low = data.low[split["test"]].numpy()
     np.testing.assert_allclose(mine["homo_pred"], 1.2 * low[:, 0] - 0.5, atol=0.01)
+    # the fine-tuned models are kept with their correction (chemgraph predict adds it back),
+    # the low-fidelity labels named by default as MultiFidelityData.low_fidelity_columns
+    for strategy in ("inductive", "transductive"):
+        path = tmp_path / "checkpoints" / f"{strategy}_seed0" / "best.ckpt"
+        delta = load_checkpoint(path).delta_learning
+        assert delta.low_fidelity_columns == ["low_fidelity_homo", "low_fidelity_lumo"]
+        assert (delta.low_fidelity_model is None) == (strategy == "transductive")
+    np.testing.assert_allclose(delta.correction.weights, [[1.2, 0.0], [0.0, 1.2]], atol=0.01)
+    np.testing.assert_allclose(delta.correction.intercept, [-0.5, -0.5], atol=0.01)
 
 
 def test_label_curve_rows_and_plot(data, split, tmp_path):
