@@ -17,6 +17,10 @@ Public API
   splitter of chemgraph (``iter_sdf`` and ``chemgraph featurize`` both use it).
 - :func:`mol_from_sdf_block` — one SDF record to a sanitised molecule, or raise.
 - :func:`positions` — float32 [num_atoms, 3] coordinates (Å) of the first conformer.
+- :func:`atoms_from_xyz_block` — one XYZ or extended-XYZ frame to atomic numbers and
+  coordinates (ASE), or raise.
+- :func:`mol_from_atoms` — atoms with 3D coordinates to a sanitised molecule whose bonds RDKit
+  determines from the geometry (``rdDetermineBonds``), or raise.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import math
 import os
 import re
 from collections.abc import Iterator, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from rdkit import Chem, rdBase
@@ -41,10 +45,12 @@ __all__ = [
     "FragmentPolicy",
     "MoleculeParseError",
     "apply_fragment_policy",
+    "atoms_from_xyz_block",
     "check_fragment_policy",
     "check_smiles_molecule",
     "iter_sdf",
     "iter_sdf_blocks",
+    "mol_from_atoms",
     "mol_from_sdf_block",
     "mol_from_smiles",
     "mols_from_smiles",
@@ -489,3 +495,75 @@ def positions(mol: Chem.Mol) -> np.ndarray | None:
     if mol.GetNumConformers() == 0:
         return None
     return np.asarray(mol.GetConformer().GetPositions(), dtype=np.float32).reshape(-1, 3)
+
+
+def atoms_from_xyz_block(block: str) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """One XYZ or extended-XYZ frame: its atom count line, its comment line and one line per
+    atom (element symbol, x, y, z in Å, and for extended XYZ the further columns its
+    ``Properties`` name), read by ASE's extended-XYZ reader (``ase.io.read(...,
+    format="extxyz")``, which reads plain XYZ too; what ASE reads for a ``.xyz`` file).
+
+    Returns:
+        ``(atomic_numbers, positions, info)``: ``int64 [N]``, ``float64 [N, 3]`` (Å) and the
+        comment line's ``key=value`` pairs as ASE parses them (``ase.Atoms.info``; a plain
+        XYZ comment gives its words as keys).
+
+    Raises:
+        MoleculeParseError: ``"XYZ parse error: <what>"`` (an unknown element symbol, a
+            coordinate that is not a number, fewer atom lines than the count, coordinates
+            that are not finite), or ``"empty record (no atoms)"``.
+    """
+    from ase.io import read
+
+    try:
+        atoms = read(io.StringIO(block), format="extxyz")
+    except KeyError as error:  # ase.data.atomic_numbers[symbol]
+        raise MoleculeParseError(f"XYZ parse error: unknown element symbol {error}") from None
+    except Exception as error:  # noqa: BLE001 - ASE raises ValueError, XYZError, IndexError...
+        raise MoleculeParseError(f"XYZ parse error: {error}") from None
+    if len(atoms) == 0:
+        raise MoleculeParseError("empty record (no atoms)")
+    numbers = np.asarray(atoms.numbers, dtype=np.int64)
+    coordinates = np.asarray(atoms.positions, dtype=np.float64).reshape(-1, 3)
+    if not np.isfinite(coordinates).all():
+        raise MoleculeParseError("XYZ parse error: coordinates that are not finite numbers")
+    return numbers, coordinates, dict(atoms.info)
+
+
+def mol_from_atoms(numbers: np.ndarray, coordinates: np.ndarray, charge: int = 0) -> Chem.Mol:
+    """A sanitised molecule of atoms with 3D coordinates, every atom kept (hydrogens explicit,
+    as given), its bonds and bond orders determined from the geometry and the total charge by
+    RDKit's ``rdDetermineBonds.DetermineBonds`` (connectivity from covalent radii, then the
+    bond orders of xyz2mol: Y. Kim and W. Y. Kim 2015, "Universal structure conversion method
+    for organic molecules: from atomic connectivity to three-dimensional geometry", Bull.
+    Korean Chem. Soc. 36, 1769-1777, doi:10.1002/bkcs.10334). The coordinates are its
+    conformer.
+
+    Args:
+        numbers: ``int [N]`` atomic numbers.
+        coordinates: ``float [N, 3]`` in Å.
+        charge: the total charge of the molecule.
+
+    Raises:
+        MoleculeParseError: RDKit could not assign the bonds or sanitise the result (its
+            message, e.g. for a charge that no bond orders give, or a radical).
+    """
+    from rdkit.Chem import rdDetermineBonds
+    from rdkit.Geometry import Point3D
+
+    editable = Chem.RWMol()
+    conformer = Chem.Conformer(len(numbers))
+    for index, (number, position) in enumerate(zip(numbers, coordinates)):
+        editable.AddAtom(Chem.Atom(int(number)))
+        conformer.SetAtomPosition(index, Point3D(*(float(v) for v in position)))
+    conformer.Set3D(True)
+    editable.AddConformer(conformer, assignId=True)
+    mol = editable.GetMol()
+    with rdkit_log_capture() as log:
+        try:
+            rdDetermineBonds.DetermineBonds(mol, charge=int(charge))
+            Chem.SanitizeMol(mol)
+        except Exception as error:  # noqa: BLE001 - RDKit raises ValueError, RuntimeError...
+            reason = "; ".join(log.lines) or str(error) or type(error).__name__
+            raise MoleculeParseError(f"bonds not determined from the geometry: {reason}") from None
+    return mol

@@ -180,14 +180,17 @@ def add_library_options(parser: argparse.ArgumentParser, work: str, output_help:
         "--input",
         required=True,
         help="library file (.smi, .sdf, .csv, .tsv, .parquet, optionally .gz) or a "
-        "chemgraph featurize output folder",
+        "chemgraph featurize output folder; for a 3D model (esa-3d), a file of 3D structures "
+        "(.sdf with 3D coordinates, .xyz, .extxyz, optionally .gz)",
     )
     parser.add_argument("--output", required=True, help=output_help)
     parser.add_argument(
         "--smiles-column", help="SMILES column of a table (default: smiles, SMILES, ...)"
     )
     parser.add_argument(
-        "--id-column", help="identifier column of a table, or SD property of an SDF"
+        "--id-column",
+        help="identifier column of a table, SD property of an SDF, or key of an extended-XYZ "
+        "comment line",
     )
     parser.add_argument("--batch-size", type=int, default=256, help="molecules per forward pass")
     parser.add_argument(

@@ -22,6 +22,9 @@ examples:
   chemgraph predict --checkpoint runs/ens --input library.sdf --output scores.csv
   chemgraph predict --checkpoint /shared/ens --input /shared/lib.smi.gz \\
       --output /shared/scores.parquet --dask-scheduler tcp://scheduler:8786
+  chemgraph predict --checkpoint runs/gap_3d/checkpoints/inductive_seed0_gw_gap \\
+      --checkpoint runs/gap_3d/checkpoints/inductive_seed1_gw_gap \\
+      --input structures.sdf --output gap.csv
 
 output columns: row, id, smiles (canonical), <target>_pred (and <target>_std for an ensemble: the
 members' sample standard deviation, ddof=1),
@@ -29,6 +32,14 @@ max_similarity_to_train, in_domain, error: one row per input record, in input or
 that could not be featurized (or lack a low-fidelity value that a transductive delta-learning
 checkpoint of chemgraph transfer reads from the input) keep their row with the reason in error.
 Until it is complete the run keeps its state in OUTPUT.partial/ (--resume continues it).
+
+3D checkpoints (esa-3d, from chemgraph transfer --geometry) read 3D structures, one per record:
+.sdf with 3D coordinates and every hydrogen, .xyz or .extxyz (--id-column: a key of the
+extended-XYZ comment line); their radius graphs are made with the checkpoint's featurizer,
+every atom as given. A file of SMILES is refused (no conformers are embedded for them); a 2D
+SDF record, an element the featurizer has no column for, or an unreadable record gets an error
+row. smiles is the structure's molecule (an XYZ frame's bonds as RDKit determines them; "" where
+it cannot).
 """
 
 
@@ -40,7 +51,8 @@ class PredictCommand(Command):
     name = "predict"
     help = "predict properties of the molecules of a library with trained checkpoints"
     description = (
-        "Featurize each record of a library (.smi, .sdf, .csv, .tsv, .parquet, optionally .gz) "
+        "Featurize each record of a library (.smi, .sdf, .csv, .tsv, .parquet, optionally .gz; "
+        "3D structures, .sdf, .xyz or .extxyz, for a 3D model) "
         "exactly as in training, or take the graph shards of a chemgraph featurize output "
         "folder as they are, and write one row per record with the predictions, the record's "
         "greatest Tanimoto similarity to the training molecules (Morgan radius 2, 2048 bits) "
@@ -117,6 +129,12 @@ class PredictCommand(Command):
                 "CSV's row is its index in pandas.read_csv(..., skip_blank_lines=False))"
             )
         print(f"predicted {summary.predicted:,} of {summary.records:,} records; {failed}; {domain}")
+        if summary.without_smiles:
+            print(
+                f"{summary.without_smiles:,} predicted structures have no SMILES (RDKit could "
+                "not determine their bonds from the geometry): smiles is empty and their "
+                "applicability domain unknown"
+            )
         print(f"predictions written to {summary.output}")
         if summary.top is not None:
             fewer = (

@@ -16,6 +16,12 @@ blank records included; what a record is depends on the format (each optionally 
 - ``.sdf``: one record, ended by a line that starts with ``$$$$`` (cut by
   :func:`chemgraph.chem.parse.iter_sdf_blocks`, as RDKit does); ``row`` is the 0-based record
   number. Whitespace after the last ``$$$$`` is not a record.
+- ``.xyz``/``.extxyz`` (XYZ and extended XYZ): one frame, its atom count line, its comment
+  line and that many atom lines; ``row`` is the 0-based frame number. Blank lines between
+  frames are not records. A count line that is not a number is a malformed record (the
+  reader goes on at the next line that is one), and so is a frame the file ends inside.
+  3D structures without bonds: only the radius graphs of 3D models read them
+  (:class:`chemgraph.library.records.FeaturizeOptions`).
 
 A *blank* record (``kind == "blank"``) holds nothing but whitespace: a blank ``.smi`` line, a
 table row whose every field is empty or whitespace (``""`` or ``",,"``), an SDF record with
@@ -28,6 +34,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,12 +70,13 @@ class Record:
             docstring for what it means per format).
         id: the record's identifier: the id column, the ``.smi`` name, the SDF title or the
             ``id_column`` SD property; ``str(row)`` where that is missing or empty.
-        text: the SMILES string, or the whole SDF record (molblock, properties, ``$$$$``);
-            ``""`` for a blank record; the row's fields joined by the separator for a malformed
-            table row.
-        kind: ``"smiles"``, ``"molblock"`` or ``"blank"`` (nothing but whitespace).
-        error: why the reader could not make sense of the record (a malformed table row), else
-            ``None``.
+        text: the SMILES string, or the whole SDF record (molblock, properties, ``$$$$``),
+            or the whole XYZ frame (count, comment and atom lines); ``""`` for a blank record;
+            the row's fields joined by the separator for a malformed table row; the line read
+            for a malformed XYZ count line.
+        kind: ``"smiles"``, ``"molblock"``, ``"xyz"`` or ``"blank"`` (nothing but whitespace).
+        error: why the reader could not make sense of the record (a malformed table row or
+            XYZ frame), else ``None``.
         labels: the cells of the ``label_columns`` asked for, as read (text of a text table or
             SD property, a parquet value; None where the field or property is absent), in
             their order; ``()`` when none were asked for.
@@ -77,13 +85,14 @@ class Record:
     row: int
     id: str
     text: str
-    kind: Literal["smiles", "molblock", "blank"] = "smiles"
+    kind: Literal["smiles", "molblock", "xyz", "blank"] = "smiles"
     error: str | None = None
     labels: tuple[Any, ...] = ()
 
 
 def library_format(path: str | Path) -> str:
-    """``"smi"``, ``"csv"``, ``"tsv"``, ``"parquet"`` or ``"sdf"`` from the file name.
+    """``"smi"``, ``"csv"``, ``"tsv"``, ``"parquet"``, ``"sdf"`` or ``"xyz"`` (``.xyz``,
+    ``.extxyz``) from the file name.
 
     Raises:
         ValueError: an unsupported extension (the supported ones are listed).
@@ -92,11 +101,13 @@ def library_format(path: str | Path) -> str:
     if name.endswith(".gz"):
         name = name[:-3]
     for suffix, kind in ((".smi", "smi"), (".smiles", "smi"), (".csv", "csv"), (".tsv", "tsv"),
-                         (".parquet", "parquet"), (".sdf", "sdf")):  # fmt: skip
+                         (".parquet", "parquet"), (".sdf", "sdf"), (".extxyz", "xyz"),
+                         (".xyz", "xyz")):  # fmt: skip
         if name.endswith(suffix):
             return kind
     raise ValueError(
-        f"{path}: unsupported input format; use .smi, .csv, .tsv, .parquet or .sdf (optionally .gz)"
+        f"{path}: unsupported input format; use .smi, .csv, .tsv, .parquet, .sdf, .xyz or "
+        ".extxyz (optionally .gz)"
     )
 
 
@@ -142,6 +153,58 @@ def _sdf_records(
             yield Record(row, identifier, text, "molblock", labels=labels)
         else:
             yield Record(row, str(row), "", "blank", labels=(None,) * len(label_properties))
+
+
+def _xyz_records(path: Path, id_key: str | None) -> Iterator[Record]:
+    """The frames of an XYZ or extended-XYZ file (the module docstring)."""
+
+    def is_count(text: str) -> bool:
+        text = text.strip()
+        return text.isascii() and text.isdigit()
+
+    with _open_text(path, newline=None) as handle:
+        lines = iter(handle)
+        row, number, line = 0, 1, next(lines, None)
+        while line is not None:
+            if not line.strip():
+                number, line = number + 1, next(lines, None)
+                continue
+            if not is_count(line):
+                error = (
+                    f"XYZ parse error: line {number}: {line.strip()[:40]!r} is not an atom "
+                    "count (a frame starts with its number of atoms)"
+                )
+                yield Record(row, str(row), line.strip(), "xyz", error=error)
+                row, number, line = row + 1, number + 1, next(lines, None)
+                while line is not None and not is_count(line):
+                    number, line = number + 1, next(lines, None)
+                continue
+            count = int(line)
+            frame = [line, *itertools.islice(lines, count + 1)]
+            text = "".join(frame)
+            if len(frame) < count + 2:
+                read = max(len(frame) - 2, 0)
+                error = (
+                    f"XYZ parse error: the file ends inside frame {row + 1}, at {read} of its "
+                    f"{count} atom lines"
+                )
+                yield Record(row, str(row), text, "xyz", error=error)
+                return
+            identifier = _xyz_id(frame[1], id_key) if id_key is not None else ""
+            yield Record(row, identifier or str(row), text, "xyz")
+            row, number, line = row + 1, number + len(frame), next(lines, None)
+
+
+def _xyz_id(comment: str, key: str) -> str:
+    """The value of ``key`` among the ``key=value`` pairs of an extended-XYZ comment line (as
+    ASE parses them), else ``""``."""
+    from ase.io.extxyz import key_val_str_to_dict
+
+    try:
+        value = key_val_str_to_dict(comment.strip()).get(key)
+    except Exception:  # noqa: BLE001 - a comment ASE cannot parse names no id
+        return ""
+    return "" if value is None else str(value).strip()
 
 
 def _sdf_id(lines: list[str], id_property: str | None) -> str:
@@ -271,10 +334,11 @@ def iter_record_chunks(
         chunk_size: records per chunk (the last chunk may be shorter).
         smiles_column: SMILES column of a table; default: the first of
             :data:`SMILES_COLUMN_NAMES` present.
-        id_column: identifier column of a table, or SD property of an SDF; default: the
-            ``.smi`` name, the SDF title line, else the row number.
+        id_column: identifier column of a table, SD property of an SDF, or key of an
+            extended-XYZ comment line (``name=...``); default: the ``.smi`` name, the SDF
+            title line, else the row number.
         label_columns: columns of a table, or SD properties of an SDF, whose cells each
-            record carries in :attr:`Record.labels` (a ``.smi`` file has none).
+            record carries in :attr:`Record.labels` (a ``.smi`` or XYZ file has none).
 
     Yields:
         Lists of :class:`Record`, every record of the file once, in file order (blank and
@@ -291,10 +355,12 @@ def iter_record_chunks(
         raise FileNotFoundError(f"input {path} does not exist")
     kind = library_format(path)
     label_columns = tuple(label_columns)
+    if kind in ("smi", "xyz") and label_columns:
+        raise ValueError(f"{path}: a .{kind} file has no label columns; use a table or an SDF")
     if kind == "smi":
-        if label_columns:
-            raise ValueError(f"{path}: a .smi file has no label columns; use a table or an SDF")
         records = _smi_records(path)
+    elif kind == "xyz":
+        records = _xyz_records(path, id_column)
     elif kind == "sdf":
         records = _sdf_records(path, id_column, label_columns)
     elif kind == "parquet":

@@ -9,15 +9,32 @@ per-record time limit and crash isolation, its reasons for rejected records. Eit
 graph shards are then scored one shard at a time (on the CPU, in ``workers`` processes of one
 torch thread each), so memory does not grow with the library.
 
+3D models (radius graphs, e.g. ``esa-3d`` from ``chemgraph transfer --geometry``) read 3D
+structures: an ``.sdf`` with 3D coordinates and every hydrogen, an ``.xyz`` or an ``.extxyz``
+file, one structure per record (:func:`chemgraph.library.records.record_structure`), made into
+radius graphs with the checkpoint's own featurizer (cutoff, Gaussian basis, elements, neighbour
+cap, per-atom distance sums) and every atom as given, as ``chemgraph transfer`` made them. A
+file of SMILES is refused: such a model was trained on the structures of a geometry file, and
+conformers chemgraph would embed from SMILES are not those structures. A record without 3D
+coordinates (a 2D SDF record), a 3D SDF record without all its hydrogens, an element without a
+column of the featurizer's element one-hot, or a record that cannot be read gets an error row
+with the reason. Its ``smiles`` is that of the molecule of the structure (an SDF record's bonds;
+an XYZ frame's bonds as RDKit determines them from the geometry and the comment line's
+``charge=``, else 0), ``""`` where RDKit cannot determine them (the row is still predicted, its
+applicability domain unknown; :attr:`PredictionSummary.without_smiles` counts them).
+
 Output: one row per input record, in input order, bad records included::
 
     row                      int64    0-based record of the input (as the readers count)
     id                       string   the record's id (id column, .smi name, SDF title, or row)
-    smiles                   string   canonical SMILES (RDKit); "" when not featurized
+    smiles                   string   canonical SMILES (RDKit); "" when not featurized (or, for
+                                      a 3D structure, when RDKit cannot determine its bonds)
     <target>_pred            float32  target units (regression) or probability of class 1
     <target>_std             float32  ensembles only: sample standard deviation over the K
                                       members (ddof=1: sqrt(sum (p_k - mean)^2 / (K - 1)))
-    max_similarity_to_train  float32  applicability domain (chemgraph.data.applicability)
+    max_similarity_to_train  float32  applicability domain (chemgraph.data.applicability): of
+                                      the Morgan fingerprint of the molecule the smiles column
+                                      names (a 3D structure's molecule without its hydrogens)
     in_domain                bool     max_similarity_to_train >= the threshold
     error                    string   null (an empty CSV cell) when predicted, else why the
                                       record could not be featurized, or that it has no
@@ -26,7 +43,8 @@ Output: one row per input record, in input order, bad records included::
 
 Predictions, similarity and ``in_domain`` are empty (NaN / null) for records with an error, and
 the last two for checkpoints written before chemgraph stored the training fingerprints (a
-warning says so once the options are checked). ``table.error.isna()`` selects the predicted
+warning says so once the options are checked), for 3D checkpoints trained without SMILES, and
+for structures without a SMILES. ``table.error.isna()`` selects the predicted
 rows of either format (``pandas.read_csv`` reads the empty cells as NaN).
 
 Δ-learning checkpoints of ``chemgraph transfer`` (``delta_learning``;
@@ -110,6 +128,8 @@ class PredictionSummary:
         failed: records with an ``error`` (``records - predicted``).
         blank: failed records that are blank (whitespace only: a blank ``.smi`` line, a table
             row of empty fields), which ``row`` counts like any record.
+        without_smiles: predicted records whose ``smiles`` is ``""``: 3D structures whose
+            bonds RDKit could not determine (so their applicability domain is unknown).
         out_of_domain: predicted records with ``in_domain`` False; None when no prediction
             has an ``in_domain`` value (a checkpoint without training fingerprints).
         output: the output file.
@@ -120,6 +140,7 @@ class PredictionSummary:
     predicted: int
     failed: int
     blank: int
+    without_smiles: int
     out_of_domain: int | None
     output: Path
     top: Path | None
@@ -201,7 +222,9 @@ def predict_table(
             checkpoints (an ensemble; see :func:`checkpoint_files`).
         input_path: a library file (``.smi``, ``.sdf``, ``.csv``, ``.tsv``, ``.parquet``,
             optionally ``.gz``) or a ``chemgraph featurize`` output folder whose graphs were
-            made with the checkpoint's preset and molecule preparation (then used as they are).
+            made with the checkpoint's preset and molecule preparation (then used as they are);
+            for a 3D checkpoint, a file of 3D structures (``.sdf``, ``.xyz``, ``.extxyz``,
+            optionally ``.gz``; the module docstring).
         output_path: ``.csv``, ``.csv.gz`` or ``.parquet`` file to write.
         options: what to predict and write (:class:`PredictOptions`; default its defaults).
         workers: worker processes: featurizing a file, and scoring shards on the CPU (each
@@ -229,7 +252,8 @@ def predict_table(
         ValueError: an output or top file that exists (without ``overwrite``) or an
             interrupted run in the way (without ``resume``), a run to resume with other
             settings, a folder featurized otherwise than the checkpoint needs (its preset,
-            preparation, conformers or no graphs; the message names both and what to do), or
+            preparation, conformers or no graphs; the message names both and what to do), a
+            file of SMILES for a 3D checkpoint or an XYZ file for a 2D one, or
             see :func:`chemgraph.train.checkpoint.load_checkpoint` and
             :func:`chemgraph.library.featurize.featurize_library`.
         chemgraph._interrupts.Interrupted: SIGINT or SIGTERM (main thread only; while
@@ -312,6 +336,8 @@ def _score_shard(
         similarity = np.full(len(features), np.nan, dtype=np.float32)
         if models.fingerprints is not None:
             similarity = models.fingerprints.max_similarity(_fingerprint_bits(features))
+            # a 3D structure whose bonds RDKit could not determine has no molecule to compare
+            similarity[features["smiles"].to_numpy(zero_copy_only=False) == ""] = np.nan
         low, errors = None, {}
         if models.low_fidelity_columns:  # a transductive Δ-learning model's inputs
             low = np.stack([features[c].to_numpy() for c in models.low_fidelity_columns], axis=1)
@@ -391,7 +417,7 @@ def _write_output(
     temporary = atomic_path(output)
     writer = _TableWriter(temporary, suffix, schema)
     best = schema.empty_table().to_pandas()
-    records = predicted = blank = out_of_domain = judged = 0
+    records = predicted = blank = without_smiles = out_of_domain = judged = 0
     with closing(writer):
         for table in tables:
             writer.write(table)
@@ -399,6 +425,7 @@ def _write_output(
             records += len(frame)
             predicted += int(frame["error"].isna().sum())
             blank += int(frame["error"].str.startswith(BLANK_RECORD, na=False).sum())
+            without_smiles += int((frame["error"].isna() & (frame["smiles"] == "")).sum())
             out_of_domain += int((frame["in_domain"] == False).sum())  # noqa: E712 (None too)
             judged += int(frame["in_domain"].notna().sum())
             if top is not None:
@@ -413,8 +440,8 @@ def _write_output(
             top_writer.write(pa.Table.from_pandas(best, schema, preserve_index=False))
         os.replace(temporary, written)
     return PredictionSummary(
-        records, predicted, records - predicted, blank, out_of_domain if judged else None,
-        output, written,
+        records, predicted, records - predicted, blank, without_smiles,
+        out_of_domain if judged else None, output, written,
     )  # fmt: skip
 
 

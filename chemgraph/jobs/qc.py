@@ -77,7 +77,6 @@ from chemgraph._files import (
 )
 from chemgraph._interrupts import ShardsInterrupted, interrupts_raise
 from chemgraph.chem import MoleculeParseError
-from chemgraph.chem.parse import mol_from_sdf_block
 from chemgraph.data.readers import Record, iter_record_chunks
 from chemgraph.errors import MissingDependencyError
 from chemgraph.library.output import (
@@ -91,10 +90,12 @@ from chemgraph.library.output import (
 )
 from chemgraph.library.records import (
     Steps,
+    check_input_format,
     lowest_energy_conformer,
     parse_record,
     process_records,
     reason_kind,
+    sdf_3d_molecule,
 )
 from chemgraph.library.runner import check_run, run_shards
 from chemgraph.library.workers import run_local
@@ -209,7 +210,6 @@ def qc_reason_kind(reason: str) -> str:
         ("several fragments", "several fragments"),
         ("degenerate homo", "degenerate HOMO/LUMO"),
         ("open shell", "open shell"),
-        ("3d sdf record without", "SDF without hydrogens"),
         ("xtb failed", "xtb failed"),
     ):
         if reason.lower().startswith(prefix):
@@ -238,15 +238,8 @@ def _geometry(record: Record, options: QCOptions, steps: Steps) -> tuple[Chem.Mo
             "HOMO and LUMO of a closed-shell GFN2-xTB singlet do not describe"
         )
     if record.kind == "molblock":
-        given = mol_from_sdf_block(record.text, remove_hs=False)
-        if given.GetNumConformers() and given.GetConformer().Is3D():
-            missing = sum(atom.GetTotalNumHs() for atom in given.GetAtoms())
-            if missing:
-                raise MoleculeParseError(
-                    f"3D SDF record without all its hydrogens ({missing} implicit); add them "
-                    "with coordinates, or give the record without 3D coordinates (or as "
-                    "SMILES) to have a conformer embedded"
-                )
+        given = sdf_3d_molecule(record)
+        if given is not None:
             return given, AS_GIVEN
     with_hydrogens = Chem.AddHs(mol)
     if with_hydrogens.GetNumAtoms() == 1:  # nothing to embed or relax: the atom at the origin
@@ -438,7 +431,8 @@ def label_library(
 
     Raises:
         MissingDependencyError: tblite is not installed.
-        ValueError: bad arguments, an input with no records, or an ``output`` that holds a
+        ValueError: bad arguments, an XYZ input (no bonds, no charges: chemgraph qc reads
+            SMILES and SDF records), an input with no records, or an ``output`` that holds a
             different run (or any run, without ``resume``).
         FileNotFoundError: no such input.
         QCInterrupted: SIGINT or SIGTERM (main thread only); the manifest's status is then
@@ -447,6 +441,7 @@ def label_library(
     if table_format not in ("csv", "parquet"):
         raise ValueError(f"table_format must be 'csv' or 'parquet', got {table_format!r}")
     input_path, out = check_run(input_path, output, workers, shard_size, record_timeout)
+    check_input_format(input_path, radius_graphs=False)
     tblite = _tblite_version()
     with interrupts_raise(QCInterrupted):
         manifest: dict[str, Any] = {

@@ -1563,6 +1563,18 @@ def _table_graphs(
             f"{options.geometry} holds {len(structures)} structures for the {len(table)} rows "
             f"of {options.data}: give one structure per row, in row order"
         )
+    given_elements = {int(z) for s in structures if not isinstance(s, str) for z in s[0]}
+    outside = sorted(given_elements - set(featurizer.atomic_numbers))
+    if outside:
+        table_of_elements = Chem.GetPeriodicTable()
+        log.warning(
+            "the structures hold %s, which no column of the featurizer's element one-hot "
+            "names (atomic_numbers %s): they share its column of every other element, and "
+            "chemgraph predict refuses them; add them to the featurizer's atomic_numbers to "
+            "tell them apart and to score them",
+            ", ".join(table_of_elements.GetElementSymbol(z) for z in outside),
+            list(featurizer.atomic_numbers),
+        )
     graphs = []
     for row, structure in enumerate(structures):
         if isinstance(structure, str):
@@ -1595,39 +1607,32 @@ def _formula(numbers) -> str:
 
 
 def read_structures(path: str | Path) -> list[tuple[np.ndarray, np.ndarray] | str]:
-    """The 3D structures of an SDF (RDKit, hydrogens kept), XYZ or extended XYZ file (ASE), in
-    file order: ``(atomic_numbers int64 [N], positions float64 [N, 3] in Å)`` each, or the
-    reason a record could not be read (an SDF record RDKit rejects, one without 3D
-    coordinates)."""
-    path = Path(path)
-    suffixes = [s.lower() for s in path.suffixes]
-    if ".sdf" in suffixes:
-        from rdkit import Chem
+    """The 3D structures of an SDF (with 3D coordinates and every hydrogen), XYZ or extended
+    XYZ file, in file order, read record by record as ``chemgraph predict`` reads them
+    (:func:`chemgraph.library.records.record_structure`): ``(atomic_numbers int64 [N],
+    positions float64 [N, 3] in Å)`` each, every atom as given, or the reason a record could
+    not be used, prefixed with its number (an SDF record RDKit rejects, one without 3D
+    coordinates or without all its hydrogens, an unreadable XYZ frame).
 
-        from chemgraph._files import open_compressed
+    Raises:
+        ValueError: a file of another format.
+    """
+    from chemgraph.chem import MoleculeParseError
+    from chemgraph.data.readers import iter_record_chunks, library_format
+    from chemgraph.library.records import STRUCTURE_FORMATS, record_structure
 
-        structures: list[tuple[np.ndarray, np.ndarray] | str] = []
-        with open_compressed(path) as handle:
-            supplier = Chem.ForwardSDMolSupplier(handle, removeHs=False, sanitize=False)
-            for index, mol in enumerate(supplier):
-                if mol is None or mol.GetNumConformers() == 0:
-                    structures.append(f"SDF record {index + 1}: RDKit could not read it")
-                    continue
-                conformer = mol.GetConformer()
-                if not conformer.Is3D():
-                    structures.append(f"SDF record {index + 1}: no 3D coordinates")
-                    continue
-                numbers = np.array([a.GetAtomicNum() for a in mol.GetAtoms()], dtype=np.int64)
-                structures.append((numbers, np.asarray(conformer.GetPositions())))
-        return structures
-    if suffixes and suffixes[-1] in (".xyz", ".extxyz"):
-        from ase.io import read
-
-        return [
-            (np.asarray(a.numbers, dtype=np.int64), np.asarray(a.positions, dtype=np.float64))
-            for a in read(path, index=":")
-        ]
-    raise ValueError(f"{path}: geometries are read from .sdf, .xyz or .extxyz files")
+    if library_format(path) not in STRUCTURE_FORMATS:
+        raise ValueError(f"{path}: geometries are read from .sdf, .xyz or .extxyz files")
+    structures: list[tuple[np.ndarray, np.ndarray] | str] = []
+    for records in iter_record_chunks(path, 1_000):
+        for record in records:
+            try:
+                structure = record_structure(record)
+            except MoleculeParseError as error:
+                structures.append(f"structure {record.row + 1}: {error.reason}")
+            else:
+                structures.append((structure.numbers, structure.positions))
+    return structures
 
 
 def _write_unlabelled(

@@ -30,7 +30,6 @@ import chemgraph
 from chemgraph._files import file_digest
 from chemgraph._interrupts import ShardsInterrupted, interrupts_raise
 from chemgraph.data.readers import Record, iter_record_chunks
-from chemgraph.featurize import get_preset
 from chemgraph.library.output import (
     DuplicateIds,
     ShardSummary,
@@ -39,7 +38,7 @@ from chemgraph.library.output import (
     mark_interrupted,
     prepare_output,
 )
-from chemgraph.library.records import FeaturizeOptions
+from chemgraph.library.records import FeaturizeOptions, check_input_format
 from chemgraph.library.runner import check_run, run_shards, say
 from chemgraph.library.workers import run_dask, run_local
 
@@ -77,8 +76,9 @@ def featurize_library(
     """Featurize a library file into ``output`` (the layout: :mod:`chemgraph.jobs.featurize`).
 
     Args:
-        input_path: ``.smi``, ``.csv``, ``.tsv``, ``.parquet`` or ``.sdf``, optionally gzipped;
-            read streaming, ``shard_size`` records at a time.
+        input_path: ``.smi``, ``.csv``, ``.tsv``, ``.parquet`` or ``.sdf`` (``.xyz`` and
+            ``.extxyz`` for radius graphs), optionally gzipped; read streaming,
+            ``shard_size`` records at a time.
         output: output folder; must be new or empty unless ``resume``.
         options: what to compute.
         workers: local worker processes (at least one: shards never run in this process).
@@ -104,12 +104,15 @@ def featurize_library(
         ``rejected_by_reason``, ``shards`` and ``duplicate_ids``.
 
     Raises:
-        ValueError: bad options, an input with no records, or an ``output`` that holds a
-            different run (or any run, without ``resume``).
+        ValueError: bad options, an input the options cannot read
+            (:func:`~chemgraph.library.records.check_input_format`: SMILES for radius graphs,
+            an XYZ file for bond graphs), an input with no records, or an ``output`` that holds
+            a different run (or any run, without ``resume``).
         FeaturizeInterrupted: SIGINT or SIGTERM (main thread only); the workers are stopped
             and the manifest's status is ``"interrupted"``.
     """
     input_path, out = check_run(input_path, output, workers, shard_size, record_timeout)
+    check_input_format(input_path, options.radius_graphs is not None)
     with interrupts_raise(FeaturizeInterrupted):
         manifest: dict[str, Any] = {
             "chemgraph_version": chemgraph.__version__,
@@ -117,7 +120,7 @@ def featurize_library(
             "input_sha256": file_digest(input_path),
             "options": options.to_dict(),
             # the preset's full description (e.g. its stereo encoding), not only its name
-            "graph_featurizer": get_preset(options.graphs).to_dict() if options.graphs else None,
+            "graph_featurizer": options.graph_featurizer,
             "shard_size": shard_size,
         }
         first = next(

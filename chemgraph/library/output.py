@@ -37,15 +37,17 @@ from chemgraph._files import (
 )
 from chemgraph._output import resumable_folder
 from chemgraph.data.readers import REJECTED_COLUMNS, Record
-from chemgraph.featurize import get_preset
+from chemgraph.featurize import RadiusGraphFeaturizer, get_preset
 from chemgraph.featurize.descriptors import parse_descriptors
 from chemgraph.featurize.fingerprints import parse_fingerprint
+from chemgraph.graphs.arrays import GraphArrays
 from chemgraph.graphs.molecule import mols_to_graph_arrays
 from chemgraph.graphs.shards import save_shard_arrays, shard_rows
 from chemgraph.library.records import (
     BLANK_RECORD,
     FeaturizeOptions,
     Steps,
+    Structure,
     features_table,
     featurize_record,
     process_records,
@@ -141,18 +143,42 @@ def featurize_shard(
     kept_records = [record for record, _ in done]
     results = [result for _, result in done]
     steps("graphs")
+    graphs = None
     if options.graphs is not None:
         graphs = mols_to_graph_arrays(
             [r.graph_mol for r in results],
             get_preset(options.graphs),
             with_positions=options.conformers > 0,
         )
+    elif options.radius_graphs is not None:
+        graphs = _radius_graph_arrays([r.structure for r in results], options.radius_graphs)
+    if graphs is not None:
         rows = torch.tensor([r.row for r in kept_records], dtype=torch.int64)
         save_shard_arrays(out / "graphs" / f"{name}.bin", graphs, rows)
     steps("write")
     table = features_table(kept_records, results, options)
     write_parquet_atomically(table, out / "features" / f"{name}.parquet")
     return finish_shard(out, shard, records, len(kept_records), rejected, reason_kind)
+
+
+def _radius_graph_arrays(
+    structures: list[Structure], featurizer: RadiusGraphFeaturizer
+) -> GraphArrays:
+    """The radius graphs of ``structures`` as ``chemgraph transfer --geometry`` builds them
+    (:func:`chemgraph.graphs.atoms_to_radius_graph` without the Gaussian distance features,
+    which the model's collate adds per batch), batched; imports DGL (only this kind of shard
+    does)."""
+    from chemgraph._dgl import dgl
+    from chemgraph.graphs.radius import atoms_to_radius_graph
+
+    if not structures:  # a shard without survivors
+        none = torch.zeros(0, dtype=torch.int64)
+        return GraphArrays(none, none, none, none, {}, {})
+    graphs = [
+        atoms_to_radius_graph(s.numbers, s.positions, featurizer, edge_features=False)
+        for s in structures
+    ]
+    return GraphArrays.of_graph(dgl.batch(graphs))
 
 
 def finish_shard(
@@ -213,7 +239,7 @@ def completed_shard(out: Path, shard: int, options: FeaturizeOptions) -> ShardSu
             raise ValueError(
                 f"features/{name}.parquet has {len(rows)} rows, not {summary.featurized}"
             )
-        if options.graphs is not None:
+        if options.graph_featurizer is not None:
             graph_rows = shard_rows(out / "graphs" / f"{name}.bin")
             if graph_rows.tolist() != rows.to_pylist():
                 raise ValueError(f"graphs/{name}.bin holds the graphs of other records")

@@ -1,19 +1,23 @@
 """One record of a library -> its molecule -> its features (the steps of ``chemgraph featurize``).
 
 :func:`featurize_record` runs a record through :data:`STEPS` (parse, standardize, conformers,
-canonical SMILES, fingerprints, descriptors) with the run's :class:`FeaturizeOptions`;
+canonical SMILES, fingerprints, descriptors) with the run's :class:`FeaturizeOptions`, or, for
+the radius graphs of a 3D model, through its 3D structure (:func:`record_structure`), canonical
+SMILES and fingerprints; :func:`check_input_format` refuses a file that the options cannot
+read;
 :func:`features_table` makes a shard's feature table of the results; :func:`process_records`
 runs any such per-record function over a shard's records, rejecting the records it fails on
 (:func:`rejected_row`: the rejected-row schema); :func:`reason_kind` sorts a rejection reason
 into the summary table's categories. :func:`parse_record` and :func:`lowest_energy_conformer`
-are the steps ``chemgraph qc`` shares. Imported by the worker processes: it imports neither DGL
-nor pandas.
+and :func:`sdf_3d_molecule` are the steps ``chemgraph qc`` shares. Imported by the worker
+processes: it imports neither DGL nor pandas.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,10 +30,15 @@ from chemgraph.chem import (
     embed_conformers,
     mols_from_smiles,
 )
-from chemgraph.chem.parse import check_smiles_molecule, mol_from_sdf_block
+from chemgraph.chem.parse import (
+    atoms_from_xyz_block,
+    check_smiles_molecule,
+    mol_from_atoms,
+    mol_from_sdf_block,
+)
 from chemgraph.data.labels import parse_label
-from chemgraph.data.readers import Record
-from chemgraph.featurize import get_preset
+from chemgraph.data.readers import Record, library_format
+from chemgraph.featurize import RadiusGraphFeaturizer, get_preset
 from chemgraph.featurize.descriptors import RDKitDescriptors, parse_descriptors
 from chemgraph.featurize.fingerprints import parse_fingerprint
 
@@ -37,16 +46,21 @@ __all__ = [
     "BLANK_RECORD",
     "STEPS",
     "STEP_CODE",
+    "STRUCTURE_FORMATS",
     "FeaturizeOptions",
     "Featurized",
     "Steps",
+    "Structure",
+    "check_input_format",
     "featurize_record",
     "features_table",
     "lowest_energy_conformer",
     "parse_record",
     "process_records",
     "reason_kind",
+    "record_structure",
     "rejected_row",
+    "sdf_3d_molecule",
 ]
 
 #: What a record goes through, in order (``"start"``, ``"graphs"`` and ``"write"`` are
@@ -90,6 +104,20 @@ class FeaturizeOptions:
             train`` reads targets (:func:`chemgraph.data.labels.parse_label`); a record with a
             cell that is not a number is rejected with the reason. ``chemgraph train --data
             FOLDER`` trains on them. Recorded in the manifest only when given.
+        radius_graphs: instead of ``graphs``, the radius graphs of each record's 3D structure
+            (:func:`record_structure`: an SDF record with 3D coordinates and every hydrogen,
+            or an XYZ / extended-XYZ frame; every atom as given) made by this featurizer as
+            ``chemgraph transfer --geometry`` makes them
+            (:func:`chemgraph.graphs.atoms_to_radius_graph`, the Gaussian distance features
+            left to the model's collate); what ``chemgraph predict`` asks for with a 3D
+            checkpoint, whose featurizer it is. A structure with an element that has no column
+            of the featurizer's element one-hot is rejected. The canonical SMILES and the
+            fingerprints are those of the molecule the structure gives (an SDF record's bonds;
+            for an XYZ frame the bonds RDKit determines from the geometry,
+            :func:`chemgraph.chem.parse.mol_from_atoms`, or, where it cannot, ``""`` and
+            fingerprints of zeros). Needs ``graphs=None`` and no conformers, descriptors,
+            standardisation, fragment policy or labels (the structure is used as given).
+            Recorded in the manifest only when given.
     """
 
     graphs: str | None = "canonical"
@@ -102,10 +130,22 @@ class FeaturizeOptions:
     id_column: str | None = None
     seed: int = 0
     label_columns: tuple[str, ...] = ()
+    radius_graphs: RadiusGraphFeaturizer | None = None
 
     def __post_init__(self) -> None:
         if self.graphs is not None:
             get_preset(self.graphs)
+        if self.radius_graphs is not None and (
+            self.graphs is not None
+            or self.conformers
+            or self.descriptors is not None
+            or self.preparation != MoleculePreparation()
+            or self.label_columns
+        ):
+            raise ValueError(
+                "radius graphs are made of the 3D structures as given: without bond graphs, "
+                "conformers, descriptors, standardisation, a fragment policy or label columns"
+            )
         for spec in self.fingerprints:
             parse_fingerprint(spec)
         if self.descriptors is not None:
@@ -113,7 +153,12 @@ class FeaturizeOptions:
         self.preparation  # noqa: B018  (checks standardize and fragments)
         if self.conformers < 0:
             raise ValueError(f"conformers must be >= 0, got {self.conformers}")
-        if self.graphs is None and not self.fingerprints and self.descriptors is None:
+        if (
+            self.graphs is None
+            and self.radius_graphs is None
+            and not self.fingerprints
+            and self.descriptors is None
+        ):
             raise ValueError("nothing to compute: choose --graphs, --fingerprint or --descriptors")
         taken = {"id", "row", "smiles", *(parse_fingerprint(s).name for s in self.fingerprints)}
         if self.descriptors is not None:
@@ -141,7 +186,56 @@ class FeaturizeOptions:
             values["label_columns"] = list(self.label_columns)
         else:  # the manifests of runs without labels stay as they were
             del values["label_columns"]
+        if self.radius_graphs is not None:
+            values["radius_graphs"] = self.radius_graphs.to_dict()
+        else:  # the same for runs of bond graphs
+            del values["radius_graphs"]
         return values
+
+    @property
+    def graph_featurizer(self) -> dict[str, Any] | None:
+        """The full description of the graphs' featurizer (the manifest's
+        ``graph_featurizer``: a preset's or the radius-graph featurizer's ``to_dict``), or
+        None without graphs."""
+        if self.radius_graphs is not None:
+            return self.radius_graphs.to_dict()
+        return get_preset(self.graphs).to_dict() if self.graphs is not None else None
+
+
+STRUCTURE_FORMATS = ("sdf", "xyz")
+"""The library formats that hold 3D structures (:func:`chemgraph.data.readers.library_format`):
+what radius graphs are made of."""
+
+
+def check_input_format(path: str | Path, radius_graphs: bool) -> None:
+    """Refuse a library file whose records a job cannot read, before any work.
+
+    Args:
+        path: the library file.
+        radius_graphs: the job makes radius graphs of 3D structures
+            (:attr:`FeaturizeOptions.radius_graphs`); False: it reads molecules (bond graphs,
+            fingerprints, ``chemgraph qc``).
+
+    Raises:
+        ValueError: radius graphs of a file without 3D structures (SMILES), or molecules of an
+            XYZ file (3D structures without bonds).
+    """
+    kind = library_format(path)
+    if radius_graphs and kind not in STRUCTURE_FORMATS:
+        raise ValueError(
+            f"{path} holds SMILES, not 3D structures: radius graphs (3D models such as esa-3d) "
+            "are made of the structures of an .sdf with 3D coordinates, an .xyz or an .extxyz "
+            "file. A 3D model is trained on the structures of a geometry file (chemgraph "
+            "transfer --geometry), and conformers embedded from SMILES are not those "
+            "structures, so chemgraph embeds none for it: give the structures, computed as "
+            "the training ones were (e.g. with the same optimisation)"
+        )
+    if not radius_graphs and kind == "xyz":
+        raise ValueError(
+            f"{path} is an XYZ file: 3D structures without bonds, which only the radius graphs "
+            "of 3D models read (chemgraph predict with an esa-3d checkpoint); for molecular "
+            "graphs give SMILES or an SDF"
+        )
 
 
 BLANK_RECORD = "blank record"
@@ -166,6 +260,10 @@ def reason_kind(reason: str) -> str:
         ("kekulize", "aromaticity (kekulize)"),
         ("standardi", "standardisation failed"),
         ("etkdg", "conformer embedding failed"),
+        ("xyz parse error", "unreadable XYZ frame"),
+        ("no 3d coordinates", "no 3D coordinates"),
+        ("3d sdf record without", "SDF without hydrogens"),
+        ("no column of the model's element", "element without a column"),
     ):
         if needle in lowered:
             return kind
@@ -196,6 +294,93 @@ def parse_record(record: Record) -> Chem.Mol:
     return result
 
 
+def sdf_3d_molecule(record: Record) -> Chem.Mol | None:
+    """An SDF record's molecule with every atom of the record and its coordinates (Å) as the
+    conformer, when they are 3D; None for a record without 3D coordinates (RDKit reads a 2D
+    record, one whose header says 2D and whose z coordinates are all 0, as 2D).
+
+    Raises:
+        MoleculeParseError: the reasons of :func:`chemgraph.chem.parse.mol_from_sdf_block`, or
+            a 3D record whose hydrogens are not all in it (``"3D SDF record without all its
+            hydrogens (N implicit) ..."``): its coordinates lack the hydrogens', which a 3D
+            structure (an xTB calculation, a radius graph) needs.
+    """
+    mol = mol_from_sdf_block(record.text, remove_hs=False)
+    if not (mol.GetNumConformers() and mol.GetConformer().Is3D()):
+        return None
+    missing = sum(atom.GetTotalNumHs() for atom in mol.GetAtoms())
+    if missing:
+        raise MoleculeParseError(
+            f"3D SDF record without all its hydrogens ({missing} implicit): a 3D structure "
+            "needs every atom's coordinates; add them with coordinates (e.g. RDKit's "
+            "Chem.AddHs(mol, addCoords=True), then relax them), or, for chemgraph qc, give the "
+            "record without 3D coordinates (or as SMILES) to have a conformer embedded"
+        )
+    return mol
+
+
+@dataclass(frozen=True)
+class Structure:
+    """One record's 3D structure, every atom as given (hydrogens included).
+
+    Attributes:
+        numbers: ``int64 [N]`` atomic numbers.
+        positions: ``float64 [N, 3]`` coordinates in Å.
+        mol: the SDF record's molecule (:func:`sdf_3d_molecule`); None for an XYZ frame, which
+            has no bonds.
+        charge: the total charge: the sum of an SDF record's formal charges, an extended-XYZ
+            comment line's integer ``charge=``, else 0.
+    """
+
+    numbers: np.ndarray
+    positions: np.ndarray
+    mol: Chem.Mol | None
+    charge: int
+
+    def molecule(self) -> Chem.Mol:
+        """The molecule with its bonds: the SDF record's, or those RDKit determines from the
+        geometry and :attr:`charge` (:func:`chemgraph.chem.parse.mol_from_atoms`).
+
+        Raises:
+            MoleculeParseError: RDKit could not determine the bonds.
+        """
+        if self.mol is not None:
+            return self.mol
+        return mol_from_atoms(self.numbers, self.positions, self.charge)
+
+
+def record_structure(record: Record) -> Structure:
+    """The 3D structure of an SDF record (with 3D coordinates and every hydrogen:
+    :func:`sdf_3d_molecule`) or of an XYZ / extended-XYZ frame
+    (:func:`chemgraph.chem.parse.atoms_from_xyz_block`); what radius graphs are made of, by
+    ``chemgraph predict`` and ``chemgraph transfer --geometry`` alike.
+
+    Raises:
+        MoleculeParseError: a blank or malformed record, the parsers' reasons, an SDF record
+            without 3D coordinates (``"no 3D coordinates: ..."``), a SMILES record.
+    """
+    if record.kind == "blank":
+        raise MoleculeParseError(BLANK_RECORD)
+    if record.error is not None:
+        raise MoleculeParseError(record.error)
+    if record.kind == "xyz":
+        numbers, positions, info = atoms_from_xyz_block(record.text)
+        charge = info.get("charge", 0)
+        charge = int(charge) if isinstance(charge, (int, np.integer)) else 0
+        return Structure(numbers, positions, None, charge)
+    if record.kind != "molblock":
+        raise MoleculeParseError(f"a SMILES, not a 3D structure: {record.text!r}")
+    mol = sdf_3d_molecule(record)
+    if mol is None:
+        raise MoleculeParseError(
+            "no 3D coordinates: a 2D SDF record (its header says 2D, or names no dimension, "
+            "and every z coordinate is 0); give the structure in 3D"
+        )
+    numbers = np.array([atom.GetAtomicNum() for atom in mol.GetAtoms()], dtype=np.int64)
+    positions = np.asarray(mol.GetConformer().GetPositions(), dtype=np.float64).reshape(-1, 3)
+    return Structure(numbers, positions, mol, Chem.GetFormalCharge(mol))
+
+
 def lowest_energy_conformer(mol: Chem.Mol, conformers: int, seed: int) -> tuple[Chem.Mol, bool]:
     """The molecule with explicit hydrogens and only the lowest-MMFF94-energy conformer of
     ``conformers`` embedded with ``seed`` (:func:`chemgraph.chem.embed_conformers`; the first
@@ -214,13 +399,15 @@ def lowest_energy_conformer(mol: Chem.Mol, conformers: int, seed: int) -> tuple[
 
 @dataclass
 class Featurized:
-    """One record's results: the molecule for the graph and the feature-table values."""
+    """One record's results: the molecule for the graph (or the 3D structure of a radius
+    graph) and the feature-table values."""
 
-    graph_mol: Chem.Mol
+    graph_mol: Chem.Mol | None
     smiles: str
     fingerprints: list[np.ndarray]
     descriptors: np.ndarray | None
     labels: list[float]
+    structure: Structure | None = None
 
 
 class Steps:
@@ -245,7 +432,10 @@ def featurize_record(
 ) -> Featurized:
     """Every step for one record. Fingerprints, descriptors and the canonical SMILES use the
     (standardised) molecule as read; only the graph gets the explicit hydrogens and the 3D
-    conformer, so the feature table does not depend on ``--conformers``."""
+    conformer, so the feature table does not depend on ``--conformers``. With
+    ``options.radius_graphs``: :func:`_featurize_structure`."""
+    if options.radius_graphs is not None:
+        return _featurize_structure(record, options.radius_graphs, fingerprints, steps)
     steps("parse")
     labels = []
     if record.kind != "blank" and record.error is None:  # the reasons parse_record gives go first
@@ -273,11 +463,52 @@ def featurize_record(
     return Featurized(graph_mol, smiles, values, row, labels)
 
 
+def _featurize_structure(
+    record: Record,
+    featurizer: RadiusGraphFeaturizer,
+    fingerprints: list[Any],
+    steps: Steps,
+) -> Featurized:
+    """One record's 3D structure for a radius graph (:func:`record_structure`), and the
+    canonical SMILES and fingerprints of its molecule without its explicit hydrogens (``""``
+    and zeros when RDKit cannot determine an XYZ frame's bonds)."""
+    steps("parse")
+    structure = record_structure(record)
+    unknown = sorted(set(structure.numbers.tolist()) - set(featurizer.atomic_numbers))
+    if unknown:
+        table = Chem.GetPeriodicTable()
+        names = ", ".join(table.GetElementSymbol(int(z)) for z in unknown)
+        known = ", ".join(table.GetElementSymbol(z) for z in featurizer.atomic_numbers)
+        raise MoleculeParseError(
+            f"element {names} has no column of the model's element one-hot ({known}: the "
+            "radius-graph featurizer's atomic_numbers); its atoms would share the column of "
+            "every other element, which the checkpoint does not say training held"
+        )
+    steps("canonical SMILES")
+    try:
+        mol = Chem.RemoveHs(structure.molecule())
+        smiles = Chem.MolToSmiles(mol)
+    except (MoleculeParseError, ValueError, RuntimeError):  # bonds RDKit cannot determine
+        mol, smiles = None, ""
+    steps("fingerprints")
+    values = [
+        fingerprint(mol) if mol is not None else np.zeros(len(fingerprint), fingerprint.dtype)
+        for fingerprint in fingerprints
+    ]
+    return Featurized(None, smiles, values, None, [], structure)
+
+
 def rejected_row(record: Record, reason: str) -> tuple[int, str, str, str]:
     """A rejected record's row of ``rejected.csv``
     (:data:`chemgraph.data.readers.REJECTED_COLUMNS`: ``row, id, input, reason``); the input is
-    the record's text as read (``""`` for a blank record), an SDF record's title line."""
-    text = record.text if record.kind != "molblock" else record.text.split("\n", 1)[0].strip()
+    the record's text as read (``""`` for a blank record), an SDF record's title line, an XYZ
+    frame's comment line."""
+    text = record.text
+    if record.kind == "molblock":
+        text = text.split("\n", 1)[0].strip()
+    elif record.kind == "xyz":
+        lines = text.split("\n")
+        text = (lines[1] if len(lines) > 1 else lines[0]).strip()
     return (record.row, record.id, text, reason)
 
 

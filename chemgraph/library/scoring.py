@@ -4,11 +4,13 @@ The data path that ``chemgraph predict`` (:func:`chemgraph.jobs.predict.predict_
 ``chemgraph fingerprint`` (:func:`chemgraph.jobs.fingerprint.fingerprint_table`) share: the
 input, a library file or a ``chemgraph featurize`` folder made with the checkpoint's preset and
 molecule preparation (:func:`~chemgraph.library.featurize.featurize_library` featurizes a file
-first, into the work folder); the work folder ``<output>.partial/`` (``run.json``: the sha256 of
-the checkpoints and the input, the options; ``featurized/``; one part per scored shard, written
-atomically), resumed with ``resume`` and refused otherwise, removed once the output is written;
-each shard scored by a job's task (:func:`chemgraph.train.inference.run_shard_tasks`: this
-process, worker processes or dask.distributed tasks) into the rows of :func:`shard_table`.
+first, into the work folder; for a 3D model, a file of 3D structures into radius graphs of its
+featurizer, :class:`~chemgraph.library.records.FeaturizeOptions`); the work folder
+``<output>.partial/`` (``run.json``: the sha256 of the checkpoints and the input, the options;
+``featurized/``; one part per scored shard, written atomically), resumed with ``resume`` and
+refused otherwise, removed once the output is written; each shard scored by a job's task
+(:func:`chemgraph.train.inference.run_shard_tasks`: this process, worker processes or
+dask.distributed tasks) into the rows of :func:`shard_table`.
 """
 
 from __future__ import annotations
@@ -34,11 +36,11 @@ from chemgraph.chem import MoleculePreparation
 from chemgraph.data.applicability import FINGERPRINT
 from chemgraph.data.readers import iter_record_chunks
 from chemgraph.errors import ConfigError
-from chemgraph.featurize import FeaturizerPreset
+from chemgraph.featurize import FeaturizerPreset, RadiusGraphFeaturizer
 from chemgraph.graphs.shards import load_shard_batch
 from chemgraph.library.featurize import featurize_library
 from chemgraph.library.output import read_manifest
-from chemgraph.library.records import FeaturizeOptions
+from chemgraph.library.records import FeaturizeOptions, check_input_format
 from chemgraph.train.ensemble import Ensemble
 from chemgraph.train.inference import run_shard_tasks
 
@@ -60,7 +62,8 @@ class LibraryRun:
     """The shards of one library scored into one output: the arguments checked, the work folder
     (``<output>.partial/``: ``run.json``, ``featurized/`` for a file input, one part per scored
     shard), the featurization of a file (:func:`~chemgraph.library.featurize.featurize_library`
-    with the checkpoint's preset and molecule preparation, locally or on dask), the shards run
+    with the checkpoint's preset and molecule preparation, or for a 3D model the radius graphs
+    of its featurizer, locally or on dask), the shards run
     through a task (:func:`~chemgraph.train.inference.run_shard_tasks`: this process, worker
     processes or dask) and the parts read back in order. What
     :func:`chemgraph.jobs.predict.predict_table` and
@@ -145,23 +148,28 @@ class LibraryRun:
                 one of the ``label_columns`` (named, with ``label_use``).
         """
         self.models = models
+        options = _featurize_options(
+            models, domain, self.smiles_column, self.id_column, tuple(label_columns)
+        )
         if self.source.is_dir():
             _check_folder(self.source, models, models.files[0])
             _check_label_columns(self.source, models, label_columns, label_use)
-        elif (
-            next(iter_record_chunks(self.source, 1, self.smiles_column, self.id_column), None)
-            is None
-        ):
-            raise ValueError(f"{self.source} holds no records")  # (the reader checks the format)
-        elif label_columns:
-            try:  # the only difference from the reading above: the label columns
-                next(
-                    iter_record_chunks(
-                        self.source, 1, self.smiles_column, self.id_column, label_columns
+        else:
+            check_input_format(self.source, options.radius_graphs is not None)
+            if (
+                next(iter_record_chunks(self.source, 1, self.smiles_column, self.id_column), None)
+                is None
+            ):
+                raise ValueError(f"{self.source} holds no records")
+            if label_columns:
+                try:  # the only difference from the reading above: the label columns
+                    next(
+                        iter_record_chunks(
+                            self.source, 1, self.smiles_column, self.id_column, label_columns
+                        )
                     )
-                )
-            except ValueError as error:
-                raise ValueError(f"{error}; {label_use}") from None
+                except ValueError as error:
+                    raise ValueError(f"{error}; {label_use}") from None
         identity = {
             "checkpoints_sha256": models.digests,
             "input_sha256": file_digest(
@@ -177,17 +185,6 @@ class LibraryRun:
             models.warn_missing_fingerprints()
         if not self.source.is_dir():
             self.folder = self.work / "featurized"
-            options = FeaturizeOptions(
-                graphs=models.preset.name,
-                fingerprints=(FINGERPRINT.spec,)
-                if domain and models.fingerprints is not None
-                else (),
-                standardize=models.preparation.standardize,
-                fragments=models.preparation.fragments,
-                smiles_column=self.smiles_column,
-                id_column=self.id_column,
-                label_columns=tuple(label_columns),
-            )
             if _status(self.folder) != "complete":
                 featurize_library(
                     self.source, self.folder, options, self.workers, self.shard_size,
@@ -236,6 +233,34 @@ class LibraryRun:
     def finish(self) -> None:
         """Remove the work folder (the job has written its output)."""
         shutil.rmtree(self.work)
+
+
+def _featurize_options(
+    models: Ensemble,
+    domain: bool,
+    smiles_column: str | None,
+    id_column: str | None,
+    label_columns: tuple[str, ...] = (),
+) -> FeaturizeOptions:
+    """How a library file is featurized for ``models``: bond graphs of their preset and
+    molecule preparation, or radius graphs of the structures with their radius-graph
+    featurizer; with ``domain`` and training fingerprints, the Morgan fingerprints too; the
+    ``label_columns`` read per record."""
+    fingerprints = (FINGERPRINT.spec,) if domain and models.fingerprints is not None else ()
+    if isinstance(models.featurizer, RadiusGraphFeaturizer):
+        return FeaturizeOptions(
+            graphs=None, radius_graphs=models.featurizer, fingerprints=fingerprints,
+            id_column=id_column, label_columns=label_columns,
+        )  # fmt: skip
+    return FeaturizeOptions(
+        graphs=models.featurizer.name,
+        fingerprints=fingerprints,
+        standardize=models.preparation.standardize,
+        fragments=models.preparation.fragments,
+        smiles_column=smiles_column,
+        id_column=id_column,
+        label_columns=label_columns,
+    )
 
 
 # -- the work folder -----------------------------------------------------------------------
@@ -289,22 +314,39 @@ def _check_folder(folder: Path, models: Ensemble, checkpoint: Path) -> None:
     """A ``chemgraph featurize`` folder whose graphs the checkpoint can score as they are.
 
     Raises:
-        ValueError: no manifest, an incomplete run, no graphs, another graph preset, or graphs
-            with conformers (explicit hydrogens and positions, which training never had).
+        ValueError: no manifest, an incomplete run, no graphs, another graph preset, graphs
+            with conformers (explicit hydrogens and positions, which training never had), or
+            graphs of another kind than the checkpoint's (radius graphs for a 2D model; for a
+            3D model, anything but the radius graphs of its own featurizer).
     """
     manifest = read_manifest(folder)
     options = manifest["options"]
+    radius = options.get("radius_graphs")
+    if isinstance(models.featurizer, RadiusGraphFeaturizer):
+        if radius != models.featurizer.to_dict():
+            made = "no radius graphs" if radius is None else f"radius graphs of {radius}"
+            raise ValueError(
+                f"{folder} holds {made}, but {checkpoint} is a 3D model that reads radius "
+                f"graphs of {models.featurizer.to_dict()}; pass the structure file (.sdf with 3D "
+                "coordinates, .xyz, .extxyz) as --input"
+            )
+        return
     redo = (
         f"featurize the library again with `chemgraph featurize LIBRARY --graphs "
-        f"{models.preset.name} --output NEW_FOLDER`, or pass the library file as --input"
+        f"{models.featurizer.name} --output NEW_FOLDER`, or pass the library file as --input"
     )
+    if radius is not None:
+        raise ValueError(
+            f"{folder} holds radius graphs of 3D structures but {checkpoint} was trained on "
+            f"molecular (bond) graphs; {redo}"
+        )
     if options["graphs"] is None:
         raise ValueError(f"{folder} holds no graphs (featurized with --graphs none); {redo}")
     preset = FeaturizerPreset.from_dict(manifest["graph_featurizer"])
-    if preset.name != models.preset.name:
+    if preset.name != models.featurizer.name:
         raise ValueError(
             f"{folder} holds graphs of the {preset.name!r} preset but {checkpoint} was trained "
-            f"on the {models.preset.name!r} preset; {redo}"
+            f"on the {models.featurizer.name!r} preset; {redo}"
         )
     if options["conformers"]:
         raise ValueError(
@@ -321,7 +363,7 @@ def _check_folder(folder: Path, models: Ensemble, checkpoint: Path) -> None:
             f"--fragments {prepared.fragments} but {checkpoint} was trained on molecules "
             f"prepared with standardize {wanted.standardize}, fragments {wanted.fragments}; "
             f"featurize the library again with `chemgraph featurize LIBRARY --graphs "
-            f"{models.preset.name} --standardize {wanted.standardize} --fragments "
+            f"{models.featurizer.name} --standardize {wanted.standardize} --fragments "
             f"{wanted.fragments} --output NEW_FOLDER`, or pass the library file as --input"
         )
 
@@ -340,7 +382,7 @@ def _check_label_columns(
         raise ValueError(
             f"{folder} holds no column {missing} (featurized without --label-columns "
             f"{','.join(label_columns)}); {label_use}; featurize the library again with "
-            f"`chemgraph featurize LIBRARY --graphs {models.preset.name} --label-columns "
+            f"`chemgraph featurize LIBRARY --graphs {models.featurizer.name} --label-columns "
             f"{','.join(label_columns)} --output NEW_FOLDER`, or pass the library file as --input"
         )
 

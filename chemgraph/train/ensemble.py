@@ -18,7 +18,7 @@ import torch
 from chemgraph._dgl import dgl
 from chemgraph._files import file_digest
 from chemgraph.data.applicability import TrainingFingerprints
-from chemgraph.featurize import FeaturizerPreset
+from chemgraph.featurize import FeaturizerPreset, RadiusGraphFeaturizer
 from chemgraph.models import get_model_spec
 from chemgraph.train.checkpoint import load_checkpoint
 from chemgraph.train.inference import model_inputs, predict_graphs
@@ -147,6 +147,12 @@ class Ensemble:
         low_fidelity_columns: the input columns every prediction needs (:meth:`predict`'s
             ``low_fidelity``): a transductive Δ-learning model's low-fidelity values; empty
             for the others.
+        featurizer: the checkpoints' featurizer, so what they read: a
+            :class:`~chemgraph.featurize.FeaturizerPreset` (bond graphs) or a
+            :class:`~chemgraph.featurize.RadiusGraphFeaturizer` (radius graphs: cutoff,
+            Gaussian basis, elements, as trained).
+        preparation: the molecule preparation of training (bond graphs; radius graphs use the
+            structures as given).
 
     Raises:
         ValueError: a checkpoint that is not a property checkpoint, or members that differ in
@@ -174,13 +180,9 @@ class Ensemble:
         self.targets: list[str] = list(first.target_columns)
         delta = self.modules[0].delta_learning
         self.low_fidelity_columns: list[str] = [] if delta is None else delta.input_columns
-        if get_model_spec(first.model).graph_kind != "bond":
-            raise ValueError(
-                f"{files[0]} holds the model {first.model!r} of 3D structures (radius graphs); "
-                "chemgraph predict featurizes molecules as bond graphs and does not read 3D "
-                "structures yet"
-            )
-        self.preset = FeaturizerPreset.from_dict(first.featurizer)
+        self.featurizer: FeaturizerPreset | RadiusGraphFeaturizer = get_model_spec(
+            first.model
+        ).featurizer(first.featurizer)
         self.preparation = self.modules[0].preparation
         stored = [m.hparams.get("train_fingerprints") for m in self.modules]
         missing = [str(f) for f, values in zip(files, stored) if values is None]

@@ -111,6 +111,28 @@ def test_sdf_records_terminators_blank_records_and_ids(tmp_path):
     assert records(path, id_column="code")[0].id == "E-1"
 
 
+def test_xyz_frames_blank_lines_between_them_malformed_ones_and_ids(tmp_path):
+    water = "3\nname=water charge=0\nO 0 0 0.1\nH 0 0.76 -0.47\nH 0 -0.76 -0.47\n"
+    helium = "1\nHe atom\nHe 0 0 0\n"
+    path = tmp_path / "lib.xyz.gz"
+    text = water + "\n\n" + helium + "x\ny\n" + water + "2\nname=cut\nH 0 0 0\n"
+    path.write_bytes(gzip.compress(text.encode()))
+    got = records(path, id_column="name")
+    assert [(r.row, r.id, r.kind, r.error is None) for r in got] == [
+        (0, "water", "xyz", True),
+        (1, "1", "xyz", True),  # a plain comment line: no name= key
+        (2, "2", "xyz", False),  # line 11 is no atom count; the reader goes on at line 13
+        (3, "water", "xyz", True),
+        (4, "4", "xyz", False),  # the file ends inside it
+    ]
+    assert got[0].text == water and got[1].text == helium and got[3].text == water
+    assert got[2].error.startswith("XYZ parse error: line 11: 'x' is not an atom count")
+    assert got[4].error == "XYZ parse error: the file ends inside frame 5, at 1 of its 2 atom lines"
+    assert [r.id for r in records(path)][:2] == ["0", "1"]  # without an id key: the row
+    with pytest.raises(ValueError, match="a .xyz file has no label columns"):
+        records(path, label_columns=["energy"])
+
+
 def test_empty_and_unparseable_tables_are_clear_errors(tmp_path):
     empty = tmp_path / "empty.csv"
     empty.write_text("")

@@ -88,7 +88,10 @@ def test_a_molecule_alone_equals_its_row_of_a_padded_batch_and_head_gives_the_pr
                 continue
             assert pd.isna(table["error"][row]) and table["smiles"][row] == Chem.CanonSmiles(smiles)
             np.testing.assert_allclose(
-                table["embedding"][row], _alone(module, model.preset, smiles), rtol=1e-5, atol=1e-6
+                table["embedding"][row],
+                _alone(module, model.featurizer, smiles),
+                rtol=1e-5,
+                atol=1e-6,
             )
     predict_table(ESA, library, tmp_path / "predicted.parquet", shard_size=4, progress=False)
     predicted = pd.read_parquet(tmp_path / "predicted.parquet")

@@ -23,7 +23,7 @@ SMILES = ["CCO", "CC(C)Cc1ccc(cc1)C(C)C(=O)O", "c1ccccc1O", "[Na+].[Cl-]", "O=C=
 def test_the_readout_has_the_heads_width_and_the_head_of_it_is_the_prediction(family):
     model = Ensemble([FIXTURES / f"{family}.ckpt"], "cpu")
     module = model.modules[0]
-    graphs = dgl.batch([mol_to_graph(mol_from_smiles(s), model.preset) for s in SMILES])
+    graphs = dgl.batch([mol_to_graph(mol_from_smiles(s), model.featurizer) for s in SMILES])
     inputs, builder = model_inputs(module, graphs)
     embeddings = embed_graphs(module, inputs, builder, batch_size=2)
     assert embeddings.dtype == np.float32
