@@ -1,4 +1,9 @@
-"""Lightning module: any chemgraph model plus a regression or classification task head."""
+"""Lightning module: any chemgraph model plus a regression or classification task head.
+
+:class:`PropertyPredictionModule` trains; its network, target scaler and outputs are those of
+:class:`chemgraph.train.predictors.PropertyPredictorBase`, which the checkpoint's predictor
+(:class:`~chemgraph.train.predictors.PropertyPredictor`, no Lightning) shares.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +12,15 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import asdict
-from typing import Any, Literal
+from typing import Any
 
 import lightning as L
 import torch
 import torch.nn.functional as F
 
-from chemgraph.chem import MoleculePreparation
-from chemgraph.models import build_model, get_model_spec
+from chemgraph.models import get_model_spec
 from chemgraph.models.gmoe import expert_usage_table
+from chemgraph.train.predictors import PropertyPredictorBase, Task
 from chemgraph.train.scaler import TargetScaler
 
 __all__ = [
@@ -27,8 +32,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-Task = Literal["regression", "classification"]
 
 LR_SCHEDULES = ("cosine", "plateau")
 """Learning-rate schedules of :class:`PropertyPredictionModule`: ``"cosine"`` (linear warm-up,
@@ -87,7 +90,7 @@ def masked_loss(outputs: torch.Tensor, labels: torch.Tensor, task: Task) -> torc
     return per_entry.sum() / present.sum().clamp(min=1)
 
 
-class PropertyPredictionModule(L.LightningModule):
+class PropertyPredictionModule(PropertyPredictorBase, L.LightningModule):
     """Graph-level property prediction: a model family, a task loss and an AdamW schedule.
 
     Args:
@@ -149,25 +152,10 @@ class PropertyPredictionModule(L.LightningModule):
         train_fingerprints: dict | None = None,
     ) -> None:
         super().__init__()
-        if task not in ("regression", "classification"):
-            raise ValueError(f"task must be 'regression' or 'classification', got {task!r}")
         if lr_schedule not in LR_SCHEDULES:
             raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {lr_schedule!r}")
         self.save_hyperparameters()
-        self.model = build_model(model, model_config)
-        self.scaler = TargetScaler(**scaler) if scaler is not None else None
-        self.task = task
-
-    @property
-    def preparation(self) -> MoleculePreparation:
-        """How the training molecules were prepared before featurization (and so must be
-        every molecule this module predicts)."""
-        return MoleculePreparation(
-            standardize=self.hparams.get("standardize", "none"), fragments=self.hparams.fragments
-        )
-
-    def forward(self, batch) -> torch.Tensor:
-        return self.model(batch)
+        self._build(model, model_config, task, scaler)
 
     def _scaled(self, labels: torch.Tensor) -> torch.Tensor:
         return self.scaler.transform(labels) if self.scaler is not None else labels
@@ -216,14 +204,6 @@ class PropertyPredictionModule(L.LightningModule):
         self.log(
             "val_loss", loss, on_epoch=True, prog_bar=True, batch_size=len(labels), sync_dist=True
         )
-
-    def predict_step(self, batch, batch_idx: int) -> torch.Tensor:
-        """Predictions ``float32 [B, T]`` in target units (regression) or probabilities."""
-        inputs, _ = batch
-        outputs = self(inputs).float()
-        if self.task == "classification":
-            return torch.sigmoid(outputs)
-        return self.scaler.inverse_transform(outputs) if self.scaler is not None else outputs
 
     def on_train_start(self) -> None:
         self._fit_start = time.perf_counter()
