@@ -9,7 +9,8 @@ predicts the first ``--max-test`` test reactions; all runs are scored here by on
   al. 2019, Chem. Sci. 10, 370; on the GRAT encoder): ``chemgraph``'s reaction_centre recipe
   (``recipes/reaction_centre/config.yaml``, the shipped model's settings: 2 + 2 fixed epochs,
   the ranker on the first 4,000 training reactions), its two stages sharing the budget
-  (``max_cpu_minutes``, split as :data:`chemgraph.reactions.reaction_centre.CPU_SHARES`); the same
+  (``max_cpu_minutes``, split as
+  :data:`chemgraph.reactions.reaction_centre_training.CPU_SHARES`); the same
   run also ranks the same candidates by the scorer's summed logit alone (no ranker), the
   simplest ranking of them;
 * GRAT autoregressive (Yoo et al. 2020, "Graph-Aware Transformer: Is Attention All Graphs
@@ -84,9 +85,9 @@ def run_reaction_centre(args: argparse.Namespace, size: int, seed: int, out: Pat
     import torch
 
     from chemgraph.data.reaction_centre import load_reaction_centre_examples
-    from chemgraph.reactions.reaction_centre import (
+    from chemgraph.reactions.reaction_centre import load_reaction_centre_model
+    from chemgraph.reactions.reaction_centre_training import (
         ReactionCentreTrainingConfig,
-        load_reaction_centre_model,
         train_reaction_centre_model,
     )
     from chemgraph.recipes.registry import recipe_settings
@@ -136,7 +137,8 @@ def run_grat(args: argparse.Namespace, size: int, seed: int, out: Path) -> dict:
     import torch
 
     from chemgraph.data.reactions import load_reaction_graphs
-    from chemgraph.jobs.react import predict_reactions, train_reaction_model
+    from chemgraph.jobs.react import predict_reactions
+    from chemgraph.reactions.translator_training import train_reaction_model
     from chemgraph.recipes.reaction_outcome import ReactionOutcomeConfig
     from chemgraph.recipes.registry import recipe_settings
     from chemgraph.train.checkpoint import load_checkpoint

@@ -22,9 +22,10 @@ library pipeline of ``featurize``, ``predict``, ``fingerprint`` and ``qc`` in
   feature tables, in worker processes, resumable).
 * :mod:`chemgraph.jobs.qc`: ``chemgraph qc`` (:func:`~chemgraph.jobs.qc.label_library`:
   GFN2-xTB HOMO, LUMO and gap of a library, in the library's worker processes, resumable).
-* :mod:`chemgraph.jobs.react`: ``chemgraph react`` and reaction-outcome training
-  (:func:`~chemgraph.jobs.react.train_reaction_model`,
-  :func:`~chemgraph.jobs.react.predict_reactions`, top-k metrics).
+* :mod:`chemgraph.jobs.react`: ``chemgraph react`` (:func:`~chemgraph.jobs.react.react`,
+  :func:`~chemgraph.jobs.react.react_file`) and the GRAT translator's beam search
+  (:func:`~chemgraph.jobs.react.predict_reactions`); its training is
+  :mod:`chemgraph.reactions.translator_training` (the reaction_outcome recipe).
 * :mod:`chemgraph.jobs.transfer`: multi-fidelity transfer learning (pretrain on low-fidelity
   labels, fine-tune on high-fidelity ones; the ``dft_to_gw`` recipe).
 

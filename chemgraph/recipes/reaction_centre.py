@@ -1,8 +1,8 @@
 """Recipe ``reaction_centre``: reaction outcomes by reaction-centre prediction on USPTO-MIT.
 
 Trains the reaction-centre model on the GRAT encoder
-(:func:`chemgraph.reactions.reaction_centre.train_reaction_centre_model`: Jin et al. 2017, WLN/WLDN,
-NeurIPS, arXiv:1709.04555; Coley et al. 2019, Chem. Sci. 10, 370; Yoo et al. 2020,
+(:func:`chemgraph.reactions.reaction_centre_training.train_reaction_centre_model`: Jin et al.
+2017, WLN/WLDN, NeurIPS, arXiv:1709.04555; Coley et al. 2019, Chem. Sci. 10, 370; Yoo et al. 2020,
 arXiv:2006.05213), then evaluates it on the first ``max_test`` test reactions
 (:func:`chemgraph.reactions.reaction_centre.evaluate_reaction_centre`).
 
@@ -29,9 +29,11 @@ from chemgraph.data.table import write_rejected
 from chemgraph.errors import ConfigError
 from chemgraph.reactions.predictions import format_top_k_metrics, prediction_frame
 from chemgraph.reactions.reaction_centre import (
-    ReactionCentreTrainingConfig,
     evaluate_reaction_centre,
     load_reaction_centre_model,
+)
+from chemgraph.reactions.reaction_centre_training import (
+    ReactionCentreTrainingConfig,
     train_reaction_centre_model,
 )
 from chemgraph.recipes.reaction_outcome import resolve_data_files
@@ -48,8 +50,8 @@ DESCRIPTION = RECIPES[NAME].description
 
 @dataclass
 class ReactionCentreRecipeConfig(ReactionCentreTrainingConfig):
-    """Training (:class:`chemgraph.reactions.reaction_centre.ReactionCentreTrainingConfig`) and
-    evaluation settings; round-trips through YAML.
+    """Training (:class:`chemgraph.reactions.reaction_centre_training.
+    ReactionCentreTrainingConfig`) and evaluation settings; round-trips through YAML.
 
     Attributes:
         test: file of reactions with products to evaluate on (None = no evaluation).

@@ -1,7 +1,8 @@
 """Recipe ``reaction_outcome``: GRAT reaction outcome prediction on USPTO-MIT.
 
 Yoo et al. 2020, "Graph-Aware Transformer: Is Attention All Graphs Need?" (arXiv:2006.05213),
-section 4.2: train a GRAT translator (:func:`chemgraph.jobs.react.train_reaction_model`),
+section 4.2: train a GRAT translator
+(:func:`chemgraph.reactions.translator_training.train_reaction_model`),
 then predict the products of the test reactions by beam search and report top-1/2/3/5
 accuracy (:mod:`chemgraph.jobs.react`).
 
@@ -36,8 +37,9 @@ import yaml
 from chemgraph.data.reactions import load_reaction_graphs, reaction_records
 from chemgraph.data.table import write_rejected
 from chemgraph.errors import ConfigError
-from chemgraph.jobs.react import ReactionTrainingConfig, predict_reactions, train_reaction_model
+from chemgraph.jobs.react import predict_reactions
 from chemgraph.reactions.predictions import format_top_k_metrics, prediction_frame, top_k_metrics
+from chemgraph.reactions.translator_training import ReactionTrainingConfig, train_reaction_model
 from chemgraph.recipes.registry import RECIPES, recipe_config, recipe_settings
 from chemgraph.train.checkpoint import load_checkpoint
 
@@ -61,8 +63,8 @@ DESCRIPTION = RECIPES[NAME].description
 @dataclass
 class ReactionOutcomeConfig(ReactionTrainingConfig):
     """Every setting of a reaction-outcome run: training (see
-    :class:`chemgraph.jobs.react.ReactionTrainingConfig`) and evaluation; round-trips
-    through YAML.
+    :class:`chemgraph.reactions.translator_training.ReactionTrainingConfig`) and evaluation;
+    round-trips through YAML.
 
     Attributes:
         test: file of reactions to evaluate with beam search (None = no evaluation).

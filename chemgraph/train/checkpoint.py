@@ -1,40 +1,45 @@
-"""Checkpoints: the one loader of trained modules, and the best weights of a finished fit.
+"""Checkpoints: the one loader of trained models, and the best weights of a finished fit.
 
 A chemgraph checkpoint is Lightning's ``best.ckpt``: a dict with ``hyper_parameters`` (plain
 Python values only: model configuration, featurizer or token vocabulary, target scaler) and
 ``state_dict``, so it loads with ``torch.load(..., weights_only=True)`` and nothing else. Two
-kinds (:data:`KINDS`), told apart by their hyper-parameters:
+kinds (:data:`KINDS`), told apart by their hyper-parameters, each rebuilt into a plain
+``torch.nn.Module`` (:mod:`chemgraph.train.predictors`):
 
-* ``"property"``: :class:`chemgraph.train.module.PropertyPredictionModule` (``chemgraph
-  train``; used by ``chemgraph predict``). A Δ-learning model of ``chemgraph transfer`` also
-  holds its linear correction, and for the inductive strategy the pretrained model's
-  hyper-parameters and weights, under ``delta_learning``
-  (:class:`chemgraph.train.delta.DeltaLearning`).
-* ``"reaction"``: :class:`chemgraph.train.reaction_module.ReactionModule` (the
-  reaction_outcome recipe; used by ``chemgraph react``), recognised by its ``vocabulary``.
+* ``"property"``: :class:`~chemgraph.train.predictors.PropertyPredictor`, the model of
+  :class:`chemgraph.train.module.PropertyPredictionModule` (``chemgraph train``; used by
+  ``chemgraph predict``). A Δ-learning model of ``chemgraph transfer`` also holds its linear
+  correction, and for the inductive strategy the pretrained model's hyper-parameters and
+  weights, under ``delta_learning`` (:class:`chemgraph.train.delta.DeltaLearning`).
+* ``"reaction"``: :class:`~chemgraph.train.predictors.ReactionPredictor`, the model of
+  :class:`chemgraph.train.reaction_module.ReactionModule` (the reaction_outcome recipe; used by
+  ``chemgraph react``), recognised by its ``vocabulary``.
+
+This module imports no Lightning (only its type, for :func:`best_checkpoint_path`).
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import lightning as L
 import torch
 
 from chemgraph.models.grat.translator import LEGACY_OPTIONS
 from chemgraph.train.delta import DeltaLearning
-from chemgraph.train.module import DELTA_LEARNING_KEY, PropertyPredictionModule
-from chemgraph.train.reaction_module import ReactionModule
+from chemgraph.train.predictors import DELTA_LEARNING_KEY, PropertyPredictor, ReactionPredictor
+
+if TYPE_CHECKING:
+    import lightning as L
 
 __all__ = ["KINDS", "best_checkpoint_path", "checkpoint_kind", "load_checkpoint", "load_weights"]
 
 Kind = Literal["property", "reaction"]
 
-KINDS: dict[str, type[L.LightningModule]] = {
-    "property": PropertyPredictionModule,
-    "reaction": ReactionModule,
+KINDS: dict[str, type[PropertyPredictor] | type[ReactionPredictor]] = {
+    "property": PropertyPredictor,
+    "reaction": ReactionPredictor,
 }
 _USE = {
     "property": "a property-prediction checkpoint of `chemgraph train`: use it with "
@@ -94,19 +99,20 @@ def checkpoint_kind(hyper_parameters: dict[str, Any]) -> Kind:
 
 def load_checkpoint(
     path: str | Path, kind: Kind | None = None, device: str | torch.device = "cpu"
-) -> L.LightningModule:
-    """Rebuild a trained module from a checkpoint, in eval mode.
+) -> PropertyPredictor | ReactionPredictor:
+    """Rebuild a trained model from a checkpoint, in eval mode.
 
     Args:
         path: ``best.ckpt`` of ``chemgraph train`` or of the reaction_outcome recipe.
         kind: the kind the caller needs (``"property"`` or ``"reaction"``); None = either.
-        device: where the module is put.
+        device: where the model is put.
 
     Returns:
-        A :class:`~chemgraph.train.module.PropertyPredictionModule` (with its
-        ``delta_learning`` restored, and its pretrained low-fidelity model on ``device`` in
-        eval mode too) or :class:`~chemgraph.train.reaction_module.ReactionModule` (see
-        :data:`KINDS`).
+        A :class:`~chemgraph.train.predictors.PropertyPredictor` (with its ``delta_learning``
+        restored, and its pretrained low-fidelity model on ``device`` in eval mode too) or
+        :class:`~chemgraph.train.predictors.ReactionPredictor` (see :data:`KINDS`): the
+        trained module's network, with its ``hparams`` (the checkpoint's hyper-parameters)
+        and state dict.
 
     Raises:
         FileNotFoundError: no such file.
@@ -136,8 +142,8 @@ def load_checkpoint(
     delta = checkpoint.get(DELTA_LEARNING_KEY)
     if delta is not None:
 
-        def low_fidelity_model(parameters: dict, state_dict: dict) -> PropertyPredictionModule:
-            model = PropertyPredictionModule(**parameters)
+        def low_fidelity_model(parameters: dict, state_dict: dict) -> PropertyPredictor:
+            model = PropertyPredictor(**parameters)
             model.load_state_dict(state_dict)
             return model.to(device).eval()
 
@@ -146,7 +152,7 @@ def load_checkpoint(
 
 
 def _saved_per_head_edge_conditioning(
-    module: L.LightningModule, parameters: dict[str, Any], state_dict: dict[str, torch.Tensor]
+    module: torch.nn.Module, parameters: dict[str, Any], state_dict: dict[str, torch.Tensor]
 ) -> bool:
     """Whether a GRAT checkpoint written before the ``edge_conditioning`` option holds one
     ``(γ, β)`` per head (the form of that time; see :class:`chemgraph.models.grat.

@@ -2,10 +2,10 @@
 
 :class:`RunConfig` is what :class:`TrainingConfig` (``chemgraph train``),
 :class:`chemgraph.jobs.transfer.TransferConfig`,
-:class:`chemgraph.jobs.react.ReactionTrainingConfig` and the recipes' configurations share:
-reading a YAML mapping, refusing unknown keys (naming them and the valid ones), refusing missing
-required settings, coercing numbers (YAML reads ``1e-4`` as text) with one error text, and the
-plain-dict form written back as ``config.yaml``.
+:class:`chemgraph.reactions.translator_training.ReactionTrainingConfig` and the recipes'
+configurations share: reading a YAML mapping, refusing unknown keys (naming them and the valid
+ones), refusing missing required settings, coercing numbers (YAML reads ``1e-4`` as text) with
+one error text, and the plain-dict form written back as ``config.yaml``.
 
 A partial configuration is merged over a complete one with :func:`merge_settings` (nested
 mappings key by key, everything else replaced); :func:`over_profile` merges it over the profile

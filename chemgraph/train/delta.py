@@ -18,12 +18,11 @@ doi:10.1038/s41467-024-45566-8):
   ``chemgraph predict``: input columns named :attr:`DeltaLearning.low_fidelity_columns`);
 * ``"inductive"``: the pretrained low-fidelity model's prediction of them.
 
-:class:`DeltaLearning` is that correction. The fine-tuned module carries it
-(``PropertyPredictionModule.delta_learning``) and writes it into its checkpoints under
-:data:`chemgraph.train.module.DELTA_LEARNING_KEY` (:meth:`DeltaLearning.to_dict`: plain values
-and tensors only, so the checkpoint still loads with ``torch.load(..., weights_only=True)``);
-the inductive strategy's
-pretrained model is stored *in* the checkpoint (its hyper-parameters and weights), not as a
+:class:`DeltaLearning` is that correction. The fine-tuned module carries it (its
+``delta_learning``, as does the predictor loaded from its checkpoint) and writes it into its
+checkpoints under :data:`chemgraph.train.predictors.DELTA_LEARNING_KEY`
+(:meth:`DeltaLearning.to_dict`: plain values and tensors only, so the checkpoint still loads
+with ``torch.load(..., weights_only=True)``); the inductive strategy's pretrained model is stored *in* the checkpoint (its hyper-parameters and weights), not as a
 reference to another file: one file is the whole model, and it cannot go stale or missing.
 :func:`chemgraph.train.checkpoint.load_checkpoint` rebuilds it, and
 :class:`chemgraph.train.ensemble.Ensemble` (``chemgraph predict``) adds it to the residual.
@@ -40,7 +39,7 @@ import numpy as np
 from chemgraph._dgl import dgl
 from chemgraph.train.baselines import LinearCorrection
 from chemgraph.train.inference import model_inputs, predict_graphs
-from chemgraph.train.module import PropertyPredictionModule
+from chemgraph.train.predictors import PropertyPredictorBase
 
 __all__ = ["DELTA_STRATEGIES", "DeltaLearning"]
 
@@ -70,7 +69,7 @@ class DeltaLearning:
     strategy: str
     low_fidelity_columns: list[str]
     correction: LinearCorrection
-    low_fidelity_model: PropertyPredictionModule | None = None
+    low_fidelity_model: PropertyPredictorBase | None = None
 
     def __post_init__(self) -> None:
         if self.strategy not in DELTA_STRATEGIES:
@@ -155,7 +154,7 @@ class DeltaLearning:
     def from_dict(
         cls,
         values: dict[str, Any],
-        build: Callable[[dict[str, Any], dict[str, Any]], PropertyPredictionModule],
+        build: Callable[[dict[str, Any], dict[str, Any]], PropertyPredictorBase],
     ) -> DeltaLearning:
         """The inverse of :meth:`to_dict`; ``build(hyper_parameters, state_dict)`` rebuilds
         the inductive strategy's pretrained module."""
@@ -174,7 +173,7 @@ class DeltaLearning:
         low_fidelity_columns: Sequence[str],
         low: np.ndarray,
         high: np.ndarray,
-        low_fidelity_model: PropertyPredictionModule | None = None,
+        low_fidelity_model: PropertyPredictorBase | None = None,
     ) -> DeltaLearning:
         """Fit ``W``, ``b`` by least squares on training molecules (every low-fidelity column
         enters each target's fit; :meth:`LinearCorrection.fit` with ``same_column=False``).

@@ -22,7 +22,7 @@ from chemgraph.featurize import FeaturizerPreset, RadiusGraphFeaturizer
 from chemgraph.models import get_model_spec
 from chemgraph.train.checkpoint import load_checkpoint
 from chemgraph.train.inference import model_inputs, predict_graphs
-from chemgraph.train.module import PropertyPredictionModule
+from chemgraph.train.predictors import PropertyPredictorBase
 
 __all__ = ["Ensemble", "checkpoint_files", "ensemble_statistics"]
 
@@ -108,7 +108,7 @@ def _member(checkpoint: Path) -> int | None:
     return int(suffix) if suffix.isdigit() else None
 
 
-def _inputs_and_outputs(module: PropertyPredictionModule) -> dict[str, Any]:
+def _inputs_and_outputs(module: PropertyPredictorBase) -> dict[str, Any]:
     """What the members of an ensemble must share: targets, task, featurization and, for
     Δ-learning models, the strategy and the low-fidelity values corrected."""
     hparams = module.hparams

@@ -27,7 +27,7 @@ from chemgraph.errors import ConfigError
 from chemgraph.featurize import get_preset
 from chemgraph.models import get_model_spec
 from chemgraph.train.checkpoint import load_checkpoint
-from chemgraph.train.module import PropertyPredictionModule
+from chemgraph.train.predictors import PropertyPredictor, PropertyPredictorBase
 
 __all__ = [
     "CheckpointSettings",
@@ -38,8 +38,8 @@ __all__ = [
 ]
 
 
-def load_pretrained(path: str | Path) -> PropertyPredictionModule:
-    """The property module of checkpoint ``path``
+def load_pretrained(path: str | Path) -> PropertyPredictor:
+    """The property model of checkpoint ``path``
     (:func:`chemgraph.train.checkpoint.load_checkpoint`), rebuilt without drawing from the
     global random number generators: reading the checkpoint of ``init_from`` leaves a seeded
     run's weights, dropout and shuffling as they would be without it, however often the
@@ -54,7 +54,7 @@ def load_pretrained(path: str | Path) -> PropertyPredictionModule:
 
 
 def transfer_weights(
-    pretrained: PropertyPredictionModule, module: PropertyPredictionModule, freeze_encoder: bool
+    pretrained: PropertyPredictorBase, module: PropertyPredictorBase, freeze_encoder: bool
 ) -> None:
     """Copy every weight but the output head (``model.head``) from ``pretrained``.
 

@@ -3,8 +3,8 @@
 
 ``chemgraph train`` (:mod:`chemgraph.jobs.train`), transfer learning's pretraining and
 fine-tuning (:mod:`chemgraph.jobs.transfer`), reaction-model training
-(:mod:`chemgraph.jobs.react`) and the reaction-centre model's two stages
-(:mod:`chemgraph.reactions.reaction_centre`) all train through :func:`fit`.
+(:mod:`chemgraph.reactions.translator_training`) and the reaction-centre model's two stages
+(:mod:`chemgraph.reactions.reaction_centre_training`) all train through :func:`fit`.
 """
 
 from __future__ import annotations

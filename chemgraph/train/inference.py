@@ -21,7 +21,7 @@ from chemgraph._dask import run_on_dask
 from chemgraph._dgl import dgl
 from chemgraph.graphs.shards import select_graphs
 from chemgraph.models import get_model_spec
-from chemgraph.train.module import PropertyPredictionModule
+from chemgraph.train.predictors import PropertyPredictorBase
 
 __all__ = [
     "embed_graphs",
@@ -33,7 +33,7 @@ __all__ = [
 
 
 def model_inputs(
-    module: PropertyPredictionModule, graphs: dgl.DGLGraph
+    module: PropertyPredictorBase, graphs: dgl.DGLGraph
 ) -> tuple[dgl.DGLGraph | list[dgl.DGLGraph], Callable[[dgl.DGLGraph], Any]]:
     """What :func:`predict_graphs` and :func:`embed_graphs` take for ``module`` from a batched
     graph (a graph shard's, :func:`chemgraph.graphs.load_shard_batch`).
@@ -52,7 +52,7 @@ def model_inputs(
 
 
 def predict_graphs(
-    module: PropertyPredictionModule,
+    module: PropertyPredictorBase,
     graphs: dgl.DGLGraph | Sequence[dgl.DGLGraph],
     batch_builder: Callable[[dgl.DGLGraph], Any],
     batch_size: int,
@@ -65,7 +65,9 @@ def predict_graphs(
     come back in input order.
 
     Args:
-        module: a trained module (put in eval mode here).
+        module: a trained model (put in eval mode here): a checkpoint's
+            :class:`~chemgraph.train.predictors.PropertyPredictor`, or the
+            :class:`~chemgraph.train.module.PropertyPredictionModule` that trained it.
         graphs: the molecules as one batched homogeneous DGLGraph (a graph shard's,
             :func:`chemgraph.graphs.load_shard_batch`; batches are cut from it with
             :func:`chemgraph.graphs.select_graphs`), or one graph per molecule (after the
@@ -85,7 +87,7 @@ def predict_graphs(
 
 
 def embed_graphs(
-    module: PropertyPredictionModule,
+    module: PropertyPredictorBase,
     graphs: dgl.DGLGraph | Sequence[dgl.DGLGraph],
     batch_builder: Callable[[dgl.DGLGraph], Any],
     batch_size: int,
@@ -103,7 +105,7 @@ def embed_graphs(
     )
 
 
-def embedding_width(module: PropertyPredictionModule) -> int:
+def embedding_width(module: PropertyPredictorBase) -> int:
     """``D``, the width of the model's readout: the input width of the first linear layer of
     its ``head``, which every registered family's head begins with (checked for each family
     against ``model.embed`` by ``tests/train/test_inference.py``).
@@ -118,7 +120,7 @@ def embedding_width(module: PropertyPredictionModule) -> int:
 
 
 def _in_size_order(
-    module: PropertyPredictionModule,
+    module: PropertyPredictorBase,
     graphs: dgl.DGLGraph | Sequence[dgl.DGLGraph],
     batch_builder: Callable[[dgl.DGLGraph], Any],
     batch_size: int,

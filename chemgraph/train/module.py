@@ -1,4 +1,9 @@
-"""Lightning module: any chemgraph model plus a regression or classification task head."""
+"""Lightning module: any chemgraph model plus a regression or classification task head.
+
+:class:`PropertyPredictionModule` trains; its network, target scaler and outputs are those of
+:class:`chemgraph.train.predictors.PropertyPredictorBase`, which the checkpoint's predictor
+(:class:`~chemgraph.train.predictors.PropertyPredictor`, no Lightning) shares.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +12,18 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 import lightning as L
 import torch
 import torch.nn.functional as F
 
-from chemgraph.chem import MoleculePreparation
-from chemgraph.models import build_model, get_model_spec
+from chemgraph.models import get_model_spec
 from chemgraph.models.gmoe import expert_usage_table
+from chemgraph.train.predictors import DELTA_LEARNING_KEY, PropertyPredictorBase, Task
 from chemgraph.train.scaler import TargetScaler
 
-if TYPE_CHECKING:
-    from chemgraph.train.delta import DeltaLearning
-
 __all__ = [
-    "DELTA_LEARNING_KEY",
     "LR_SCHEDULES",
     "PropertyPredictionModule",
     "build_property_module",
@@ -32,17 +33,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-Task = Literal["regression", "classification"]
-
 LR_SCHEDULES = ("cosine", "plateau")
 """Learning-rate schedules of :class:`PropertyPredictionModule`: ``"cosine"`` (linear warm-up,
 then cosine decay to a floor over the planned steps or the time budget, whichever runs out
 first) and ``"plateau"`` (halve on a validation plateau: Buterez et al. 2024, SI 7)."""
-
-DELTA_LEARNING_KEY = "delta_learning"
-"""The checkpoint key of a Δ-learning model's correction
-(:meth:`chemgraph.train.delta.DeltaLearning.to_dict`); absent for a model whose outputs are the
-labels."""
 
 DEFAULT_WARMUP_FRACTION = 0.05
 """Share of a cosine schedule spent in linear warm-up when no ``warmup_steps`` are given."""
@@ -96,7 +90,7 @@ def masked_loss(outputs: torch.Tensor, labels: torch.Tensor, task: Task) -> torc
     return per_entry.sum() / present.sum().clamp(min=1)
 
 
-class PropertyPredictionModule(L.LightningModule):
+class PropertyPredictionModule(PropertyPredictorBase, L.LightningModule):
     """Graph-level property prediction: a model family, a task loss and an AdamW schedule.
 
     Args:
@@ -141,7 +135,7 @@ class PropertyPredictionModule(L.LightningModule):
             of transfer learning (its outputs are the residual of a linear correction of the
             molecule's low-fidelity values) the correction
             (:class:`chemgraph.train.delta.DeltaLearning`), which its checkpoints hold under
-            :data:`DELTA_LEARNING_KEY` and
+            :data:`chemgraph.train.predictors.DELTA_LEARNING_KEY` and
             :func:`chemgraph.train.checkpoint.load_checkpoint` restores. Not a hyper-parameter:
             set after construction, before the fit that writes the checkpoints.
     """
@@ -167,31 +161,15 @@ class PropertyPredictionModule(L.LightningModule):
         train_fingerprints: dict | None = None,
     ) -> None:
         super().__init__()
-        if task not in ("regression", "classification"):
-            raise ValueError(f"task must be 'regression' or 'classification', got {task!r}")
         if lr_schedule not in LR_SCHEDULES:
             raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {lr_schedule!r}")
         self.save_hyperparameters()
-        self.model = build_model(model, model_config)
-        self.scaler = TargetScaler(**scaler) if scaler is not None else None
-        self.task = task
-        self.delta_learning: DeltaLearning | None = None
+        self._build(model, model_config, task, scaler)
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Lightning's hook: a Δ-learning model's checkpoint also holds its correction."""
         if self.delta_learning is not None:
             checkpoint[DELTA_LEARNING_KEY] = self.delta_learning.to_dict()
-
-    @property
-    def preparation(self) -> MoleculePreparation:
-        """How the training molecules were prepared before featurization (and so must be
-        every molecule this module predicts)."""
-        return MoleculePreparation(
-            standardize=self.hparams.get("standardize", "none"), fragments=self.hparams.fragments
-        )
-
-    def forward(self, batch) -> torch.Tensor:
-        return self.model(batch)
 
     def _scaled(self, labels: torch.Tensor) -> torch.Tensor:
         return self.scaler.transform(labels) if self.scaler is not None else labels
@@ -240,14 +218,6 @@ class PropertyPredictionModule(L.LightningModule):
         self.log(
             "val_loss", loss, on_epoch=True, prog_bar=True, batch_size=len(labels), sync_dist=True
         )
-
-    def predict_step(self, batch, batch_idx: int) -> torch.Tensor:
-        """Predictions ``float32 [B, T]`` in target units (regression) or probabilities."""
-        inputs, _ = batch
-        outputs = self(inputs).float()
-        if self.task == "classification":
-            return torch.sigmoid(outputs)
-        return self.scaler.inverse_transform(outputs) if self.scaler is not None else outputs
 
     def on_train_start(self) -> None:
         self._fit_start = time.perf_counter()

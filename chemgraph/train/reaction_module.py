@@ -1,4 +1,9 @@
-"""Lightning module: GRAT graph-to-graph translation (reaction outcome prediction)."""
+"""Lightning module: GRAT graph-to-graph translation (reaction outcome prediction).
+
+:class:`ReactionModule` trains; its network, vocabulary and valence rules are those of
+:class:`chemgraph.train.predictors.ReactionPredictorBase`, which the checkpoint's predictor
+(:class:`~chemgraph.train.predictors.ReactionPredictor`, no Lightning) shares.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,9 @@ import lightning as L
 import torch
 import torch.nn.functional as F
 
-from chemgraph.batches.reaction import IGNORE_INDEX, ReactionBatch, TokenVocabulary
+from chemgraph.batches.reaction import IGNORE_INDEX, ReactionBatch
 from chemgraph.chem.graph_codec import NO_BOND
-from chemgraph.models.grat import GRATTranslator, GRATTranslatorConfig, ValenceRules
+from chemgraph.train.predictors import ReactionPredictorBase
 
 __all__ = ["ReactionModule", "translation_loss"]
 
@@ -65,7 +70,7 @@ def translation_loss(
     return label_loss + edge_loss, parts
 
 
-class ReactionModule(L.LightningModule):
+class ReactionModule(ReactionPredictorBase, L.LightningModule):
     """GRAT encoder-decoder trained by teacher forcing on (reactants, reagents) -> products.
 
     Args:
@@ -96,23 +101,7 @@ class ReactionModule(L.LightningModule):
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
-        self.model = GRATTranslator(GRATTranslatorConfig(**model_config))
-        self.vocabulary = TokenVocabulary(vocabulary[len(TokenVocabulary([]).tokens) :])
-        if self.vocabulary.tokens != list(vocabulary):
-            raise ValueError("vocabulary must start with the special tokens of TokenVocabulary")
-        if allowed_valences is not None and len(allowed_valences) != len(vocabulary):
-            raise ValueError("allowed_valences must have one entry per vocabulary token")
-
-    @property
-    def valence_rules(self) -> ValenceRules | None:
-        """:class:`ValenceRules` of ``allowed_valences`` on the module's device (None without)."""
-        valences = self.hparams.allowed_valences
-        if valences is None:
-            return None
-        return ValenceRules.from_lists(valences, next(self.parameters()).device)
-
-    def forward(self, batch: ReactionBatch):
-        return self.model(batch)
+        self._build(model_config, vocabulary, allowed_valences)
 
     def _shared_step(self, batch: ReactionBatch, stage: str) -> torch.Tensor:
         loss, parts = translation_loss(*self(batch), batch, self.hparams.label_smoothing)

@@ -24,13 +24,15 @@ from chemgraph.errors import ConfigError
 from chemgraph.models.reaction_centre import ReactionCentreConfig, ReactionCentreScorer
 from chemgraph.reactions.reaction_centre import (
     CALIBRATION_FEATURES,
-    ReactionCentreTrainingConfig,
-    _grouped_log_softmax,
-    _initial_model,
     calibrate,
     calibration_features,
+    grouped_log_softmax,
     load_reaction_centre_model,
     save_reaction_centre_model,
+)
+from chemgraph.reactions.reaction_centre_training import (
+    ReactionCentreTrainingConfig,
+    _initial_model,
     train_reaction_centre_model,
 )
 
@@ -94,7 +96,7 @@ def test_padding_does_not_change_scores():
 def test_grouped_softmax_sums_to_one_per_reaction():
     scores = torch.tensor([1.0, 2.0, 3.0, -1.0, 0.5])
     owner = torch.tensor([0, 0, 0, 1, 1])
-    p = _grouped_log_softmax(scores, owner, 2).exp()
+    p = grouped_log_softmax(scores, owner, 2).exp()
     assert torch.allclose(p[:3], torch.softmax(scores[:3], 0))
     assert torch.allclose(p[3:], torch.softmax(scores[3:], 0))
 

@@ -4,9 +4,9 @@ import torch
 
 from chemgraph.cli import main
 from chemgraph.errors import ConfigError
-from chemgraph.jobs.react import ReactionTrainingConfig
 from chemgraph.jobs.transfer import TransferConfig
 from chemgraph.models import ESAConfig
+from chemgraph.reactions.translator_training import ReactionTrainingConfig
 from chemgraph.train.config import (
     TrainingConfig,
     merge_settings,

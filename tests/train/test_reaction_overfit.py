@@ -1,6 +1,6 @@
 """GRAT reaction outcome prediction learns: a small translator trained with
-:func:`chemgraph.jobs.react.train_reaction_model` memorises 20 reactions and beam search
-gives every product back as a valid molecule.
+:func:`chemgraph.reactions.translator_training.train_reaction_model` memorises 20 reactions and
+beam search gives every product back as a valid molecule.
 
 The 20 textbook reactions of ``fixtures/reactions/textbook_reactions.txt`` (esterification,
 amide coupling, Suzuki and Heck couplings with E stereo, reductions, protections with a
@@ -18,8 +18,9 @@ from pathlib import Path
 import torch
 
 from chemgraph.data.reactions import load_reaction_graphs
-from chemgraph.jobs.react import ReactionTrainingConfig, predict_reactions, train_reaction_model
+from chemgraph.jobs.react import predict_reactions
 from chemgraph.reactions.predictions import top_k_metrics
+from chemgraph.reactions.translator_training import ReactionTrainingConfig, train_reaction_model
 from chemgraph.train.checkpoint import load_checkpoint
 
 REACTIONS = Path(__file__).parents[1] / "fixtures" / "reactions" / "textbook_reactions.txt"

@@ -24,6 +24,7 @@ from chemgraph.train.checkpoint import (
     load_weights,
 )
 from chemgraph.train.module import PropertyPredictionModule
+from chemgraph.train.predictors import PropertyPredictor, ReactionPredictor
 from chemgraph.train.reaction_module import ReactionModule
 from chemgraph.train.trainer import make_trainer, quiet_third_party_warnings
 
@@ -198,11 +199,14 @@ def checkpoints(tmp_path_factory):
 
 
 def test_one_loader_for_both_kinds(checkpoints):
+    """Each kind is read into its plain predictor, with the trained module's
+    hyper-parameters and weights."""
     modules, paths = checkpoints
-    for kind, cls in (("property", PropertyPredictionModule), ("reaction", ReactionModule)):
+    for kind, cls in (("property", PropertyPredictor), ("reaction", ReactionPredictor)):
         for wanted in (kind, None):
             module = load_checkpoint(paths[kind], kind=wanted)
-            assert isinstance(module, cls) and not module.training
+            assert type(module) is cls and not module.training
+            assert dict(module.hparams) == dict(modules[kind].hparams)
             assert checkpoint_kind(dict(module.hparams)) == kind
             torch.testing.assert_close(module.state_dict(), modules[kind].state_dict())
 
