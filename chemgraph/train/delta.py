@@ -22,8 +22,9 @@ doi:10.1038/s41467-024-45566-8):
 ``delta_learning``, as does the predictor loaded from its checkpoint) and writes it into its
 checkpoints under :data:`chemgraph.train.predictors.DELTA_LEARNING_KEY`
 (:meth:`DeltaLearning.to_dict`: plain values and tensors only, so the checkpoint still loads
-with ``torch.load(..., weights_only=True)``); the inductive strategy's pretrained model is stored *in* the checkpoint (its hyper-parameters and weights), not as a
-reference to another file: one file is the whole model, and it cannot go stale or missing.
+with ``torch.load(..., weights_only=True)``); the inductive strategy's pretrained model is
+stored *in* the checkpoint (its hyper-parameters and weights), not as a reference to another
+file: one file is the whole model, and it cannot go stale or missing.
 :func:`chemgraph.train.checkpoint.load_checkpoint` rebuilds it, and
 :class:`chemgraph.train.ensemble.Ensemble` (``chemgraph predict``) adds it to the residual.
 """
