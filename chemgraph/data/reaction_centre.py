@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from rdkit import Chem
+from rdkit import Chem, rdBase
 from tqdm.auto import tqdm
 
 from chemgraph.batches.reaction_centre import MoleculeArrays, molecule_arrays
@@ -157,7 +157,8 @@ def load_reaction_centre_examples(
     )):  # fmt: skip
         if reason is None:
             try:
-                example = reaction_centre_example(text, max_distance, with_edits)
+                with rdBase.BlockLogs():  # e.g. hydride warnings; reasons come as errors
+                    example = reaction_centre_example(text, max_distance, with_edits)
                 example.mapping_confidence = confidences.get(k)
                 examples.append(example)
                 rows.append(row)
