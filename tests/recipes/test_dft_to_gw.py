@@ -54,7 +54,7 @@ def test_demo_profile_fixes_its_work_in_epochs():
     # fine-tuning runs all its epochs (early stopping never triggers), keeping the best epoch
     assert demo.early_stopping_patience >= demo.finetune_max_epochs
     assert demo.lr_schedule == "cosine" and demo.warmup_steps is None
-    assert (demo.seeds, demo.pretrain_epochs, demo.finetune_max_epochs) == (3, 10, 40)
+    assert (demo.seeds, demo.pretrain_epochs, demo.finetune_max_epochs) == (3, 20, 40)
     featurizer = demo.graph_featurizer
     assert (featurizer.cutoff, featurizer.max_neighbors) == DEMO_RADIUS_GRAPH
     assert demo.joint_targets  # one HOMO+LUMO model, as the demo always had
@@ -114,7 +114,7 @@ def test_tiny_embedded_run(tmp_path, caplog):
 #: demo table came from them, so a change here must come with a new measured table.
 DEMO_SETTINGS = {
     "strategies": ["high_fidelity_only", "inductive", "transductive"], "seeds": 3,
-    "pretrain_epochs": 10, "pretrain_max_minutes": None, "finetune_max_epochs": 40,
+    "pretrain_epochs": 20, "pretrain_max_minutes": None, "finetune_max_epochs": 40,
     "finetune_max_minutes": None, "early_stopping_patience": 40, "lr_patience": 15,
     "freeze_encoder": False, "batch_size": 32, "finetune_batch_size": None,
     "learning_rate": 5e-4, "delta_learning": True, "baselines": True,
