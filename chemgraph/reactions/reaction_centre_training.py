@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 import yaml
 from torch.utils.data import DataLoader
+from tqdm.auto import tqdm
 
 from chemgraph._resources import model_path
 from chemgraph.batches.reaction_centre import reaction_centre_batch
@@ -65,7 +66,7 @@ CPU_SHARES = (0.6, 0.75)
 """Shares of ``max_cpu_minutes`` at which the scorer stops and candidate enumeration ends (the
 shipped model's run: scorer 14.4 min, candidates 3.5 min, ranker 5.8 min)."""
 
-_CANDIDATE_CHUNK = 200  # ranker reactions enumerated between two looks at the CPU budget
+_CANDIDATE_CHUNK = 200  # ranker reactions enumerated at a time (memory; the CPU budget)
 
 
 @dataclass
@@ -372,22 +373,25 @@ def train_reaction_centre_model(config: ReactionCentreTrainingConfig) -> Path:
     start = time.perf_counter()
     subset = examples[: config.ranker_reactions]
     enumeration = budget(CPU_SHARES[1])
-    if enumeration is None:
-        found = model.candidates(subset, progress=config.progress)
-    else:  # chunks, until the budget's share is spent (one chunk at least)
-        found = []
-        while len(found) < len(subset) and (
-            not found or enumeration.used_minutes() < enumeration.minutes
-        ):
-            chunk = subset[len(found) : len(found) + _CANDIDATE_CHUNK]
-            found += model.candidates(chunk, progress=config.progress)
-        subset = subset[: len(found)]
-    sets = []
-    for k, (example, candidates) in enumerate(zip(subset, found)):
-        label = next((r for r, c in enumerate(candidates) if c.smiles == example.product_smiles),
-                     -1)  # fmt: skip
-        if label >= 0:
-            sets.append(candidate_set(k, example, candidates, model_config.max_distance, label))
+    # chunk by chunk, each made into candidate sets at once: the candidates' RDKit molecules
+    # (each whole edited input, reagents included) of 10k+ reactions would not fit in memory;
+    # with a budget, no chunk starts once its share is spent (one chunk at least)
+    sets, enumerated = [], 0
+    bar = tqdm(total=len(subset), desc="candidates", unit="reaction", disable=not config.progress)
+    while enumerated < len(subset) and (
+        enumeration is None or not enumerated or enumeration.used_minutes() < enumeration.minutes
+    ):
+        chunk = subset[enumerated : enumerated + _CANDIDATE_CHUNK]
+        for k, (example, candidates) in enumerate(zip(chunk, model.candidates(chunk)), enumerated):
+            label = next(
+                (r for r, c in enumerate(candidates) if c.smiles == example.product_smiles), -1
+            )
+            if label >= 0:
+                sets.append(candidate_set(k, example, candidates, model_config.max_distance, label))
+        enumerated += len(chunk)
+        bar.update(len(chunk))
+    bar.close()
+    subset = subset[:enumerated]
     covered = len(sets) / max(1, len(subset))
     log.info(
         "candidates for %d reactions in %.1f min; recorded product among them: %.1f%%",
