@@ -30,6 +30,7 @@ _MODULES = {
     "REJECTED_COLUMNS": "readers",
     "MoleculeDataset": "table",
     "featurize_table": "table",
+    "parse_labels": "table",
     "read_table": "table",
     "write_rejected": "table",
     "Duplicates": "splits",

@@ -36,6 +36,7 @@ __all__ = [
     "MISSING_LABEL_TOKENS",
     "MoleculeDataset",
     "featurize_table",
+    "parse_labels",
     "read_table",
     "write_rejected",
 ]
@@ -184,11 +185,13 @@ def _smiles_text(value: object) -> str:
     return str(value).strip()
 
 
-def _parse_targets(
+def parse_labels(
     df: pd.DataFrame, target_columns: Sequence[str]
 ) -> tuple[np.ndarray, list[str | None]]:
-    """Targets as ``float64 [N, T]`` (NaN = missing) and, per row, the first bad-cell reason
-    (:func:`chemgraph.data.labels.parse_label`)."""
+    """Label columns as ``float64 [N, T]`` (NaN = missing: an empty cell or one of
+    :data:`MISSING_LABEL_TOKENS`) and, per row, the first bad-cell reason or None
+    (:func:`chemgraph.data.labels.parse_label`); ``chemgraph train`` and ``chemgraph transfer``
+    read labels with it."""
     n = len(df)
     values = np.full((n, len(target_columns)), np.nan, dtype=np.float64)
     errors: list[str | None] = [None] * n
@@ -254,7 +257,7 @@ def featurize_table(
         target_columns = [target_columns]
     target_columns = list(target_columns)
     _check_columns(df, [smiles_column, *target_columns])
-    values, target_errors = _parse_targets(df, target_columns)
+    values, target_errors = parse_labels(df, target_columns)
     check_labels = require_labels and len(target_columns) > 0
     smiles_cells = df[smiles_column].to_numpy(dtype=object)
     source_rows = np.arange(len(df)) if rows is None else np.asarray(rows, dtype=np.int64)

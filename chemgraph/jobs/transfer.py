@@ -1034,7 +1034,7 @@ def _delta_learning(
         ]
         log.info(
             "inductive: the pretrained model's %s test RMSE %s", data.low_name,
-            ", ".join(f"{data.targets[c]} {e:.4f}" for c, e in zip(columns, errors)),
+            ", ".join(f"{data.low_fidelity_columns[c]} {e:.4f}" for c, e in zip(columns, errors)),
         )  # fmt: skip
     delta = DeltaLearning.fit(
         strategy,
@@ -1340,6 +1340,7 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
         Duplicates,
         duplicate_groups,
         find_duplicates,
+        parse_labels,
         read_table,
         write_rejected,
     )
@@ -1369,23 +1370,30 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
         else None
     )
     graphs, reasons = _table_graphs(options, table, smiles)
-    labels = {}
-    for column in columns:
-        cells = table[column]
-        text = cells.astype(str).str.strip()
-        empty = cells.isna() | (text == "")
-        values = pd.to_numeric(text.where(~empty), errors="coerce")
-        for row in np.flatnonzero(values.isna().to_numpy() & ~empty.to_numpy()):
-            reasons.setdefault(int(row), f"{column}: {text.iloc[row]!r} is not a number")
-        with np.errstate(over="ignore"):
-            values = values.to_numpy(np.float32)  # float32 as trained: 1e39 overflows to inf
-        for row in np.flatnonzero(np.isinf(values)):
-            reasons.setdefault(int(row), f"{column}: {text.iloc[row]!r} is not a finite number")
-        labels[column] = np.where(np.isinf(values), np.nan, values)
-    low = np.stack([labels[c] for c in options.low_fidelity_columns], axis=1)
-    high = np.stack([labels[c] for c in options.high_fidelity_columns], axis=1)
+    # the labels as `train` reads them: "", "NA", "n/a", "nan", ... are missing
+    values, errors = parse_labels(table, columns)
+    for row, error in enumerate(errors):
+        if error is not None:
+            reasons.setdefault(row, error)
+    with np.errstate(over="ignore"):
+        values = values.astype(np.float32)  # float32 as trained (a rejected 1e39 becomes inf)
+    values[~np.isfinite(values)] = np.nan
+    low, high = (
+        values[:, : len(options.low_fidelity_columns)],
+        values[:, len(options.low_fidelity_columns) :],
+    )
     for row in np.flatnonzero(np.isnan(low).all(axis=1) & np.isnan(high).all(axis=1)):
         reasons.setdefault(int(row), "no low- or high-fidelity label")
+    # a high-fidelity molecule without its low-fidelity labels has no transductive prediction
+    # nor baseline, and the table must compare every method on the same molecules
+    for row in np.flatnonzero(~np.isnan(high).all(axis=1) & np.isnan(low).any(axis=1)):
+        absent = [c for c, v in zip(options.low_fidelity_columns, low[row]) if np.isnan(v)]
+        reasons.setdefault(
+            int(row),
+            f"{options.high_name} label without its {options.low_name} label ({', '.join(absent)}):"
+            " every strategy and baseline is scored on molecules with both levels; give the "
+            f"{options.low_name} value or leave the {options.high_name} cell empty",
+        )
     keep = [row for row in range(len(table)) if row not in reasons]
     out.mkdir(parents=True, exist_ok=True)
     write_rejected(

@@ -121,6 +121,8 @@ def test_rejected_rows_are_reported_and_the_rest_is_used(tmp_path):
     table = table.astype({"fine_logp": object, "fine_mr": object})
     table.loc[2, "fine_logp"], table.loc[3, "fine_logp"] = "inf", "-inf"
     table.loc[4, "fine_mr"] = "1e39"
+    table.loc[8, "fine_logp"], table.loc[9, "fine_mr"] = "NA", "n/a"  # missing, as in train
+    table.loc[10, "cheap_mr"] = np.nan  # high-fidelity labels, one low-fidelity one missing
     table.loc[6, "smiles"], table.loc[7, "smiles"] = "NCC", "C(N)C"  # rows 5-7: one molecule
     bad = tmp_path / "bad.csv"
     table.to_csv(bad, index=False)
@@ -145,15 +147,19 @@ def test_rejected_rows_are_reported_and_the_rest_is_used(tmp_path):
     unlabelled = pd.read_csv(out / "predictions_unlabelled.csv")
     assert set(unlabelled["strategy"]) == {"high_fidelity_only"}
     rejected = pd.read_csv(tmp_path / "run" / "rejected.csv")
-    assert rejected["row"].tolist() == [2, 3, 4, 30, 31]
-    assert rejected["id"].tolist() == ["mol02", "mol03", "mol04", "mol30", "mol31"]
+    assert rejected["row"].tolist() == [2, 3, 4, 10, 30, 31]
+    assert rejected["id"].tolist() == ["mol02", "mol03", "mol04", "mol10", "mol30", "mol31"]
+    limit = "is not a finite float32 number (|value| must be at most 3.403e+38)"
     assert rejected["reason"][:3].tolist() == [
-        "fine_logp: 'inf' is not a finite number",
-        "fine_logp: '-inf' is not a finite number",
-        "fine_mr: '1e+39' is not a finite number",
+        f"target 'fine_logp': inf {limit}",
+        f"target 'fine_logp': -inf {limit}",
+        f"target 'fine_mr': 1e+39 {limit}",
     ]
-    assert rejected["input"][3] == "C1CC" and "ring" in rejected["reason"][3].lower()
-    assert rejected["reason"][4] == "no low- or high-fidelity label"
+    assert rejected["reason"][3].startswith(
+        "high fidelity label without its low fidelity label (cheap_mr): every strategy"
+    )
+    assert rejected["input"][4] == "C1CC" and "ring" in rejected["reason"][4].lower()
+    assert rejected["reason"][5] == "no low- or high-fidelity label"
     # the rows of one molecule are counted, reported and kept in one split
     duplicates = json.loads((tmp_path / "run" / "duplicates.json").read_text())
     assert (duplicates["molecules"], duplicates["rows"]) == (1, 3)
