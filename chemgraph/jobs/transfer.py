@@ -1572,6 +1572,13 @@ def _table_graphs(
             f"of {options.data}: give one structure per row, in row order"
         )
     given_elements = {int(z) for s in structures if not isinstance(s, str) for z in s[0]}
+    training = options.training
+    if given_elements and "atomic_numbers" not in training.featurizer:
+        # the element one-hot of the user's own structures, so that predict scores them all
+        training.featurizer = {**training.featurizer, "atomic_numbers": sorted(given_elements)}
+        featurizer = training.graph_featurizer
+        log.info("radius-graph element columns: %s (the structures' elements)",
+                 list(featurizer.atomic_numbers))  # fmt: skip
     outside = sorted(given_elements - set(featurizer.atomic_numbers))
     if outside:
         table_of_elements = Chem.GetPeriodicTable()

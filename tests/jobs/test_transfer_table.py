@@ -190,6 +190,11 @@ def test_a_3d_model_reads_the_geometries_of_an_sdf(tmp_path):
         tmp_path / "run" / "checkpoints" / "inductive_seed0_fine_logp" / "best.ckpt"
     )
     assert module.hparams.model == "esa-3d" and module.hparams.featurizer["cutoff"] == 3.0
+    # no atomic_numbers given: the element columns are the structures' own (F, S, Cl too)
+    assert module.hparams.featurizer["atomic_numbers"] == [1, 6, 7, 8, 9, 16, 17]
+    assert yaml.safe_load((tmp_path / "run" / "transfer.yaml").read_text())["training"][
+        "featurizer"
+    ]["atomic_numbers"] == [1, 6, 7, 8, 9, 16, 17]
     unlabelled = pd.read_csv(tmp_path / "run" / "predictions_unlabelled.csv")
     assert len(unlabelled) == 16 and np.isfinite(unlabelled["fine_logp_pred"]).all()
 
