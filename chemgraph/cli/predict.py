@@ -115,11 +115,12 @@ class PredictCommand(Command):
         summary = run_library_job("predict", predict_table, args, options)
         if isinstance(summary, int):  # interrupted
             return summary
-        domain = (
-            "applicability domain unknown (the checkpoint holds no training fingerprints)"
-            if summary.out_of_domain is None
-            else f"{summary.out_of_domain:,} predicted outside the applicability domain"
-        )
+        if summary.out_of_domain is not None:
+            domain = f"{summary.out_of_domain:,} predicted outside the applicability domain"
+        elif summary.predicted:
+            domain = "applicability domain unknown (the checkpoint holds no training fingerprints)"
+        else:
+            domain = "no applicability domain (no record was predicted)"
         failed = f"{summary.failed:,} could not be predicted"
         if summary.failed:
             failed += " (see the error column)"

@@ -247,3 +247,15 @@ def test_an_interrupted_library_run_says_how_to_resume_and_exits_128_plus_the_si
         f"chemgraph {command}: stopped by SIGTERM; the finished shards are kept in "
         f"{output}.partial: run the same command with --resume to continue"
     )
+
+
+def test_predict_says_nothing_was_predicted_rather_than_blame_the_fingerprints(tmp_path, capsys):
+    library = tmp_path / "broken.csv"
+    pd.DataFrame({"smiles": ["C1CC", "not a molecule"]}).to_csv(library, index=False)
+    argv = ["predict", "--checkpoint", str(CHECKPOINT), "--input", str(library),
+            "--output", str(tmp_path / "out.csv"), "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "predicted 0 of 2 records; 2 could not be predicted" in out
+    assert "no applicability domain (no record was predicted)" in out
+    assert "training fingerprints" not in out
