@@ -162,7 +162,9 @@ def add_record_file_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", required=True, help="output folder (new, or --resume)")
     parser.add_argument("--smiles-column", help="SMILES column of a table (default: smiles)")
     parser.add_argument(
-        "--id-column", help="identifier column of a table, or SD property of an SDF"
+        "--id-column",
+        help="identifier column of a table (default: a column named id, else the row "
+        "number), or SD property of an SDF (default: its title line)",
     )
 
 
@@ -189,7 +191,8 @@ def add_library_options(parser: argparse.ArgumentParser, work: str, output_help:
     )
     parser.add_argument(
         "--id-column",
-        help="identifier column of a table, SD property of an SDF, or key of an extended-XYZ "
+        help="identifier column of a table (default: a column named id, else the row "
+        "number), SD property of an SDF (default: its title line), or key of an extended-XYZ "
         "comment line",
     )
     parser.add_argument("--batch-size", type=int, default=256, help="molecules per forward pass")

@@ -59,6 +59,8 @@ not used. Multi-file datasets add a ``file`` column."""
 
 #: Column names tried, in order, when no SMILES column is given.
 SMILES_COLUMN_NAMES = ("smiles", "SMILES", "Smiles", "canonical_smiles", "mol")
+ID_COLUMN_NAMES = ("id", "ID", "Id")
+"""A table's identifier column when none is named: the first of these present."""
 
 
 @dataclass(frozen=True)
@@ -239,9 +241,13 @@ def _pick_smiles_column(columns: list[str], wanted: str | None, path: Path) -> s
     )
 
 
-def _check_id_column(columns: list[str], id_column: str | None, path: Path) -> None:
+def _pick_id_column(columns: list[str], id_column: str | None, path: Path) -> str | None:
+    """``id_column`` (checked), else the first of :data:`ID_COLUMN_NAMES` present, else None."""
     if id_column is not None and id_column not in columns:
         raise ValueError(f"{path}: no id column {id_column!r}; available columns: {columns}")
+    if id_column is None:
+        return next((name for name in ID_COLUMN_NAMES if name in columns), None)
+    return id_column
 
 
 def _check_label_columns(columns: list[str], label_columns: Sequence[str], path: Path) -> None:
@@ -264,7 +270,7 @@ def _text_table_records(
             if header is None:
                 raise ValueError(f"{path} is empty (no header, no records)")
             smiles_at = header.index(_pick_smiles_column(header, smiles_column, path))
-            _check_id_column(header, id_column, path)
+            id_column = _pick_id_column(header, id_column, path)
             id_at = header.index(id_column) if id_column is not None else None
             _check_label_columns(header, label_columns, path)
             labels_at = [header.index(name) for name in label_columns]
@@ -303,7 +309,7 @@ def _parquet_records(
     parquet = pq.ParquetFile(path)
     columns = parquet.schema_arrow.names
     smiles = _pick_smiles_column(columns, smiles_column, path)
-    _check_id_column(columns, id_column, path)
+    id_column = _pick_id_column(columns, id_column, path)
     _check_label_columns(columns, label_columns, path)
     wanted = [smiles] + ([id_column] if id_column and id_column != smiles else [])
     wanted += [name for name in label_columns if name not in wanted]
@@ -336,7 +342,7 @@ def iter_record_chunks(
             :data:`SMILES_COLUMN_NAMES` present.
         id_column: identifier column of a table, SD property of an SDF, or key of an
             extended-XYZ comment line (``name=...``); default: the ``.smi`` name, the SDF
-            title line, else the row number.
+            title line, a table's column of :data:`ID_COLUMN_NAMES`, else the row number.
         label_columns: columns of a table, or SD properties of an SDF, whose cells each
             record carries in :attr:`Record.labels` (a ``.smi`` or XYZ file has none).
 

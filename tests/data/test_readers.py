@@ -145,3 +145,15 @@ def test_empty_and_unparseable_tables_are_clear_errors(tmp_path):
         records(huge)
     with pytest.raises(ValueError, match="no id column 'id'"):
         records(empty.with_name("no_id.csv"), id_column="id")
+
+
+def test_a_table_column_named_id_gives_the_ids_unless_another_is_named(tmp_path):
+    path = tmp_path / "library.csv"
+    path.write_text("id,name,smiles\nm150,ethanol,CCO\n,blank id,CC\n")
+    records = [r for chunk in iter_record_chunks(path, 10) for r in chunk]
+    assert [r.id for r in records] == ["m150", "1"]  # an empty cell: the row number
+    named = [r for chunk in iter_record_chunks(path, 10, id_column="name") for r in chunk]
+    assert [r.id for r in named] == ["ethanol", "blank id"]
+    pd.read_csv(path).to_parquet(tmp_path / "library.parquet")
+    records = [r for chunk in iter_record_chunks(tmp_path / "library.parquet", 10) for r in chunk]
+    assert records[0].id == "m150"
