@@ -270,3 +270,18 @@ def test_cli_prints_the_table_once_and_warns_of_a_small_test_set(tmp_path, capsy
     header = format_table(pd.read_csv(tmp_path / "run" / "table.csv")).splitlines()[0]
     assert (captured.out + captured.err + caplog.text).count(header) == 1
     assert "only 6 test molecules: their test RMSE is a rough estimate" in caplog.text
+
+
+def test_transfer_help_gives_the_defaults_the_run_uses(capsys):
+    from chemgraph.cli import main
+    from chemgraph.jobs.transfer import TransferConfig
+
+    with pytest.raises(SystemExit):
+        main(["transfer", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    defaults = TransferConfig()
+    assert f"every strategy (default: {defaults.seeds})" in text
+    assert f"(default: {defaults.pretrain_epochs}, the paper's" in text
+    assert f"(default: {defaults.finetune_max_epochs})" in text
+    assert f"batch size (default: {defaults.batch_size})" in text
+    assert "learning rate (default: 1e-4)" in text and defaults.learning_rate == 1e-4
