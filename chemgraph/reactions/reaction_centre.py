@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from rdkit import Chem
+from rdkit import Chem, rdBase
 from tqdm.auto import tqdm
 
 from chemgraph.batches.reaction_centre import (
@@ -268,8 +268,8 @@ class ReactionCentreModel:
         for example, (changes, atoms) in tqdm(
             list(zip(examples, scored)), desc="candidates", unit="reaction", disable=not progress
         ):
-            result.append(
-                enumerate_candidates(
+            with rdBase.BlockLogs():  # e.g. RDKit's hydride warnings; refusals are expected
+                found = enumerate_candidates(
                     example.reaction,
                     changes,
                     atoms,
@@ -278,7 +278,7 @@ class ReactionCentreModel:
                     s["max_tries"],
                     ReactionInputs.from_mols([example.reaction.inputs]),
                 )  # fmt: skip
-            )
+            result.append(found)
         return result
 
     @property
