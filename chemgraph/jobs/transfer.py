@@ -1531,6 +1531,9 @@ def _options_dict(options: TransferOptions) -> dict[str, Any]:
         if f.name not in ("training", "overwrite")
     }
     values = {k: str(v) if isinstance(v, Path) else v for k, v in values.items()}
+    for name in ("data", "geometry", "out"):  # absolute: the run repeats from any folder
+        if values.get(name) is not None:
+            values[name] = str(Path(values[name]).resolve())
     values["split_fractions"] = list(options.split_fractions)
     return {**values, "training": options.training.to_dict()}
 

@@ -83,11 +83,17 @@ def test_transfer_on_a_smiles_table_keeps_every_fine_tuned_model_for_predict(tmp
     assert "training" in (out / "transfer.yaml").read_text()
 
 
-def test_one_seed_gives_an_undefined_spread_never_zero(tmp_path):
-    table = transfer_table(_options(tmp_path, seeds=1, strategies=["transductive"]))
+def test_one_seed_gives_an_undefined_spread_never_zero(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    options = _options(tmp_path, seeds=1, strategies=["transductive"])
+    options.out = "run"  # relative: transfer.yaml records it absolute, to repeat from anywhere
+    table = transfer_table(options)
     models = table[table["method"] == "ESA"]
     assert models["rmse_std"].isna().all()
     assert models["test RMSE"].str.endswith("± undefined").all()
+    recorded = yaml.safe_load((tmp_path / "run" / "transfer.yaml").read_text())
+    assert recorded["out"] == str((tmp_path / "run").resolve())
+    assert recorded["data"] == str(LABELS.resolve())
     unlabelled = pd.read_csv(tmp_path / "run" / "predictions_unlabelled.csv")
     assert unlabelled["fine_logp_std"].isna().all() and unlabelled["fine_mr_std"].isna().all()
     runs = pd.read_csv(tmp_path / "run" / "runs.csv")
