@@ -15,6 +15,7 @@ them into the settings of ``chemgraph train``, refusing a setting that contradic
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -36,6 +37,8 @@ __all__ = [
     "resolve_init_from",
     "transfer_weights",
 ]
+
+log = logging.getLogger(__name__)
 
 
 def load_pretrained(path: str | Path) -> PropertyPredictor:
@@ -141,6 +144,14 @@ def checkpoint_settings(path: str | Path) -> CheckpointSettings:
         module = load_pretrained(path)
     except (FileNotFoundError, ValueError) as error:
         raise ConfigError(f"init_from: {error}") from None
+    delta = getattr(module, "delta_learning", None)
+    if delta is not None:
+        log.warning(
+            "init_from %s is a %s Δ-learning model of chemgraph transfer (it predicts the "
+            "residual of a linear correction of %s): its weights are copied, the correction "
+            "is not, so the new model learns the targets themselves",
+            path, delta.strategy, ", ".join(delta.low_fidelity_columns),
+        )  # fmt: skip
     family = module.hparams.get("model", "esa")
     spec = get_model_spec(family)
     if spec.graph_kind != "bond":

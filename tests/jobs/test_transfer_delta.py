@@ -5,6 +5,7 @@ models' low-fidelity input columns (missing column, empty cell, featurize folder
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -212,3 +213,12 @@ def test_delta_learning_round_trips_and_adds_low_times_w_plus_b():
         DeltaLearning("inductive", ["a"], LinearCorrection(np.ones((1, 1)), np.zeros(1)))
     with pytest.raises(ValueError, match=r"W must be \[1, T\]"):
         DeltaLearning("transductive", ["a"], LinearCorrection(np.ones((2, 1)), np.zeros(1)))
+
+
+def test_fine_tuning_a_delta_model_warns_that_its_correction_is_not_carried(run, caplog):
+    from chemgraph.train.finetune import checkpoint_settings
+
+    with caplog.at_level(logging.WARNING, logger="chemgraph.train.finetune"):
+        checkpoint_settings(_checkpoints(run, "transductive")[0])
+    assert "transductive Δ-learning model of chemgraph transfer" in caplog.text
+    assert "the correction is not" in caplog.text
