@@ -1546,7 +1546,9 @@ def _table_graphs(
     ``i``). With a geometry file and a SMILES column, a row whose SMILES RDKit rejects is
     rejected too (the fingerprint baselines read it), and so is a row whose structure's
     elements (hydrogens included) differ from its SMILES's: a file out of row order is caught
-    here; a row without SMILES (``None``) skips both checks."""
+    here; a row without SMILES (``None``) skips both checks. Without
+    ``featurizer.atomic_numbers`` in ``options.training``, it sets them to the structures'
+    elements (so the checkpoints and ``transfer.yaml`` record them)."""
     from rdkit import Chem
 
     from chemgraph.chem import MoleculeParseError, mols_from_smiles
