@@ -126,7 +126,9 @@ def run_reaction_centre(args: argparse.Namespace, size: int, seed: int, out: Pat
         "predict_wall_seconds": wall,
         "predict_cpu_seconds": cpu,
         "predictions": {int(r): p.smiles for r, p in zip(rows, predictions)},
-        "summed_logit": {int(r): [c.smiles for c in found[:5]] for r, found in zip(rows, summed)},
+        "summed_logit": {
+            int(r): [c.smiles for c in found[:5]] for r, (found, _) in zip(rows, summed)
+        },
         "torch_threads": torch.get_num_threads(),
     }
 

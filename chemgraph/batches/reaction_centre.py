@@ -18,6 +18,7 @@ import torch
 from rdkit import Chem
 
 from chemgraph.batches.base import TensorBatch
+from chemgraph.chem.iteration import bond_list
 from chemgraph.chem.reaction_edits import BOND_CLASSES, Edit, bond_class
 
 __all__ = [
@@ -64,8 +65,12 @@ class MoleculeArrays:
 _ELEMENT_INDEX = {symbol: index for index, symbol in enumerate(ELEMENTS)}
 
 
-def molecule_arrays(mol: Chem.Mol, max_distance: int) -> MoleculeArrays:
-    """The :class:`MoleculeArrays` of a sanitised RDKit molecule (atoms in RDKit order).
+def molecule_arrays(
+    mol: Chem.Mol, max_distance: int, atoms: np.ndarray | None = None
+) -> MoleculeArrays:
+    """The :class:`MoleculeArrays` of a sanitised RDKit molecule (atoms in RDKit order), or of
+    the atoms ``atoms`` of it (``int64 [M]``, in that order; their distances are those in the
+    whole molecule, so take whole fragments).
 
     Raises:
         ValueError: a bond type outside :data:`BOND_CLASSES` (dative, ...), or ``max_distance``
@@ -74,9 +79,12 @@ def molecule_arrays(mol: Chem.Mol, max_distance: int) -> MoleculeArrays:
     if not 0 < max_distance <= 125:
         raise ValueError(f"max_distance must be in 1..125, got {max_distance}")
     n = mol.GetNumAtoms()
-    atoms = np.zeros((n, len(ATOM_FEATURE_SIZES)), dtype=np.int8)
-    for atom in mol.GetAtoms():
-        atoms[atom.GetIdx()] = (
+    kept = np.arange(n) if atoms is None else np.asarray(atoms, dtype=np.int64)
+    position = np.full(n, -1, dtype=np.int64)
+    position[kept] = np.arange(len(kept))
+    features = np.zeros((len(kept), len(ATOM_FEATURE_SIZES)), dtype=np.int8)
+    for row, atom in enumerate(map(mol.GetAtomWithIdx, kept.tolist())):
+        features[row] = (
             _ELEMENT_INDEX.get(atom.GetSymbol(), len(ELEMENTS)),
             min(atom.GetDegree(), 6),
             min(atom.GetTotalNumHs(), 4),
@@ -85,13 +93,14 @@ def molecule_arrays(mol: Chem.Mol, max_distance: int) -> MoleculeArrays:
             atom.IsInRing(),
             min(atom.GetNumRadicalElectrons(), 4),
         )
-    bonds = np.zeros((n, n), dtype=np.int8)
-    for bond in mol.GetBonds():
-        i, j = bond.GetBeginAtomIdx(), bond.GetEndAtomIdx()
-        bonds[i, j] = bonds[j, i] = bond_class(bond)
-    distance = Chem.GetDistanceMatrix(mol) if n else np.zeros((0, 0))
+    bonds = np.zeros((len(kept), len(kept)), dtype=np.int8)
+    for bond in bond_list(mol):
+        i, j = position[bond.GetBeginAtomIdx()], position[bond.GetEndAtomIdx()]
+        if i >= 0 and j >= 0:
+            bonds[i, j] = bonds[j, i] = bond_class(bond)
+    distance = Chem.GetDistanceMatrix(mol)[np.ix_(kept, kept)] if n else np.zeros((0, 0))
     distance = np.where(distance > n, max_distance + 1, np.minimum(distance, max_distance))
-    return MoleculeArrays(atoms, bonds, distance.astype(np.int8))
+    return MoleculeArrays(features, bonds, distance.astype(np.int8))
 
 
 @dataclass

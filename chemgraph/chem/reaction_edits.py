@@ -49,6 +49,7 @@ from dataclasses import dataclass
 
 from rdkit import Chem, rdBase
 
+from chemgraph.chem.iteration import atom_list
 from chemgraph.chem.reactions import (
     ReactionParseError,
     canonical_smiles,
@@ -76,6 +77,7 @@ _BOND_TYPES = {
     3: Chem.BondType.TRIPLE,
     4: Chem.BondType.AROMATIC,
 }
+_CLASS_OF_TYPE = {kind: index for index, kind in _BOND_TYPES.items()} | {Chem.BondType.DATIVE: 1}
 _ORDER = (0.0, 1.0, 2.0, 3.0, 1.5)
 _HALOGENS = ("F", "Cl", "Br", "I")
 _HYPERVALENT = {"S": (4.0, 6.0), "P": (5.0,)}
@@ -94,13 +96,10 @@ def bond_class(bond: Chem.Bond | None) -> int:
     """
     if bond is None:
         return 0
-    kind = bond.GetBondType()
-    if kind == Chem.BondType.DATIVE:
-        return 1
-    for index, known in _BOND_TYPES.items():
-        if kind == known:
-            return index
-    raise ValueError(f"bond type {kind} is not one of {BOND_CLASSES[1:]}")
+    index = _CLASS_OF_TYPE.get(bond.GetBondType())
+    if index is None:
+        raise ValueError(f"bond type {bond.GetBondType()} is not one of {BOND_CLASSES[1:]}")
+    return index
 
 
 @dataclass(frozen=True)
@@ -203,7 +202,7 @@ def prepare_inputs(inputs: Chem.Mol) -> Chem.Mol:
     """A copy of the input molecule ready for many :func:`apply_edits` calls: hydrogen counts
     explicit, atom maps cleared (one pass over the atoms instead of one per edit set)."""
     out = Chem.RWMol(inputs)
-    for atom in out.GetAtoms():
+    for atom in atom_list(out):
         atom.SetNumExplicitHs(atom.GetTotalNumHs())
         atom.SetNoImplicit(True)
         atom.SetAtomMapNum(0)
@@ -301,7 +300,8 @@ def apply_edits(inputs: Chem.Mol, edits: Iterable[Edit]) -> Chem.Mol | None:
             and atom.GetNeighbors()[0].GetFormalCharge() > 0
         ):
             atom.SetFormalCharge(-1)
-    for bond in mol.GetBonds():
+    edited_bonds = {b.GetIdx(): b for k in touched for b in mol.GetAtomWithIdx(k).GetBonds()}
+    for bond in edited_bonds.values():  # only bonds at edited atoms can have changed
         if bond.GetIsAromatic() and bond.GetBondType() != Chem.BondType.AROMATIC:
             bond.SetIsAromatic(False)
     result = _sanitised(mol, touched)
@@ -382,7 +382,7 @@ def _salt_balanced(mol: Chem.Mol) -> Chem.Mol:
     if excess <= 0:
         return mol
     out = Chem.RWMol(mol)
-    for atom in out.GetAtoms():
+    for atom in atom_list(out):
         if excess == 0:
             break
         if atom.GetSymbol() != "O" or atom.GetFormalCharge() or atom.GetTotalNumHs() != 1:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from rdkit import Chem
 
+from chemgraph.chem.iteration import atom_list
 from chemgraph.chem.parse import MoleculeParseError, mols_from_smiles
 from chemgraph.errors import ChemgraphError
 
@@ -99,14 +100,14 @@ class Reaction:
 def strip_atom_maps(mol: Chem.Mol) -> Chem.Mol:
     """A copy of ``mol`` with every atom-map number set to 0 (the input is not changed)."""
     out = Chem.Mol(mol)
-    for atom in out.GetAtoms():
+    for atom in atom_list(out):
         atom.SetAtomMapNum(0)
     return out
 
 
 def atom_map_numbers(mol: Chem.Mol) -> frozenset[int]:
     """The non-zero atom-map numbers of ``mol`` (``[CH3:7]`` gives 7)."""
-    return frozenset(n for atom in mol.GetAtoms() if (n := atom.GetAtomMapNum()))
+    return frozenset(n for atom in atom_list(mol) if (n := atom.GetAtomMapNum()))
 
 
 def canonical_smiles(mol: Chem.Mol) -> str:

@@ -30,13 +30,15 @@ from dataclasses import dataclass
 
 from rdkit import Chem
 
+from chemgraph.chem.iteration import atom_list
+
 __all__ = ["ReactionInputs", "product_problem"]
 
 
 def _fragment_key(mol: Chem.Mol) -> str:
     """Canonical SMILES of a one-heavy-atom fragment without atom maps."""
     out = Chem.Mol(mol)
-    for atom in out.GetAtoms():
+    for atom in atom_list(out):
         atom.SetAtomMapNum(0)
     return Chem.MolToSmiles(out)
 
@@ -63,7 +65,7 @@ class ReactionInputs:
         elements: Counter = Counter()
         radicals, bare = set(), set()
         for mol in mols:
-            for atom in mol.GetAtoms():
+            for atom in atom_list(mol):
                 if atom.GetAtomicNum() > 1:
                     elements[atom.GetSymbol()] += 1
                 if atom.GetNumRadicalElectrons():
@@ -111,7 +113,8 @@ def product_problem(product: str | Chem.Mol, inputs: ReactionInputs) -> str | No
         return "not a molecule RDKit can sanitise"
     if mol.GetNumAtoms() == 0:
         return "empty product"
-    for atom in mol.GetAtoms():
+    atoms = atom_list(mol)
+    for atom in atoms:
         unpaired = atom.GetNumRadicalElectrons()
         if unpaired and (atom.GetSymbol(), unpaired) not in inputs.radicals:
             plural = "s" if unpaired > 1 else ""
@@ -124,7 +127,7 @@ def product_problem(product: str | Chem.Mol, inputs: ReactionInputs) -> str | No
             key = _fragment_key(fragment)
             if key not in inputs.bare_atoms:
                 return f"bare atom {key} the reactants do not have"
-    counts = Counter(a.GetSymbol() for a in mol.GetAtoms() if a.GetAtomicNum() > 1)
+    counts = Counter(a.GetSymbol() for a in atoms if a.GetAtomicNum() > 1)
     for element, count in sorted(counts.items()):
         if count > inputs.elements.get(element, 0):
             plural = "s" if count > 1 else ""

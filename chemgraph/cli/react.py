@@ -85,6 +85,13 @@ class ReactCommand(Command):
         parser.add_argument("--top-k", type=int, default=5, help="predictions per reaction")
         parser.add_argument("--beam-width", type=int, default=8, help="beam width (generate)")
         parser.add_argument("--batch-size", type=int, default=32, help="reactions per beam search")
+        parser.add_argument(
+            "--workers",
+            type=int,
+            default=1,
+            help="with --input and --decoder centre, processes that enumerate candidate "
+            "products (same predictions; about twice as fast with 2 on 2 cores)",
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         from chemgraph.chem.reaction_edits import BOND_CLASSES
@@ -104,7 +111,7 @@ class ReactCommand(Command):
             raise ConfigError(f"--show must be at least 0, got {args.show}")
         options = ReactOptions(
             decoder=args.decoder, checkpoint=args.checkpoint, top_k=args.top_k,
-            beam_width=args.beam_width, batch_size=args.batch_size,
+            beam_width=args.beam_width, batch_size=args.batch_size, workers=args.workers,
         )  # fmt: skip
         if args.input is None:
             prediction = react(args.reaction, options)

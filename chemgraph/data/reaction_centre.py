@@ -180,14 +180,15 @@ class Candidate:
         edits: the edits applied.
         edit_score: summed scorer logit of the edits.
         molecule: the whole edited molecule (reagents and by-products too; atom ``k`` is input
-            atom ``k``).
+            atom ``k``); None once the ranker's arrays are made from it
+            (:func:`chemgraph.reactions.reaction_centre.reaction_candidates`).
         product_atoms: the atoms of the product fragments.
     """
 
     smiles: str
     edits: tuple[Edit, ...]
     edit_score: float
-    molecule: Chem.Mol
+    molecule: Chem.Mol | None
     product_atoms: tuple[int, ...]
 
 

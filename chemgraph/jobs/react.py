@@ -259,6 +259,8 @@ class ReactOptions:
             ``best.ckpt``/run folder of the ``reaction_outcome`` recipe), or None.
         top_k: predictions per reaction.
         beam_width, batch_size: the beam search's width and reactions per search (generate).
+        workers: processes that enumerate the candidate products (centre, a file of
+            reactions; the predictions do not depend on it).
 
     Raises:
         ConfigError: an unknown decoder, generate without a checkpoint, a count below 1, or
@@ -270,6 +272,7 @@ class ReactOptions:
     top_k: int = 5
     beam_width: int = 8
     batch_size: int = 32
+    workers: int = 1
 
     def __post_init__(self) -> None:
         if self.decoder not in DECODERS:
@@ -280,7 +283,7 @@ class ReactOptions:
             raise ConfigError(
                 "--decoder generate needs --checkpoint (best.ckpt of the reaction_outcome recipe)"
             )
-        for name in ("top_k", "beam_width", "batch_size"):
+        for name in ("top_k", "beam_width", "batch_size", "workers"):
             if getattr(self, name) < 1:
                 flag = "--" + name.replace("_", "-")
                 raise ConfigError(f"{flag} must be at least 1, got {getattr(self, name)}")
@@ -382,7 +385,9 @@ def react_file(
     # (chemgraph.chem.parse captures RDKit's messages while its logs are blocked)
     with rdBase.BlockLogs():
         if options.decoder == "centre":
-            return predict_reaction_file(options.centre_model(), input_path, output, options.top_k)
+            return predict_reaction_file(
+                options.centre_model(), input_path, output, options.top_k, options.workers
+            )
         return predict_file(
             options.checkpoint_file, input_path, output, options.top_k, options.beam_width,
             options.batch_size,

@@ -30,9 +30,10 @@ react`` starts without it.
 from __future__ import annotations
 
 import logging
+import signal
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ import torch
 from rdkit import Chem, rdBase
 from tqdm.auto import tqdm
 
+from chemgraph._interrupts import die_with_parent
 from chemgraph.batches.reaction_centre import (
     MoleculeArrays,
     molecule_arrays,
@@ -84,6 +86,7 @@ __all__ = [
     "load_reaction_centre_model",
     "predict_reaction_file",
     "ranker_batch",
+    "reaction_candidates",
     "ranker_scores",
     "save_reaction_centre_model",
 ]
@@ -153,7 +156,7 @@ def candidate_set(
     return CandidateSet(
         index,
         core,
-        [_cut(molecule_arrays(c.molecule, max_distance), core) for c in found],
+        [molecule_arrays(c.molecule, max_distance, core) for c in found],
         [position[list(c.product_atoms)] for c in found],
         [c.edit_score for c in found],
         label,
@@ -259,26 +262,28 @@ class ReactionCentreModel:
         return [out[k] for k in range(len(examples))]
 
     def candidates(
-        self, examples: Sequence[ReactionCentreExample], progress: bool = False
-    ) -> list[list[Candidate]]:
-        """The valid candidate products of each example, best summed logit first."""
-        s = self.settings
-        result = []
+        self, examples: Sequence[ReactionCentreExample], progress: bool = False, workers: int = 1
+    ) -> list[tuple[list[Candidate], CandidateSet | None]]:
+        """Per example, its valid candidate products (best summed logit first, without their
+        molecules) and their :class:`CandidateSet` for the ranker (None without candidates;
+        ``example`` is the position in ``examples``, ``label`` the recorded product's
+        candidate or -1), from :func:`reaction_candidates`.
+
+        ``workers`` > 1 enumerates in that many worker processes (same result, in order);
+        the scorer runs in this process.
+        """
         scored = self.changes(examples)
-        for example, (changes, atoms) in tqdm(
-            list(zip(examples, scored)), desc="candidates", unit="reaction", disable=not progress
-        ):
-            with rdBase.BlockLogs():  # e.g. RDKit's hydride warnings; refusals are expected
-                found = enumerate_candidates(
-                    example.reaction,
-                    changes,
-                    atoms,
-                    s["max_edits"],
-                    s["max_candidates"],
-                    s["max_tries"],
-                    ReactionInputs.from_mols([example.reaction.inputs]),
-                )  # fmt: skip
-            result.append(found)
+        tasks = [(k, e, *found) for k, (e, found) in enumerate(zip(examples, scored))]
+        options = (dict(self.settings), self.config.max_distance)
+        bar = tqdm(total=len(tasks), desc="candidates", unit="reaction", disable=not progress)
+        result: list = []
+        if workers <= 1 or len(tasks) < 2 * _WORKER_CHUNK:
+            for task in tasks:
+                result.append(reaction_candidates(*task, *options))
+                bar.update()
+        else:
+            result = _pooled_candidates(tasks, options, workers, bar)
+        bar.close()
         return result
 
     @property
@@ -295,20 +300,18 @@ class ReactionCentreModel:
         batch_size: int = 8,
         progress: bool = False,
         calibrated: bool = True,
+        workers: int = 1,
     ) -> list[ReactionCentrePrediction]:
         """Ranked products of each example (its ``product_smiles`` is not used), ranked by
         the ranker's probability; ``scores`` are the calibrated probabilities when the model
-        is calibrated and ``calibrated`` is True, else the ranker's."""
+        is calibrated and ``calibrated`` is True, else the ranker's. ``workers``: processes
+        that enumerate the candidates (:meth:`candidates`)."""
         calibration = self.calibration if calibrated else None
-        everything = self.candidates(examples, progress)
+        everything = self.candidates(examples, progress, workers)
         predictions: list[ReactionCentrePrediction] = []
         for first in range(0, len(examples), batch_size):
             chunk = list(range(first, min(first + batch_size, len(examples))))
-            sets = [
-                candidate_set(k, examples[k], everything[k], self.config.max_distance)
-                for k in chunk
-                if everything[k]
-            ]
+            sets = [everything[k][1] for k in chunk if everything[k][1] is not None]
             probabilities: dict[int, np.ndarray] = {}
             if sets:
                 batch = _move(ranker_batch(examples, sets), self.device)
@@ -320,7 +323,7 @@ class ReactionCentreModel:
                     probabilities[s.example] = p[start : start + len(s.arrays)]
                     start += len(s.arrays)
             for k in chunk:
-                found = everything[k]
+                found = everything[k][0]
                 p = probabilities.get(k, np.zeros(0))
                 ranked = sorted(range(len(found)), key=lambda r: -p[r])[:top_k]
                 scores = p if calibration is None else calibration.probability(
@@ -339,6 +342,71 @@ class ReactionCentreModel:
         return predictions
 
 
+def reaction_candidates(
+    index: int,
+    example: ReactionCentreExample,
+    changes: Sequence[tuple[Edit, float]],
+    atom_logits: np.ndarray,
+    settings: dict[str, Any],
+    max_distance: int,
+) -> tuple[list[Candidate], CandidateSet | None]:
+    """The candidates of one reaction (:func:`chemgraph.data.reaction_centre.
+    enumerate_candidates` with ``settings``' ``max_edits``, ``max_candidates``, ``max_tries``)
+    and their :func:`candidate_set` (index ``index``; ``label``: the candidate whose SMILES is
+    the example's recorded product, -1 when none is; None when there is no candidate).
+
+    The candidates come back without their edited molecules (``molecule`` None): the set holds
+    what the ranker needs, and a worker process returns less.
+    """
+    with rdBase.BlockLogs():  # e.g. RDKit's hydride warnings; refusals are expected
+        found = enumerate_candidates(
+            example.reaction,
+            changes,
+            atom_logits,
+            settings["max_edits"],
+            settings["max_candidates"],
+            settings["max_tries"],
+            ReactionInputs.from_mols([example.reaction.inputs]),
+        )  # fmt: skip
+    if not found:
+        return [], None
+    label = next((r for r, c in enumerate(found) if c.smiles == example.product_smiles), -1)
+    ranker_set = candidate_set(index, example, found, max_distance, label)
+    return [replace(c, molecule=None) for c in found], ranker_set
+
+
+_WORKER_CHUNK = 16
+"""Reactions per task of a candidate worker process."""
+
+
+def _candidates_of_chunk(tasks: list[tuple], options: tuple) -> list[tuple]:
+    return [reaction_candidates(*task, *options) for task in tasks]
+
+
+def _start_worker() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which stops us
+    die_with_parent()
+
+
+def _pooled_candidates(tasks: list[tuple], options: tuple, workers: int, bar: Any) -> list:
+    """:func:`reaction_candidates` of every task in ``workers`` processes (``spawn``), in
+    order; on an error or an interrupt the pending chunks are cancelled and no worker is left."""
+    import concurrent.futures
+    import multiprocessing
+
+    chunks = [tasks[k : k + _WORKER_CHUNK] for k in range(0, len(tasks), _WORKER_CHUNK)]
+    pool = concurrent.futures.ProcessPoolExecutor(
+        workers, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker
+    )
+    try:
+        futures = [pool.submit(_candidates_of_chunk, chunk, options) for chunk in chunks]
+        for future in concurrent.futures.as_completed(futures):
+            bar.update(len(future.result()))
+        return [item for future in futures for item in future.result()]
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def calibration_features(probabilities: np.ndarray) -> np.ndarray:
     """:data:`CALIBRATION_FEATURES` ``float64 [K, 2]`` of one reaction's ``K`` candidates from
     their ranker probabilities ``[K]`` (which sum to 1)."""
@@ -351,7 +419,10 @@ def calibration_features(probabilities: np.ndarray) -> np.ndarray:
 
 
 def calibrate(
-    model: ReactionCentreModel, examples: Sequence[ReactionCentreExample], progress: bool = False
+    model: ReactionCentreModel,
+    examples: Sequence[ReactionCentreExample],
+    progress: bool = False,
+    workers: int = 1,
 ) -> dict[str, float]:
     """Calibrate ``model``'s ranker probabilities on held-out reactions with products, in
     place: ``model.settings["calibration"]`` (with ``reactions``, how many were used).
@@ -370,7 +441,9 @@ def calibrate(
     from chemgraph.chem.graph_codec import same_molecules
 
     limit = model.settings["max_candidates"]
-    predictions = model.predict(examples, top_k=limit, progress=progress, calibrated=False)
+    predictions = model.predict(
+        examples, top_k=limit, progress=progress, calibrated=False, workers=workers
+    )
     features, right, top1 = [], [], []
     for example, prediction in zip(examples, predictions):
         if not prediction.smiles:
@@ -462,6 +535,7 @@ def evaluate_reaction_centre(
     examples: Sequence[ReactionCentreExample],
     top_k: int = 5,
     progress: bool = False,
+    workers: int = 1,
 ) -> tuple[dict[str, Any], list[ReactionCentrePrediction]]:
     """Top-k accuracy, invalid outputs, speed and calibration on reactions with products.
 
@@ -483,7 +557,7 @@ def evaluate_reaction_centre(
     from chemgraph.chem.validity import product_problem
 
     start = time.perf_counter()
-    predictions = model.predict(examples, top_k=top_k, progress=progress)
+    predictions = model.predict(examples, top_k=top_k, progress=progress, workers=workers)
     seconds = time.perf_counter() - start
     targets = [e.product_smiles for e in examples]
     metrics: dict[str, Any] = top_k_metrics(predictions, targets)
@@ -506,7 +580,11 @@ def evaluate_reaction_centre(
 
 
 def predict_reaction_file(
-    model: ReactionCentreModel, input_path: str | Path, output: str | Path, top_k: int = 5
+    model: ReactionCentreModel,
+    input_path: str | Path,
+    output: str | Path,
+    top_k: int = 5,
+    workers: int = 1,
 ) -> tuple[Any, dict[str, float] | None]:
     """``chemgraph react --input`` with the reaction-centre model.
 
@@ -516,7 +594,7 @@ def predict_reaction_file(
     only when no candidate was valid), ``prediction_k`` and ``score_k`` (the ranker's
     probability) for ``k`` up to ``top_k``, ``error``; plus ``edits_1`` (the reaction centre
     of the top prediction: ``i-j:class`` with 0-based atom indices of the input as written,
-    ``;``-joined).
+    ``;``-joined). ``workers``: processes that enumerate the candidates.
 
     Returns:
         The table and the :func:`chemgraph.reactions.predictions.top_k_metrics` of the
@@ -543,7 +621,7 @@ def predict_reaction_file(
             except ReactionParseError as error:
                 reason = error.reason
         errors[row] = reason
-    predictions = model.predict(examples, top_k=top_k)
+    predictions = model.predict(examples, top_k=top_k, workers=workers)
     edits = [
         ";".join(f"{i}-{j}:{BOND_CLASSES[c]}" for i, j, c in p.edits[0]) if p.edits else ""
         for p in predictions

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,6 @@ from chemgraph.models.reaction_centre import (
 from chemgraph.reactions.reaction_centre import (
     ReactionCentreModel,
     calibrate,
-    candidate_set,
     grouped_log_softmax,
     load_reaction_centre_model,
     ranker_batch,
@@ -66,7 +65,7 @@ CPU_SHARES = (0.6, 0.75)
 """Shares of ``max_cpu_minutes`` at which the scorer stops and candidate enumeration ends (the
 shipped model's run: scorer 14.4 min, candidates 3.5 min, ranker 5.8 min)."""
 
-_CANDIDATE_CHUNK = 200  # ranker reactions enumerated at a time (memory; the CPU budget)
+_CANDIDATE_CHUNK = 1000  # ranker reactions enumerated at a time (the CPU budget's steps)
 
 
 @dataclass
@@ -100,6 +99,8 @@ class ReactionCentreTrainingConfig(RunConfig):
         seed: data order and weight initialisation.
         accelerator: Lightning accelerator (``"auto"``: CUDA when present).
         progress: progress bars.
+        workers: processes that enumerate candidates (ranker stage, calibration, the recipe's
+            test); the result does not depend on it.
         calibration_reactions: the last N training reactions, held out of the ranker's
             stage (they must not overlap its first ``ranker_reactions``; the scorer trains on
             them), on which the ranker's probabilities are calibrated; 0 = not calibrated.
@@ -132,6 +133,7 @@ class ReactionCentreTrainingConfig(RunConfig):
     seed: int = 0
     accelerator: str = "auto"
     progress: bool = True
+    workers: int = 1
     max_cpu_minutes: float | None = None
     calibration_reactions: int = 0
 
@@ -141,7 +143,7 @@ class ReactionCentreTrainingConfig(RunConfig):
         "scorer_epochs": (int, 1), "ranker_epochs": (int, 1), "ranker_reactions": (int, 1),
         "top_changes": (int, 1), "max_edits": (int, 1), "max_candidates": (int, 1),
         "max_tries": (int, 1), "seed": (int, 0), "min_mapping_confidence": (float, 0.0),
-        "max_cpu_minutes": (float, 0.0), "calibration_reactions": (int, 0),
+        "max_cpu_minutes": (float, 0.0), "calibration_reactions": (int, 0), "workers": (int, 1),
     }  # fmt: skip
 
     def __post_init__(self) -> None:
@@ -373,21 +375,16 @@ def train_reaction_centre_model(config: ReactionCentreTrainingConfig) -> Path:
     start = time.perf_counter()
     subset = examples[: config.ranker_reactions]
     enumeration = budget(CPU_SHARES[1])
-    # chunk by chunk, each made into candidate sets at once: the candidates' RDKit molecules
-    # (each whole edited input, reagents included) of 10k+ reactions would not fit in memory;
-    # with a budget, no chunk starts once its share is spent (one chunk at least)
+    # chunk by chunk: with a budget, no chunk starts once its share is spent (one at least)
     sets, enumerated = [], 0
     bar = tqdm(total=len(subset), desc="candidates", unit="reaction", disable=not config.progress)
     while enumerated < len(subset) and (
         enumeration is None or not enumerated or enumeration.used_minutes() < enumeration.minutes
     ):
         chunk = subset[enumerated : enumerated + _CANDIDATE_CHUNK]
-        for k, (example, candidates) in enumerate(zip(chunk, model.candidates(chunk)), enumerated):
-            label = next(
-                (r for r, c in enumerate(candidates) if c.smiles == example.product_smiles), -1
-            )
-            if label >= 0:
-                sets.append(candidate_set(k, example, candidates, model_config.max_distance, label))
+        for _, ranker_set in model.candidates(chunk, workers=config.workers):
+            if ranker_set is not None and ranker_set.label >= 0:
+                sets.append(replace(ranker_set, example=ranker_set.example + enumerated))
         enumerated += len(chunk)
         bar.update(len(chunk))
     bar.close()
@@ -427,7 +424,7 @@ def train_reaction_centre_model(config: ReactionCentreTrainingConfig) -> Path:
     settings["train_cpu_minutes"] = (time.process_time() - cpu_start) / 60
     model = ReactionCentreModel(model_config, scorer.eval(), ranker.eval(), settings)
     if config.calibration_reactions:
-        calibrate(model, examples[-config.calibration_reactions :], config.progress)
+        calibrate(model, examples[-config.calibration_reactions :], config.progress, config.workers)
     save_reaction_centre_model(out / "model.pt", model)
     (out / "config.yaml").write_text(yaml.safe_dump(asdict(config), sort_keys=False))
     return out / "model.pt"

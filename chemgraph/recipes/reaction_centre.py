@@ -110,7 +110,10 @@ def run(
     if config.test is None:
         return {}
     model = load_reaction_centre_model(checkpoint)
-    metrics, predictions = evaluate_reaction_centre(model, examples, config.top_k, config.progress)
+    metrics, predictions = evaluate_reaction_centre(
+        model, examples, config.top_k, config.progress, config.workers
+    )
+    metrics["workers"] = config.workers
     metrics["test_rejected"] = len(rejected)
     metrics["train_seconds"] = round(train_seconds, 1)
     (out_path / "metrics.json").write_text(json.dumps(metrics, indent=2))
@@ -119,8 +122,8 @@ def run(
         write_rejected(rejected, out_path / "rejected.csv", append=True)
     log.info(
         "top-k accuracy on %d test reactions of %s (%d rejected); top-1 AUROC %.3f, %.1f "
-        "reactions/s:\n%s",
+        "reactions/s (%d candidate workers):\n%s",
         metrics["reactions"], config.test, len(rejected), metrics["top1_auroc"],
-        metrics["reactions_per_second"], format_top_k_metrics(metrics),
+        metrics["reactions_per_second"], config.workers, format_top_k_metrics(metrics),
     )  # fmt: skip
     return metrics

@@ -13,6 +13,7 @@ from rdkit import Chem
 
 from chemgraph._resources import model_path
 from chemgraph.batches.reaction_centre import molecule_arrays, reaction_centre_batch
+from chemgraph.chem.iteration import atom_list, bond_list
 from chemgraph.chem.validity import ReactionInputs, product_problem
 from chemgraph.cli import main
 from chemgraph.data.reaction_centre import (
@@ -52,6 +53,27 @@ def test_molecule_arrays_by_hand():
     assert arrays.atoms[0].tolist() == [0, 1, 2, 3, 0, 0, 0]
     batch = reaction_centre_batch([arrays, molecule_arrays(Chem.MolFromSmiles("O"), 2)])
     assert batch.pad_mask.sum(1).tolist() == [8, 1]
+
+
+def test_molecule_arrays_of_some_atoms_equal_the_cut_of_the_whole():
+    mol = Chem.MolFromSmiles("CC(=O)Cl.c1ccncc1.OCC[NH3+]")
+    whole = molecule_arrays(mol, max_distance=3)
+    core = np.array([0, 1, 2, 3, 10, 11, 12, 13])  # the first and last fragments
+    part = molecule_arrays(mol, max_distance=3, atoms=core)
+    assert np.array_equal(part.atoms, whole.atoms[core])
+    assert np.array_equal(part.bonds, whole.bonds[np.ix_(core, core)])
+    assert np.array_equal(part.distance, whole.distance[np.ix_(core, core)])
+    assert part.distance[0, 4] == 4  # other fragment; bonds kept only inside the atoms
+    assert part.bonds[1, 2] == 2 and part.bonds.sum() == whole.bonds[np.ix_(core, core)].sum()
+
+
+def test_atom_and_bond_lists_are_rdkit_order():
+    mol = Chem.MolFromSmiles("c1ccccc1C(=O)[O-].[Na+]")
+    assert [a.GetIdx() for a in atom_list(mol)] == [a.GetIdx() for a in mol.GetAtoms()]
+    assert [a.GetSymbol() for a in atom_list(mol)][-1] == "Na"
+    pairs = [(b.GetBeginAtomIdx(), b.GetEndAtomIdx()) for b in bond_list(mol)]
+    assert pairs == [(b.GetBeginAtomIdx(), b.GetEndAtomIdx()) for b in mol.GetBonds()]
+    assert len(pairs) == 9
 
 
 def _scorer() -> ReactionCentreScorer:
@@ -169,6 +191,21 @@ def test_tiny_model_learns_its_reactions_and_round_trips(tiny_model):
     again = load_reaction_centre_model(tiny_model).predict(examples, top_k=3)
     assert [p.smiles for p in again] == [p.smiles for p in predictions]
     assert np.allclose([p.scores for p in again][0], predictions[0].scores)
+
+
+def test_candidate_worker_processes_give_the_serial_predictions(tiny_model, monkeypatch):
+    import chemgraph.reactions.reaction_centre as reaction_centre
+
+    model = load_reaction_centre_model(tiny_model)
+    examples, _, _ = load_reaction_centre_examples(TINY, model.config.max_distance, progress=False)
+    serial = model.predict(examples, top_k=5)
+    monkeypatch.setattr(reaction_centre, "_WORKER_CHUNK", 2)  # 8 reactions: 4 chunks
+    pooled = model.predict(examples, top_k=5, workers=2)
+    for one, other in zip(serial, pooled, strict=True):
+        assert (one.smiles, one.edits, one.product_atoms) == (
+            other.smiles, other.edits, other.product_atoms
+        )  # fmt: skip
+        assert one.scores == other.scores
 
 
 def test_react_cli_with_a_reaction_centre_checkpoint(tiny_model, tmp_path, capsys):
