@@ -16,8 +16,9 @@ arXiv:1709.04555; Coley et al. 2019, Chem. Sci. 10, 370; on the GRAT encoder of 
 
 3. the ranker's probabilities are calibrated on the last ``calibration_reactions`` training
    reactions, which the ranker never trains on (:func:`calibrate`: Platt scaling,
-   :func:`chemgraph.train.calibration.fit_platt_scaling`, of each candidate's log-probability
-   and its margin over the best other candidate; :data:`CALIBRATION_FEATURES`).
+   :func:`chemgraph.train.calibration.fit_platt_scaling`, of each candidate's log-probability,
+   its margin over the best other candidate, and the scorer's logits of its edits;
+   :data:`CALIBRATION_FEATURES`).
 
 Prediction: scorer -> best ``top_changes`` changes -> candidates (valid by construction) ->
 ranker -> softmax probabilities (the ranking) -> calibrated probabilities, best first. A
@@ -96,10 +97,16 @@ log = logging.getLogger(__name__)
 CHECKPOINT_KIND = "reaction_centre"
 """``hyper_parameters["kind"]`` of a reaction-centre checkpoint."""
 
-CALIBRATION_FEATURES = ("log_probability", "log_margin")
+CALIBRATION_FEATURES = (
+    "log_probability", "log_margin", "log_gap_to_best", "edit_score", "edits"
+)  # fmt: skip
 """Features of a candidate that its calibrated probability is fitted on: the natural log of its
-ranker probability, and that minus the log of the best other candidate's (capped at
-:data:`_MAX_LOG_MARGIN`; the cap when it is the only candidate)."""
+ranker probability; that minus the log of the best other candidate's (capped at
+:data:`_MAX_LOG_MARGIN`; the cap when it is the only candidate); its log gap to the best
+candidate (0 for the best: the margin's negative part); the scorer's summed logit of its
+edits; and how many edits it makes. Chosen by 5-fold cross-validation on held-out reactions
+(model card, section Calibration). A model calibrated on another list of these names (an
+earlier one: ``log_probability``, ``log_margin``) is scored with its own list."""
 
 _MAX_LOG_MARGIN = 20.0
 
@@ -327,7 +334,10 @@ class ReactionCentreModel:
                 p = probabilities.get(k, np.zeros(0))
                 ranked = sorted(range(len(found)), key=lambda r: -p[r])[:top_k]
                 scores = p if calibration is None else calibration.probability(
-                    calibration_features(p)
+                    calibration_features(
+                        p, [c.edit_score for c in found], [len(c.edits) for c in found],
+                        calibration.features,
+                    )
                 )  # fmt: skip
                 predictions.append(
                     ReactionCentrePrediction(
@@ -336,6 +346,7 @@ class ReactionCentreModel:
                         top1_invalid=not found,
                         num_invalid=0,
                         edits=[found[r].edits for r in ranked],
+                        edit_scores=[found[r].edit_score for r in ranked],
                         product_atoms=[found[r].product_atoms for r in ranked],
                     )
                 )
@@ -407,15 +418,34 @@ def _pooled_candidates(tasks: list[tuple], options: tuple, workers: int, bar: An
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def calibration_features(probabilities: np.ndarray) -> np.ndarray:
-    """:data:`CALIBRATION_FEATURES` ``float64 [K, 2]`` of one reaction's ``K`` candidates from
-    their ranker probabilities ``[K]`` (which sum to 1)."""
+def calibration_features(
+    probabilities: np.ndarray,
+    edit_scores: Sequence[float],
+    edit_counts: Sequence[int],
+    names: Sequence[str] = CALIBRATION_FEATURES,
+) -> np.ndarray:
+    """The calibration features ``names`` (of :data:`CALIBRATION_FEATURES`) ``float64 [K, F]``
+    of one reaction's ``K`` candidates, from their ranker probabilities ``[K]`` (which sum to
+    1), the scorer's summed logits of their edits ``[K]`` and their numbers of edits ``[K]``.
+
+    Raises:
+        KeyError: a name not in :data:`CALIBRATION_FEATURES`.
+    """
     log_p = np.log(np.clip(np.asarray(probabilities, dtype=np.float64), 1e-300, None))
     if len(log_p) < 2:
-        return np.column_stack([log_p, np.full_like(log_p, _MAX_LOG_MARGIN)])
-    order = np.argsort(-log_p)
-    best_other = np.where(np.arange(len(log_p)) == order[0], log_p[order[1]], log_p[order[0]])
-    return np.column_stack([log_p, np.minimum(log_p - best_other, _MAX_LOG_MARGIN)])
+        margin = np.full_like(log_p, _MAX_LOG_MARGIN)
+    else:
+        order = np.argsort(-log_p)
+        best_other = np.where(np.arange(len(log_p)) == order[0], log_p[order[1]], log_p[order[0]])
+        margin = np.minimum(log_p - best_other, _MAX_LOG_MARGIN)
+    columns = {
+        "log_probability": log_p,
+        "log_margin": margin,
+        "log_gap_to_best": np.minimum(margin, 0.0),
+        "edit_score": np.asarray(edit_scores, dtype=np.float64),
+        "edits": np.asarray(edit_counts, dtype=np.float64),
+    }
+    return np.column_stack([columns[name] for name in names]).reshape(len(log_p), len(names))
 
 
 def calibrate(
@@ -449,7 +479,11 @@ def calibrate(
         if not prediction.smiles:
             continue
         hits = [same_molecules(s, example.product_smiles) for s in prediction.smiles]
-        features.append(calibration_features(np.asarray(prediction.scores)))
+        features.append(
+            calibration_features(
+                prediction.scores, prediction.edit_scores, [len(e) for e in prediction.edits]
+            )
+        )
         right += hits
         top1.append((prediction.scores[0], hits[0], features[-1][0]))
     calibration = fit_platt_scaling(np.concatenate(features), np.asarray(right),
@@ -478,11 +512,13 @@ class ReactionCentrePrediction(ReactionPrediction):
     without calibration, the ranker's (softmax over the reaction's candidates);
     ``top1_invalid`` is True only when no candidate was valid (every prediction is valid by
     construction). ``edits[r]``: the ``(i, j, bond class)`` edits of prediction ``r`` (input
-    atom indices in the order the reactants and reagents are written); ``product_atoms[r]``:
+    atom indices in the order the reactants and reagents are written); ``edit_scores[r]``: the
+    scorer's summed logit of those edits; ``product_atoms[r]``:
     the input atoms that make up its product (the map from product atoms to reactant atoms).
     """
 
     edits: list[tuple[Edit, ...]] = field(default_factory=list)
+    edit_scores: list[float] = field(default_factory=list)
     product_atoms: list[tuple[int, ...]] = field(default_factory=list)
 
 

@@ -269,7 +269,14 @@ def test_calibration_rescales_the_ranker_probabilities_and_round_trips(tiny_mode
     calibrated = model.predict(examples, top_k=20)
     for before, after in zip(raw, calibrated):
         assert after.smiles == before.smiles  # the ranking is the ranker's
-        want = calibration.probability(calibration_features(np.array(before.scores)))
+        assert after.edit_scores == before.edit_scores and len(after.edit_scores) == len(
+            after.smiles
+        )
+        want = calibration.probability(
+            calibration_features(
+                np.array(before.scores), before.edit_scores, [len(e) for e in before.edits]
+            )
+        )
         assert np.allclose(after.scores, want)
     save_reaction_centre_model(tmp_path / "calibrated.pt", model)
     again = load_reaction_centre_model(tmp_path / "calibrated.pt")

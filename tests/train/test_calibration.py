@@ -51,10 +51,20 @@ def test_platt_scaling_needs_both_kinds_and_matching_shapes():
 
 
 def test_calibration_features_by_hand():
-    features = calibration_features(np.array([0.3, 0.5, 0.2]))
+    features = calibration_features(np.array([0.3, 0.5, 0.2]), [1.5, 2.0, -1.0], [1, 2, 3])
     log = np.log([0.3, 0.5, 0.2])
+    assert features.shape == (3, 5)
     assert features[:, 0] == pytest.approx(log)
     # margin over the best other candidate: 0.5 for the others, 0.3 for the best
-    assert features[:, 1] == pytest.approx([log[0] - log[1], log[1] - log[0], log[2] - log[1]])
-    (only,) = calibration_features(np.array([1.0]))
-    assert only == pytest.approx([0.0, 20.0])
+    margin = [log[0] - log[1], log[1] - log[0], log[2] - log[1]]
+    assert features[:, 1] == pytest.approx(margin)
+    assert features[:, 2] == pytest.approx([margin[0], 0.0, margin[2]])  # gap to the best
+    assert features[:, 3].tolist() == [1.5, 2.0, -1.0] and features[:, 4].tolist() == [1, 2, 3]
+    (only,) = calibration_features(np.array([1.0]), [0.5], [2])
+    assert only == pytest.approx([0.0, 20.0, 0.0, 0.5, 2.0])
+    # a model calibrated on the earlier two features gets those two columns, in its order
+    two = calibration_features(np.array([0.3, 0.5, 0.2]), [0, 0, 0], [1, 1, 1],
+                               ("log_margin", "log_probability"))  # fmt: skip
+    assert two == pytest.approx(features[:, [1, 0]])
+    with pytest.raises(KeyError):
+        calibration_features(np.array([1.0]), [0.5], [2], ("confidence",))
