@@ -78,6 +78,7 @@ from chemgraph.train.module import LR_SCHEDULES, PropertyPredictionModule, build
 from chemgraph.train.plots import plot_label_curve, plot_learning_curve
 
 __all__ = [
+    "STACKED",
     "STRATEGIES",
     "MultiFidelityData",
     "TransferConfig",
@@ -450,7 +451,10 @@ def run_transfer(
     test molecules only); None = always pretrain.
 
     With ``config.baselines`` it also writes ``baselines.csv`` (:func:`baseline_runs`), adds the
-    baselines' test predictions to ``predictions.csv`` and their rows to the table.
+    baselines' test predictions to ``predictions.csv`` and their rows to the table. With
+    ``config.stack_kernel_ridge`` every Δ-learning chain also gives a stacked Δ-learning model
+    (:func:`_stacked_chain`), strategy :data:`STACKED` in ``runs.csv`` (with its
+    ``stack_weight``), ``predictions.csv``, ``predictions_unlabelled.csv`` and the table.
 
     ``unlabelled_ids``: one identifier per molecule of ``data``; with it every fine-tuned model
     also predicts the molecules without every high-fidelity label, written to
