@@ -92,6 +92,14 @@ class TransferCommand(Command):
             "low-fidelity values (its labels, transductive; the pretrained model's prediction, "
             "inductive) and add the correction back; the checkpoints hold it for predict",
         )
+        parser.add_argument(
+            "--stack-kernel-ridge",
+            action="store_true",
+            help="with --delta-learning: add a stacked row per transfer strategy, w x the "
+            "model's prediction + (1 - w) x the Delta-learning fingerprint kernel ridge's, w "
+            "per target from 0, 0.1, ..., 1 by validation RMSE (runs.csv: stack_weight); the "
+            "checkpoints hold the unstacked model",
+        )
         # defaults: chemgraph.jobs.transfer.TransferConfig, Buterez et al. 2024's protocol
         # (SI 4, SI 7), sized for a GPU and 25,000 high-fidelity molecules
         parser.add_argument("--seeds", type=int, help="seeds 0..N-1 of every strategy (default: 5)")
@@ -147,6 +155,8 @@ class TransferCommand(Command):
                 training[key] = value
         if args.delta_learning:
             training["delta_learning"] = True
+        if args.stack_kernel_ridge:
+            training["stack_kernel_ridge"] = True
         if args.quiet:
             training["progress"] = False
         for key, value in {

@@ -64,11 +64,12 @@ from chemgraph.train.baselines import (
     BASELINES,
     baseline_names,
     morgan_fingerprints,
+    residual_kernel_ridge,
     transfer_baselines,
 )
 from chemgraph.train.callbacks import EpochProgress, LossHistory
 from chemgraph.train.config import RunConfig
-from chemgraph.train.delta import DeltaLearning
+from chemgraph.train.delta import DeltaLearning, stack, stack_weights
 from chemgraph.train.finetune import transfer_weights
 from chemgraph.train.fit import fit
 from chemgraph.train.inference import predict_graphs
@@ -77,6 +78,7 @@ from chemgraph.train.module import LR_SCHEDULES, PropertyPredictionModule, build
 from chemgraph.train.plots import plot_label_curve, plot_learning_curve
 
 __all__ = [
+    "STACKED",
     "STRATEGIES",
     "MultiFidelityData",
     "TransferConfig",
@@ -169,6 +171,16 @@ class TransferConfig(RunConfig):
             low-fidelity values from the input columns named as the run's
             (:attr:`MultiFidelityData.low_fidelity_columns`). Default False: the
             low-fidelity level is only the pretraining target (Buterez et al. 2024 Table 5).
+        stack_kernel_ridge: with ``delta_learning``, each transfer strategy also gets a
+            stacked Δ-learning row ("+ kernel ridge (stacked Δ)"): ``high ≈ low @ W + b +
+            w·model(molecule) + (1 − w)·kernel_ridge(molecule)``, the kernel ridge of the
+            Δ-learning baseline (:func:`chemgraph.train.baselines.residual_kernel_ridge`,
+            Morgan fingerprints, ``alpha`` on validation) fitted to the residuals of the same
+            correction, ``w`` per target and seed from
+            :data:`chemgraph.train.delta.STACK_WEIGHTS` by the high-fidelity validation RMSE
+            (:func:`chemgraph.train.delta.stack_weights`; ``stack_weight`` in ``runs.csv``).
+            Needs SMILES (the fingerprints). The checkpoints hold the unstacked model only
+            (its own row), not the kernel ridge. Default False.
         baselines: compute the baselines of every setting on the same split
             (:func:`baseline_runs`) and put them in the table (default True).
         batch_size, finetune_batch_size (None = batch_size), learning_rate,
@@ -218,6 +230,7 @@ class TransferConfig(RunConfig):
     freeze_encoder: bool = False
     joint_targets: bool = False
     delta_learning: bool = False
+    stack_kernel_ridge: bool = False
     baselines: bool = True
     batch_size: int = 128
     finetune_batch_size: int | None = None
@@ -255,9 +268,13 @@ class TransferConfig(RunConfig):
         unknown = [s for s in self.strategies if s not in STRATEGIES]
         if unknown or not self.strategies:
             raise ConfigError(f"strategies must be a non-empty subset of {STRATEGIES}: {unknown}")
-        for name in ("joint_targets", "delta_learning", "baselines"):
+        for name in ("joint_targets", "delta_learning", "stack_kernel_ridge", "baselines"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if self.stack_kernel_ridge and not self.delta_learning:
+            raise ConfigError(
+                "stack_kernel_ridge blends two Δ-learning models: it needs delta_learning: true"
+            )
         if not 0 < self.pretrain_val_fraction < 1:
             raise ConfigError(
                 f"pretrain_val_fraction must be in (0, 1), got {self.pretrain_val_fraction}"
@@ -434,7 +451,10 @@ def run_transfer(
     test molecules only); None = always pretrain.
 
     With ``config.baselines`` it also writes ``baselines.csv`` (:func:`baseline_runs`), adds the
-    baselines' test predictions to ``predictions.csv`` and their rows to the table.
+    baselines' test predictions to ``predictions.csv`` and their rows to the table. With
+    ``config.stack_kernel_ridge`` every Δ-learning chain also gives a stacked Δ-learning model
+    (:func:`_stacked_chain`), strategy :data:`STACKED` in ``runs.csv`` (with its
+    ``stack_weight``), ``predictions.csv``, ``predictions_unlabelled.csv`` and the table.
 
     ``unlabelled_ids``: one identifier per molecule of ``data``; with it every fine-tuned model
     also predicts the molecules without every high-fidelity label, written to
@@ -446,12 +466,18 @@ def run_transfer(
         ``config.baselines``).
 
     Raises:
-        ValueError: a fine-tuning stopped before its first validation (time or epoch limit).
-        Any error of a chain carries a note naming the chain (strategy, seed, target).
+        ValueError: a fine-tuning stopped before its first validation (time or epoch limit);
+            ``stack_kernel_ridge`` without SMILES. Any error of a chain carries a note naming
+            the chain (strategy, seed, target).
         chemgraph._interrupts.Interrupted: SIGINT or SIGTERM while worker processes train
             (main thread only); the workers are stopped first.
     """
     out = Path(out)
+    if config.stack_kernel_ridge and data.smiles is None:
+        raise ValueError(
+            "stack_kernel_ridge needs the molecules' SMILES (the kernel ridge reads their "
+            "Morgan fingerprints); give a SMILES column or turn it off"
+        )
     (out / "curves").mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
     data = _transformed_graphs(data, config)
@@ -483,6 +509,16 @@ def run_transfer(
         pd.DataFrame(partial).to_csv(out / "runs.csv", index=False)
 
     _run_chains(chains, data, split, config, out, pretrained_cache, unlabelled, finished)
+    fingerprints = (
+        morgan_fingerprints(list(data.smiles))
+        if data.smiles is not None and (config.baselines or config.stack_kernel_ridge)
+        else None
+    )
+    for index in [i for i in range(len(chains)) if "correction" in results[i][2]]:
+        chains.append(_stacked(chains[index]))
+        results[len(chains) - 1] = _stacked_chain(
+            data, split, chains[index], results[index], fingerprints, unlabelled
+        )
     rows, curves, frames = [], [], {}
     for index, chain in enumerate(chains):
         truth, predicted, record = results[index]
@@ -502,10 +538,11 @@ def run_transfer(
     if unlabelled is not None:
         _write_unlabelled(data, chains, results, unlabelled, unlabelled_ids, out)
     runs = pd.DataFrame(rows)
+    runs.to_csv(out / "runs.csv", index=False)  # with the stacked rows, when any
     pd.DataFrame(curves).to_csv(out / "learning_curves.csv", index=False)
     baselines = None
     if config.baselines:
-        baselines, baseline_frames = baseline_runs(data, split, config.strategies)
+        baselines, baseline_frames = baseline_runs(data, split, config.strategies, fingerprints)
         baselines.to_csv(out / "baselines.csv", index=False)
         predictions += baseline_frames
     pd.concat(predictions, ignore_index=True).to_csv(out / "predictions.csv", index=False)
@@ -584,11 +621,17 @@ def label_curve(
 
 
 def baseline_runs(
-    data: MultiFidelityData, split: dict[str, np.ndarray], strategies: list[str]
+    data: MultiFidelityData,
+    split: dict[str, np.ndarray],
+    strategies: list[str],
+    fingerprints: np.ndarray | None = None,
 ) -> tuple[pd.DataFrame, list[pd.DataFrame]]:
     """The baselines of the settings of ``strategies`` on ``split``
     (:func:`chemgraph.train.baselines.transfer_baselines`: the fingerprint ones need
     ``data.smiles``), their test RMSE and MAE per target, and their test predictions.
+    ``fingerprints``: the Morgan bits ``[len(data), 2048]`` of every molecule when already
+    computed (:func:`chemgraph.train.baselines.morgan_fingerprints` of ``data.smiles``);
+    None = computed here.
 
     Returns:
         ``(rows, predictions)``: rows with ``baseline`` (label), ``key``, ``setting``
@@ -597,7 +640,8 @@ def baseline_runs(
         = the baseline's key, ``seed`` empty).
     """
     started = time.perf_counter()
-    fingerprints = None if data.smiles is None else morgan_fingerprints(list(data.smiles))
+    if fingerprints is None and data.smiles is not None:
+        fingerprints = morgan_fingerprints(list(data.smiles))
     pool = pretraining_pool(data, split, "inductive") if "inductive" in strategies else None
     predicted = transfer_baselines(data.low.numpy(), data.high.numpy(), fingerprints, split, pool)
     seconds = time.perf_counter() - started
@@ -678,7 +722,79 @@ def _chain_rows(
                 **phases,
             )
         )  # fmt: skip
+        if "stack_weight" in record:
+            rows[-1]["stack_weight"] = record["stack_weight"][t]
     return rows
+
+
+STACKED = {"inductive": "inductive_stacked", "transductive": "transductive_stacked"}
+"""The stacked Δ-learning rows of each transfer strategy (``stack_kernel_ridge``), by the name
+``runs.csv`` and ``predictions.csv`` give them."""
+
+
+def _stacked(chain: _Chain) -> _Chain:
+    return dataclasses.replace(chain, strategy=STACKED[chain.strategy])
+
+
+def _stacked_chain(
+    data: MultiFidelityData,
+    split: dict[str, np.ndarray],
+    chain: _Chain,
+    result: tuple[np.ndarray, np.ndarray, dict[str, Any]],
+    fingerprints: np.ndarray,
+    unlabelled: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """The stacked Δ-learning model of a Δ-learning chain (``stack_kernel_ridge``;
+    :mod:`chemgraph.train.delta`): the kernel ridge of the Δ-learning baseline
+    (:func:`chemgraph.train.baselines.residual_kernel_ridge`) fitted to the residuals of the
+    chain's own correction (applied in float64, as the baselines do: on the transductive
+    joint model's training molecules it is the ``delta_all`` baseline), blended with the
+    chain's predictions with the weights :func:`chemgraph.train.delta.stack_weights` chooses
+    on the validation molecules.
+
+    Returns:
+        ``(truth, predicted, record)`` as :func:`_train_chain`'s: the test labels, the
+        stacked test predictions, and the chain's record with the stacked ``val_rmse`` (on the
+        molecules the weights were chosen on, so optimistic) and ``unlabelled`` predictions,
+        ``stack_weight`` (``w`` per target), no ``curves``.
+    """
+    _, predicted, record = result
+    columns = list(chain.columns)
+    molecules = [split[name] for name in SPLITS] + ([] if unlabelled is None else [unlabelled])
+    base = np.full((len(data), len(columns)), np.nan)
+    for index, low in zip(molecules, record["low"]):
+        base[index] = record["correction"].predict(low)
+    high = data.high[:, columns].numpy()
+    kernel_ridge = residual_kernel_ridge(base, high, fingerprints, split)
+    val, test = split["val"], split["test"]
+    weights = stack_weights(
+        high[val], record["validation"], base[val] + kernel_ridge.predict(fingerprints[val])
+    )
+    network = [record["validation"], predicted, record["unlabelled"]]
+    stacked = [
+        None if values is None else stack(values, base[index] + kernel_ridge.predict(
+            fingerprints[index]), weights)
+        for index, values in zip([val, test, unlabelled], network)
+    ]  # fmt: skip
+    val_rmse = [
+        regression_metrics(high[val, t], stacked[0][:, t])["rmse"] for t in range(len(columns))
+    ]
+    for t, target in enumerate(chain.names):
+        log.info(
+            "%s seed %d %s: stacked Δ-learning, weight %.1f on the network, %.1f on the kernel "
+            "ridge (alpha %g); validation RMSE %.4f (network alone %.4f)",
+            chain.strategy, chain.seed, target, weights[t], 1 - weights[t],
+            kernel_ridge.alphas[t], val_rmse[t], record["val_rmse"][t],
+        )  # fmt: skip
+    stacked_record = {
+        key: value
+        for key, value in record.items()
+        if key not in ("validation", "low", "correction")
+    }
+    stacked_record.update(
+        val_rmse=val_rmse, unlabelled=stacked[2], stack_weight=list(weights), curves=[]
+    )
+    return high[test], stacked[1], stacked_record
 
 
 PHASE_COLUMNS = ("pretrain_epochs", "finetune_epochs", "pretrain_seconds", "finetune_seconds")
@@ -894,6 +1010,9 @@ def _train_chain(
         high-fidelity validation RMSE: what settings are chosen on), ``curves`` (the
         per-epoch losses, each with its ``phase``) and ``unlabelled`` (predictions
         ``[len(unlabelled), len(columns)]`` of the molecules ``unlabelled``; None without).
+        A Δ-learning chain of a run with ``stack_kernel_ridge`` adds what
+        :func:`_stacked_chain` needs: ``validation`` (the validation predictions), ``low``
+        and ``correction`` (:func:`_delta_learning`'s values and its linear correction).
     """
     strategy, seed, columns, stem = chain.strategy, chain.seed, list(chain.columns), chain.stem
     targets, label = list(chain.names), chain.label
@@ -938,11 +1057,10 @@ def _train_chain(
             pretrained_cache[key] = (pretrained, pretrain_epochs, list(curves))
     # fine-tuning starts from the same random state whether the pretraining ran or was reused
     L.seed_everything(seed, workers=True, verbose=False)
-    delta, bases = None, None
+    delta, low, bases = None, None, None
     if pretrained is not None and config.delta_learning:
-        delta, bases = _delta_learning(
-            data, split, strategy, columns, pretrained, config, unlabelled
-        )
+        delta, low = _delta_learning(data, split, strategy, columns, pretrained, config, unlabelled)
+        bases = tuple(torch.from_numpy(delta.base(x)) for x in low)
         high_train, high_val, high_test = (
             _with_labels(high, high.labels - base)
             for high, base in zip((high_train, high_val, high_test), bases)
@@ -993,6 +1111,8 @@ def _train_chain(
         ],
         unlabelled=outputs[2] if unlabelled is not None else None,
     )  # fmt: skip
+    if delta is not None and config.stack_kernel_ridge:  # what _stacked_chain needs
+        record.update(validation=val_predicted, low=low, correction=delta.correction)
     return truth, predicted, record
 
 
@@ -1010,13 +1130,13 @@ def _delta_learning(
     pretrained: PropertyPredictionModule,
     config: TransferConfig,
     unlabelled: np.ndarray | None = None,
-) -> tuple[DeltaLearning, tuple[torch.Tensor, ...]]:
+) -> tuple[DeltaLearning, tuple[np.ndarray, ...]]:
     """The linear correction of ``delta_learning`` (:class:`chemgraph.train.delta.
     DeltaLearning`: fitted on the training molecules' high-fidelity labels, applied to the
     molecules' low-fidelity labels, ``transductive``, or to the pretrained model's predictions
-    of them, ``inductive``, which it then holds) and its values for the train, val and test
-    molecules (and the ``unlabelled`` ones, when given), ``float32 [n, len(columns)]`` each, in
-    the high-fidelity units."""
+    of them, ``inductive``, which it then holds) and what it is applied to, ``low``, for the
+    train, val and test molecules (and the ``unlabelled`` ones, when given), ``float32 [n,
+    len(columns)]`` each, in the low-fidelity units."""
     molecules = [split[name] for name in SPLITS] + ([] if unlabelled is None else [unlabelled])
     if strategy == "transductive":
         low = [data.low[index][:, columns].numpy() for index in molecules]
@@ -1043,11 +1163,22 @@ def _delta_learning(
         data.high[split["train"]][:, columns].numpy(),
         pretrained if strategy == "inductive" else None,
     )
-    return delta, tuple(torch.from_numpy(delta.base(x)) for x in low)
+    return delta, tuple(low)
 
 
-STRATEGY_LABELS = {"inductive": "Ind.", "transductive": "Trans."}
-SETTINGS = {"high_fidelity_only": "none", "inductive": "inductive", "transductive": "transductive"}
+STRATEGY_LABELS = {
+    "inductive": "Ind.",
+    "inductive_stacked": "Ind. + kernel ridge (stacked Δ)",
+    "transductive": "Trans.",
+    "transductive_stacked": "Trans. + kernel ridge (stacked Δ)",
+}
+SETTINGS = {
+    "high_fidelity_only": "none",
+    "inductive": "inductive",
+    "inductive_stacked": "inductive",
+    "transductive": "transductive",
+    "transductive_stacked": "transductive",
+}
 
 
 def _spread_text(std: float, seeds: int) -> str:
@@ -1068,15 +1199,17 @@ def results_table(
     test RMSE mean ± std.
 
     Args:
-        runs: rows with ``strategy``, ``seed``, ``target``, ``rmse`` (:func:`run_transfer`).
+        runs: rows with ``strategy``, ``seed``, ``target``, ``rmse`` (:func:`run_transfer`;
+            a stacked Δ-learning row, :data:`STACKED`, has its own row after its strategy's).
         high_name: label of the no-transfer strategy (``"GW"`` -> "GW" row, as in Table 5).
         model: the model's name, written into the ``method`` of its rows.
         baselines: rows with ``baseline`` (its label), ``setting`` (``both``, ``inductive``,
             ``transductive``), ``target``, ``rmse`` (:func:`baseline_runs`); None = none.
 
     Returns:
-        Columns ``target``, ``strategy`` (``GW``, ``Ind.``, ``Trans.`` or the baseline's
-        label), ``setting`` (``none`` for the no-transfer row), ``method`` (the model, or
+        Columns ``target``, ``strategy`` (``GW``, ``Ind.``, ``Trans.``, ``Trans. + kernel ridge
+        (stacked Δ)`` … or the baseline's label), ``setting`` (``none`` for the no-transfer
+        row), ``method`` (the model, ``ESA + kernel ridge`` for a stacked row, or
         ``baseline``), ``test RMSE`` (``"0.152 ± 0.003"``; ``"0.152 ± undefined"`` for one
         seed; ``"0.152"`` for a baseline, which no seed changes), ``rmse_mean``, ``rmse_std``
         (sample standard deviation, ddof 1; NaN for one seed and for a baseline), ``seeds``
@@ -1089,15 +1222,16 @@ def results_table(
     if baselines is not None and len(baselines):
         targets += [t for t in dict.fromkeys(baselines["target"]) if t not in targets]
     for target in targets:
-        for strategy in [s for s in STRATEGIES if s in set(runs.get("strategy", []))]:
+        for strategy in [s for s in SETTINGS if s in set(runs.get("strategy", []))]:
             values = runs[(runs.target == target) & (runs.strategy == strategy)]["rmse"]
             if values.empty:
                 continue
             std = float(values.std(ddof=1)) if len(values) > 1 else float("nan")
+            method = f"{model} + kernel ridge" if strategy in STACKED.values() else model
             records.append(
                 {
                     "target": target, "strategy": labels[strategy],
-                    "setting": SETTINGS[strategy], "method": model,
+                    "setting": SETTINGS[strategy], "method": method,
                     "test RMSE": f"{values.mean():.3f}{_spread_text(std, len(values))}",
                     "rmse_mean": float(values.mean()), "rmse_std": std, "seeds": len(values),
                 }

@@ -27,6 +27,7 @@ Public API
 - :class:`LinearCorrection` — ``high ≈ low @ weights + intercept``, fitted by least squares.
 - :class:`FingerprintKernelRidge` — per-target kernel ridge, ``alpha`` chosen on validation.
 - :func:`morgan_fingerprints` — SMILES -> ``uint8 [N, 2048]`` Morgan bits.
+- :func:`residual_kernel_ridge` — Δ-learning's kernel ridge on ``high − base``.
 - :func:`transfer_baselines` — test-set predictions of every baseline of a setting.
 """
 
@@ -46,6 +47,7 @@ __all__ = [
     "LinearCorrection",
     "baseline_names",
     "morgan_fingerprints",
+    "residual_kernel_ridge",
     "tanimoto_kernel",
     "transfer_baselines",
 ]
@@ -246,6 +248,34 @@ def _subsample(index: np.ndarray, limit: int, seed: int = 0) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(index, limit, replace=False))
 
 
+def residual_kernel_ridge(
+    base: np.ndarray,
+    high: np.ndarray,
+    fingerprints: np.ndarray,
+    split: dict[str, np.ndarray],
+    max_kernel_molecules: int = MAX_KERNEL_MOLECULES,
+) -> FingerprintKernelRidge:
+    """The kernel ridge of Δ-learning: :class:`FingerprintKernelRidge` fitted to the
+    residuals ``high − base`` of the training molecules (subsampled, seed 0, to at most
+    ``max_kernel_molecules``), ``alpha`` chosen on the residuals of the validation molecules.
+    The Δ-learning prediction of molecules ``i`` is ``base[i] + model.predict(fingerprints[i])``.
+
+    Args:
+        base: ``[N, T]`` what the residual is taken from (e.g. a linear correction of the
+            low-fidelity values), in the high-fidelity units; NaN where unknown.
+        high: ``[N, T]`` high-fidelity labels (NaN = missing).
+        fingerprints: ``[N, F]`` bits.
+        split: ``train`` and ``val`` positions.
+        max_kernel_molecules: the cap on the kernel's training molecules.
+    """
+    base = np.asarray(base, dtype=np.float64)
+    high = np.asarray(high, dtype=np.float64)
+    train, val = _subsample(split["train"], max_kernel_molecules), split["val"]
+    return FingerprintKernelRidge.fit(
+        fingerprints[train], high[train] - base[train], fingerprints[val], high[val] - base[val]
+    )
+
+
 def transfer_baselines(
     low: np.ndarray,
     high: np.ndarray,
@@ -278,10 +308,7 @@ def transfer_baselines(
     kernel_train = _subsample(train, max_kernel_molecules)
 
     def residual_ridge(base: np.ndarray) -> np.ndarray:
-        model = FingerprintKernelRidge.fit(
-            fingerprints[kernel_train], high[kernel_train] - base[kernel_train],
-            fingerprints[val], high[val] - base[val],
-        )  # fmt: skip
+        model = residual_kernel_ridge(base, high, fingerprints, split, max_kernel_molecules)
         return base[test] + model.predict(fingerprints[test])
 
     if fingerprints is not None:

@@ -27,6 +27,18 @@ stored *in* the checkpoint (its hyper-parameters and weights), not as a referenc
 file: one file is the whole model, and it cannot go stale or missing.
 :func:`chemgraph.train.checkpoint.load_checkpoint` rebuilds it, and
 :class:`chemgraph.train.ensemble.Ensemble` (``chemgraph predict``) adds it to the residual.
+
+**Stacked Δ-learning** (``stack_kernel_ridge`` of :class:`chemgraph.jobs.transfer.
+TransferConfig`): the fine-tuned network and a fingerprint kernel ridge
+(:func:`chemgraph.train.baselines.residual_kernel_ridge`) are two learners of the same
+residual, and their blend
+
+    high ≈ low @ W + b + w · residual(molecule) + (1 − w) · kernel_ridge(molecule)
+
+is a linear stack of the two Δ-learning predictions (Breiman 1996, "Stacked regressions",
+Machine Learning 24, 49, doi:10.1007/BF00117832), with one weight ``w`` per target chosen
+on the high-fidelity validation molecules from :data:`STACK_WEIGHTS`
+(:func:`stack_weights`, :func:`stack`).
 """
 
 from __future__ import annotations
@@ -42,9 +54,68 @@ from chemgraph.train.baselines import LinearCorrection
 from chemgraph.train.inference import model_inputs, predict_graphs
 from chemgraph.train.predictors import PropertyPredictorBase
 
-__all__ = ["DELTA_STRATEGIES", "DeltaLearning"]
+__all__ = ["DELTA_STRATEGIES", "STACK_WEIGHTS", "DeltaLearning", "stack", "stack_weights"]
 
 DELTA_STRATEGIES = ("inductive", "transductive")
+
+STACK_WEIGHTS = tuple(i / 10 for i in range(11))
+"""The weights ``w`` of the network's prediction in a stacked Δ-learning model that
+:func:`stack_weights` tries: 0, 0.1, …, 1 (0 = the kernel ridge alone, 1 = the network alone)."""
+
+
+def stack(
+    network: np.ndarray, kernel_ridge: np.ndarray, weights: Sequence[float] | float
+) -> np.ndarray:
+    """``w · network + (1 − w) · kernel_ridge`` per target, ``float64 [N, T]``.
+
+    Args:
+        network, kernel_ridge: ``[N, T]`` the two Δ-learning predictions (high-fidelity
+            units), each with the linear correction included.
+        weights: ``T`` weights ``w`` of ``network`` (or one for every target); ``w = 1``
+            gives ``network`` and ``w = 0`` ``kernel_ridge``, each exactly.
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    network = np.asarray(network, dtype=np.float64)
+    return weights * network + (1.0 - weights) * np.asarray(kernel_ridge, dtype=np.float64)
+
+
+def stack_weights(
+    truth: np.ndarray,
+    network: np.ndarray,
+    kernel_ridge: np.ndarray,
+    grid: Sequence[float] = STACK_WEIGHTS,
+) -> np.ndarray:
+    """Per target, the weight ``w`` of ``grid`` whose :func:`stack` of ``network`` and
+    ``kernel_ridge`` has the lowest RMSE against ``truth`` (the validation molecules; NaN
+    labels skipped); on a tie the first in ``grid`` order.
+
+    Args:
+        truth, network, kernel_ridge: ``[V, T]`` labels and the two predictions.
+        grid: the weights tried.
+
+    Returns:
+        ``float64 [T]``.
+
+    Raises:
+        ValueError: shapes that differ, or a target without a validation label.
+    """
+    truth = np.asarray(truth, dtype=np.float64)
+    if not truth.shape == np.shape(network) == np.shape(kernel_ridge) or truth.ndim != 2:
+        raise ValueError(
+            f"truth {truth.shape}, network {np.shape(network)} and kernel ridge "
+            f"{np.shape(kernel_ridge)} must be the same [V, T]"
+        )
+    weights = np.zeros(truth.shape[1])
+    for t in range(truth.shape[1]):
+        rows = ~np.isnan(truth[:, t])
+        if not rows.any():
+            raise ValueError(f"target {t} has no validation label to choose its weight on")
+        errors = [
+            np.mean((stack(network[rows, t], kernel_ridge[rows, t], w) - truth[rows, t]) ** 2)
+            for w in grid
+        ]
+        weights[t] = grid[int(np.argmin(errors))]
+    return weights
 
 
 @dataclass

@@ -105,7 +105,11 @@ def test_tiny_embedded_run(tmp_path, caplog):
     assert len(baselines) == 7 * 2  # every baseline of both settings, per target
     assert (table.loc[table["method"] == "baseline", "seeds"] == 0).all()
     runs = pd.read_csv(tmp_path / "runs.csv")
-    assert len(runs) == 2 * 3 * 2
+    assert len(runs) == 2 * 5 * 2  # the 3 strategies and the 2 stacked Δ rows, 2 seeds
+    stacked = table[table["method"] == "ESA + kernel ridge"]
+    assert list(stacked["strategy"]) == ["Ind. + kernel ridge (stacked Δ)",
+                                         "Trans. + kernel ridge (stacked Δ)"] * 2  # fmt: skip
+    assert "weight" in logged and "on the kernel ridge" in logged  # the chosen w is logged
     assert runs["rmse"].between(0, 20).all()
     assert set(runs["targets"]) == {"homo+lumo"}  # the demo's joint model
 
@@ -117,7 +121,8 @@ DEMO_SETTINGS = {
     "pretrain_epochs": 20, "pretrain_max_minutes": None, "finetune_max_epochs": 40,
     "finetune_max_minutes": None, "early_stopping_patience": 40, "lr_patience": 15,
     "freeze_encoder": False, "batch_size": 32, "finetune_batch_size": None,
-    "learning_rate": 5e-4, "delta_learning": True, "baselines": True,
+    "learning_rate": 5e-4, "delta_learning": True, "stack_kernel_ridge": True,
+    "baselines": True,
     "finetune_learning_rate": None, "weight_decay": 1e-2, "lr_schedule": "cosine",
     "warmup_steps": None, "final_lr_fraction": 0.01, "gradient_clip": 0.5,
     "pretrain_val_fraction": 0.05, "accelerator": "auto", "precision": "auto", "num_workers": 0,
@@ -175,9 +180,11 @@ def test_label_curve_option(tmp_path, caplog):
     )
     curve = pd.read_csv(folder / "label_curve.csv")
     assert sorted(set(curve["labels"])) == [8, 19]
-    assert {"GW", "Ind.", "Trans.", "best transductive baseline", "best inductive baseline"} == set(
-        curve["method"]
-    )
+    assert set(curve["method"]) == {
+        "GW", "Ind.", "Ind. + kernel ridge (stacked Δ)", "Trans.",
+        "Trans. + kernel ridge (stacked Δ)", "best transductive baseline",
+        "best inductive baseline",
+    }  # fmt: skip
     # the label curve reuses the main run's pretrained models, and with all 19 training
     # molecules it repeats the main run digit for digit
     assert not (folder / "labels_8" / "curves" / "inductive_seed0_pretrain.png").exists()

@@ -1,0 +1,150 @@
+"""Stacked Δ-learning (``stack_kernel_ridge``): the blend weight chosen on validation, the
+blend itself, and a ``chemgraph transfer --stack-kernel-ridge`` run whose stacked predictions
+are the blend of its network's and its Δ-learning kernel ridge baseline's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from chemgraph.cli.main import main
+from chemgraph.errors import ConfigError
+from chemgraph.jobs.transfer import MultiFidelityData, TransferConfig, run_transfer
+from chemgraph.train.delta import STACK_WEIGHTS, stack, stack_weights
+
+LABELS = Path(__file__).resolve().parents[1] / "fixtures" / "transfer" / "labels.csv"
+LOW = ["cheap_logp", "cheap_mr"]
+TARGETS = ["fine_logp", "fine_mr"]
+TINY_ESA = {"hidden_dim": 16, "num_heads": 2, "layer_pattern": "MSP", "num_seeds": 2}
+
+
+def test_stack_gives_each_model_exactly_at_the_ends_of_the_grid():
+    rng = np.random.default_rng(0)
+    network, kernel_ridge = rng.normal(size=(7, 2)), rng.normal(size=(7, 2))
+    np.testing.assert_array_equal(stack(network, kernel_ridge, [1.0, 0.0])[:, 0], network[:, 0])
+    np.testing.assert_array_equal(
+        stack(network, kernel_ridge, [1.0, 0.0])[:, 1], kernel_ridge[:, 1]
+    )
+    np.testing.assert_allclose(
+        stack(network, kernel_ridge, [0.3, 0.3]), 0.3 * network + 0.7 * kernel_ridge, rtol=1e-15
+    )
+
+
+def test_stack_weights_is_the_brute_force_minimiser_on_validation():
+    """Two learners with errors of opposite sign on a hand-made validation set: for target 0
+    the truth is 0.7·network + 0.3·kernel ridge exactly; target 1 is chosen by brute force."""
+    rng = np.random.default_rng(1)
+    truth = rng.normal(size=(40, 2))
+    network = truth + rng.normal(scale=[0.1, 0.3], size=(40, 2))
+    kernel_ridge = truth + rng.normal(scale=[0.1, 0.2], size=(40, 2))
+    truth[:, 0] = 0.7 * network[:, 0] + 0.3 * kernel_ridge[:, 0]
+    truth[3, 1] = np.nan  # a missing label is skipped
+    weights = stack_weights(truth, network, kernel_ridge)
+    assert weights[0] == 0.7
+    rows = ~np.isnan(truth[:, 1])
+    errors = [
+        np.sqrt(np.mean((w * network[rows, 1] + (1 - w) * kernel_ridge[rows, 1]
+                         - truth[rows, 1]) ** 2))
+        for w in STACK_WEIGHTS
+    ]  # fmt: skip
+    assert weights[1] == STACK_WEIGHTS[int(np.argmin(errors))]
+    assert 0.0 < weights[1] < 1.0  # the two learners' errors are independent: a real blend
+    # one learner exact: all weight on it
+    assert list(stack_weights(truth[:, :1], truth[:, :1], kernel_ridge[:, :1])) == [1.0]
+    assert list(stack_weights(truth[:, :1], network[:, :1], truth[:, :1])) == [0.0]
+    with pytest.raises(ValueError, match="must be the same"):
+        stack_weights(truth, network[:, :1], kernel_ridge)
+    with pytest.raises(ValueError, match="no validation label"):
+        stack_weights(np.full((3, 1), np.nan), np.zeros((3, 1)), np.zeros((3, 1)))
+
+
+def test_stacking_needs_delta_learning_and_smiles(tmp_path):
+    with pytest.raises(ConfigError, match="needs delta_learning"):
+        TransferConfig(stack_kernel_ridge=True)
+    data = MultiFidelityData([], np.zeros(0), np.zeros((0, 1)), np.zeros((0, 1)), ["t"])
+    config = TransferConfig(stack_kernel_ridge=True, delta_learning=True, progress=False)
+    with pytest.raises(ValueError, match="needs the molecules' SMILES"):
+        run_transfer(data, {}, config, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    """``chemgraph transfer --delta-learning --stack-kernel-ridge``: inductive and
+    transductive, 2 seeds, one joint model of both targets, tiny epochs."""
+    folder = tmp_path_factory.mktemp("stacked")
+    config = folder / "settings.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {"training": {"model_options": TINY_ESA, "joint_targets": True,
+                          "early_stopping_patience": 3, "progress": False}}
+        )
+    )  # fmt: skip
+    status = main([
+        "transfer", "--config", str(config), "--data", str(LABELS), "--id-column", "id",
+        "--low-fidelity-columns", ",".join(LOW), "--high-fidelity-columns", ",".join(TARGETS),
+        "--model", "esa", "--strategies", "inductive,transductive", "--seeds", "2",
+        "--pretrain-epochs", "2", "--finetune-max-epochs", "3", "--batch-size", "16",
+        "--workers", "1", "--split-fractions", "0.5,0.25,0.25", "--delta-learning",
+        "--stack-kernel-ridge", "--out", str(folder / "run"),
+    ])  # fmt: skip
+    assert status == 0
+    return folder / "run"
+
+
+def test_the_stacked_rows_are_in_the_table_runs_and_margins(run):
+    assert yaml.safe_load((run / "transfer.yaml").read_text())["training"]["stack_kernel_ridge"]
+    table = pd.read_csv(run / "table.csv")
+    mine = table[table.target == TARGETS[0]]
+    assert list(mine.loc[mine.method != "baseline", "strategy"]) == [
+        "Ind.", "Ind. + kernel ridge (stacked Δ)", "Trans.", "Trans. + kernel ridge (stacked Δ)"
+    ]  # fmt: skip
+    stacked = table[table.strategy.str.endswith("(stacked Δ)")]
+    assert set(stacked["method"]) == {"ESA + kernel ridge"} and (stacked["seeds"] == 2).all()
+    assert "Trans. + kernel ridge (stacked Δ)" in (run / "table.md").read_text()
+    runs = pd.read_csv(run / "runs.csv")
+    assert len(runs) == 4 * 2 * 2  # (2 strategies + their stacked rows) x 2 seeds x 2 targets
+    is_stacked = runs.strategy.isin(["inductive_stacked", "transductive_stacked"])
+    assert runs.loc[is_stacked, "stack_weight"].isin(STACK_WEIGHTS).all()
+    assert runs.loc[~is_stacked, "stack_weight"].isna().all()
+    # the weight is chosen on validation, and w = 1 (the network alone) is among the choices
+    network = runs[~is_stacked].set_index(["strategy", "seed", "target"])["val_rmse"]
+    for row in runs[is_stacked].itertuples():
+        assert row.val_rmse <= network[(row.strategy.removesuffix("_stacked"), row.seed,
+                                        row.target)] + 1e-6  # fmt: skip
+    # no checkpoint of its own: the checkpoints hold the unstacked networks
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [
+        "inductive_seed0", "inductive_seed1", "transductive_seed0", "transductive_seed1"
+    ]  # fmt: skip
+    unlabelled = pd.read_csv(run / "predictions_unlabelled.csv")
+    assert set(unlabelled.strategy) == {
+        "inductive", "inductive_stacked", "transductive", "transductive_stacked"
+    }  # fmt: skip
+    assert unlabelled[[f"{t}_pred" for t in TARGETS]].notna().all().all()
+
+
+def test_the_stacked_prediction_blends_the_network_and_the_delta_kernel_ridge_baseline(run):
+    """Transductive, joint model: its correction is the ``linear_all`` baseline's fit, so its
+    kernel ridge is the ``delta_all`` baseline's, and the stacked test predictions are
+    ``w·network + (1 − w)·delta_all`` with the weight of ``runs.csv``: w = 1 is the network's
+    prediction, w = 0 the baseline's."""
+    predictions = pd.read_csv(run / "predictions.csv")
+    runs = pd.read_csv(run / "runs.csv").set_index(["strategy", "seed", "target"])
+    baseline = predictions[predictions.strategy == "delta_all"].set_index("id")
+    for seed in (0, 1):
+        network = predictions[(predictions.strategy == "transductive")
+                              & (predictions.seed == seed)].set_index("id")  # fmt: skip
+        stacked = predictions[(predictions.strategy == "transductive_stacked")
+                              & (predictions.seed == seed)].set_index("id")  # fmt: skip
+        for target in TARGETS:
+            w = runs.loc[("transductive_stacked", seed, target), "stack_weight"]
+            kernel_ridge = baseline.loc[stacked.index, f"{target}_pred"]
+            np.testing.assert_allclose(
+                stacked[f"{target}_pred"], w * network[f"{target}_pred"] + (1 - w) * kernel_ridge,
+                rtol=1e-12, atol=1e-12,
+            )  # fmt: skip
+            rmse = np.sqrt(np.mean((stacked[f"{target}_pred"] - stacked[target]) ** 2))
+            assert runs.loc[("transductive_stacked", seed, target), "rmse"] == pytest.approx(rmse)
