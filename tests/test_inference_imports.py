@@ -15,7 +15,9 @@ from pathlib import Path
 import chemgraph
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-TRAINING_ONLY = ("lightning", "pytorch_lightning", "torchmetrics", "transformers")
+# scikit-learn too: training's metrics, plots and baselines use it, and it imports scipy.stats
+# (about 1.5 CPU s of every chemgraph predict before it was imported only where used)
+TRAINING_ONLY = ("lightning", "pytorch_lightning", "torchmetrics", "transformers", "sklearn")
 
 SCRIPT = r"""
 import json

@@ -195,7 +195,12 @@ def add_library_options(parser: argparse.ArgumentParser, work: str, output_help:
         "number), SD property of an SDF (default: its title line), or key of an extended-XYZ "
         "comment line",
     )
-    parser.add_argument("--batch-size", type=int, default=256, help="molecules per forward pass")
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=256,
+        help="the most molecules per forward pass (fewer when they are large)",
+    )
     parser.add_argument(
         "--workers",
         type=int,

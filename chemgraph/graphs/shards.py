@@ -356,9 +356,21 @@ def _decode(body: memoryview, spec: dict[str, Any]) -> torch.Tensor:
         binary[spec["binary"]] = True
         array = np.empty((shape[0], binary.size), dtype=dtype)
         bits = _array(body, spec["bits"])
-        array[:, binary] = np.unpackbits(bits, axis=1, count=int(binary.sum()), bitorder="little")
-        array[:, ~binary] = _array(body, spec["values"])
+        ones = np.unpackbits(bits, axis=1, count=int(binary.sum()), bitorder="little")
+        _set_columns(array, binary, ones)
+        _set_columns(array, ~binary, _array(body, spec["values"]))
     return torch.from_numpy(array.reshape(shape))
+
+
+def _set_columns(array: np.ndarray, columns: np.ndarray, values: np.ndarray) -> None:
+    """``array[:, columns] = values`` (``columns``: ``bool [C]``), one slice per run of
+    consecutive columns: a one-hot block is one run, and slices copy about ten times faster
+    than a boolean column index."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[False], columns, [False]]).astype(np.int8)))
+    taken = 0
+    for start, stop in zip(edges[::2].tolist(), edges[1::2].tolist()):
+        array[:, start:stop] = values[:, taken : taken + stop - start]
+        taken += stop - start
 
 
 def _decode_shard(header: dict[str, Any], body: memoryview) -> tuple[dgl.DGLGraph, torch.Tensor]:

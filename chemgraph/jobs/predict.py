@@ -171,7 +171,8 @@ class PredictOptions:
         smiles_column, id_column: a table's SMILES and id columns (SDF: the id property);
             default: the first of :data:`chemgraph.data.readers.SMILES_COLUMN_NAMES`, and the
             ``.smi`` name / SDF title / row number. Only for a file.
-        batch_size: molecules per forward pass (at least 1).
+        batch_size: the most molecules per forward pass (at least 1; fewer when they are
+            large: :func:`chemgraph.train.inference.predict_graphs`).
         top: also write the ``top`` best-scoring molecules to :func:`top_path`, best first
             (ties: input order); None: no such file.
         top_target: the target ranked by (default: the first); the score is its ``_pred``

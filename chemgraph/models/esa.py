@@ -243,22 +243,24 @@ class ESA(nn.Module):
 
     def embed(self, batch: EdgeSetBatch | NodeSetBatch) -> torch.Tensor:
         """Graph embeddings ``float32 [B, hidden_dim]`` (mean of the ``k`` pooled seeds)."""
+        # Padded slots start at zero (h0) and every block maps finite values to finite values,
+        # so they stay finite: the masks say so (DenseMask.masked_finite), and attention uses
+        # them as they are, with a zero weight, instead of zeroing them in every block.
         mask = self._masked_block_mask(batch)
         if torch.is_tensor(mask) and mask.dtype == torch.bool:
-            mask = DenseMask.of(mask)  # derived once for all the masked blocks
+            mask = DenseMask.of(mask, masked_finite=True)  # derived once for the masked blocks
         x, pad_mask = batch.x, batch.pad_mask
         keep = pad_mask.unsqueeze(-1)
         # where(), not multiplication: a NaN or Inf in a padded slot must not leak.
         h0 = torch.where(keep, self.token_encoder(torch.where(keep, x, 0.0)), 0.0)
+        key_mask = DenseMask.of(pad_mask.unsqueeze(1), masked_finite=True)
         # SAB: the whole graph; no mask without padding, so SDPA may pick a flash kernel
-        set_mask = None if bool(pad_mask.all()) else DenseMask.of(pad_mask.unsqueeze(1))
-        # Padded slots hold finite values that no real token attends to and that pooling
-        # ignores (masked_attention zeroes keys no query may use), so no per-block re-zeroing.
+        set_mask = None if bool(pad_mask.all()) else key_mask
         h = h0
         for letter, block in zip(self.encoder_pattern, self.encoder):
             h = block(h, mask if letter == "M" else set_mask)
         tokens = h + h0
-        pooled = self.pool(tokens, pad_mask)
+        pooled = self.pool(tokens, key_mask)
         for block in self.seed_blocks:
             pooled = block(pooled)
         graph = pooled.mean(dim=1)

@@ -56,17 +56,25 @@ class DenseMask:
         attended: ``bool [B, 1, L_k, 1]``: some query may attend to the key.
         allowed: ``bool [B, 1, L_q or 1, L_k]``: ``pairs``, with every key allowed for a query
             that has none (its output is zeroed afterwards).
+        masked_finite: the caller guarantees that the queries without a key and the keys and
+            values no query attends to (padding) hold finite values, as ESA keeps its padded
+            tokens (:class:`chemgraph.models.ESA`): :func:`masked_attention` then uses them as
+            they are instead of replacing them by zeros first (three fewer passes over the
+            inputs, the same output: an excluded key gets a zero weight, a query without a key
+            a zero output). False: they may hold anything, NaN included.
     """
 
     pairs: torch.Tensor
     has_key: torch.Tensor
     attended: torch.Tensor
     allowed: torch.Tensor
+    masked_finite: bool = False
     _additive: dict[torch.dtype, torch.Tensor] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def of(cls, mask: torch.Tensor | DenseMask) -> DenseMask:
-        """The :class:`DenseMask` of a ``bool`` mask (a :class:`DenseMask` is returned as is)."""
+    def of(cls, mask: torch.Tensor | DenseMask, masked_finite: bool = False) -> DenseMask:
+        """The :class:`DenseMask` of a ``bool`` mask (a :class:`DenseMask` is returned as is),
+        with :attr:`masked_finite`."""
         if isinstance(mask, DenseMask):
             return mask
         has_key = mask.any(dim=-1, keepdim=True)  # [B, L_q or 1, 1]
@@ -75,6 +83,7 @@ class DenseMask:
             has_key=has_key.unsqueeze(1),
             attended=mask.any(dim=-2)[:, None, :, None],
             allowed=(mask | ~has_key).unsqueeze(1),
+            masked_finite=masked_finite,
         )
 
     def additive(self, dtype: torch.dtype) -> torch.Tensor:
@@ -140,7 +149,9 @@ def masked_attention(
     Masked entries never reach the output or the gradients, even if NaN or Inf: before any
     arithmetic, the keys and values that no query may attend to (padding) and the queries
     that may attend to nothing are replaced by zeros (``torch.where``, so their gradient is
-    zero), as are ``bias`` and ``score_scale`` where ``mask`` is False. With a mask whose
+    zero; not when the mask is a :class:`DenseMask` whose ``masked_finite`` says they are
+    finite, which gives the same output), as are ``bias`` and ``score_scale`` where ``mask``
+    is False. With a mask whose
     excluded tokens are those of padding (every mask built by :mod:`chemgraph.batches`) the
     result therefore equals :func:`sparse_attention` over the mask's pairs. A key or value
     that some query may attend to is used as it is: if it is not finite, the matrix products
@@ -156,9 +167,10 @@ def masked_attention(
             return _scaled_score_attention(query, key, value, None, dropout, bias, score_scale)
         return F.scaled_dot_product_attention(query, key, value, attn_mask=bias, dropout_p=dropout)
     mask = DenseMask.of(mask)
-    query = torch.where(mask.has_key, query, 0.0)
-    key = torch.where(mask.attended, key, 0.0)
-    value = torch.where(mask.attended, value, 0.0)
+    if not mask.masked_finite:
+        query = torch.where(mask.has_key, query, 0.0)
+        key = torch.where(mask.attended, key, 0.0)
+        value = torch.where(mask.attended, value, 0.0)
     pairs = mask.pairs.unsqueeze(1)
     if bias is not None:
         bias = torch.where(pairs, bias, 0.0)
@@ -400,6 +412,21 @@ class MultiHeadAttention(nn.Module):
         self.value = nn.Linear(dim, dim)
         self.out = nn.Linear(dim, dim)
 
+    def _project(
+        self, query: torch.Tensor, key_value: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(query(query), key(key_value), value(key_value))``, in one matrix product when
+        ``query is key_value`` (self-attention) and the key and value ones in one otherwise:
+        the same dot products in fewer, larger matrix products (faster at molecule scale)."""
+        self_attention = query is key_value
+        layers = (self.query, self.key, self.value) if self_attention else (self.key, self.value)
+        weight = torch.cat([layer.weight for layer in layers])
+        bias = torch.cat([layer.bias for layer in layers])
+        projected = F.linear(key_value, weight, bias).chunk(len(layers), dim=-1)
+        if self_attention:
+            return projected
+        return (self.query(query), *projected)
+
     def _split(self, x: torch.Tensor) -> torch.Tensor:
         b, length, d = x.shape
         return x.view(b, length, self.num_heads, d // self.num_heads).transpose(1, 2)
@@ -419,7 +446,7 @@ class MultiHeadAttention(nn.Module):
             or (torch.is_tensor(mask) and mask.dtype == torch.bool)
         ):
             raise ValueError("an attention bias needs a dense boolean mask (or none)")
-        q, k, v = self.query(query), self.key(key_value), self.value(key_value)
+        q, k, v = self._project(query, key_value)
         dropout = self.dropout if self.training else 0.0
         if torch.is_tensor(mask) and mask.dtype == torch.int64:
             q, k, v = (t.reshape(-1, self.num_heads, d // self.num_heads) for t in (q, k, v))

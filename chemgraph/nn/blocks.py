@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from chemgraph.nn.attention import AttentionMask, MultiHeadAttention
+from chemgraph.nn.attention import AttentionMask, DenseMask, MultiHeadAttention
 
 __all__ = ["MLP", "AttentionBlock", "PMA"]
 
@@ -113,7 +113,9 @@ class PMA(nn.Module):
     by the caller. Padded tokens of ``Z`` are excluded through ``key_mask``.
 
     Shapes:
-        - input: ``z: float [B, L, d]``, ``key_mask: bool [B, L]`` (True for real tokens).
+        - input: ``z: float [B, L, d]``, ``key_mask: bool [B, L]`` (True for real tokens), or
+          the :class:`~chemgraph.nn.attention.DenseMask` of ``key_mask[:, None, :]`` (built
+          once by a caller that masks other blocks with it too).
         - output: ``[B, k, d]``, same dtype.
     """
 
@@ -134,7 +136,8 @@ class PMA(nn.Module):
         self.norm = nn.LayerNorm(dim)
         self.mlp = MLP(dim, mlp_hidden, mlp, dropout)
 
-    def forward(self, z: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, z: torch.Tensor, key_mask: torch.Tensor | DenseMask) -> torch.Tensor:
         seeds = self.seeds.expand(z.shape[0], -1, -1)
-        s_bar = self.norm(self.attention(seeds, z, key_mask.unsqueeze(1)))
+        mask = key_mask if isinstance(key_mask, DenseMask) else key_mask.unsqueeze(1)
+        s_bar = self.norm(self.attention(seeds, z, mask))
         return s_bar + self.mlp(s_bar)

@@ -36,7 +36,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.kernel_ridge import KernelRidge
 
 from chemgraph.chem import mol_from_smiles
 from chemgraph.featurize.fingerprints import MorganFingerprint
@@ -181,6 +180,10 @@ class FingerprintKernelRidge:
             labels, val_labels: ``[N, T]``, ``[V, T]`` (NaN = missing).
             alphas: ridge strengths to try.
         """
+        # here, not at the top: scikit-learn imports scipy.stats (1.5 CPU s), and this module is
+        # imported by every chemgraph predict (a Δ-learning checkpoint's LinearCorrection)
+        from sklearn.kernel_ridge import KernelRidge
+
         labels = np.asarray(labels, dtype=np.float64).reshape(len(labels), -1)
         val_labels = np.asarray(val_labels, dtype=np.float64).reshape(len(val_labels), -1)
         kernel = tanimoto_kernel(fingerprints, fingerprints)

@@ -217,7 +217,7 @@ class Ensemble:
 
         Args:
             graphs: the molecules, batched.
-            batch_size: molecules per forward pass.
+            batch_size: the most molecules per forward pass.
             low_fidelity: ``float [N, S]``, the values of :attr:`low_fidelity_columns` (a
                 transductive Δ-learning ensemble; a NaN gives NaN predictions for that
                 molecule); None for the others.

@@ -24,6 +24,7 @@ from chemgraph.models import get_model_spec
 from chemgraph.train.predictors import PropertyPredictorBase
 
 __all__ = [
+    "PADDED_SIZE_PER_MOLECULE",
     "embed_graphs",
     "embedding_width",
     "model_inputs",
@@ -61,8 +62,10 @@ def predict_graphs(
     device.
 
     Molecules are batched in order of size (atoms + bonds), so that a padded batch holds little
-    padding (more molecules per second than batches in input order); the predictions
-    come back in input order.
+    padding (more molecules per second than batches in input order), at most ``batch_size``
+    of them and at most :data:`PADDED_SIZE_PER_MOLECULE` ``× batch_size`` nodes + edges once
+    padded (fewer molecules in a batch of large ones); the predictions come back in input
+    order.
 
     Args:
         module: a trained model (put in eval mode here): a checkpoint's
@@ -73,7 +76,7 @@ def predict_graphs(
             :func:`chemgraph.graphs.select_graphs`), or one graph per molecule (after the
             model's graph transform, :meth:`chemgraph.models.ModelSpec.transform_graphs`).
         batch_builder: the model's collate (:meth:`chemgraph.models.ModelSpec.batch_builder`).
-        batch_size: molecules per forward pass (at least 1).
+        batch_size: the most molecules per forward pass (at least 1).
 
     Returns:
         ``float32 [N, T]``: target units for regression, probability of class 1 for
@@ -142,11 +145,34 @@ def _in_size_order(
     device = next(module.parameters()).device
     computed = np.empty((len(order), width), np.float32)
     with torch.inference_mode():
-        for start in range(0, len(order), batch_size):
-            indices = order[start : start + batch_size]
+        for indices in _size_batches(order, sizes[order], batch_size):
             inputs = batch_builder(take(indices)).to(device)
             computed[indices] = forward(inputs).float().cpu().numpy()
     return computed
+
+
+PADDED_SIZE_PER_MOLECULE = 64
+"""A batch of :func:`predict_graphs` holds at most ``batch_size`` molecules and, padded to its
+largest, at most ``batch_size × PADDED_SIZE_PER_MOLECULE`` nodes + edges: molecules up to this
+size (HIV's median is 75) fill whole batches, larger ones come in smaller batches, so that the
+tail of large molecules is not padded (attention: ``B·L²``) into a batch of ``batch_size``
+(``benchmarks/README.md``, scoring a library)."""
+
+
+def _size_batches(
+    order: np.ndarray, sorted_sizes: np.ndarray, batch_size: int
+) -> Iterator[np.ndarray]:
+    """The batches of ``order`` (molecules sorted by size, ``sorted_sizes`` ascending): runs of
+    at most ``batch_size`` molecules whose count times their largest size stays within
+    ``batch_size × PADDED_SIZE_PER_MOLECULE`` (a larger molecule alone)."""
+    budget = batch_size * PADDED_SIZE_PER_MOLECULE
+    start = 0
+    while start < len(order):
+        counts = np.arange(1, min(batch_size, len(order) - start) + 1)
+        fits = counts * sorted_sizes[start : start + len(counts)] <= budget  # True, then False
+        stop = start + max(1, int(fits.sum()))
+        yield order[start:stop]
+        start = stop
 
 
 # -- the shards of a library -------------------------------------------------------------------

@@ -54,6 +54,37 @@ def test_dense_mask_is_derived_once_and_gives_the_same_attention():
         )
 
 
+def test_masked_finite_skips_the_zeroing_and_gives_the_same_output():
+    """``DenseMask.of(mask, masked_finite=True)`` (the caller keeps the masked queries, keys
+    and values finite, as ESA keeps its padding) gives the same output, bit for bit, as the
+    zeroing path, for an adjacency with an empty query row and a key no query uses, and for a
+    key-padding mask."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 5, 4) for _ in range(3))
+    mask = torch.rand(2, 5, 5) > 0.4
+    mask[0, 3] = False  # a query with no key
+    mask[1, :, 4] = False  # a key no query uses
+    keys = torch.tensor([[True, True, True, False, False], [True] * 5]).unsqueeze(1)
+    for m in (mask, keys):
+        trusted = DenseMask.of(m, masked_finite=True)
+        assert trusted.masked_finite and not DenseMask.of(m).masked_finite
+        assert torch.equal(masked_attention(q, k, v, trusted), masked_attention(q, k, v, m))
+    out = masked_attention(q, k, v, DenseMask.of(mask, masked_finite=True))
+    assert torch.equal(out[0, :, 3], torch.zeros(3, 4))  # the query with no key
+
+
+def test_fused_projections_equal_the_separate_linear_layers():
+    """Self-attention projects query, key and value in one matrix product, cross-attention key
+    and value in one: the same values as the three ``nn.Linear`` layers, bit for bit (CPU)."""
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(16, 4)
+    x, seeds = torch.randn(3, 7, 16), torch.randn(3, 2, 16)
+    for query, key_value in ((x, x), (seeds, x)):
+        separate = (attention.query(query), attention.key(key_value), attention.value(key_value))
+        for fused, expected in zip(attention._project(query, key_value), separate):
+            assert torch.equal(fused, expected)
+
+
 def test_fully_masked_row_is_zero_with_finite_gradient():
     torch.manual_seed(0)
     q, k, v = (torch.randn(1, 2, 4, 3, requires_grad=True) for _ in range(3))

@@ -12,7 +12,14 @@ from chemgraph._dgl import dgl
 from chemgraph.chem import mol_from_smiles
 from chemgraph.graphs import mol_to_graph
 from chemgraph.train.ensemble import Ensemble
-from chemgraph.train.inference import embed_graphs, embedding_width, model_inputs, predict_graphs
+from chemgraph.train.inference import (
+    PADDED_SIZE_PER_MOLECULE,
+    _size_batches,
+    embed_graphs,
+    embedding_width,
+    model_inputs,
+    predict_graphs,
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
 FAMILIES = ["esa", "nsa", "gcn", "gin", "gmoe-gcn", "gmoe-gin", "graphormer", "grat"]
@@ -41,3 +48,17 @@ def test_the_readout_has_the_heads_width_and_the_head_of_it_is_the_prediction(fa
         [embed_graphs(module, *model_inputs(module, g), 1) for g in dgl.unbatch(graphs)]
     )
     np.testing.assert_allclose(alone, embeddings, rtol=1e-4, atol=1e-5)
+
+
+def test_size_batches_fill_up_to_the_molecule_and_padded_size_limits():
+    """Batches of molecules sorted by size: consecutive runs covering every molecule once, at
+    most ``batch_size`` molecules and ``batch_size × PADDED_SIZE_PER_MOLECULE`` padded nodes +
+    edges each, a molecule over that alone; small molecules fill whole batches."""
+    sizes = np.array([10] * 7 + [70, 100, 150, 300, 600])
+    order = np.arange(len(sizes))
+    batches = [b.tolist() for b in _size_batches(order, sizes, 4)]
+    budget = 4 * PADDED_SIZE_PER_MOLECULE  # 256
+    assert batches == [[0, 1, 2, 3], [4, 5, 6], [7, 8], [9], [10], [11]]
+    for batch in batches:
+        assert len(batch) == 1 or len(batch) * sizes[batch].max() <= budget
+    assert [b.tolist() for b in _size_batches(order[:3], sizes[:3], 4)] == [[0, 1, 2]]
