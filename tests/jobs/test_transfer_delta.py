@@ -14,7 +14,6 @@ import pytest
 import torch
 import yaml
 
-from chemgraph.cli.main import main
 from chemgraph.jobs.featurize import FeaturizeOptions, featurize_library
 from chemgraph.jobs.predict import PredictOptions, predict_table
 from chemgraph.train.checkpoint import load_checkpoint
@@ -23,31 +22,13 @@ from chemgraph.train.delta import DeltaLearning
 LABELS = Path(__file__).resolve().parents[1] / "fixtures" / "transfer" / "labels.csv"
 LOW = ["cheap_logp", "cheap_mr"]
 TARGETS = ["fine_logp", "fine_mr"]
-TINY_ESA = {"hidden_dim": 16, "num_heads": 2, "layer_pattern": "MSP", "num_seeds": 2}
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory) -> Path:
+def run(delta_learning_run) -> Path:
     """``chemgraph transfer --delta-learning``: inductive and transductive, 2 seeds, one joint
     model of both targets (so each correction has 2 low-fidelity inputs), tiny epochs."""
-    folder = tmp_path_factory.mktemp("delta")
-    config = folder / "settings.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {"training": {"model_options": TINY_ESA, "joint_targets": True,
-                          "early_stopping_patience": 3, "progress": False}}
-        )
-    )  # fmt: skip
-    status = main([
-        "transfer", "--config", str(config), "--data", str(LABELS), "--id-column", "id",
-        "--low-fidelity-columns", ",".join(LOW), "--high-fidelity-columns", ",".join(TARGETS),
-        "--model", "esa", "--strategies", "inductive,transductive", "--seeds", "2",
-        "--pretrain-epochs", "2", "--finetune-max-epochs", "3", "--batch-size", "16",
-        "--workers", "1", "--split-fractions", "0.5,0.25,0.25", "--delta-learning",
-        "--out", str(folder / "run"),
-    ])  # fmt: skip
-    assert status == 0
-    return folder / "run"
+    return delta_learning_run("delta")
 
 
 def _checkpoints(run: Path, strategy: str) -> list[Path]:

@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 import yaml
 
-from chemgraph.cli.main import main
 from chemgraph.errors import ConfigError
 from chemgraph.jobs.transfer import MultiFidelityData, TransferConfig, run_transfer
 from chemgraph.train.delta import STACK_WEIGHTS, stack, stack_weights
@@ -19,7 +18,6 @@ from chemgraph.train.delta import STACK_WEIGHTS, stack, stack_weights
 LABELS = Path(__file__).resolve().parents[1] / "fixtures" / "transfer" / "labels.csv"
 LOW = ["cheap_logp", "cheap_mr"]
 TARGETS = ["fine_logp", "fine_mr"]
-TINY_ESA = {"hidden_dim": 16, "num_heads": 2, "layer_pattern": "MSP", "num_seeds": 2}
 
 
 def test_stack_gives_each_model_exactly_at_the_ends_of_the_grid():
@@ -72,27 +70,10 @@ def test_stacking_needs_delta_learning_and_smiles(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory) -> Path:
+def run(delta_learning_run) -> Path:
     """``chemgraph transfer --delta-learning --stack-kernel-ridge``: inductive and
     transductive, 2 seeds, one joint model of both targets, tiny epochs."""
-    folder = tmp_path_factory.mktemp("stacked")
-    config = folder / "settings.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {"training": {"model_options": TINY_ESA, "joint_targets": True,
-                          "early_stopping_patience": 3, "progress": False}}
-        )
-    )  # fmt: skip
-    status = main([
-        "transfer", "--config", str(config), "--data", str(LABELS), "--id-column", "id",
-        "--low-fidelity-columns", ",".join(LOW), "--high-fidelity-columns", ",".join(TARGETS),
-        "--model", "esa", "--strategies", "inductive,transductive", "--seeds", "2",
-        "--pretrain-epochs", "2", "--finetune-max-epochs", "3", "--batch-size", "16",
-        "--workers", "1", "--split-fractions", "0.5,0.25,0.25", "--delta-learning",
-        "--stack-kernel-ridge", "--out", str(folder / "run"),
-    ])  # fmt: skip
-    assert status == 0
-    return folder / "run"
+    return delta_learning_run("stacked", "--stack-kernel-ridge")
 
 
 def test_the_stacked_rows_are_in_the_table_runs_and_margins(run):
