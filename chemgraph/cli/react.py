@@ -90,7 +90,9 @@ class ReactCommand(Command):
             type=int,
             default=1,
             help="with --input and --decoder centre, processes that enumerate candidate "
-            "products (same predictions; about twice as fast with 2 on 2 cores)",
+            "products (same predictions; each takes a few seconds to start, so it pays for "
+            "hundreds of reactions: 2,000 test reactions 13 -> 20 reactions/s with 2 on 2 idle "
+            "cores)",
         )
 
     def run(self, args: argparse.Namespace) -> int:
@@ -105,6 +107,8 @@ class ReactCommand(Command):
             raise ConfigError(
                 "--output goes with --input FILE; the predictions of one reaction are printed"
             )
+        if args.input is None and args.workers != 1:
+            raise ConfigError("--workers goes with --input FILE; one reaction is predicted here")
         if args.input is not None and args.output is None:
             raise ConfigError("--input needs --output FILE.csv")
         if args.show < 0:

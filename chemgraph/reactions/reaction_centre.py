@@ -309,10 +309,10 @@ class ReactionCentreModel:
         calibrated: bool = True,
         workers: int = 1,
     ) -> list[ReactionCentrePrediction]:
-        """Ranked products of each example (its ``product_smiles`` is not used), ranked by
-        the ranker's probability; ``scores`` are the calibrated probabilities when the model
-        is calibrated and ``calibrated`` is True, else the ranker's. ``workers``: processes
-        that enumerate the candidates (:meth:`candidates`)."""
+        """Ranked products of each example (its ``product_smiles`` is not used): ``scores``
+        are the calibrated probabilities when the model is calibrated and ``calibrated`` is
+        True, else the ranker's, and the products are ranked by them, best first.
+        ``workers``: processes that enumerate the candidates (:meth:`candidates`)."""
         calibration = self.calibration if calibrated else None
         everything = self.candidates(examples, progress, workers)
         predictions: list[ReactionCentrePrediction] = []
@@ -332,13 +332,14 @@ class ReactionCentreModel:
             for k in chunk:
                 found = everything[k][0]
                 p = probabilities.get(k, np.zeros(0))
-                ranked = sorted(range(len(found)), key=lambda r: -p[r])[:top_k]
                 scores = p if calibration is None else calibration.probability(
                     calibration_features(
                         p, [c.edit_score for c in found], [len(c.edits) for c in found],
                         calibration.features,
                     )
                 )  # fmt: skip
+                # best first by the probability printed (ties: the ranker's order)
+                ranked = sorted(range(len(found)), key=lambda r: (-scores[r], -p[r]))[:top_k]
                 predictions.append(
                     ReactionCentrePrediction(
                         smiles=[found[r].smiles for r in ranked],

@@ -276,6 +276,8 @@ def test_output_needs_input_and_a_csv_name(tmp_path, capsys):
     assert _react(ESTER_INPUT, "--checkpoint", FROZEN, "--output", str(output)) == 2
     assert "--output goes with --input FILE" in capsys.readouterr().err
     assert not output.exists()
+    assert _react(ESTER_INPUT, "--workers", "2") == 2
+    assert "--workers goes with --input FILE" in capsys.readouterr().err
     inputs = tmp_path / "reactions.txt"
     inputs.write_text(ESTER_INPUT + "\n")
     parquet = tmp_path / "predictions.parquet"
