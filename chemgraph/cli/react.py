@@ -68,8 +68,11 @@ class ReactCommand(Command):
         parser.add_argument(
             "--output",
             help="CSV to write (with --input): one row per non-blank input line, in input order "
-            "(row = 0-based line number, or data row of a .csv/.tsv), prediction_k and score_k "
-            "for k up to --top-k, and an error column saying why a reaction was not decoded",
+            "(row = 0-based line number, or data row of a .csv/.tsv), reaction, target (the "
+            "recorded product, when the input has one) and target_rank (its rank among the "
+            "predictions, empty if absent), top1_invalid, prediction_k and score_k for k up to "
+            "--top-k, edits_1 (centre: the bonds the top prediction changes, i-j:class with "
+            "0-based input atoms), and an error column saying why a reaction was not decoded",
         )
         parser.add_argument(
             "--show",
