@@ -276,8 +276,9 @@ class ReactionCentreModel:
         ``example`` is the position in ``examples``, ``label`` the recorded product's
         candidate or -1), from :func:`reaction_candidates`.
 
-        ``workers`` > 1 enumerates in that many worker processes (same result, in order);
-        the scorer runs in this process.
+        ``workers`` > 1 enumerates in that many worker processes (same result, in order;
+        fewer than ``2 * _WORKER_CHUNK`` (32) reactions are done here, as starting a worker
+        costs seconds); the scorer runs in this process.
         """
         scored = self.changes(examples)
         tasks = [(k, e, *found) for k, (e, found) in enumerate(zip(examples, scored))]
