@@ -4,18 +4,20 @@ Three parts (``--part``):
 
 ``side-by-side`` (default): ``chemprop predict`` (Chemprop v2.3.1 in its own environment,
 ``--chemprop``; its default model, ``chemprop train`` defaults on ESOL) against ``chemgraph
-predict`` (a default ESA, ``chemgraph train`` defaults on ESOL; and a 3-model ensemble, ``--ensemble
-3``), one thread each (``OMP_NUM_THREADS=1``, ``--workers 1``), on the first ``--molecules``
-SMILES of MoleculeNet HIV written as a CSV: end to end from the SMILES, and for chemgraph also
-from a ``chemgraph featurize`` folder of them (its featurization not counted). Both tools predict
-with the applicability domain where they have one (chemgraph's models store their training
-fingerprints). Chemprop stops at the first SMILES RDKit rejects, so it is given the rows RDKit
-parses (chemgraph reads all and reports the others): molecules per second count each tool's
-input rows. Rounds alternate the tools (``--repeats``, A B A B ...) so that the load of a
-shared machine hits them alike; each run is a subprocess measured for wall time, CPU time
-(``getrusage`` of the children) and peak memory of its process tree (:class:`Measured`). Models
-are trained once into ``--work`` (training not timed; ``--epochs`` caps both tools' epochs:
-the speed of prediction does not depend on the weights).
+predict`` (a default ESA, ``chemgraph train`` defaults on ESOL; and a 3-model ensemble,
+``--ensemble 3``), on ``--cores`` threads each (default 1: ``OMP_NUM_THREADS=1``, ``--workers
+1``; with 2, chemgraph runs ``--workers 2`` and Chemprop both its default ``-n 0``, one process
+of 2 torch threads, and ``-n 2`` data-loader workers, the ratios taken against its faster), on
+the first ``--molecules`` SMILES of MoleculeNet HIV written as a CSV: end to end from the
+SMILES, and for chemgraph also from a ``chemgraph featurize`` folder of them (its featurization
+not counted). Both tools predict with the applicability domain where they have one (chemgraph's
+models store their training fingerprints). Chemprop stops at the first SMILES RDKit rejects, so
+it is given the rows RDKit parses (chemgraph reads all and reports the others): molecules per
+second count each tool's input rows. Rounds alternate the tools (``--repeats``, A B A B ...) so
+that the load of a shared machine hits them alike; each run is a subprocess measured for wall
+time, CPU time (``getrusage`` of the children) and peak memory of its process tree
+(:class:`Measured`). Models are trained once into ``--work`` (training not timed; ``--epochs``
+caps both tools' epochs: the speed of prediction does not depend on the weights).
 
 ``in-process``: on the same SMILES, in this process:
 
@@ -44,6 +46,7 @@ run the same command again after an interruption (it passes ``--resume``; the su
 measures the resumed part only and says so).
 
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/predict_throughput.py   # side by side
+    python benchmarks/predict_throughput.py --cores 2   # side by side on 2 cores
     OMP_NUM_THREADS=2 nice -n 10 python benchmarks/predict_throughput.py --part in-process
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/predict_throughput.py --part screen \
         --screen 1000000 --checkpoint runs/esol-ensemble --workers 2 --work runs/moses-1m
@@ -220,9 +223,14 @@ def _reap_orphans(seconds: float = 60.0) -> None:
             time.sleep(0.1)
 
 
+def threads(count: int) -> dict[str, str]:
+    """The environment of a run on ``count`` threads (OpenMP, MKL and torch's intra-op pool)."""
+    return {**os.environ, "OMP_NUM_THREADS": str(count), "MKL_NUM_THREADS": str(count)}
+
+
 def one_thread() -> dict[str, str]:
-    """The environment of a one-thread run (OpenMP, MKL and torch's intra-op pool)."""
-    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    """The environment of a one-thread run."""
+    return threads(1)
 
 
 # -- 1. side by side with Chemprop v2 ------------------------------------------------------
@@ -267,7 +275,7 @@ def train_chemgraph(data: Path, out: Path, epochs: int | None, ensemble: int | N
 
 
 def side_by_side(args: argparse.Namespace) -> None:
-    """Chemprop and chemgraph predict the same library, one thread each, alternating."""
+    """Chemprop and chemgraph predict the same library on ``--cores`` cores, alternating."""
     RDLogger.DisableLog("rdApp.*")
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
@@ -293,17 +301,25 @@ def side_by_side(args: argparse.Namespace) -> None:
     def predict_command(checkpoint: Path, source: Path, name: str) -> list[str]:
         return [
             str(CHEMGRAPH), "predict", "--quiet", "--checkpoint", str(checkpoint), "--input",
-            str(source), "--output", str(work / f"{name}.parquet"), "--workers", "1",
-            "--overwrite",
+            str(source), "--output", str(work / f"{name}.parquet"), "--workers",
+            str(args.cores), "--overwrite",
         ]  # fmt: skip
 
-    runs = {
-        "Chemprop v2.3.1 `chemprop predict` (from SMILES)": (
-            [str(args.chemprop), "predict", "-i", str(chemprop_library), "-s", "smiles",
-             "--model-paths", str(chemprop_model), "-o", str(work / "chemprop.csv"),
-             "-n", "0", "--accelerator", "cpu", "--devices", "1"],
-            len(valid),
-        ),
+    def chemprop_command(loaders: int) -> list[str]:
+        return [
+            str(args.chemprop), "predict", "-i", str(chemprop_library), "-s", "smiles",
+            "--model-paths", str(chemprop_model), "-o", str(work / "chemprop.csv"),
+            "-n", str(loaders), "--accelerator", "cpu", "--devices", "1",
+        ]  # fmt: skip
+
+    # Chemprop's own default (-n 0: featurized in the main process) and, on more cores, its
+    # data-loader workers, which a user would try
+    runs = {"Chemprop v2.3.1 `chemprop predict` (from SMILES)": (chemprop_command(0), len(valid))}
+    if args.cores > 1:
+        runs[f"Chemprop v2.3.1 `chemprop predict -n {args.cores}` (from SMILES)"] = (
+            chemprop_command(args.cores), len(valid),
+        )  # fmt: skip
+    runs |= {
         "chemgraph predict, default ESA (from SMILES)": (
             predict_command(single, library, "esa"), len(smiles)
         ),
@@ -317,7 +333,7 @@ def side_by_side(args: argparse.Namespace) -> None:
     results: dict[str, list[Measured]] = {name: [] for name in runs}
     for repeat in range(args.repeats):
         for number, (name, (command, _)) in enumerate(runs.items()):
-            cost = measured(command, work / f"run-{repeat}-{number}.log", one_thread())
+            cost = measured(command, work / f"run-{repeat}-{number}.log", threads(args.cores))
             results[name].append(cost)
             print(f"  round {repeat + 1}: {name}: {cost.wall:.1f} s wall, {cost.cpu:.1f} s CPU, "
                   f"{cost.tree_rss:,.0f} MiB")  # fmt: skip
@@ -327,19 +343,20 @@ def side_by_side(args: argparse.Namespace) -> None:
         raise SystemExit("chemgraph from SMILES and from the featurize folder differ")
 
     print(f"\nload average at the end {os.getloadavg()[0]:.1f}; {args.repeats} alternating rounds")
-    print("| run (one thread) | molecules | wall s | mol/s (wall) | CPU s | mol/s (CPU) | "
-          "peak memory of the process tree (MiB) |")  # fmt: skip
+    print(f"| run ({args.cores} cores) | molecules | wall s | mol/s (wall; × Chemprop) | CPU s | "
+          "mol/s (CPU; × Chemprop) | peak memory of the process tree (MiB) |")  # fmt: skip
     print("|---|---:|---:|---:|---:|---:|---:|")
-    chemprop_rate = None
+    # the best round of each run; ratios against Chemprop's best row
+    wall = {name: count / min(c.wall for c in results[name]) for name, (_, count) in runs.items()}
+    cpu = {name: count / min(c.cpu for c in results[name]) for name, (_, count) in runs.items()}
+    chemprop_wall = max(rate for name, rate in wall.items() if name.startswith("Chemprop"))
+    chemprop_cpu = max(rate for name, rate in cpu.items() if name.startswith("Chemprop"))
     for name, (_, count) in runs.items():
         costs = results[name]
-        wall = [c.wall for c in costs]
-        cpu = [c.cpu for c in costs]
-        rate = count / min(cpu)
-        chemprop_rate = rate if chemprop_rate is None else chemprop_rate
-        print(f"| {name} | {count:,} | {' / '.join(f'{w:.1f}' for w in wall)} | "
-              f"{count / min(wall):,.0f} | {' / '.join(f'{c:.1f}' for c in cpu)} | "
-              f"{rate:,.0f} ({rate / chemprop_rate:.2f}×) | "
+        print(f"| {name} | {count:,} | {' / '.join(f'{c.wall:.1f}' for c in costs)} | "
+              f"{wall[name]:,.0f} ({wall[name] / chemprop_wall:.2f}×) | "
+              f"{' / '.join(f'{c.cpu:.1f}' for c in costs)} | "
+              f"{cpu[name]:,.0f} ({cpu[name] / chemprop_cpu:.2f}×) | "
               f"{max(c.tree_rss for c in costs):,.0f} |")  # fmt: skip
 
 
@@ -485,6 +502,9 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=None,
                         help="training epochs of both tools (default: each one's own)")  # fmt: skip
     parser.add_argument("--repeats", type=int, default=2, help="alternating rounds")
+    parser.add_argument("--cores", type=int, default=1,
+                        help="side by side: threads of each run (OMP_NUM_THREADS) and "
+                        "chemgraph's --workers; Chemprop also runs with -n CORES")  # fmt: skip
     parser.add_argument("--work", type=Path, default=ROOT / "runs" / "benchmarks" / "predict",
                         help="side-by-side: models and outputs (kept; trained once); "
                         "screen: the library, output and summary.json")  # fmt: skip

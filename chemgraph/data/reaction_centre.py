@@ -45,6 +45,7 @@ __all__ = [
     "Candidate",
     "ReactionCentreExample",
     "enumerate_candidates",
+    "ranked_combinations",
     "load_reaction_centre_examples",
     "reaction_centre_example",
 ]
@@ -192,6 +193,23 @@ class Candidate:
     product_atoms: tuple[int, ...]
 
 
+def ranked_combinations(
+    changes: Sequence[tuple[Edit, float]], max_edits: int = 4
+) -> list[tuple[float, tuple[int, ...]]]:
+    """Every combination of 1 … ``max_edits`` of ``changes`` with at most one change per atom
+    pair, as ``(summed logit, indices into changes)``, highest sum first (ties in the order
+    of :func:`itertools.combinations`, by size first): the order in which
+    :func:`enumerate_candidates` applies them."""
+    combos = []
+    for size in range(1, max_edits + 1):
+        for combo in itertools.combinations(range(len(changes)), size):
+            pairs = {changes[k][0][:2] for k in combo}
+            if len(pairs) == size:
+                combos.append((sum(changes[k][1] for k in combo), combo))
+    combos.sort(key=lambda item: -item[0])
+    return combos
+
+
 def enumerate_candidates(
     reaction: MappedReaction,
     changes: Sequence[tuple[Edit, float]],
@@ -228,13 +246,7 @@ def enumerate_candidates(
         Up to ``max_candidates`` candidates, in the order of their summed logits.
     """
     inputs = inputs or ReactionInputs.from_mols([reaction.inputs])
-    combos = []
-    for size in range(1, max_edits + 1):
-        for combo in itertools.combinations(range(len(changes)), size):
-            pairs = {changes[k][0][:2] for k in combo}
-            if len(pairs) == size:
-                combos.append((sum(changes[k][1] for k in combo), combo))
-    combos.sort(key=lambda item: -item[0])
+    combos = ranked_combinations(changes, max_edits)
     prepared = prepare_inputs(reaction.inputs)
     candidates: list[Candidate] = []
     # an input molecule given back unchanged is no reaction outcome

@@ -19,6 +19,7 @@ from chemgraph.cli import main
 from chemgraph.data.reaction_centre import (
     enumerate_candidates,
     load_reaction_centre_examples,
+    ranked_combinations,
     reaction_centre_example,
 )
 from chemgraph.errors import ConfigError
@@ -137,6 +138,15 @@ def test_candidates_are_valid_distinct_and_in_score_order():
     assert all(product_problem(c.smiles, inputs) is None for c in found)
     # C2 with five bonds (the new C-O bond alone) never becomes a candidate
     assert all(c.edits != ((1, 4, 1),) for c in found)
+
+
+def test_combinations_by_summed_logit_one_change_per_pair():
+    # changes 0 and 2 share the atom pair (1, 4): never together
+    changes = [((1, 4, 1), 5.0), ((1, 3, 0), 4.0), ((1, 4, 2), -1.0)]
+    assert ranked_combinations(changes, max_edits=3) == [
+        (9.0, (0, 1)), (5.0, (0,)), (4.0, (1,)), (3.0, (1, 2)), (-1.0, (2,)),
+    ]  # fmt: skip
+    assert ranked_combinations(changes, max_edits=1) == [(5.0, (0,)), (4.0, (1,)), (-1.0, (2,))]
 
 
 def test_examples_report_unreadable_lines(tmp_path):
