@@ -60,13 +60,55 @@ def test_stack_weights_is_the_brute_force_minimiser_on_validation():
         stack_weights(np.full((3, 1), np.nan), np.zeros((3, 1)), np.zeros((3, 1)))
 
 
-def test_stacking_needs_delta_learning_and_smiles(tmp_path):
-    with pytest.raises(ConfigError, match="needs delta_learning"):
+def test_stacking_needs_delta_learning_a_transfer_strategy_and_smiles(tmp_path):
+    """Refused in the words of a configuration (the recipe's, a YAML file's); ``chemgraph
+    transfer`` names its flags instead (test_transfer_table.py)."""
+    with pytest.raises(ConfigError) as error:
         TransferConfig(stack_kernel_ridge=True)
+    assert str(error.value) == (
+        "stack_kernel_ridge blends two Δ-learning models: it needs delta_learning: true"
+    )
+    # high_fidelity_only has no correction to stack on: a silent no-op otherwise
+    with pytest.raises(ConfigError) as error:
+        TransferConfig(
+            stack_kernel_ridge=True, delta_learning=True, strategies=["high_fidelity_only"]
+        )
+    assert str(error.value) == (
+        "delta_learning and stack_kernel_ridge apply to the transfer strategies (inductive, "
+        "transductive) only, and strategies has none (high_fidelity_only): add one, or set "
+        "delta_learning: false and stack_kernel_ridge: false"
+    )
     data = MultiFidelityData([], np.zeros(0), np.zeros((0, 1)), np.zeros((0, 1)), ["t"])
     config = TransferConfig(stack_kernel_ridge=True, delta_learning=True, progress=False)
-    with pytest.raises(ValueError, match="needs the molecules' SMILES"):
+    with pytest.raises(ConfigError) as error:
+        run_transfer(data, {}, config, tmp_path / "out")
+    assert str(error.value) == (
+        "stack_kernel_ridge needs every molecule's SMILES (its kernel ridge reads their Morgan "
+        "fingerprints), and the molecules have none: give them, or set stack_kernel_ridge: false"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_log_names_the_strategies_stacking_applies_to(tmp_path, monkeypatch, caplog):
+    """With high_fidelity_only among the strategies, the log says which ones are stacked,
+    before any training (stopped here once the chains would start)."""
+    import chemgraph.jobs.transfer as transfer
+
+    class Started(Exception):
+        pass
+
+    def started(*args, **kwargs):
+        raise Started
+
+    monkeypatch.setattr(transfer, "_run_chains", started)
+    data = MultiFidelityData([], np.zeros(0), np.zeros((0, 1)), np.zeros((0, 1)), ["t"], smiles=[])
+    config = TransferConfig(stack_kernel_ridge=True, delta_learning=True, progress=False)
+    with caplog.at_level("INFO", logger="chemgraph.jobs.transfer"), pytest.raises(Started):
         run_transfer(data, {}, config, tmp_path)
+    assert caplog.messages == [
+        "delta_learning and stack_kernel_ridge: for inductive, transductive; not for "
+        "high_fidelity_only (no low-fidelity model to correct)"
+    ]
 
 
 @pytest.fixture(scope="module")
