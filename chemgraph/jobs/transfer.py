@@ -78,6 +78,7 @@ from chemgraph.train.module import LR_SCHEDULES, PropertyPredictionModule, build
 from chemgraph.train.plots import plot_label_curve, plot_learning_curve
 
 __all__ = [
+    "KERNEL_RIDGE_ALONE",
     "STACKED",
     "STRATEGIES",
     "MultiFidelityData",
@@ -1219,6 +1220,7 @@ def _delta_learning(
         low[0],
         data.high[split["train"]][:, columns].numpy(),
         pretrained if strategy == "inductive" else None,
+        stacked=config.stack_kernel_ridge,
     )
     return delta, tuple(low)
 
@@ -1270,7 +1272,10 @@ def results_table(
         ``baseline``), ``test RMSE`` (``"0.152 ± 0.003"``; ``"0.152 ± undefined"`` for one
         seed; ``"0.152"`` for a baseline, which no seed changes), ``rmse_mean``, ``rmse_std``
         (sample standard deviation, ddof 1; NaN for one seed and for a baseline), ``seeds``
-        (``Int64``; missing for a baseline, which is deterministic). ``target`` as the user
+        (``Int64``; missing for a baseline, which is deterministic), and, when ``runs`` has
+        stacked rows, ``stack weight``: a stacked row's ``w`` of each seed in seed order
+        (``"0.8, 0.7"``; :data:`KERNEL_RIDGE_ALONE` when every ``w`` is 0, ``"1 (network
+        alone)"`` when every one is 1), empty for the other rows. ``target`` as the user
         named it.
     """
     labels = {"high_fidelity_only": high_name, **STRATEGY_LABELS}
@@ -1284,15 +1289,19 @@ def results_table(
             if values.empty:
                 continue
             std = float(values.std(ddof=1)) if len(values) > 1 else float("nan")
-            method = f"{model} + kernel ridge" if strategy in STACKED.values() else model
+            stacked = strategy in STACKED.values()
             records.append(
                 {
                     "target": target, "strategy": labels[strategy],
-                    "setting": SETTINGS[strategy], "method": method,
+                    "setting": SETTINGS[strategy],
+                    "method": f"{model} + kernel ridge" if stacked else model,
                     "test RMSE": f"{values.mean():.3f}{_spread_text(std, len(values))}",
                     "rmse_mean": float(values.mean()), "rmse_std": std, "seeds": len(values),
                 }
             )  # fmt: skip
+            if stacked:
+                rows = runs[(runs.target == target) & (runs.strategy == strategy)]
+                records[-1]["stack weight"] = _weights_text(rows.sort_values("seed"))
         if baselines is None or not len(baselines):
             continue
         for row in baselines[baselines.target == target].itertuples(index=False):
@@ -1304,8 +1313,27 @@ def results_table(
                 }
             )  # fmt: skip
     columns = ["target", "strategy", "setting", "method", "test RMSE", "rmse_mean", "rmse_std"]
-    table = pd.DataFrame(records, columns=[*columns, "seeds"])
+    columns.append("seeds")
+    if any("stack weight" in record for record in records):
+        columns.append("stack weight")
+    table = pd.DataFrame(records, columns=columns)
     return table.astype({"seeds": "Int64"})
+
+
+KERNEL_RIDGE_ALONE = "0 (kernel ridge alone)"
+"""The ``stack weight`` of a stacked row in :func:`results_table` whose ``w`` is 0 for every
+seed: the row is the kernel ridge alone, without the network (:func:`format_table` says so
+under the table)."""
+
+
+def _weights_text(rows: pd.DataFrame) -> str:
+    """The ``stack weight`` cell of the stacked ``rows`` of ``runs.csv`` (one per seed)."""
+    weights = rows["stack_weight"].astype(float).tolist()
+    if all(w == 0 for w in weights):
+        return KERNEL_RIDGE_ALONE
+    if all(w == 1 for w in weights):
+        return "1 (network alone)"
+    return ", ".join(f"{w:g}" for w in weights)
 
 
 def transfer_margins(table: pd.DataFrame, high_name: str = "GW") -> pd.DataFrame:
@@ -1402,13 +1430,23 @@ def transfer_claim(table: pd.DataFrame, high_name: str = "GW", unit: str = "") -
 
 
 def format_table(table: pd.DataFrame) -> str:
-    """The markdown form of :func:`results_table` (what ``table.md`` holds)."""
+    """The markdown form of :func:`results_table` (what ``table.md`` holds), with a line under
+    it for every stacked row whose weight was 0 for every seed (:data:`KERNEL_RIDGE_ALONE`),
+    saying so in words."""
     shown = table.drop(columns=["rmse_mean", "rmse_std"]).copy()
     shown["seeds"] = ["deterministic" if pd.isna(s) else str(s) for s in shown["seeds"]]
+    notes = []
+    if "stack weight" in shown:
+        shown["stack weight"] = shown["stack weight"].fillna("")
+        notes = [
+            f"{row.target}, {row.strategy}: stacking chose the kernel ridge alone (w = 0) for "
+            "every seed, so this row is the Δ-learning kernel ridge without the network"
+            for row in table[shown["stack weight"] == KERNEL_RIDGE_ALONE].itertuples()
+        ]
     header = "| " + " | ".join(shown.columns) + " |"
     rule = "|" + "---|" * len(shown.columns)
     body = ["| " + " | ".join(str(v) for v in row) + " |" for row in shown.itertuples(index=False)]
-    return "\n".join([header, rule, *body])
+    return "\n".join([header, rule, *body] + (["", *notes] if notes else []))
 
 
 @dataclass

@@ -11,8 +11,17 @@ import pandas as pd
 import pytest
 import yaml
 
+from chemgraph.cli.main import main
 from chemgraph.errors import ConfigError
-from chemgraph.jobs.transfer import MultiFidelityData, TransferConfig, run_transfer
+from chemgraph.jobs.transfer import (
+    KERNEL_RIDGE_ALONE,
+    MultiFidelityData,
+    TransferConfig,
+    format_table,
+    results_table,
+    run_transfer,
+)
+from chemgraph.train.checkpoint import load_checkpoint
 from chemgraph.train.delta import STACK_WEIGHTS, stack, stack_weights
 
 LABELS = Path(__file__).resolve().parents[1] / "fixtures" / "transfer" / "labels.csv"
@@ -128,6 +137,7 @@ def test_the_stacked_rows_are_in_the_table_runs_and_margins(run):
     stacked = table[table.strategy.str.endswith("(stacked Δ)")]
     assert set(stacked["method"]) == {"ESA + kernel ridge"} and (stacked["seeds"] == 2).all()
     assert "Trans. + kernel ridge (stacked Δ)" in (run / "table.md").read_text()
+    assert table.loc[~table.strategy.str.endswith("(stacked Δ)"), "stack weight"].isna().all()
     runs = pd.read_csv(run / "runs.csv")
     assert len(runs) == 4 * 2 * 2  # (2 strategies + their stacked rows) x 2 seeds x 2 targets
     is_stacked = runs.strategy.isin(["inductive_stacked", "transductive_stacked"])
@@ -171,3 +181,73 @@ def test_the_stacked_prediction_blends_the_network_and_the_delta_kernel_ridge_ba
             )  # fmt: skip
             rmse = np.sqrt(np.mean((stacked[f"{target}_pred"] - stacked[target]) ** 2))
             assert runs.loc[("transductive_stacked", seed, target), "rmse"] == pytest.approx(rmse)
+
+
+def test_the_table_shows_the_weights_of_the_stacked_rows(run):
+    """table.md gives each stacked row's ``w`` of every seed (runs.csv's ``stack_weight``),
+    in words when it is 0 (the kernel ridge alone) or 1 (the network alone) for every seed."""
+    runs = pd.read_csv(run / "runs.csv")
+    table = pd.read_csv(run / "table.csv", dtype={"stack weight": str})
+    lines = (run / "table.md").read_text().splitlines()
+    assert lines[0].endswith("| seeds | stack weight |")
+    for stacked, label in [("inductive_stacked", "Ind."), ("transductive_stacked", "Trans.")]:
+        for target in TARGETS:
+            weights = runs[(runs.strategy == stacked) & (runs.target == target)]
+            weights = weights.sort_values("seed")["stack_weight"].tolist()
+            expected = (
+                KERNEL_RIDGE_ALONE if weights == [0.0, 0.0]
+                else "1 (network alone)" if weights == [1.0, 1.0]
+                else ", ".join(f"{w:g}" for w in weights)
+            )  # fmt: skip
+            row = table[(table.target == target)
+                        & (table.strategy == f"{label} + kernel ridge (stacked Δ)")]  # fmt: skip
+            assert row["stack weight"].tolist() == [expected]
+            assert any(
+                line.startswith(f"| {target} | {label} + kernel ridge (stacked Δ) |")
+                and line.endswith(f"| 2 | {expected} |")
+                for line in lines
+            )
+
+
+def test_a_stacking_kept_only_for_the_kernel_ridge_is_said_in_words():
+    runs = pd.DataFrame(
+        {
+            "strategy": ["transductive", "transductive_stacked"] * 2,
+            "seed": [0, 0, 1, 1],
+            "target": ["homo"] * 4,
+            "rmse": [0.12, 0.10, 0.14, 0.12],
+            "stack_weight": [np.nan, 0.0, np.nan, 0.0],
+        }
+    )
+    table = results_table(runs, "GW")
+    assert table["stack weight"].fillna("").tolist() == ["", KERNEL_RIDGE_ALONE]
+    assert format_table(table).splitlines()[-2:] == [
+        "",
+        "homo, Trans. + kernel ridge (stacked Δ): stacking chose the kernel ridge alone "
+        "(w = 0) for every seed, so this row is the Δ-learning kernel ridge without the network",
+    ]
+    runs.loc[3, "stack_weight"] = 0.3
+    assert results_table(runs, "GW")["stack weight"].tolist()[1] == "0, 0.3"
+    assert "stacking chose" not in format_table(results_table(runs, "GW"))
+    assert "stack weight" not in results_table(runs[runs.strategy == "transductive"], "GW")
+
+
+def test_predict_says_the_checkpoint_is_the_unstacked_network(run, tmp_path, capsys):
+    """The checkpoints of a stacked run hold the network alone: predict gives the plain
+    row's prediction and says in one line that it is not the stacked one."""
+    library = tmp_path / "new.csv"
+    pd.read_csv(LABELS)[["smiles", *LOW]].head(3).to_csv(library, index=False)
+    checkpoint = run / "checkpoints" / "transductive_seed0" / "best.ckpt"
+    assert load_checkpoint(checkpoint).delta_learning.stacked
+    status = main([
+        "predict", "--checkpoint", str(checkpoint), "--input", str(library),
+        "--output", str(tmp_path / "out.csv"),
+    ])  # fmt: skip
+    assert status == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "unstacked" in line]
+    assert notes == [
+        f"warning: {checkpoint} is the unstacked network of a chemgraph transfer "
+        "--stack-kernel-ridge run: predict gives the network's Δ-learning prediction (the "
+        "run's plain row), not the stacked one (w x network + (1 - w) x a kernel ridge, "
+        "runs.csv stack_weight), whose kernel ridge the checkpoint does not hold"
+    ]
