@@ -132,7 +132,9 @@ class TransferCommand(Command):
         parser.add_argument("--overwrite", action="store_true", help="write into a non-empty --out")
 
     def run(self, args: argparse.Namespace) -> int:
-        from chemgraph.errors import ConfigError
+        """Run :func:`~chemgraph.jobs.transfer.transfer_table`; a refusal names each setting by
+        its flag, unless the ``--config`` file set it and no flag did (then by its key)."""
+        from chemgraph.errors import ConfigError, settings_as_flags
         from chemgraph.jobs.transfer import TransferOptions, format_table, transfer_table
         from chemgraph.train.config import read_settings
         from chemgraph.train.trainer import quiet_third_party_warnings
@@ -140,7 +142,8 @@ class TransferCommand(Command):
         quiet_third_party_warnings()
         values = read_settings(args.config) if args.config else {}
         training = dict(values.pop("training", {}) or {})
-        for key, value in {
+        from_file = {*values, *training}
+        training_flags = {
             "model": args.model,
             "featurizer": args.featurizer,
             "strategies": args.strategies.split(",") if args.strategies else None,
@@ -150,16 +153,10 @@ class TransferCommand(Command):
             "batch_size": args.batch_size,
             "learning_rate": args.learning_rate,
             "workers": args.workers,
-        }.items():
-            if value is not None:
-                training[key] = value
-        if args.delta_learning:
-            training["delta_learning"] = True
-        if args.stack_kernel_ridge:
-            training["stack_kernel_ridge"] = True
-        if args.quiet:
-            training["progress"] = False
-        for key, value in {
+            "delta_learning": True if args.delta_learning else None,
+            "stack_kernel_ridge": True if args.stack_kernel_ridge else None,
+        }
+        option_flags = {
             "data": args.data,
             "smiles_column": args.smiles_column,
             "id_column": args.id_column,
@@ -167,20 +164,43 @@ class TransferCommand(Command):
             "high_fidelity_columns": args.high_fidelity_columns,
             "geometry": args.geometry,
             "split_seed": args.split_seed,
-            "split_fractions": (
-                [float(f) for f in args.split_fractions.split(",")]
-                if args.split_fractions
-                else None
-            ),
+            "split_fractions": _fractions(args.split_fractions),
             "out": args.out,
-        }.items():
-            if value is not None:
-                values[key] = value
+        }
+        training.update({k: v for k, v in training_flags.items() if v is not None})
+        values.update({k: v for k, v in option_flags.items() if v is not None})
+        if args.quiet:
+            training["progress"] = False
+        flags = {
+            key: f"--{key.replace('_', '-')}"
+            for key, value in {**training_flags, **option_flags}.items()
+            if value is not None or key not in from_file
+        }
         required = ["data", "low_fidelity_columns", "high_fidelity_columns", "out"]
-        missing = [f"--{key.replace('_', '-')}" for key in required if key not in values]
+        missing = [flags.get(key, key) for key in required if key not in values]
         if missing:
             raise ConfigError(f"chemgraph transfer needs {', '.join(missing)}")
-        options = TransferOptions(**values, overwrite=args.overwrite, training=training)
-        print(format_table(transfer_table(options)))
+        with settings_as_flags(flags):
+            options = TransferOptions(**values, overwrite=args.overwrite, training=training)
+            table = transfer_table(options)
+        print(format_table(table))
         print(f"outputs written to {Path(options.out).resolve()}")
         return 0
+
+
+def _fractions(text: str | None) -> list[float] | None:
+    """``--split-fractions`` as numbers (None when not given).
+
+    Raises:
+        ConfigError: text that is not comma-separated numbers.
+    """
+    from chemgraph.errors import ConfigError
+
+    if text is None:
+        return None
+    try:
+        return [float(f) for f in text.split(",")]
+    except ValueError:
+        raise ConfigError(
+            f"--split-fractions takes train,val,test fractions (e.g. 0.8,0.1,0.1), got {text!r}"
+        ) from None

@@ -54,7 +54,9 @@ those values with the pretrained model it holds; a transductive one reads them f
 columns (SD properties of an SDF) named in the checkpoint, the run's low-fidelity columns, so
 an input without them is refused (the message names them), and a record with an empty cell gets
 an ``error`` instead of predictions. Ensembles of them (a run's seeds) give the mean and sample
-standard deviation of the members' full predictions.
+standard deviation of the members' full predictions. A checkpoint of a ``stack_kernel_ridge``
+run is the unstacked network (its run's plain row): predict gives its prediction, not the
+stacked one of the run's table, whose kernel ridge is not stored, and says so in a warning.
 
 Work folder and resuming. Until the output is complete, the run keeps its state in
 ``<output>.partial/``: ``run.json`` (the sha256 of the checkpoints and the input, the options),
@@ -282,6 +284,7 @@ def predict_table(
         label_columns=models.low_fidelity_columns,
         label_use=_low_fidelity_use(models),
     )
+    models.note_stacked_members()
     schema = _schema(models)
     task = _ShardScores(run, models, schema, options.batch_size, options.similarity_threshold)
     run.score(task, "predict")

@@ -57,7 +57,7 @@ import yaml
 from chemgraph._interrupts import die_with_parent, interrupts_raise
 from chemgraph.data import MoleculeDataModule, MoleculeDataset
 from chemgraph.data.multi_fidelity import SPLITS, MultiFidelityData, high_fidelity_split
-from chemgraph.errors import ConfigError
+from chemgraph.errors import ConfigError, setting
 from chemgraph.featurize import FeaturizerPreset, RadiusGraphFeaturizer
 from chemgraph.models import get_model_spec
 from chemgraph.train.baselines import (
@@ -69,7 +69,7 @@ from chemgraph.train.baselines import (
 )
 from chemgraph.train.callbacks import EpochProgress, LossHistory
 from chemgraph.train.config import RunConfig
-from chemgraph.train.delta import DeltaLearning, stack, stack_weights
+from chemgraph.train.delta import DELTA_STRATEGIES, DeltaLearning, stack, stack_weights
 from chemgraph.train.finetune import transfer_weights
 from chemgraph.train.fit import fit
 from chemgraph.train.inference import predict_graphs
@@ -78,6 +78,7 @@ from chemgraph.train.module import LR_SCHEDULES, PropertyPredictionModule, build
 from chemgraph.train.plots import plot_label_curve, plot_learning_curve
 
 __all__ = [
+    "KERNEL_RIDGE_ALONE",
     "STACKED",
     "STRATEGIES",
     "MultiFidelityData",
@@ -138,6 +139,20 @@ def pretraining_pool(
     return pool
 
 
+DELTA_SETTINGS = ("delta_learning", "stack_kernel_ridge")
+"""The settings that act on the transfer strategies only (:data:`DELTA_STRATEGIES`)."""
+
+
+def _turned_off(*names: str) -> str:
+    """What turns the switches ``names`` off, as the user gave them: ``"leave out
+    --delta-learning"`` on a command line (:func:`chemgraph.errors.setting`), else ``"set
+    delta_learning: false"``."""
+    flags = [setting(name) for name in names if setting(name) != name]
+    keys = [f"{name}: false" for name in names if setting(name) == name]
+    parts = [f"leave out {' and '.join(flags)}"] if flags else []
+    return " and ".join(parts + ([f"set {' and '.join(keys)}"] if keys else []))
+
+
 @dataclass
 class TransferConfig(RunConfig):
     """Settings of a transfer-learning run (round-trips through YAML; every setting has a
@@ -169,8 +184,10 @@ class TransferConfig(RunConfig):
             the correction (and, ``inductive``, the pretrained model), so that ``chemgraph
             predict`` gives high-fidelity values: a ``transductive`` one reads each molecule's
             low-fidelity values from the input columns named as the run's
-            (:attr:`MultiFidelityData.low_fidelity_columns`). Default False: the
-            low-fidelity level is only the pretraining target (Buterez et al. 2024 Table 5).
+            (:attr:`MultiFidelityData.low_fidelity_columns`). ``high_fidelity_only`` has
+            no low-fidelity level to correct, so ``strategies`` must hold a transfer strategy
+            (else refused: it would change nothing). Default False: the low-fidelity level is
+            only the pretraining target (Buterez et al. 2024 Table 5).
         stack_kernel_ridge: with ``delta_learning``, each transfer strategy also gets a
             stacked Δ-learning row ("+ kernel ridge (stacked Δ)"): ``high ≈ low @ W + b +
             w·model(molecule) + (1 − w)·kernel_ridge(molecule)``, the kernel ridge of the
@@ -179,8 +196,11 @@ class TransferConfig(RunConfig):
             correction, ``w`` per target and seed from
             :data:`chemgraph.train.delta.STACK_WEIGHTS` by the high-fidelity validation RMSE
             (:func:`chemgraph.train.delta.stack_weights`; ``stack_weight`` in ``runs.csv``).
-            Needs SMILES (the fingerprints). The checkpoints hold the unstacked model only
-            (its own row), not the kernel ridge. Default False.
+            Needs ``delta_learning``, a transfer strategy in ``strategies`` and SMILES (the
+            fingerprints); refused otherwise, before any work. The checkpoints hold the
+            unstacked model only (its own row), not the kernel ridge (they say so to
+            ``chemgraph predict``: :attr:`chemgraph.train.delta.DeltaLearning.stacked`).
+            Default False.
         baselines: compute the baselines of every setting on the same split
             (:func:`baseline_runs`) and put them in the table (default True).
         batch_size, finetune_batch_size (None = batch_size), learning_rate,
@@ -216,7 +236,8 @@ class TransferConfig(RunConfig):
             line per epoch.
 
     Raises:
-        ConfigError: a bad setting (named, with what is allowed).
+        ConfigError: a bad setting (named, with what is allowed; by its flag on ``chemgraph
+            transfer``'s command line, :func:`chemgraph.errors.setting`).
     """
 
     strategies: list[str] = field(default_factory=lambda: list(STRATEGIES))
@@ -267,13 +288,25 @@ class TransferConfig(RunConfig):
         super().__post_init__()
         unknown = [s for s in self.strategies if s not in STRATEGIES]
         if unknown or not self.strategies:
-            raise ConfigError(f"strategies must be a non-empty subset of {STRATEGIES}: {unknown}")
+            raise ConfigError(
+                f"{setting('strategies')} must be a non-empty subset of {STRATEGIES}: {unknown}"
+            )
         for name in ("joint_targets", "delta_learning", "stack_kernel_ridge", "baselines"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        corrections = [name for name in DELTA_SETTINGS if getattr(self, name)]
+        if corrections and not any(s in DELTA_STRATEGIES for s in self.strategies):
+            names = " and ".join(setting(name) for name in corrections)
+            raise ConfigError(
+                f"{names} appl{'y' if len(corrections) > 1 else 'ies'} to the transfer "
+                f"strategies ({', '.join(DELTA_STRATEGIES)}) only, and {setting('strategies')} "
+                f"has none ({', '.join(self.strategies)}): add one, or "
+                f"{_turned_off(*corrections)}"
+            )
         if self.stack_kernel_ridge and not self.delta_learning:
             raise ConfigError(
-                "stack_kernel_ridge blends two Δ-learning models: it needs delta_learning: true"
+                f"{setting('stack_kernel_ridge')} blends two Δ-learning models: it needs "
+                f"{setting('delta_learning', True)}"
             )
         if not 0 < self.pretrain_val_fraction < 1:
             raise ConfigError(
@@ -465,19 +498,26 @@ def run_transfer(
         ``(runs, baselines)``: the rows of ``runs.csv`` and of ``baselines.csv`` (None without
         ``config.baselines``).
 
+    With ``delta_learning`` (or ``stack_kernel_ridge``) and ``high_fidelity_only`` among
+    the strategies, the log says which strategies it applies to.
+
     Raises:
-        ValueError: a fine-tuning stopped before its first validation (time or epoch limit);
-            ``stack_kernel_ridge`` without SMILES. Any error of a chain carries a note naming
-            the chain (strategy, seed, target).
+        ConfigError: ``stack_kernel_ridge`` without SMILES (before anything is written).
+        ValueError: a fine-tuning stopped before its first validation (time or epoch limit).
+            Any error of a chain carries a note naming the chain (strategy, seed, target).
         chemgraph._interrupts.Interrupted: SIGINT or SIGTERM while worker processes train
             (main thread only); the workers are stopped first.
     """
     out = Path(out)
-    if config.stack_kernel_ridge and data.smiles is None:
-        raise ValueError(
-            "stack_kernel_ridge needs the molecules' SMILES (the kernel ridge reads their "
-            "Morgan fingerprints); give a SMILES column or turn it off"
-        )
+    _check_stacking(data, config)
+    corrections = [name for name in DELTA_SETTINGS if getattr(config, name)]
+    plain = [s for s in config.strategies if s not in DELTA_STRATEGIES]
+    if corrections and plain:
+        log.info(
+            "%s: for %s; not for %s (no low-fidelity model to correct)",
+            " and ".join(setting(name) for name in corrections),
+            ", ".join(s for s in config.strategies if s in DELTA_STRATEGIES), ", ".join(plain),
+        )  # fmt: skip
     (out / "curves").mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
     data = _transformed_graphs(data, config)
@@ -552,6 +592,26 @@ def run_transfer(
     return runs, baselines
 
 
+def _stacking_needs_smiles(why: str) -> str:
+    """The refusal of ``stack_kernel_ridge`` for molecules without SMILES, ``why`` saying
+    which."""
+    return (
+        f"{setting('stack_kernel_ridge')} needs every molecule's SMILES (its kernel ridge reads "
+        f"their Morgan fingerprints), and {why}: give them, or "
+        f"{_turned_off('stack_kernel_ridge')}"
+    )
+
+
+def _check_stacking(data: MultiFidelityData, config: TransferConfig) -> None:
+    """Refuse ``stack_kernel_ridge`` on molecules without SMILES (``data.smiles`` None).
+
+    Raises:
+        ConfigError: naming the setting and what to do.
+    """
+    if config.stack_kernel_ridge and data.smiles is None:
+        raise ConfigError(_stacking_needs_smiles("the molecules have none"))
+
+
 def label_curve(
     data: MultiFidelityData,
     split: dict[str, np.ndarray],
@@ -597,15 +657,13 @@ def label_curve(
         table = results_table(runs, high_name, baselines=baselines)
         for target, rows in table.groupby("target", sort=False):
             chosen = [rows[rows["method"] != "baseline"]]
-            for setting in ("transductive", "inductive"):
-                if STRATEGY_LABELS[setting] not in set(rows["strategy"]):
+            for kind in ("transductive", "inductive"):
+                if STRATEGY_LABELS[kind] not in set(rows["strategy"]):
                     continue
-                pool = rows[
-                    (rows["method"] == "baseline") & rows["setting"].isin(["both", setting])
-                ]
+                pool = rows[(rows["method"] == "baseline") & rows["setting"].isin(["both", kind])]
                 if len(pool):
                     best = pool.loc[[pool["rmse_mean"].idxmin()]].copy()
-                    best["strategy"] = f"best {setting} baseline"
+                    best["strategy"] = f"best {kind} baseline"
                     chosen.append(best)
             for row in pd.concat(chosen).itertuples(index=False):
                 records.append(
@@ -1162,6 +1220,7 @@ def _delta_learning(
         low[0],
         data.high[split["train"]][:, columns].numpy(),
         pretrained if strategy == "inductive" else None,
+        stacked=config.stack_kernel_ridge,
     )
     return delta, tuple(low)
 
@@ -1213,7 +1272,10 @@ def results_table(
         ``baseline``), ``test RMSE`` (``"0.152 ± 0.003"``; ``"0.152 ± undefined"`` for one
         seed; ``"0.152"`` for a baseline, which no seed changes), ``rmse_mean``, ``rmse_std``
         (sample standard deviation, ddof 1; NaN for one seed and for a baseline), ``seeds``
-        (``Int64``; missing for a baseline, which is deterministic). ``target`` as the user
+        (``Int64``; missing for a baseline, which is deterministic), and, when ``runs`` has
+        stacked rows, ``stack weight``: a stacked row's ``w`` of each seed in seed order
+        (``"0.8, 0.7"``; :data:`KERNEL_RIDGE_ALONE` when every ``w`` is 0, ``"1 (network
+        alone)"`` when every one is 1), empty for the other rows. ``target`` as the user
         named it.
     """
     labels = {"high_fidelity_only": high_name, **STRATEGY_LABELS}
@@ -1227,15 +1289,19 @@ def results_table(
             if values.empty:
                 continue
             std = float(values.std(ddof=1)) if len(values) > 1 else float("nan")
-            method = f"{model} + kernel ridge" if strategy in STACKED.values() else model
+            stacked = strategy in STACKED.values()
             records.append(
                 {
                     "target": target, "strategy": labels[strategy],
-                    "setting": SETTINGS[strategy], "method": method,
+                    "setting": SETTINGS[strategy],
+                    "method": f"{model} + kernel ridge" if stacked else model,
                     "test RMSE": f"{values.mean():.3f}{_spread_text(std, len(values))}",
                     "rmse_mean": float(values.mean()), "rmse_std": std, "seeds": len(values),
                 }
             )  # fmt: skip
+            if stacked:
+                rows = runs[(runs.target == target) & (runs.strategy == strategy)]
+                records[-1]["stack weight"] = _weights_text(rows.sort_values("seed"))
         if baselines is None or not len(baselines):
             continue
         for row in baselines[baselines.target == target].itertuples(index=False):
@@ -1247,8 +1313,27 @@ def results_table(
                 }
             )  # fmt: skip
     columns = ["target", "strategy", "setting", "method", "test RMSE", "rmse_mean", "rmse_std"]
-    table = pd.DataFrame(records, columns=[*columns, "seeds"])
+    columns.append("seeds")
+    if any("stack weight" in record for record in records):
+        columns.append("stack weight")
+    table = pd.DataFrame(records, columns=columns)
     return table.astype({"seeds": "Int64"})
+
+
+KERNEL_RIDGE_ALONE = "0 (kernel ridge alone)"
+"""The ``stack weight`` of a stacked row in :func:`results_table` whose ``w`` is 0 for every
+seed: the row is the kernel ridge alone, without the network (:func:`format_table` says so
+under the table)."""
+
+
+def _weights_text(rows: pd.DataFrame) -> str:
+    """The ``stack weight`` cell of the stacked ``rows`` of ``runs.csv`` (one per seed)."""
+    weights = rows["stack_weight"].astype(float).tolist()
+    if all(w == 0 for w in weights):
+        return KERNEL_RIDGE_ALONE
+    if all(w == 1 for w in weights):
+        return "1 (network alone)"
+    return ", ".join(f"{w:g}" for w in weights)
 
 
 def transfer_margins(table: pd.DataFrame, high_name: str = "GW") -> pd.DataFrame:
@@ -1345,13 +1430,23 @@ def transfer_claim(table: pd.DataFrame, high_name: str = "GW", unit: str = "") -
 
 
 def format_table(table: pd.DataFrame) -> str:
-    """The markdown form of :func:`results_table` (what ``table.md`` holds)."""
+    """The markdown form of :func:`results_table` (what ``table.md`` holds), with a line under
+    it for every stacked row whose weight was 0 for every seed (:data:`KERNEL_RIDGE_ALONE`),
+    saying so in words."""
     shown = table.drop(columns=["rmse_mean", "rmse_std"]).copy()
     shown["seeds"] = ["deterministic" if pd.isna(s) else str(s) for s in shown["seeds"]]
+    notes = []
+    if "stack weight" in shown:
+        shown["stack weight"] = shown["stack weight"].fillna("")
+        notes = [
+            f"{row.target}, {row.strategy}: stacking chose the kernel ridge alone (w = 0) for "
+            "every seed, so this row is the Δ-learning kernel ridge without the network"
+            for row in table[shown["stack weight"] == KERNEL_RIDGE_ALONE].itertuples()
+        ]
     header = "| " + " | ".join(shown.columns) + " |"
     rule = "|" + "---|" * len(shown.columns)
     body = ["| " + " | ".join(str(v) for v in row) + " |" for row in shown.itertuples(index=False)]
-    return "\n".join([header, rule, *body])
+    return "\n".join([header, rule, *body] + (["", *notes] if notes else []))
 
 
 @dataclass
@@ -1383,7 +1478,9 @@ class TransferOptions:
 
     Raises:
         ConfigError: bad settings (columns missing, of different counts or named twice, bad
-            fractions, a bond-graph model with ``geometry`` or a radius-graph model without it).
+            fractions, a bond-graph model with ``geometry`` or a radius-graph model without it;
+            see :class:`TransferConfig`), each named as :func:`chemgraph.errors.setting` names
+            it (``chemgraph transfer``: by its flag).
     """
 
     data: str | Path
@@ -1407,7 +1504,7 @@ class TransferOptions:
                 value = [c.strip() for c in value.split(",")]
             value = [str(c) for c in value]
             if not value or "" in value or len(set(value)) != len(value):
-                raise ConfigError(f"{name} must name distinct columns, got {value!r}")
+                raise ConfigError(f"{setting(name)} must name distinct columns, got {value!r}")
             setattr(self, name, value)
         if len(self.low_fidelity_columns) != len(self.high_fidelity_columns):
             raise ConfigError(
@@ -1421,7 +1518,8 @@ class TransferOptions:
         fractions = tuple(float(f) for f in self.split_fractions)
         if len(fractions) != 3 or min(fractions) <= 0 or abs(sum(fractions) - 1) > 1e-6:
             raise ConfigError(
-                f"split_fractions must be 3 numbers > 0 summing to 1, got {self.split_fractions}"
+                f"{setting('split_fractions')} must be 3 numbers > 0 summing to 1, got "
+                f"{self.split_fractions}"
             )
         self.split_fractions = fractions
         if isinstance(self.training, dict):
@@ -1429,13 +1527,13 @@ class TransferOptions:
         kind = get_model_spec(self.training.model).graph_kind
         if kind == "radius" and self.geometry is None:
             raise ConfigError(
-                f"model {self.training.model!r} reads 3D structures: give --geometry "
-                "(SDF, XYZ or extended XYZ, one structure per row)"
+                f"model {self.training.model!r} reads 3D structures: give "
+                f"{setting('geometry')} (SDF, XYZ or extended XYZ, one structure per row)"
             )
         if kind == "bond" and self.geometry is not None:
             raise ConfigError(
                 f"model {self.training.model!r} reads bond graphs of the SMILES; with "
-                "--geometry choose a radius-graph model (esa-3d)"
+                f"{setting('geometry')} choose a radius-graph {setting('model')} (esa-3d)"
             )
 
 
@@ -1458,16 +1556,22 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
     SMILES: each kept in one split; :class:`chemgraph.data.Duplicates`) and ``transfer.yaml``
     (these options, so that ``chemgraph transfer --config transfer.yaml`` repeats the run).
     ``predictions.csv`` carries the ``id_column`` ids (else the row numbers) and the SMILES.
-    With ``overwrite``, what an earlier run wrote (:data:`TABLE_OUTPUTS`) is removed first.
-    Fewer than :data:`SMALL_TEST_SET` test molecules are warned about.
+    Nothing is written (and with ``overwrite`` nothing of an earlier run removed) before the
+    options, the table's columns and the geometries are checked; then what an earlier run
+    wrote (:data:`TABLE_OUTPUTS`) is removed first. Fewer than :data:`SMALL_TEST_SET` test
+    molecules are warned about.
 
     Returns:
         The results table (:func:`results_table`).
 
     Raises:
+        ConfigError: ``stack_kernel_ridge`` without a SMILES column, or with rows (of a
+            geometry file) without a SMILES; decided before featurizing, where the column is
+            missing.
         ValueError: a non-empty output folder without ``overwrite``; missing columns; a
             geometry file whose structure count differs from the rows; too few labelled
-            molecules to split.
+            molecules to split (after ``rejected.csv`` is written, which says why rows were
+            left out).
     """
     from chemgraph._output import check_output_folder
     from chemgraph.data import (
@@ -1482,14 +1586,20 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
     out = Path(options.out)
     check_output_folder(out, "--out", options.overwrite, "--overwrite")
     table = read_table(options.data)
-    if options.overwrite:
-        _remove_earlier_outputs(out)
     columns = [*options.low_fidelity_columns, *options.high_fidelity_columns]
     need = columns + ([options.smiles_column] if options.geometry is None else [])
     need += [options.id_column] if options.id_column else []
     missing = [c for c in need if c not in table.columns]
     if missing:
         raise ValueError(f"{options.data}: no column {missing}; it has {list(table.columns)}")
+    stacking = options.training.stack_kernel_ridge
+    if stacking and options.smiles_column not in table.columns:  # (with --geometry)
+        raise ConfigError(
+            _stacking_needs_smiles(
+                f"{options.data} has no SMILES column {options.smiles_column!r} "
+                f"({setting('smiles_column')})"
+            )
+        )
     ids = (
         table[options.id_column].astype(str).tolist()
         if options.id_column
@@ -1529,6 +1639,17 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
             f"{options.low_name} value or leave the {options.high_name} cell empty",
         )
     keep = [row for row in range(len(table)) if row not in reasons]
+    if stacking and smiles is not None:
+        empty = [row for row in keep if smiles[row] is None]
+        if empty:
+            rows = ", ".join(ids[row] for row in empty[:5]) + (", ..." if len(empty) > 5 else "")
+            raise ConfigError(
+                _stacking_needs_smiles(
+                    f"{len(empty)} rows of {options.data} have none (ids {rows})"
+                )
+            )
+    if options.overwrite:  # only once nothing refuses the run
+        _remove_earlier_outputs(out)
     out.mkdir(parents=True, exist_ok=True)
     write_rejected(
         pd.DataFrame(
@@ -1563,10 +1684,10 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
         duplicates = find_duplicates(groups, np.asarray(keep), data.high.numpy())
         if duplicates.molecules:
             log.warning("duplicates: %s", duplicates)
-    (out / "duplicates.json").write_text(json.dumps(duplicates.to_dict(), indent=2) + "\n")
     split = high_fidelity_split(
         data, options.split_seed, fractions=options.split_fractions, groups=groups
     )
+    (out / "duplicates.json").write_text(json.dumps(duplicates.to_dict(), indent=2) + "\n")
     if len(split["test"]) < SMALL_TEST_SET:
         log.warning(
             "only %d test molecules: their test RMSE is a rough estimate (a few molecules "
@@ -1617,8 +1738,12 @@ def transfer_job(
     Returns:
         ``(table, runs, baselines)``: :func:`results_table` and what :func:`run_transfer`
         returns.
+
+    Raises:
+        ConfigError: ``stack_kernel_ridge`` without SMILES, before anything is written.
     """
     out = Path(out)
+    _check_stacking(data, config)
     out.mkdir(parents=True, exist_ok=True)
     (out / "transfer.yaml").write_text(yaml.safe_dump(settings, sort_keys=False))
     ids = [str(i) for i in data.ids] if ids is None else ids

@@ -28,7 +28,7 @@ import yaml
 
 from chemgraph.chem import MoleculePreparation
 from chemgraph.data.datasets import dataset_card, list_datasets
-from chemgraph.errors import ConfigError
+from chemgraph.errors import ConfigError, setting
 from chemgraph.featurize import get_preset
 from chemgraph.models import MODELS, get_model_spec
 from chemgraph.train.finetune import resolve_init_from
@@ -143,7 +143,8 @@ def _number(name: str, value: Any, kind: type, low: float) -> int | float:
 
     Raises:
         ConfigError: ``"<name> must be an integer|a number, got <value>"`` or
-            ``"<name> must be at least <low>, got <value>"``.
+            ``"<name> must be at least <low>, got <value>"`` (the setting named by
+            :func:`chemgraph.errors.setting`: its flag on a command line).
     """
     try:
         if isinstance(value, bool):
@@ -153,10 +154,10 @@ def _number(name: str, value: Any, kind: type, low: float) -> int | float:
             raise ValueError
     except (TypeError, ValueError):
         raise ConfigError(
-            f"{name} must be a{'n integer' if kind is int else ' number'}, got {value!r}"
+            f"{setting(name)} must be a{'n integer' if kind is int else ' number'}, got {value!r}"
         ) from None
     if not number >= low:
-        raise ConfigError(f"{name} must be at least {low}, got {value!r}")
+        raise ConfigError(f"{setting(name)} must be at least {low}, got {value!r}")
     return number
 
 

@@ -132,6 +132,9 @@ class DeltaLearning:
             (``low`` in low-fidelity units).
         low_fidelity_model: ``"inductive"``: the pretrained module (its ``S`` outputs are the
             low-fidelity predictions); None for ``"transductive"``.
+        stacked: the run that trained the model also stacked it with a fingerprint kernel
+            ridge (``stack_kernel_ridge``; :func:`stack`), which is not stored: the model
+            alone is the run's plain row, not its stacked one (``chemgraph predict`` says so).
 
     Raises:
         ValueError: an unknown strategy, a model missing (inductive) or given (transductive),
@@ -142,6 +145,7 @@ class DeltaLearning:
     low_fidelity_columns: list[str]
     correction: LinearCorrection
     low_fidelity_model: PropertyPredictorBase | None = None
+    stacked: bool = False
 
     def __post_init__(self) -> None:
         if self.strategy not in DELTA_STRATEGIES:
@@ -220,6 +224,7 @@ class DeltaLearning:
             "low_fidelity_model": None
             if model is None
             else {"hyper_parameters": dict(model.hparams), "state_dict": model.state_dict()},
+            "stacked": self.stacked,
         }
 
     @classmethod
@@ -229,13 +234,15 @@ class DeltaLearning:
         build: Callable[[dict[str, Any], dict[str, Any]], PropertyPredictorBase],
     ) -> DeltaLearning:
         """The inverse of :meth:`to_dict`; ``build(hyper_parameters, state_dict)`` rebuilds
-        the inductive strategy's pretrained module."""
+        the inductive strategy's pretrained module (``stacked`` is False for a checkpoint
+        written before it was stored)."""
         model = values.get("low_fidelity_model")
         return cls(
             values["strategy"],
             list(values["low_fidelity_columns"]),
             LinearCorrection(np.asarray(values["weights"]), np.asarray(values["intercept"])),
             None if model is None else build(model["hyper_parameters"], model["state_dict"]),
+            bool(values.get("stacked", False)),
         )
 
     @classmethod
@@ -246,15 +253,16 @@ class DeltaLearning:
         low: np.ndarray,
         high: np.ndarray,
         low_fidelity_model: PropertyPredictorBase | None = None,
+        stacked: bool = False,
     ) -> DeltaLearning:
         """Fit ``W``, ``b`` by least squares on training molecules (every low-fidelity column
         enters each target's fit; :meth:`LinearCorrection.fit` with ``same_column=False``).
 
         Args:
-            strategy, low_fidelity_columns, low_fidelity_model: as the attributes.
+            strategy, low_fidelity_columns, low_fidelity_model, stacked: as the attributes.
             low: ``[N, S]`` the training molecules' ``low`` (labels or the pretrained model's
                 predictions, per ``strategy``).
             high: ``[N, T]`` their high-fidelity labels.
         """
         correction = LinearCorrection.fit(low, high, same_column=False)
-        return cls(strategy, list(low_fidelity_columns), correction, low_fidelity_model)
+        return cls(strategy, list(low_fidelity_columns), correction, low_fidelity_model, stacked)

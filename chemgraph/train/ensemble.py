@@ -147,6 +147,10 @@ class Ensemble:
         low_fidelity_columns: the input columns every prediction needs (:meth:`predict`'s
             ``low_fidelity``): a transductive Δ-learning model's low-fidelity values; empty
             for the others.
+        stacked: the members whose transfer run also stacked them with a kernel ridge it did
+            not store (:attr:`chemgraph.train.delta.DeltaLearning.stacked`), so their
+            prediction is the run's plain row, not its stacked one
+            (:meth:`note_stacked_members`).
         featurizer: the checkpoints' featurizer, so what they read: a
             :class:`~chemgraph.featurize.FeaturizerPreset` (bond graphs) or a
             :class:`~chemgraph.featurize.RadiusGraphFeaturizer` (radius graphs: cutoff,
@@ -180,6 +184,11 @@ class Ensemble:
         self.targets: list[str] = list(first.target_columns)
         delta = self.modules[0].delta_learning
         self.low_fidelity_columns: list[str] = [] if delta is None else delta.input_columns
+        self.stacked: list[Path] = [
+            f
+            for f, m in zip(files, self.modules)
+            if m.delta_learning is not None and m.delta_learning.stacked
+        ]
         self.featurizer: FeaturizerPreset | RadiusGraphFeaturizer = get_model_spec(
             first.model
         ).featurizer(first.featurizer)
@@ -201,6 +210,20 @@ class Ensemble:
                 "max_similarity_to_train and in_domain are left empty",
                 ", ".join(self.missing_fingerprints),
             )
+
+    def note_stacked_members(self) -> None:
+        """Say in one line (a warning) that the :attr:`stacked` members give the network's
+        prediction, not the stacked one of their run's table; nothing without such a member.
+        :func:`chemgraph.jobs.predict.predict_table` calls it once the options are checked."""
+        if self.stacked:
+            one = len(self.stacked) == 1
+            log.warning(
+                "%s %s the unstacked network%s of a chemgraph transfer --stack-kernel-ridge "
+                "run: predict gives the network's Δ-learning prediction (the run's plain row), "
+                "not the stacked one (w x network + (1 - w) x a kernel ridge, runs.csv "
+                "stack_weight), whose kernel ridge the checkpoint does not hold",
+                ", ".join(str(f) for f in self.stacked), "is" if one else "are", "" if one else "s",
+            )  # fmt: skip
 
     def columns(self) -> list[str]:
         """The prediction columns: ``<target>_pred`` (and ``<target>_std`` for an ensemble)."""

@@ -59,6 +59,7 @@ def test_the_checkpoints_hold_the_correction_and_load_weights_only(run):
             assert np.shape(stored["weights"]) == (2, 2) and len(stored["intercept"]) == 2
             pretrained = stored["low_fidelity_model"]
             assert (pretrained is None) == (strategy == "transductive")
+            assert stored["stacked"] is False  # no --stack-kernel-ridge: predict notes nothing
     # the transductive correction is the least-squares fit of both low-fidelity labels of the
     # training molecules: on the test molecules it is the run's "linear_all" baseline
     delta = load_checkpoint(_checkpoints(run, "transductive")[0]).delta_learning
@@ -190,6 +191,9 @@ def test_delta_learning_round_trips_and_adds_low_times_w_plus_b():
     )
     again = DeltaLearning.from_dict(delta.to_dict(), build=None)
     assert again.input_columns == ["a", "b"] and again.to_dict() == delta.to_dict()
+    assert DeltaLearning.from_dict({**delta.to_dict(), "stacked": True}, build=None).stacked
+    older = {k: v for k, v in delta.to_dict().items() if k != "stacked"}  # before it was kept
+    assert DeltaLearning.from_dict(older, build=None).stacked is False
     with pytest.raises(ValueError, match="needs its pretrained low-fidelity model"):
         DeltaLearning("inductive", ["a"], LinearCorrection(np.ones((1, 1)), np.zeros(1)))
     with pytest.raises(ValueError, match=r"W must be \[1, T\]"):

@@ -11,8 +11,17 @@ import pandas as pd
 import pytest
 import yaml
 
+from chemgraph.cli.main import main
 from chemgraph.errors import ConfigError
-from chemgraph.jobs.transfer import MultiFidelityData, TransferConfig, run_transfer
+from chemgraph.jobs.transfer import (
+    KERNEL_RIDGE_ALONE,
+    MultiFidelityData,
+    TransferConfig,
+    format_table,
+    results_table,
+    run_transfer,
+)
+from chemgraph.train.checkpoint import load_checkpoint
 from chemgraph.train.delta import STACK_WEIGHTS, stack, stack_weights
 
 LABELS = Path(__file__).resolve().parents[1] / "fixtures" / "transfer" / "labels.csv"
@@ -60,13 +69,55 @@ def test_stack_weights_is_the_brute_force_minimiser_on_validation():
         stack_weights(np.full((3, 1), np.nan), np.zeros((3, 1)), np.zeros((3, 1)))
 
 
-def test_stacking_needs_delta_learning_and_smiles(tmp_path):
-    with pytest.raises(ConfigError, match="needs delta_learning"):
+def test_stacking_needs_delta_learning_a_transfer_strategy_and_smiles(tmp_path):
+    """Refused in the words of a configuration (the recipe's, a YAML file's); ``chemgraph
+    transfer`` names its flags instead (test_transfer_table.py)."""
+    with pytest.raises(ConfigError) as error:
         TransferConfig(stack_kernel_ridge=True)
+    assert str(error.value) == (
+        "stack_kernel_ridge blends two Δ-learning models: it needs delta_learning: true"
+    )
+    # high_fidelity_only has no correction to stack on: a silent no-op otherwise
+    with pytest.raises(ConfigError) as error:
+        TransferConfig(
+            stack_kernel_ridge=True, delta_learning=True, strategies=["high_fidelity_only"]
+        )
+    assert str(error.value) == (
+        "delta_learning and stack_kernel_ridge apply to the transfer strategies (inductive, "
+        "transductive) only, and strategies has none (high_fidelity_only): add one, or set "
+        "delta_learning: false and stack_kernel_ridge: false"
+    )
     data = MultiFidelityData([], np.zeros(0), np.zeros((0, 1)), np.zeros((0, 1)), ["t"])
     config = TransferConfig(stack_kernel_ridge=True, delta_learning=True, progress=False)
-    with pytest.raises(ValueError, match="needs the molecules' SMILES"):
+    with pytest.raises(ConfigError) as error:
+        run_transfer(data, {}, config, tmp_path / "out")
+    assert str(error.value) == (
+        "stack_kernel_ridge needs every molecule's SMILES (its kernel ridge reads their Morgan "
+        "fingerprints), and the molecules have none: give them, or set stack_kernel_ridge: false"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_log_names_the_strategies_stacking_applies_to(tmp_path, monkeypatch, caplog):
+    """With high_fidelity_only among the strategies, the log says which ones are stacked,
+    before any training (stopped here once the chains would start)."""
+    import chemgraph.jobs.transfer as transfer
+
+    class Started(Exception):
+        pass
+
+    def started(*args, **kwargs):
+        raise Started
+
+    monkeypatch.setattr(transfer, "_run_chains", started)
+    data = MultiFidelityData([], np.zeros(0), np.zeros((0, 1)), np.zeros((0, 1)), ["t"], smiles=[])
+    config = TransferConfig(stack_kernel_ridge=True, delta_learning=True, progress=False)
+    with caplog.at_level("INFO", logger="chemgraph.jobs.transfer"), pytest.raises(Started):
         run_transfer(data, {}, config, tmp_path)
+    assert caplog.messages == [
+        "delta_learning and stack_kernel_ridge: for inductive, transductive; not for "
+        "high_fidelity_only (no low-fidelity model to correct)"
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +137,7 @@ def test_the_stacked_rows_are_in_the_table_runs_and_margins(run):
     stacked = table[table.strategy.str.endswith("(stacked Δ)")]
     assert set(stacked["method"]) == {"ESA + kernel ridge"} and (stacked["seeds"] == 2).all()
     assert "Trans. + kernel ridge (stacked Δ)" in (run / "table.md").read_text()
+    assert table.loc[~table.strategy.str.endswith("(stacked Δ)"), "stack weight"].isna().all()
     runs = pd.read_csv(run / "runs.csv")
     assert len(runs) == 4 * 2 * 2  # (2 strategies + their stacked rows) x 2 seeds x 2 targets
     is_stacked = runs.strategy.isin(["inductive_stacked", "transductive_stacked"])
@@ -129,3 +181,73 @@ def test_the_stacked_prediction_blends_the_network_and_the_delta_kernel_ridge_ba
             )  # fmt: skip
             rmse = np.sqrt(np.mean((stacked[f"{target}_pred"] - stacked[target]) ** 2))
             assert runs.loc[("transductive_stacked", seed, target), "rmse"] == pytest.approx(rmse)
+
+
+def test_the_table_shows_the_weights_of_the_stacked_rows(run):
+    """table.md gives each stacked row's ``w`` of every seed (runs.csv's ``stack_weight``),
+    in words when it is 0 (the kernel ridge alone) or 1 (the network alone) for every seed."""
+    runs = pd.read_csv(run / "runs.csv")
+    table = pd.read_csv(run / "table.csv", dtype={"stack weight": str})
+    lines = (run / "table.md").read_text().splitlines()
+    assert lines[0].endswith("| seeds | stack weight |")
+    for stacked, label in [("inductive_stacked", "Ind."), ("transductive_stacked", "Trans.")]:
+        for target in TARGETS:
+            weights = runs[(runs.strategy == stacked) & (runs.target == target)]
+            weights = weights.sort_values("seed")["stack_weight"].tolist()
+            expected = (
+                KERNEL_RIDGE_ALONE if weights == [0.0, 0.0]
+                else "1 (network alone)" if weights == [1.0, 1.0]
+                else ", ".join(f"{w:g}" for w in weights)
+            )  # fmt: skip
+            row = table[(table.target == target)
+                        & (table.strategy == f"{label} + kernel ridge (stacked Δ)")]  # fmt: skip
+            assert row["stack weight"].tolist() == [expected]
+            assert any(
+                line.startswith(f"| {target} | {label} + kernel ridge (stacked Δ) |")
+                and line.endswith(f"| 2 | {expected} |")
+                for line in lines
+            )
+
+
+def test_a_stacking_kept_only_for_the_kernel_ridge_is_said_in_words():
+    runs = pd.DataFrame(
+        {
+            "strategy": ["transductive", "transductive_stacked"] * 2,
+            "seed": [0, 0, 1, 1],
+            "target": ["homo"] * 4,
+            "rmse": [0.12, 0.10, 0.14, 0.12],
+            "stack_weight": [np.nan, 0.0, np.nan, 0.0],
+        }
+    )
+    table = results_table(runs, "GW")
+    assert table["stack weight"].fillna("").tolist() == ["", KERNEL_RIDGE_ALONE]
+    assert format_table(table).splitlines()[-2:] == [
+        "",
+        "homo, Trans. + kernel ridge (stacked Δ): stacking chose the kernel ridge alone "
+        "(w = 0) for every seed, so this row is the Δ-learning kernel ridge without the network",
+    ]
+    runs.loc[3, "stack_weight"] = 0.3
+    assert results_table(runs, "GW")["stack weight"].tolist()[1] == "0, 0.3"
+    assert "stacking chose" not in format_table(results_table(runs, "GW"))
+    assert "stack weight" not in results_table(runs[runs.strategy == "transductive"], "GW")
+
+
+def test_predict_says_the_checkpoint_is_the_unstacked_network(run, tmp_path, capsys):
+    """The checkpoints of a stacked run hold the network alone: predict gives the plain
+    row's prediction and says in one line that it is not the stacked one."""
+    library = tmp_path / "new.csv"
+    pd.read_csv(LABELS)[["smiles", *LOW]].head(3).to_csv(library, index=False)
+    checkpoint = run / "checkpoints" / "transductive_seed0" / "best.ckpt"
+    assert load_checkpoint(checkpoint).delta_learning.stacked
+    status = main([
+        "predict", "--checkpoint", str(checkpoint), "--input", str(library),
+        "--output", str(tmp_path / "out.csv"),
+    ])  # fmt: skip
+    assert status == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "unstacked" in line]
+    assert notes == [
+        f"warning: {checkpoint} is the unstacked network of a chemgraph transfer "
+        "--stack-kernel-ridge run: predict gives the network's Δ-learning prediction (the "
+        "run's plain row), not the stacked one (w x network + (1 - w) x a kernel ridge, "
+        "runs.csv stack_weight), whose kernel ridge the checkpoint does not hold"
+    ]

@@ -241,7 +241,7 @@ def test_geometry_rows_are_checked_against_their_smiles_before_training(tmp_path
 def test_options_are_checked_before_any_work(tmp_path):
     with pytest.raises(ConfigError, match="1 low-fidelity columns but 2 high-fidelity"):
         TransferOptions(LABELS, "cheap_logp", "fine_logp,fine_mr", tmp_path)
-    with pytest.raises(ConfigError, match="reads 3D structures: give --geometry"):
+    with pytest.raises(ConfigError, match="reads 3D structures: give geometry"):
         TransferOptions(LABELS, "cheap_logp", "fine_logp", tmp_path, training={"model": "esa-3d"})
     options = TransferOptions(  # its checkpoints hold the correction (test_transfer_delta.py)
         LABELS, "cheap_logp", "fine_logp", tmp_path,
@@ -258,6 +258,95 @@ def test_cli_refuses_a_non_empty_out_folder(tmp_path, capsys):
     ])  # fmt: skip
     assert status == 2
     assert "--overwrite" in capsys.readouterr().err
+
+
+def _refused(out: Path, capsys, *arguments: str) -> str:
+    """The error line of a ``chemgraph transfer`` run that must be refused."""
+    status = main([
+        "transfer", "--data", str(LABELS), "--low-fidelity-columns", "cheap_logp",
+        "--high-fidelity-columns", "fine_logp", "--model", "gin", *arguments, "--out", str(out),
+    ])  # fmt: skip
+    assert status == 2
+    return capsys.readouterr().err.strip()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--stack-kernel-ridge"],
+         "--stack-kernel-ridge blends two Δ-learning models: it needs --delta-learning"),
+        (["--delta-learning", "--stack-kernel-ridge", "--strategies", "high_fidelity_only"],
+         "--delta-learning and --stack-kernel-ridge apply to the transfer strategies (inductive, "
+         "transductive) only, and --strategies has none (high_fidelity_only): add one, or leave "
+         "out --delta-learning and --stack-kernel-ridge"),
+        (["--stack-kernel-ridge", "--strategies", "high_fidelity_only"],
+         "--stack-kernel-ridge applies to the transfer strategies (inductive, transductive) "
+         "only, and --strategies has none (high_fidelity_only): add one, or leave out "
+         "--stack-kernel-ridge"),
+        (["--seeds", "0"], "--seeds must be at least 1, got 0"),
+        (["--split-fractions", "0.8,x,0.1"],
+         "--split-fractions takes train,val,test fractions (e.g. 0.8,0.1,0.1), got '0.8,x,0.1'"),
+        (["--split-fractions", "0.8,0.3,0.1"],
+         "--split-fractions must be 3 numbers > 0 summing to 1, got [0.8, 0.3, 0.1]"),
+        (["--geometry", "structures.sdf"],
+         "model 'gin' reads bond graphs of the SMILES; with --geometry choose a radius-graph "
+         "--model (esa-3d)"),
+    ],
+)  # fmt: skip
+def test_cli_refusals_name_the_flags_and_leave_no_out_folder(tmp_path, capsys, arguments, message):
+    out = tmp_path / "run"
+    assert _refused(out, capsys, *arguments) == f"chemgraph transfer: error: {message}"
+    assert not out.exists()
+
+
+def test_cli_refusals_name_the_config_keys_the_user_wrote(tmp_path, capsys):
+    """A setting of the --config file is named by its key, a flag by the flag."""
+    config = tmp_path / "settings.yaml"
+    training = {"delta_learning": True, "strategies": ["high_fidelity_only"]}
+    config.write_text(yaml.safe_dump({"training": training}))
+    out = tmp_path / "run"
+    assert _refused(out, capsys, "--config", str(config)) == (
+        "chemgraph transfer: error: delta_learning applies to the transfer strategies "
+        "(inductive, transductive) only, and strategies has none (high_fidelity_only): add "
+        "one, or set delta_learning: false"
+    )
+    assert _refused(out, capsys, "--config", str(config), "--stack-kernel-ridge") == (
+        "chemgraph transfer: error: delta_learning and --stack-kernel-ridge apply to the "
+        "transfer strategies (inductive, transductive) only, and strategies has none "
+        "(high_fidelity_only): add one, or leave out --stack-kernel-ridge and set "
+        "delta_learning: false"
+    )
+    assert not out.exists()
+
+
+def test_stacking_without_smiles_is_refused_before_featurizing(tmp_path, capsys):
+    """A table without SMILES (3D structures only): the kernel ridge has no fingerprints.
+    Refused before the structures are read (the file here holds none) and before --out is
+    touched: --overwrite removes nothing of the earlier run there."""
+    table = tmp_path / "labels.csv"
+    pd.read_csv(LABELS).drop(columns="smiles").to_csv(table, index=False)
+    structures = tmp_path / "structures.sdf"
+    structures.write_text("")
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "table.md").write_text("an earlier run's table")
+    status = main([
+        "transfer", "--data", str(table), "--geometry", str(structures), "--model", "esa-3d",
+        "--low-fidelity-columns", "cheap_logp", "--high-fidelity-columns", "fine_logp",
+        "--delta-learning", "--stack-kernel-ridge", "--out", str(out), "--overwrite",
+    ])  # fmt: skip
+    assert status == 2
+    assert capsys.readouterr().err.strip() == (
+        "chemgraph transfer: error: --stack-kernel-ridge needs every molecule's SMILES (its "
+        f"kernel ridge reads their Morgan fingerprints), and {table} has no SMILES column "
+        "'smiles' (--smiles-column): give them, or leave out --stack-kernel-ridge"
+    )
+    assert [p.name for p in out.iterdir()] == ["table.md"]
+    # a column that is not there: refused, and the earlier run's files stay too
+    assert _refused(out, capsys, "--low-fidelity-columns", "nosuch", "--overwrite").startswith(
+        f"chemgraph transfer: error: {LABELS}: no column ['nosuch']"
+    )
+    assert [p.name for p in out.iterdir()] == ["table.md"]
 
 
 def test_cli_prints_the_table_once_and_warns_of_a_small_test_set(tmp_path, capsys, caplog):
