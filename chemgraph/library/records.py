@@ -32,6 +32,7 @@ from chemgraph.chem import (
 )
 from chemgraph.chem.parse import (
     atoms_from_xyz_block,
+    check_complete_molecule,
     check_smiles_molecule,
     mol_from_atoms,
     mol_from_sdf_block,
@@ -253,6 +254,7 @@ def reason_kind(reason: str) -> str:
         ("not valid utf-8", "not UTF-8"),
         ("empty", "empty record"),
         ("query structure", "query structure"),
+        ("dummy atom", "dummy atom (not a complete molecule)"),
         ("smiles parse error", "SMILES syntax"),
         ("smiles holds whitespace", "SMILES with whitespace"),
         ("sdf parse error", "unreadable SDF record"),
@@ -272,13 +274,14 @@ def reason_kind(reason: str) -> str:
 
 def parse_record(record: Record) -> Chem.Mol:
     """The record's molecule (an SDF record's without its explicit hydrogens), or
-    :class:`MoleculeParseError` with the reason."""
+    :class:`MoleculeParseError` with the reason: the parser's, or a dummy atom (``*``: not a
+    complete molecule, :func:`chemgraph.chem.parse.check_complete_molecule`)."""
     if record.kind == "blank":
         raise MoleculeParseError(BLANK_RECORD)
     if record.error is not None:
         raise MoleculeParseError(record.error)
     if record.kind == "molblock":
-        return mol_from_sdf_block(record.text)
+        return check_complete_molecule(mol_from_sdf_block(record.text))
     if "\ufffd" in record.text:
         raise MoleculeParseError("input is not valid UTF-8", record.text)
     # mols_from_smiles([record.text]) without its per-call BlockLogs: featurize_shard blocks
@@ -287,11 +290,11 @@ def parse_record(record: Record) -> Chem.Mol:
     if len(text.split()) == 1:
         mol = Chem.MolFromSmiles(text)
         if mol is not None and mol.GetNumAtoms():
-            return check_smiles_molecule(mol, text)
+            return check_complete_molecule(check_smiles_molecule(mol, text), text)
     (result,) = mols_from_smiles([record.text])  # rejected: the reason, as mols_from_smiles says
     if isinstance(result, MoleculeParseError):
         raise result
-    return result
+    return check_complete_molecule(result, text)
 
 
 def sdf_3d_molecule(record: Record) -> Chem.Mol | None:
