@@ -19,11 +19,12 @@ examples:
   chemgraph featurize library.smi.gz --output lib/ --workers 4
   chemgraph fingerprint --checkpoint runs/esol --input lib/ --output emb.parquet --workers 2
 
-output columns: row, id, smiles (canonical), embedding (a fixed-size list of D float32: the
-model's readout; null when the record could not be featurized), error: one row per input
-record, in input order. In Python: frame = pandas.read_parquet(OUTPUT);
-numpy.stack(frame.embedding[frame.error.isna()]) is the float32 [N, D] matrix. Until it is
-complete the run keeps its state in OUTPUT.partial/ (--resume continues it).
+output columns: row, id, input (the record as given), smiles (canonical), embedding (a
+fixed-size list of D float32: the model's readout; null when the record could not be
+featurized), error: one row per input record, in input order. In Python: frame =
+pandas.read_parquet(OUTPUT); numpy.stack(frame.embedding[frame.error.isna()]) is the float32
+[N, D] matrix. Until it is complete the run keeps its state in OUTPUT.partial/ (--resume
+continues it).
 """
 
 

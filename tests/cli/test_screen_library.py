@@ -126,9 +126,10 @@ def test_train_an_ensemble_and_predict_with_its_folder(tmp_path, capsys):
     assert main(argv) == 0
     result = pd.read_csv(output)
     assert result.columns.tolist() == [
-        "row", "id", "smiles", "logp_pred", "logp_std", "max_similarity_to_train", "in_domain",
-        "error",
+        "row", "id", "input", "smiles", "logp_pred", "logp_std", "max_similarity_to_train",
+        "in_domain", "error",
     ]  # fmt: skip
+    assert result["input"].tolist() == SMILES
     assert result["smiles"].tolist() == [Chem.CanonSmiles(s) for s in SMILES]
     assert (result["logp_std"] > 0).all()
     # with two different random splits, the union of their training sets covers every molecule
