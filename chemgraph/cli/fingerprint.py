@@ -54,8 +54,9 @@ class FingerprintCommand(Command):
         add_library_options(parser, "embedding", "parquet file to write")
 
     def run(self, args: argparse.Namespace) -> int:
-        """Embed; an interrupt (Ctrl-C or SIGTERM) prints how to resume and returns 128 + the
-        signal number."""
+        """Embed and print a summary (none with ``--quiet``: warnings and errors only); an
+        interrupt (Ctrl-C or SIGTERM) prints how to resume and returns 128 + the signal
+        number."""
         from chemgraph.jobs.fingerprint import FingerprintOptions, fingerprint_table
 
         options = FingerprintOptions(
@@ -64,6 +65,8 @@ class FingerprintCommand(Command):
         summary = run_library_job("fingerprint", fingerprint_table, args, options)
         if isinstance(summary, int):  # interrupted
             return summary
+        if args.quiet:  # the rows' errors are in the output; warnings were logged
+            return 0
         failed = f"; {summary.failed:,} could not be featurized (see the error column)"
         print(
             f"embedded {summary.embedded:,} of {summary.records:,} records "

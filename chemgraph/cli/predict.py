@@ -98,8 +98,9 @@ class PredictCommand(Command):
         )
 
     def run(self, args: argparse.Namespace) -> int:
-        """Predict; an interrupt (Ctrl-C or SIGTERM) prints how to resume and returns 128 +
-        the signal number."""
+        """Predict and print a summary (none with ``--quiet``: warnings and errors only); an
+        interrupt (Ctrl-C or SIGTERM) prints how to resume and returns 128 + the signal
+        number."""
         from chemgraph.jobs.predict import PredictOptions, predict_table
 
         threshold = {}
@@ -117,6 +118,8 @@ class PredictCommand(Command):
         summary = run_library_job("predict", predict_table, args, options)
         if isinstance(summary, int):  # interrupted
             return summary
+        if args.quiet:  # the rows' errors are in the output; warnings were logged
+            return 0
         if summary.out_of_domain is not None:
             domain = f"{summary.out_of_domain:,} predicted outside the applicability domain"
         elif summary.predicted:

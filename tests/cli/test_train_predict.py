@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -276,6 +277,25 @@ def test_predict_keeps_every_records_input_and_rejects_dummy_atoms(tmp_path, cap
     assert errors[3].startswith("Explicit valence for atom # 0 N, 5")
     assert float(result["logp_pred"][0]) == pytest.approx(float(result["logp_pred"][4]), abs=1e-5)
     assert result["logp_pred"][1:4].tolist() == ["", "", ""]
+
+
+def test_predict_quiet_prints_only_warnings():
+    """--quiet: no summary on stdout; the warning that the checkpoint holds no training
+    fingerprints still reaches stderr."""
+    checkpoint = Path(__file__).parents[1] / "fixtures" / "checkpoints" / "esa.ckpt"
+    library = Path(__file__).parents[1] / "fixtures" / "predict" / "bad_records.csv"
+    with tempfile.TemporaryDirectory() as folder:
+        output = Path(folder) / "predicted.csv"
+        result = subprocess.run(
+            [sys.executable, "-m", "chemgraph", "predict", "--checkpoint", str(checkpoint),
+             "--input", str(library), "--output", str(output), "--quiet"],
+            capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == ""
+        assert result.stderr.startswith("warning: no training fingerprints in ")
+        assert result.stderr.count("\n") == 1
+        assert len(pd.read_csv(output)) == 5
 
 
 def test_two_devices_write_what_one_device_writes(tmp_path, table):

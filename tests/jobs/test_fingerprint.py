@@ -171,13 +171,16 @@ def test_the_command_prints_what_it_wrote_and_refuses_an_ensemble_in_one_line(
     from chemgraph.cli.main import main
 
     output = tmp_path / "emb.parquet"
-    command = ["fingerprint", "--checkpoint", str(ESA), "--input", str(library), "--quiet"]
+    command = ["fingerprint", "--checkpoint", str(ESA), "--input", str(library)]
     assert main([*command, "--output", str(output)]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "embedded 7 of 9 records (8 float32 each); 2 could not be featurized (see the error "
         "column)",
         f"embeddings written to {output}",
     ]
+    # --quiet: warnings and errors only
+    assert main([*command, "--output", str(output), "--overwrite", "--quiet"]) == 0
+    assert capsys.readouterr() == ("", "")
     ensemble = tmp_path / "ens"
     for member, checkpoint in enumerate([ESA, NSA]):
         (ensemble / f"model-{member}").mkdir(parents=True)
