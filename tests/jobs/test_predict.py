@@ -102,6 +102,26 @@ def test_every_record_keeps_its_row_in_input_order(library, tmp_path):
     assert not (tmp_path / "out.parquet.partial").exists()
 
 
+def test_a_folder_whose_feature_tables_lack_the_input_keeps_the_rejected_records_input(
+    library, tmp_path
+):
+    """A featurize folder written before feature tables held ``input``: its featurized records'
+    input is null (their canonical smiles is there); the rejected ones keep theirs."""
+    import pyarrow.parquet as pq
+
+    folder = _featurized(library, tmp_path, graphs="canonical")
+    for path in (folder / "features").glob("*.parquet"):
+        pq.write_table(pq.read_table(path).drop(["input"]), path)
+    _, result = _predict(ESA, folder, tmp_path / "out.parquet")
+    written = pq.read_table(tmp_path / "out.parquet")["input"].to_pylist()
+    for row, (smiles, _) in enumerate(LINES):
+        if row in ERRORS:
+            assert written[row] == (smiles or "")
+        else:
+            assert written[row] is None  # null
+            assert result["smiles"][row] == Chem.CanonSmiles(smiles)
+
+
 def test_tables_and_sdf_files_with_their_ids(tmp_path):
     table = tmp_path / "library.tsv"
     table.write_text("name\tstructure\nethanol\tCCO\nbad\tC1CC\n\t\nbenzene\tc1ccccc1\n")
