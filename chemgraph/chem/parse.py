@@ -21,6 +21,8 @@ Public API
   coordinates (ASE), or raise.
 - :func:`mol_from_atoms` — atoms with 3D coordinates to a sanitised molecule whose bonds RDKit
   determines from the geometry (``rdDetermineBonds``), or raise.
+- :func:`check_complete_molecule` — a record's molecule unless it holds a dummy atom (``*``,
+  :func:`dummy_atom_reason`): what ``featurize``, ``predict``, ``train`` and ``transfer`` accept.
 """
 
 from __future__ import annotations
@@ -46,8 +48,10 @@ __all__ = [
     "MoleculeParseError",
     "apply_fragment_policy",
     "atoms_from_xyz_block",
+    "check_complete_molecule",
     "check_fragment_policy",
     "check_smiles_molecule",
+    "dummy_atom_reason",
     "iter_sdf",
     "iter_sdf_blocks",
     "mol_from_atoms",
@@ -205,6 +209,41 @@ def check_smiles_molecule(mol: Chem.Mol, text: str) -> Chem.Mol:
         MoleculeParseError: ``mol`` holds a query bond.
     """
     if "~" in text and (reason := query_reason(mol)) is not None:
+        raise MoleculeParseError(reason, text)
+    return mol
+
+
+def dummy_atom_reason(mol: Chem.Mol) -> str | None:
+    """Why ``mol`` is not a complete molecule, or ``None`` when it is.
+
+    A dummy atom (atomic number 0: ``*``, ``[*:1]``, ``[1*]`` in SMILES; an ``R#`` or ``*``
+    atom of a molfile) marks an attachment point or an unspecified group: RDKit sanitises it,
+    but the record is a fragment of a molecule, whose properties a model trained on molecules
+    does not predict.
+    """
+    for atom in mol.GetAtoms():
+        if atom.GetAtomicNum() == 0:
+            return (
+                f"dummy atom '*' (attachment point) at atom {atom.GetIdx()}; not a complete "
+                "molecule: replace it with the atom or group it stands for"
+            )
+    return None
+
+
+def check_complete_molecule(mol: Chem.Mol, text: str | None = None) -> Chem.Mol:
+    """``mol`` unless it holds a dummy atom (:func:`dummy_atom_reason`): the check of a
+    library's or a training table's records (``chemgraph featurize``, ``predict``,
+    ``fingerprint``, ``qc``, ``train``, ``transfer``), which reaction parsing does not make.
+
+    Args:
+        mol: the record's molecule, as parsed (before standardisation or a fragment policy).
+        text: the SMILES ``mol`` was parsed from: one without ``*`` holds no dummy atom and is
+            not scanned (this runs on every record of a library); None (an SDF record): scanned.
+
+    Raises:
+        MoleculeParseError: ``mol`` holds a dummy atom.
+    """
+    if (text is None or "*" in text) and (reason := dummy_atom_reason(mol)) is not None:
         raise MoleculeParseError(reason, text)
     return mol
 

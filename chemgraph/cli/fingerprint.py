@@ -19,11 +19,12 @@ examples:
   chemgraph featurize library.smi.gz --output lib/ --workers 4
   chemgraph fingerprint --checkpoint runs/esol --input lib/ --output emb.parquet --workers 2
 
-output columns: row, id, smiles (canonical), embedding (a fixed-size list of D float32: the
-model's readout; null when the record could not be featurized), error: one row per input
-record, in input order. In Python: frame = pandas.read_parquet(OUTPUT);
-numpy.stack(frame.embedding[frame.error.isna()]) is the float32 [N, D] matrix. Until it is
-complete the run keeps its state in OUTPUT.partial/ (--resume continues it).
+output columns: row, id, input (the record as given), smiles (canonical), embedding (a
+fixed-size list of D float32: the model's readout; null when the record could not be
+featurized), error: one row per input record, in input order. In Python: frame =
+pandas.read_parquet(OUTPUT); numpy.stack(frame.embedding[frame.error.isna()]) is the float32
+[N, D] matrix. Until it is complete the run keeps its state in OUTPUT.partial/ (--resume
+continues it).
 """
 
 
@@ -53,8 +54,9 @@ class FingerprintCommand(Command):
         add_library_options(parser, "embedding", "parquet file to write")
 
     def run(self, args: argparse.Namespace) -> int:
-        """Embed; an interrupt (Ctrl-C or SIGTERM) prints how to resume and returns 128 + the
-        signal number."""
+        """Embed and print a summary (none with ``--quiet``: warnings and errors only); an
+        interrupt (Ctrl-C or SIGTERM) prints how to resume and returns 128 + the signal
+        number."""
         from chemgraph.jobs.fingerprint import FingerprintOptions, fingerprint_table
 
         options = FingerprintOptions(
@@ -63,6 +65,8 @@ class FingerprintCommand(Command):
         summary = run_library_job("fingerprint", fingerprint_table, args, options)
         if isinstance(summary, int):  # interrupted
             return summary
+        if args.quiet:  # the rows' errors are in the output; warnings were logged
+            return 0
         failed = f"; {summary.failed:,} could not be featurized (see the error column)"
         print(
             f"embedded {summary.embedded:,} of {summary.records:,} records "

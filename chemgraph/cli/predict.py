@@ -26,11 +26,13 @@ examples:
       --checkpoint runs/gap_3d/checkpoints/inductive_seed1_gw_gap \\
       --input structures.sdf --output gap.csv
 
-output columns: row, id, smiles (canonical), <target>_pred (and <target>_std for an ensemble: the
-members' sample standard deviation, ddof=1),
-max_similarity_to_train, in_domain, error: one row per input record, in input order; records
-that could not be featurized (or lack a low-fidelity value that a transductive delta-learning
-checkpoint of chemgraph transfer reads from the input) keep their row with the reason in error.
+output columns: row, id, input (the record as given: its SMILES as written, an SDF record's title
+line), smiles (canonical), <target>_pred (and <target>_std for an ensemble: the members' sample
+standard deviation, ddof=1), max_similarity_to_train, in_domain, error: one row per input
+record, in input order; records that could not be featurized (invalid SMILES, a dummy atom '*',
+...; smiles is then empty) or lack a low-fidelity value that a transductive delta-learning
+checkpoint of chemgraph transfer reads from the input keep their row and their input, with the
+reason in error.
 Until it is complete the run keeps its state in OUTPUT.partial/ (--resume continues it).
 
 3D checkpoints (esa-3d, from chemgraph transfer --geometry) read 3D structures, one per record:
@@ -96,8 +98,9 @@ class PredictCommand(Command):
         )
 
     def run(self, args: argparse.Namespace) -> int:
-        """Predict; an interrupt (Ctrl-C or SIGTERM) prints how to resume and returns 128 +
-        the signal number."""
+        """Predict and print a summary (none with ``--quiet``: warnings and errors only); an
+        interrupt (Ctrl-C or SIGTERM) prints how to resume and returns 128 + the signal
+        number."""
         from chemgraph.jobs.predict import PredictOptions, predict_table
 
         threshold = {}
@@ -115,6 +118,8 @@ class PredictCommand(Command):
         summary = run_library_job("predict", predict_table, args, options)
         if isinstance(summary, int):  # interrupted
             return summary
+        if args.quiet:  # the rows' errors are in the output; warnings were logged
+            return 0
         if summary.out_of_domain is not None:
             domain = f"{summary.out_of_domain:,} predicted outside the applicability domain"
         elif summary.predicted:

@@ -32,7 +32,13 @@ class ReactCommand(Command):
         "--input reads one reaction SMILES a line (text after the first whitespace ignored),\n"
         "or a .csv/.tsv with a reaction, reactions or rxn_smiles column (USPTO-50K files too),\n"
         "plain or gzipped; --output gets one row per reaction, in input order. Reactions that\n"
-        "hold products are scored (top-1/2/3/5 accuracy over those reactions)."
+        "hold products are scored (top-1/2/3/5 accuracy over those reactions).\n\n"
+        "Exit status: 0 when a product is predicted; 2 (a user error, one line on stderr) when\n"
+        "the reaction given on the command line gets no valid product or cannot be read. With\n"
+        '--input, a reaction without a prediction is reported in its row ("not predicted:\n'
+        '<reason>" or "no valid product graph was decoded"), in --output\'s error column\n'
+        "and in the summary's counts, and the status stays 0 unless no reaction of the file\n"
+        "gets a prediction (then 2)."
     )
     epilog = (
         "examples:\n"
@@ -99,8 +105,15 @@ class ReactCommand(Command):
         )
 
     def run(self, args: argparse.Namespace) -> int:
+        """Predict and print the products.
+
+        Raises:
+            chemgraph.errors.ChemgraphError: the reaction given gets no valid product, or no
+                reaction of ``--input`` gets one (each one's reason is in ``--output``): exit
+                status 2, as for other user errors.
+        """
         from chemgraph.chem.reaction_edits import BOND_CLASSES
-        from chemgraph.errors import ConfigError
+        from chemgraph.errors import ChemgraphError, ConfigError
         from chemgraph.jobs.react import INPUT_FORMAT, ReactOptions, react, react_file
         from chemgraph.reactions.predictions import NO_PRODUCT, format_top_k_metrics
 
@@ -123,7 +136,11 @@ class ReactCommand(Command):
         if args.input is None:
             prediction = react(args.reaction, options)
             if not prediction.smiles:
-                print(NO_PRODUCT)
+                raise ChemgraphError(
+                    f"no product predicted for {args.reaction!r}: {NO_PRODUCT}; check that the "
+                    "reaction SMILES holds every reactant ('reactants>reagents>') and that they "
+                    "can react as written"
+                )
             edits = getattr(prediction, "edits", None)  # the reaction-centre model's
             for rank, (smiles, score) in enumerate(zip(prediction.smiles, prediction.scores), 1):
                 centre = ""
@@ -161,6 +178,12 @@ class ReactCommand(Command):
                 "(those read with a known product):"
             )
             print(format_top_k_metrics(metrics))
+        if predicted == 0:
+            raise ChemgraphError(
+                f"none of the {len(table)} reactions of {args.input} got a prediction "
+                f"({searched} without a valid product, {len(table) - searched} not read or "
+                f"encoded; {args.output} gives each one's reason in its error column)"
+            )
         return 0
 
 

@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 
 from chemgraph._dgl import dgl
 from chemgraph.chem import MoleculeParseError, MoleculePreparation, mol_from_smiles
+from chemgraph.chem.parse import check_complete_molecule
 from chemgraph.data.labels import MISSING_LABEL_TOKENS, parse_label
 from chemgraph.data.readers import REJECTED_COLUMNS
 from chemgraph.featurize import FeaturizerPreset
@@ -226,9 +227,11 @@ def featurize_table(
     A row is rejected (checked in this order, one reason per row) when its SMILES is empty,
     a target cell is not a number (cells in :data:`MISSING_LABEL_TOKENS`, e.g. ``""``,
     ``"nan"``, count as missing, not as errors), ``require_labels`` is set and all of its
-    targets are missing, RDKit cannot parse the SMILES (reason = RDKit's message), its
-    preparation fails (e.g. standardisation), the molecule has no atoms, or graph building
-    fails. Partially missing labels are kept as NaN.
+    targets are missing, RDKit cannot parse the SMILES (reason = RDKit's message), it holds a
+    dummy atom ``*`` (not a complete molecule, as ``chemgraph featurize`` and ``predict`` reject
+    it: :func:`chemgraph.chem.parse.check_complete_molecule`), its preparation fails (e.g.
+    standardisation), the molecule has no atoms, or graph building fails. Partially missing
+    labels are kept as NaN.
 
     Args:
         df: the table (e.g. from :func:`read_table`).
@@ -279,7 +282,7 @@ def featurize_table(
         )
         if reason is None:
             try:
-                mol = prepare(mol_from_smiles(smiles))
+                mol = prepare(check_complete_molecule(mol_from_smiles(smiles), smiles))
             except MoleculeParseError as error:
                 reason = error.reason or str(error)
             else:

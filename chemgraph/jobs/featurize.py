@@ -9,7 +9,8 @@ Output folder::
 
     manifest.json                 input sha256, options, chemgraph version, counts, status
     graphs/shard-NNNNN.bin        the shard's graphs, compact (chemgraph.graphs.load_shard)
-    features/shard-NNNNN.parquet  id, row, canonical SMILES, fingerprints, named descriptors,
+    features/shard-NNNNN.parquet  id, row, input (the record as given), canonical SMILES,
+                                  fingerprints, named descriptors,
                                   label columns (float64; ``chemgraph train --data FOLDER``)
     rejected.csv                  row, id, input, reason (every record that was not featurized)
     parts/shard-NNNNN.json        per-shard counts; written last, it marks the shard complete

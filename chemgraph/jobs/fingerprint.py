@@ -15,6 +15,8 @@ Output, a parquet file with one row per input record, in input order, bad record
 
     row        int64                        0-based record of the input
     id         string                       the record's id (id column, .smi name, SDF title)
+    input      string                       the record as given (its SMILES as written, an SDF
+                                            title line), kept for every record (as predict's)
     smiles     string                       canonical SMILES; "" when not featurized
     embedding  fixed_size_list<float32>[D]  the readout; null when not featurized
     error      string                       null when embedded, else why not featurized
@@ -155,7 +157,7 @@ def fingerprint_table(
     width = embedding_width(model.modules[0])
     run.start(model, {"command": "fingerprint"})
     schema = pa.schema(
-        [("row", pa.int64()), ("id", pa.string()), ("smiles", pa.string()),
+        [("row", pa.int64()), ("id", pa.string()), ("input", pa.string()), ("smiles", pa.string()),
          ("embedding", pa.list_(pa.float32(), width)), ("error", pa.string())]
     )  # fmt: skip
     run.score(_ShardEmbeddings(run, model, schema, options.batch_size), "embed")

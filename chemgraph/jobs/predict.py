@@ -27,6 +27,11 @@ Output: one row per input record, in input order, bad records included::
 
     row                      int64    0-based record of the input (as the readers count)
     id                       string   the record's id (id column, .smi name, SDF title, or row)
+    input                    string   the record as given: its SMILES as written (kept for
+                                      every record, those with an error too), an SDF record's
+                                      title line, an XYZ frame's comment line ("" for a blank
+                                      record; null for a featurized record of a featurize
+                                      folder written before chemgraph kept it)
     smiles                   string   canonical SMILES (RDKit); "" when not featurized (or, for
                                       a 3D structure, when RDKit cannot determine its bonds)
     <target>_pred            float32  target units (regression) or probability of class 1
@@ -299,7 +304,8 @@ def predict_table(
 
 
 def _schema(models: Ensemble) -> pa.Schema:
-    fields = [("row", pa.int64()), ("id", pa.string()), ("smiles", pa.string())]
+    fields = [("row", pa.int64()), ("id", pa.string()), ("input", pa.string())]
+    fields += [("smiles", pa.string())]
     fields += [(name, pa.float32()) for name in models.columns()]
     fields += [("max_similarity_to_train", pa.float32()), ("in_domain", pa.bool_())]
     return pa.schema(fields + [("error", pa.string())])

@@ -42,7 +42,7 @@ import sys
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from pathlib import Path
@@ -1802,33 +1802,24 @@ def _table_graphs(
 ) -> tuple[list, dict[int, str]]:
     """One graph per row (None where rejected) and the rejected rows' reasons: bond graphs of
     the SMILES, or radius graphs of the ``geometry`` file's structures (row ``i`` = structure
-    ``i``). With a geometry file and a SMILES column, a row whose SMILES RDKit rejects is
-    rejected too (the fingerprint baselines read it), and so is a row whose structure's
-    elements (hydrogens included) differ from its SMILES's: a file out of row order is caught
-    here; a row without SMILES (``None``) skips both checks. Without
+    ``i``). A row whose SMILES RDKit rejects or holds a dummy atom ``*`` (not a complete
+    molecule) is rejected, with a geometry file too (the fingerprint baselines read it), and so
+    is a row whose structure's elements (hydrogens included) differ from its SMILES's: a file
+    out of row order is caught here; a row without SMILES (``None``) skips both checks. Without
     ``featurizer.atomic_numbers`` in ``options.training``, it sets them to the structures'
     elements (so the checkpoints and ``transfer.yaml`` record them)."""
     from rdkit import Chem
 
-    from chemgraph.chem import MoleculeParseError, mols_from_smiles
     from chemgraph.graphs import atoms_to_radius_graph, mol_to_graph
 
     featurizer = options.training.graph_featurizer
     reasons: dict[int, str] = {}
     if options.geometry is None:
-        graphs = []
-        for row, mol in enumerate(mols_from_smiles([text or "" for text in smiles])):
-            if isinstance(mol, MoleculeParseError):
-                reasons[row] = str(mol)
-                graphs.append(None)
-            else:
-                graphs.append(mol_to_graph(mol, featurizer))
+        mols = _table_mols(smiles, range(len(smiles)), reasons)
+        graphs = [None if mol is None else mol_to_graph(mol, featurizer) for mol in mols.values()]
         return graphs, reasons
     given = [row for row, text in enumerate(smiles or []) if text is not None]
-    mols = dict(zip(given, mols_from_smiles([smiles[row] for row in given]), strict=True))
-    for row, mol in mols.items():
-        if isinstance(mol, MoleculeParseError):
-            reasons[row] = str(mol)
+    mols = {row: mol for row, mol in _table_mols(smiles, given, reasons).items() if mol is not None}
     structures = read_structures(options.geometry)
     if len(structures) != len(table):
         raise ValueError(
@@ -1870,6 +1861,28 @@ def _table_graphs(
             None if row in reasons else atoms_to_radius_graph(*structure, featurizer, False)
         )
     return graphs, reasons
+
+
+def _table_mols(smiles: list[str], rows: Sequence[int], reasons: dict[int, str]) -> dict:
+    """``{row: molecule}`` of the SMILES of ``rows``, None for a row rejected (RDKit's reason,
+    or a dummy atom ``*``, as ``chemgraph train`` and ``featurize`` reject it), whose reason is
+    added to ``reasons``."""
+    from chemgraph.chem import MoleculeParseError, mols_from_smiles
+    from chemgraph.chem.parse import check_complete_molecule
+
+    texts = [smiles[row] or "" for row in rows]
+    mols = {}
+    for row, text, mol in zip(rows, texts, mols_from_smiles(texts), strict=True):
+        if not isinstance(mol, MoleculeParseError):
+            try:
+                mol = check_complete_molecule(mol, text)
+            except MoleculeParseError as error:
+                mol = error
+        if isinstance(mol, MoleculeParseError):
+            reasons[row] = str(mol)
+            mol = None
+        mols[row] = mol
+    return mols
 
 
 def _formula(numbers) -> str:

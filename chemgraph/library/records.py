@@ -32,6 +32,7 @@ from chemgraph.chem import (
 )
 from chemgraph.chem.parse import (
     atoms_from_xyz_block,
+    check_complete_molecule,
     check_smiles_molecule,
     mol_from_atoms,
     mol_from_sdf_block,
@@ -59,6 +60,7 @@ __all__ = [
     "process_records",
     "reason_kind",
     "record_structure",
+    "record_input",
     "rejected_row",
     "sdf_3d_molecule",
 ]
@@ -160,7 +162,8 @@ class FeaturizeOptions:
             and self.descriptors is None
         ):
             raise ValueError("nothing to compute: choose --graphs, --fingerprint or --descriptors")
-        taken = {"id", "row", "smiles", *(parse_fingerprint(s).name for s in self.fingerprints)}
+        taken = {"id", "row", "input", "smiles"}
+        taken.update(parse_fingerprint(s).name for s in self.fingerprints)
         if self.descriptors is not None:
             taken.update(parse_descriptors(self.descriptors).column_names)
         clashes = sorted(taken.intersection(self.label_columns))
@@ -170,7 +173,7 @@ class FeaturizeOptions:
             or any(not name for name in self.label_columns)
         ):
             raise ValueError(
-                f"label columns must be distinct names, none of id, row, smiles or a "
+                f"label columns must be distinct names, none of id, row, input, smiles or a "
                 f"fingerprint or descriptor column; got {list(self.label_columns)}"
             )
 
@@ -253,6 +256,7 @@ def reason_kind(reason: str) -> str:
         ("not valid utf-8", "not UTF-8"),
         ("empty", "empty record"),
         ("query structure", "query structure"),
+        ("dummy atom", "dummy atom (not a complete molecule)"),
         ("smiles parse error", "SMILES syntax"),
         ("smiles holds whitespace", "SMILES with whitespace"),
         ("sdf parse error", "unreadable SDF record"),
@@ -272,13 +276,14 @@ def reason_kind(reason: str) -> str:
 
 def parse_record(record: Record) -> Chem.Mol:
     """The record's molecule (an SDF record's without its explicit hydrogens), or
-    :class:`MoleculeParseError` with the reason."""
+    :class:`MoleculeParseError` with the reason: the parser's, or a dummy atom (``*``: not a
+    complete molecule, :func:`chemgraph.chem.parse.check_complete_molecule`)."""
     if record.kind == "blank":
         raise MoleculeParseError(BLANK_RECORD)
     if record.error is not None:
         raise MoleculeParseError(record.error)
     if record.kind == "molblock":
-        return mol_from_sdf_block(record.text)
+        return check_complete_molecule(mol_from_sdf_block(record.text))
     if "\ufffd" in record.text:
         raise MoleculeParseError("input is not valid UTF-8", record.text)
     # mols_from_smiles([record.text]) without its per-call BlockLogs: featurize_shard blocks
@@ -287,11 +292,11 @@ def parse_record(record: Record) -> Chem.Mol:
     if len(text.split()) == 1:
         mol = Chem.MolFromSmiles(text)
         if mol is not None and mol.GetNumAtoms():
-            return check_smiles_molecule(mol, text)
+            return check_complete_molecule(check_smiles_molecule(mol, text), text)
     (result,) = mols_from_smiles([record.text])  # rejected: the reason, as mols_from_smiles says
     if isinstance(result, MoleculeParseError):
         raise result
-    return result
+    return check_complete_molecule(result, text)
 
 
 def sdf_3d_molecule(record: Record) -> Chem.Mol | None:
@@ -498,18 +503,24 @@ def _featurize_structure(
     return Featurized(None, smiles, values, None, [], structure)
 
 
-def rejected_row(record: Record, reason: str) -> tuple[int, str, str, str]:
-    """A rejected record's row of ``rejected.csv``
-    (:data:`chemgraph.data.readers.REJECTED_COLUMNS`: ``row, id, input, reason``); the input is
-    the record's text as read (``""`` for a blank record), an SDF record's title line, an XYZ
-    frame's comment line."""
+def record_input(record: Record) -> str:
+    """What a row shows of the record as the user gave it (the ``input`` of ``rejected.csv``
+    and of a feature table): its text as read (a SMILES; ``""`` for a blank record), an SDF
+    record's title line, an XYZ frame's comment line."""
     text = record.text
     if record.kind == "molblock":
-        text = text.split("\n", 1)[0].strip()
-    elif record.kind == "xyz":
+        return text.split("\n", 1)[0].strip()
+    if record.kind == "xyz":
         lines = text.split("\n")
-        text = (lines[1] if len(lines) > 1 else lines[0]).strip()
-    return (record.row, record.id, text, reason)
+        return (lines[1] if len(lines) > 1 else lines[0]).strip()
+    return text
+
+
+def rejected_row(record: Record, reason: str) -> tuple[int, str, str, str]:
+    """A rejected record's row of ``rejected.csv``
+    (:data:`chemgraph.data.readers.REJECTED_COLUMNS`: ``row, id, input, reason``; the input:
+    :func:`record_input`)."""
+    return (record.row, record.id, record_input(record), reason)
 
 
 def process_records(
@@ -565,13 +576,15 @@ def process_records(
 def features_table(
     records: list[Record], results: list[Featurized], options: FeaturizeOptions
 ) -> pa.Table:
-    """The shard's feature table, its columns built from their buffers (:func:`_numbers`,
-    :func:`_strings`): ``pa.array`` imports pandas (start-up CPU time in every worker:
-    ``benchmarks/README.md``, "The whole command beside the in-memory featurizer") to check
-    whether its argument is a pandas object."""
+    """The shard's feature table: ``id``, ``row``, ``input`` (:func:`record_input`), ``smiles``
+    (canonical), the fingerprints, descriptors and labels; its columns built from their buffers
+    (:func:`_numbers`, :func:`_strings`): ``pa.array`` imports pandas (start-up CPU time in
+    every worker: ``benchmarks/README.md``, "The whole command beside the in-memory
+    featurizer") to check whether its argument is a pandas object."""
     columns: dict[str, pa.Array] = {
         "id": _strings([r.id for r in records]),
         "row": _numbers(np.array([r.row for r in records], dtype=np.int64)),
+        "input": _strings([record_input(r) for r in records]),
         "smiles": _strings([r.smiles for r in results]),
     }
     for k, spec in enumerate(options.fingerprints):

@@ -397,7 +397,10 @@ def shard_table(
     feature_columns: Sequence[str] = (),
 ) -> pd.DataFrame:
     """One row per record of a shard of a ``chemgraph featurize`` folder, in input order:
-    ``row``, ``id``, ``smiles``, the columns ``compute`` gives for the featurized records (empty
+    ``row``, ``id``, ``input`` (the record as the user gave it,
+    :func:`chemgraph.library.records.record_input`: a SMILES as written, an SDF record's title
+    line; null for a featurized record of a folder written before feature tables held it),
+    ``smiles`` (canonical), the columns ``compute`` gives for the featurized records (empty
     for the others: NaN, null) and ``error`` (null, or why the record was not featurized, from
     the shard's rejected records; ``smiles`` is then ``""``). The rows of every job that scores
     shards (:func:`chemgraph.jobs.predict.predict_table`,
@@ -420,8 +423,8 @@ def shard_table(
     graphs, rows = load_shard_batch(folder / "graphs" / f"{name}.bin")
     path = folder / "features" / f"{name}.parquet"
     present = pq.read_schema(path).names
-    columns = ["row", "id", "smiles", *(c for c in feature_columns if c in present)]
-    features = pq.read_table(path, columns=columns)
+    columns = ["row", "id", "input", "smiles", *(c for c in feature_columns if c in present)]
+    features = pq.read_table(path, columns=[c for c in columns if c in present])
     if features["row"].to_pylist() != rows.tolist():
         raise ValueError(f"{folder}: graphs and features of {name} differ; featurize it again")
     computed = compute(graphs, features)
@@ -429,6 +432,7 @@ def shard_table(
         {
             "row": rows.numpy(),
             "id": features["id"].to_pylist(),
+            "input": features["input"].to_pylist() if "input" in present else None,
             "smiles": features["smiles"].to_pylist(),
             **computed,
         }
@@ -436,9 +440,8 @@ def shard_table(
     if "error" not in computed:
         featurized["error"] = None
     with open(folder / "parts" / f"{name}.csv", encoding="utf-8", newline="") as handle:
-        rejected = [
-            (int(row), identifier, reason) for row, identifier, _, reason in csv.reader(handle)
-        ]
-    failed = pd.DataFrame(rejected, columns=["row", "id", "error"]).assign(smiles="")
+        rejected = [(int(row), identifier, text, reason)
+                    for row, identifier, text, reason in csv.reader(handle)]  # fmt: skip
+    failed = pd.DataFrame(rejected, columns=["row", "id", "input", "error"]).assign(smiles="")
     table = pd.concat([featurized, failed], ignore_index=True) if len(failed) else featurized
     return table.sort_values("row", kind="stable", ignore_index=True)

@@ -1,5 +1,6 @@
-"""Query structures are rejected on every input route; CXSMILES are read as RDKit reads them,
-enhanced stereo is not featurized as absolute, and the .smi and table routes agree."""
+"""Query structures, and records with a dummy atom, are rejected on every input route; CXSMILES
+are read as RDKit reads them, enhanced stereo is not featurized as absolute, and the .smi and
+table routes agree."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ import pytest
 from rdkit import Chem
 
 from chemgraph.chem import MoleculeParseError, mol_from_smiles, mols_from_smiles
-from chemgraph.chem.parse import mol_from_sdf_block
+from chemgraph.chem.parse import check_complete_molecule, dummy_atom_reason, mol_from_sdf_block
 from chemgraph.chem.reactions import ReactionParseError, parse_reaction_smiles
 from chemgraph.data import featurize_table
 from chemgraph.featurize import get_preset
 from chemgraph.jobs.featurize import FeaturizeOptions, featurize_library
+from chemgraph.jobs.transfer import TransferOptions, _table_graphs
 from chemgraph.train.ensemble import checkpoint_files
 
 MOLBLOCK = """
@@ -65,6 +67,60 @@ def test_a_tilde_bond_in_smiles_is_rejected_on_every_route(tmp_path):
     # reaction input
     with pytest.raises(ReactionParseError, match=reason):
         parse_reaction_smiles("CC~O.CC>>CCOC", split_reagents=False)
+
+
+DUMMY = (
+    "dummy atom '*' (attachment point) at atom {}; not a complete molecule: replace it with the "
+    "atom or group it stands for"
+)
+
+
+@pytest.mark.parametrize(
+    "smiles,atom", [("*C", 0), ("[*:1]CC", 0), ("[1*]C", 0), ("c1ccccc1*", 6), ("CCO.[*]", 3)]
+)
+def test_a_dummy_atom_is_not_a_complete_molecule(smiles, atom):
+    mol = mol_from_smiles(smiles)  # RDKit sanitises it
+    assert dummy_atom_reason(mol) == DUMMY.format(atom)
+    with pytest.raises(MoleculeParseError) as raised:
+        check_complete_molecule(mol, smiles)
+    assert raised.value.reason == DUMMY.format(atom) and raised.value.record == smiles
+    ethanol = mol_from_smiles("CCO")
+    assert dummy_atom_reason(ethanol) is None
+    assert check_complete_molecule(ethanol, "CCO") is ethanol
+    assert check_complete_molecule(ethanol) is ethanol  # no text: scanned, none found
+
+
+def test_a_dummy_atom_is_rejected_on_every_record_route(tmp_path):
+    """featurize and predict (.smi, .csv, .sdf), train (a table) and transfer give the same
+    reason; reactions, whose parser does not make the check, are left as they were."""
+    reason = DUMMY.format(0)
+    table = pd.DataFrame({"smiles": ["CCO", "*C"], "y": [1.0, 2.0]})
+    dataset, rejected = featurize_table(table, "smiles", ["y"], get_preset("canonical"),
+                                        progress=False)  # fmt: skip
+    assert dataset.smiles == ["CCO"]
+    assert rejected[["row", "input", "reason"]].values.tolist() == [[1, "*C", reason]]
+    # transfer's bond graphs of a table
+    options = TransferOptions(data="x.csv", low_fidelity_columns=["a"],
+                              high_fidelity_columns=["b"], out=str(tmp_path / "t"),
+                              training={"model": "esa"})  # fmt: skip
+    graphs, reasons = _table_graphs(options, table, ["CCO", "*C"])
+    assert graphs[0] is not None and graphs[1] is None
+    assert reasons == {1: f"cannot parse '*C': {reason}"}
+    # a molfile's R# atom (R and * atoms are query atoms, rejected as query structures)
+    molfile = Chem.MolToMolBlock(Chem.MolFromSmiles("*CC")).replace(" R   ", " R#  ")
+    (tmp_path / "lib.smi").write_text("CCO a\n*C b\n")
+    (tmp_path / "lib.csv").write_text("smiles\nCCO\n*C\n")
+    (tmp_path / "lib.sdf").write_text(MOLBLOCK.format(bond=1) + molfile + "$$$$\n")
+    for name in ("lib.smi", "lib.csv", "lib.sdf"):
+        out = tmp_path / f"out-{name}"
+        featurize_library(tmp_path / name, out, FeaturizeOptions(fingerprints=("maccs",)),
+                          progress=False)  # fmt: skip
+        rejected = pd.read_csv(out / "rejected.csv")
+        assert rejected[["row", "reason"]].values.tolist() == [[1, reason]], name
+        counts = json.loads((out / "manifest.json").read_text())["counts"]
+        assert counts["rejected_by_reason"] == {"dummy atom (not a complete molecule)": 1}, name
+    reaction = parse_reaction_smiles("*C(=O)Cl.OCC>>*C(=O)OCC", split_reagents=False)
+    assert reaction.reactants == ("*C(=O)Cl", "CCO")
 
 
 def test_a_smiles_line_keeps_its_cxsmiles_block_and_its_name():

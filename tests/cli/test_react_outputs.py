@@ -41,10 +41,27 @@ def test_one_reaction_prints_ranked_products_with_scores(capsys):
     assert lines[0].split("\t")[1] == "CCOC(C)=O"  # what the fixture learned
 
 
-def test_one_reaction_without_a_valid_product_says_so(capsys, untrained_checkpoint):
-    assert _react(ESTER_INPUT, "--checkpoint", untrained_checkpoint) == 0
-    assert capsys.readouterr().out.splitlines() == [NO_PRODUCT]
+def test_one_reaction_without_a_valid_product_says_so_and_exits_2(capsys, untrained_checkpoint):
+    assert _react(ESTER_INPUT, "--checkpoint", untrained_checkpoint) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"chemgraph react: error: no product predicted for '{ESTER_INPUT}': no valid product "
+        "graph was decoded; check that the reaction SMILES holds every reactant "
+        "('reactants>reagents>') and that they can react as written\n"
+    )
     assert NO_PRODUCT == "no valid product graph was decoded"
+
+
+def test_a_salt_without_a_reaction_is_not_predicted_by_the_shipped_model(capsys):
+    """A newcomer's case: the default decoder finds no valid product for [Na+].[Cl-]>>; the
+    command says so and exits 2, where it printed the message and exited 0."""
+    assert main(["react", "[Na+].[Cl-]>>"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(
+        f"chemgraph react: error: no product predicted for '[Na+].[Cl-]>>': {NO_PRODUCT};"
+    )
 
 
 def test_input_file_prints_each_reaction_then_the_summary(tmp_path, capsys):
@@ -92,9 +109,16 @@ def test_input_file_without_valid_products_says_so_per_reaction(
         _react(
             "--input", str(inputs), "--checkpoint", untrained_checkpoint, "--output", str(output)
         )
-        == 0
+        == 2
     )
-    assert capsys.readouterr().out.splitlines() == [
+    captured = capsys.readouterr()
+    # none of the file's reactions got a prediction: reported per row, then a user error
+    assert captured.err == (
+        f"chemgraph react: error: none of the 3 reactions of {inputs} got a prediction (3 "
+        f"without a valid product, 0 not read or encoded; {output} gives each one's reason in "
+        "its error column)\n"
+    )
+    assert captured.out.splitlines() == [
         "row 0: CC(=O)Cl.OCC>c1ccncc1>",
         f"  {NO_PRODUCT}",
         "row 1: CO.[Na+]>>",
@@ -123,7 +147,7 @@ def test_show_limits_the_printed_reactions(tmp_path, capsys, untrained_checkpoin
     inputs.write_text("CCO>>CC=O\n" * 5)
     output = tmp_path / "predictions.csv"
     argv = ["--input", str(inputs), "--checkpoint", untrained_checkpoint, "--output", str(output)]
-    assert _react(*argv, "--show", "2") == 0
+    assert _react(*argv, "--show", "2") == 2  # no reaction got a prediction
     lines = capsys.readouterr().out.splitlines()
     assert lines[:5] == [
         "row 0: CCO>>CC=O",
@@ -136,7 +160,7 @@ def test_show_limits_the_printed_reactions(tmp_path, capsys, untrained_checkpoin
     # every reaction has products: top-k accuracy follows
     assert lines[6] == ("top-k accuracy over 5 of 5 reactions (those read with a known product):")
     assert "top-1" in lines[7]
-    assert _react(*argv, "--show", "0", "--overwrite") == 0
+    assert _react(*argv, "--show", "0", "--overwrite") == 2
     assert capsys.readouterr().out.splitlines()[0].startswith("5 reactions read")
     assert _react(*argv, "--show", "-1") == 2
     assert "--show must be at least 0, got -1" in capsys.readouterr().err

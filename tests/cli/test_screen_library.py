@@ -53,11 +53,16 @@ def test_featurize_a_library_then_score_its_shards_with_top(tmp_path, capsys):
     assert "exists; choose a new --output, or pass --overwrite" in capsys.readouterr().err
     # asking for more than were predicted writes them all and says so
     argv = ["predict", "--checkpoint", str(CHECKPOINT), "--input", str(folder),
-            "--output", str(tmp_path / "all.parquet"), "--top", "50", "--quiet"]  # fmt: skip
+            "--output", str(tmp_path / "all.parquet"), "--top", "50"]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "(only 20 molecules were predicted, so it holds them all)" in out
     assert len(pd.read_parquet(tmp_path / "all.top50.parquet")) == 20
+    # --quiet: warnings and errors only, no summary
+    assert main([*argv, "--overwrite", "--quiet"]) == 0
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    assert printed.err.startswith(NO_FINGERPRINTS) and printed.err.count("\n") == 1
 
 
 def test_train_an_ensemble_and_predict_with_its_folder(tmp_path, capsys):
@@ -126,9 +131,10 @@ def test_train_an_ensemble_and_predict_with_its_folder(tmp_path, capsys):
     assert main(argv) == 0
     result = pd.read_csv(output)
     assert result.columns.tolist() == [
-        "row", "id", "smiles", "logp_pred", "logp_std", "max_similarity_to_train", "in_domain",
-        "error",
+        "row", "id", "input", "smiles", "logp_pred", "logp_std", "max_similarity_to_train",
+        "in_domain", "error",
     ]  # fmt: skip
+    assert result["input"].tolist() == SMILES
     assert result["smiles"].tolist() == [Chem.CanonSmiles(s) for s in SMILES]
     assert (result["logp_std"] > 0).all()
     # with two different random splits, the union of their training sets covers every molecule
@@ -253,7 +259,7 @@ def test_predict_says_nothing_was_predicted_rather_than_blame_the_fingerprints(t
     library = tmp_path / "broken.csv"
     pd.DataFrame({"smiles": ["C1CC", "not a molecule"]}).to_csv(library, index=False)
     argv = ["predict", "--checkpoint", str(CHECKPOINT), "--input", str(library),
-            "--output", str(tmp_path / "out.csv"), "--quiet"]  # fmt: skip
+            "--output", str(tmp_path / "out.csv")]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "predicted 0 of 2 records; 2 could not be predicted" in out

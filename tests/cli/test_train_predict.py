@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -250,6 +251,51 @@ def test_predict_writes_one_row_per_input_line_blank_lines_included(tmp_path, ca
     assert errors[1] == "blank record"
     assert errors[2].startswith("SMILES holds whitespace")
     assert "predicted 2 of 4 records" in capsys.readouterr().out
+
+
+def test_predict_keeps_every_records_input_and_rejects_dummy_atoms(tmp_path, capsys):
+    """A bad record keeps its row and its input as written, with the reason in error; a
+    dummy atom ``*`` (an attachment point) is such a record, not a molecule to predict."""
+    checkpoint = Path(__file__).parents[1] / "fixtures" / "checkpoints" / "esa.ckpt"
+    library = Path(__file__).parents[1] / "fixtures" / "predict" / "bad_records.csv"
+    output = tmp_path / "predicted.csv"
+    assert main(["predict", "--checkpoint", str(checkpoint), "--input", str(library),
+                 "--output", str(output), "--id-column", "name"]) == 0  # fmt: skip
+    assert "predicted 2 of 5 records; 3 could not be predicted" in capsys.readouterr().out
+    result = pd.read_csv(output, keep_default_na=False)
+    assert result.columns.tolist()[:4] == ["row", "id", "input", "smiles"]
+    assert result["input"].tolist() == pd.read_csv(library)["smiles"].tolist()
+    assert result["input"].tolist() == ["CCO", "C1CC", "*C", "N(C)(C)(C)(C)C", "OCC"]
+    assert result["smiles"].tolist() == ["CCO", "", "", "", "CCO"]  # canonical
+    errors = result["error"].tolist()
+    assert errors[0] == errors[4] == ""
+    assert errors[1] == "SMILES parse error: unclosed ring for input: 'C1CC'"
+    assert errors[2] == (
+        "dummy atom '*' (attachment point) at atom 0; not a complete molecule: replace it with "
+        "the atom or group it stands for"
+    )
+    assert errors[3].startswith("Explicit valence for atom # 0 N, 5")
+    assert float(result["logp_pred"][0]) == pytest.approx(float(result["logp_pred"][4]), abs=1e-5)
+    assert result["logp_pred"][1:4].tolist() == ["", "", ""]
+
+
+def test_predict_quiet_prints_only_warnings():
+    """--quiet: no summary on stdout; the warning that the checkpoint holds no training
+    fingerprints still reaches stderr."""
+    checkpoint = Path(__file__).parents[1] / "fixtures" / "checkpoints" / "esa.ckpt"
+    library = Path(__file__).parents[1] / "fixtures" / "predict" / "bad_records.csv"
+    with tempfile.TemporaryDirectory() as folder:
+        output = Path(folder) / "predicted.csv"
+        result = subprocess.run(
+            [sys.executable, "-m", "chemgraph", "predict", "--checkpoint", str(checkpoint),
+             "--input", str(library), "--output", str(output), "--quiet"],
+            capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == ""
+        assert result.stderr.startswith("warning: no training fingerprints in ")
+        assert result.stderr.count("\n") == 1
+        assert len(pd.read_csv(output)) == 5
 
 
 def test_two_devices_write_what_one_device_writes(tmp_path, table):

@@ -93,6 +93,7 @@ def test_bad_records_are_reported_and_the_rest_featurized(smi, tmp_path):
     assert features["row"].tolist() == [0, 1, 4, 5, 8, 9, 10, 11]
     assert features["id"].tolist()[-3:] == ["dup", "dup", "cyclopropane"]
     assert features["smiles"].tolist() == [Chem.CanonSmiles(s) for s in GOOD]
+    assert features["input"].tolist() == GOOD  # the records as written
     # fingerprints are RDKit's own bits
     generator = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=256)
     for smiles, bits in zip(GOOD, features["morgan_r2_256"]):

@@ -80,6 +80,8 @@ def test_a_molecule_alone_equals_its_row_of_a_padded_batch_and_head_gives_the_pr
     assert from_file.width == 8 == module.model.config.hidden_dim  # the ESA readout: hidden_dim
     tables = [pd.read_parquet(tmp_path / f"{n}.parquet") for n in ("file", "folder")]
     for table in tables:
+        # the record as written, every one (a blank line: "")
+        assert table["input"].tolist() == [smiles or "" for smiles, _ in LINES]
         for row, (smiles, _) in enumerate(LINES):
             if row in ERRORS:
                 assert (
@@ -108,7 +110,7 @@ def test_the_parquet_schema_and_what_is_refused(library, tmp_path):
     output = tmp_path / "emb.parquet"
     fingerprint_table(ESA, library, output, progress=False)
     schema = pq.read_schema(output)
-    assert schema.names == ["row", "id", "smiles", "embedding", "error"]
+    assert schema.names == ["row", "id", "input", "smiles", "embedding", "error"]
     assert str(schema.field("embedding").type) == "fixed_size_list<element: float>[8]"
     table = pq.read_table(output)
     assert table["row"].to_pylist() == list(range(len(LINES)))
@@ -169,13 +171,16 @@ def test_the_command_prints_what_it_wrote_and_refuses_an_ensemble_in_one_line(
     from chemgraph.cli.main import main
 
     output = tmp_path / "emb.parquet"
-    command = ["fingerprint", "--checkpoint", str(ESA), "--input", str(library), "--quiet"]
+    command = ["fingerprint", "--checkpoint", str(ESA), "--input", str(library)]
     assert main([*command, "--output", str(output)]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "embedded 7 of 9 records (8 float32 each); 2 could not be featurized (see the error "
         "column)",
         f"embeddings written to {output}",
     ]
+    # --quiet: warnings and errors only
+    assert main([*command, "--output", str(output), "--overwrite", "--quiet"]) == 0
+    assert capsys.readouterr() == ("", "")
     ensemble = tmp_path / "ens"
     for member, checkpoint in enumerate([ESA, NSA]):
         (ensemble / f"model-{member}").mkdir(parents=True)

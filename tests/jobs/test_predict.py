@@ -82,11 +82,13 @@ def test_shards_and_smiles_give_the_same_predictions_as_when_the_checkpoint_was_
 def test_every_record_keeps_its_row_in_input_order(library, tmp_path):
     summary, result = _predict(ESA, library, tmp_path / "out.parquet")
     assert result.columns.tolist() == [
-        "row", "id", "smiles", "logp_pred", "tpsa_pred", "max_similarity_to_train", "in_domain",
-        "error",
+        "row", "id", "input", "smiles", "logp_pred", "tpsa_pred", "max_similarity_to_train",
+        "in_domain", "error",
     ]  # fmt: skip
     assert result["row"].tolist() == list(range(len(LINES)))
     assert result["id"].tolist() == [n or str(r) for r, (_, n) in enumerate(LINES)]
+    # the record as written, rejected ones too ("" for the blank line)
+    assert result["input"].tolist() == [smiles or "" for smiles, _ in LINES]
     for row, (smiles, _) in enumerate(LINES):
         if row in ERRORS:
             assert result["error"][row].startswith(ERRORS[row])
@@ -100,6 +102,26 @@ def test_every_record_keeps_its_row_in_input_order(library, tmp_path):
     assert not (tmp_path / "out.parquet.partial").exists()
 
 
+def test_a_folder_whose_feature_tables_lack_the_input_keeps_the_rejected_records_input(
+    library, tmp_path
+):
+    """A featurize folder written before feature tables held ``input``: its featurized records'
+    input is null (their canonical smiles is there); the rejected ones keep theirs."""
+    import pyarrow.parquet as pq
+
+    folder = _featurized(library, tmp_path, graphs="canonical")
+    for path in (folder / "features").glob("*.parquet"):
+        pq.write_table(pq.read_table(path).drop(["input"]), path)
+    _, result = _predict(ESA, folder, tmp_path / "out.parquet")
+    written = pq.read_table(tmp_path / "out.parquet")["input"].to_pylist()
+    for row, (smiles, _) in enumerate(LINES):
+        if row in ERRORS:
+            assert written[row] == (smiles or "")
+        else:
+            assert written[row] is None  # null
+            assert result["smiles"][row] == Chem.CanonSmiles(smiles)
+
+
 def test_tables_and_sdf_files_with_their_ids(tmp_path):
     table = tmp_path / "library.tsv"
     table.write_text("name\tstructure\nethanol\tCCO\nbad\tC1CC\n\t\nbenzene\tc1ccccc1\n")
@@ -109,6 +131,7 @@ def test_tables_and_sdf_files_with_their_ids(tmp_path):
     result = pd.read_csv(output, keep_default_na=False)
     assert result["id"].tolist() == ["ethanol", "bad", "2", "benzene"]
     assert result["smiles"].tolist() == ["CCO", "", "", "c1ccccc1"]
+    assert result["input"].tolist() == ["CCO", "C1CC", "", "c1ccccc1"]
     assert result["error"][1].startswith("SMILES parse error") and result["error"][2] == (
         "blank record"
     )
@@ -121,6 +144,7 @@ def test_tables_and_sdf_files_with_their_ids(tmp_path):
     _, result = _predict(ESA, sdf, tmp_path / "sdf.parquet")
     assert result["id"].tolist() == ["first", "second"]
     assert result["smiles"].tolist() == ["CCO", "Oc1ccccc1"]
+    assert result["input"].tolist() == ["first", "second"]  # an SDF record's title line
 
 
 def test_bad_options_are_refused_before_anything_is_written(library, tmp_path):
@@ -313,7 +337,7 @@ def test_an_ensemble_reports_the_mean_and_standard_deviation(library, tmp_path):
     _, esa = _predict(ESA, library, tmp_path / "esa.parquet")
     _, nsa = _predict(NSA, library, tmp_path / "nsa.parquet")
     _, ensemble = _predict([ESA, NSA], library, tmp_path / "both.parquet")
-    assert ensemble.columns.tolist()[3:7] == ["logp_pred", "logp_std", "tpsa_pred", "tpsa_std"]
+    assert ensemble.columns.tolist()[4:8] == ["logp_pred", "logp_std", "tpsa_pred", "tpsa_std"]
     for target in TARGETS:
         members = np.stack([esa[f"{target}_pred"], nsa[f"{target}_pred"]])
         np.testing.assert_allclose(ensemble[f"{target}_pred"], members.mean(0), rtol=1e-6)

@@ -125,7 +125,7 @@ def test_react_input_counts_no_valid_product_and_writes_integer_rows(
     inputs = tmp_path / "inputs.txt"
     inputs.write_text("CC(=O)Cl.OCC>c1ccncc1>\nCO.[Na+]>>\nCCO>>CC=O\n")  # every line parses
     output = tmp_path / "predictions.csv"
-    assert _react_file(inputs, untrained_checkpoint, output) == 0
+    assert _react_file(inputs, untrained_checkpoint, output) == 2  # none got a prediction
     out = capsys.readouterr().out
     assert (
         "3 reactions read, 0 decoded (a valid product predicted), 3 without a valid product, 0 "
@@ -182,7 +182,7 @@ def test_react_input_one_row_per_reaction_in_input_order(tmp_path, capsys, untra
     assert written["row"].tolist() == [0, 1, 2, 4]
     assert written["top1_invalid"].tolist() == ["True", "True", "", ""]
 
-    assert _react_file(inputs, untrained_checkpoint, output) == 0
+    assert _react_file(inputs, untrained_checkpoint, output) == 2  # none got a prediction
     out = capsys.readouterr().out
     assert (
         "4 reactions read, 0 decoded (a valid product predicted), 2 without a valid product, 2 "
