@@ -178,6 +178,9 @@ class LibraryRun:
             "smiles_column": self.smiles_column,
             "id_column": self.id_column,
             "shard_size": self.shard_size,
+            # the scored parts' leading columns: a part written before ``input`` cannot be
+            # resumed into this output
+            "columns": ["row", "id", "input", "smiles"],
             **identity,
         }
         _prepare_work(self.output, identity, self.resume, self.overwrite, refused)
