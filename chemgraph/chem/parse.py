@@ -237,13 +237,15 @@ def check_complete_molecule(mol: Chem.Mol, text: str | None = None) -> Chem.Mol:
 
     Args:
         mol: the record's molecule, as parsed (before standardisation or a fragment policy).
-        text: the SMILES ``mol`` was parsed from: one without ``*`` holds no dummy atom and is
-            not scanned (this runs on every record of a library); None (an SDF record): scanned.
+        text: the SMILES ``mol`` was parsed from: one without ``*`` or ``#0`` holds no dummy
+            atom and is not scanned (this runs on every record of a library); None (an SDF
+            record): scanned.
 
     Raises:
         MoleculeParseError: ``mol`` holds a dummy atom.
     """
-    if (text is None or "*" in text) and (reason := dummy_atom_reason(mol)) is not None:
+    scan = text is None or "*" in text or "#0" in text
+    if scan and (reason := dummy_atom_reason(mol)) is not None:
         raise MoleculeParseError(reason, text)
     return mol
 

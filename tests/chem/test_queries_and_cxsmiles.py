@@ -76,7 +76,8 @@ DUMMY = (
 
 
 @pytest.mark.parametrize(
-    "smiles,atom", [("*C", 0), ("[*:1]CC", 0), ("[1*]C", 0), ("c1ccccc1*", 6), ("CCO.[*]", 3)]
+    "smiles,atom",
+    [("*C", 0), ("[*:1]CC", 0), ("[1*]C", 0), ("c1ccccc1*", 6), ("CCO.[*]", 3), ("[#0]CC", 0)],
 )
 def test_a_dummy_atom_is_not_a_complete_molecule(smiles, atom):
     mol = mol_from_smiles(smiles)  # RDKit sanitises it
