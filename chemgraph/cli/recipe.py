@@ -78,6 +78,8 @@ class RecipeCommand(Command):
                     + _BUDGET_HINTS.get(args.name, "see its config.yaml")
                 )
             overrides = merge_settings({"max_time_minutes": args.max_time_minutes}, overrides)
+        if args.quiet and "progress" in valid_setting_keys(args.name):  # no progress bars
+            overrides = merge_settings(overrides, {"progress": False})
         config = with_overrides(args.name, args.config, overrides)
         out = args.out or recipe_settings(args.name, config).get("out") or f"runs/{args.name}"
         check_output_folder(out, "--out", args.overwrite, "--overwrite")

@@ -75,6 +75,17 @@ def test_set_and_max_time_over_a_partial_cpu_config(tmp_path, received):
     assert (checked.max_time_minutes, checked.batch_size, checked.max_test) == (3.0, 8, 50)
 
 
+def test_quiet_turns_off_the_progress_bars_of_recipes_that_have_them(tmp_path, received):
+    out = str(tmp_path / "run")
+    assert main(["recipe", "run", "reaction_centre", "--quiet", "--out", out]) == 0
+    argv = ["recipe", "run", "reaction_centre", "--set", "progress=true", "--quiet", "--out", out]
+    assert main(argv) == 0
+    assert main(["recipe", "run", "reaction_centre", "--out", out]) == 0
+    assert main(["recipe", "run", "dft_to_gw", "--quiet", "--out", out]) == 0  # no such setting
+    progress = [recipe_settings(name, config).get("progress") for name, config, _, _ in received]
+    assert progress == [False, False, None, None]  # None: the config's default (True)
+
+
 def test_set_profile_without_a_config_file(received):
     argv = ["recipe", "run", "reaction_outcome", "--set", "profile=cpu", "--set", "seed=3"]
     assert main(argv) == 0
