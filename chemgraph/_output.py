@@ -103,7 +103,8 @@ def resumable_folder(
         changed = _differences(previous, identity)
         if changed:
             raise ValueError(
-                f"cannot resume the run in {folder}: {', '.join(changed)} differ from it{again}"
+                f"cannot resume the run in {folder}: this run differs from it in "
+                f"{'; '.join(changed)}{again}"
             )
         for temporary in folder.rglob(".*.tmp-*"):  # left by a write that was killed
             temporary.unlink()
@@ -114,19 +115,28 @@ def resumable_folder(
 
 
 def _differences(previous: Mapping[str, Any], identity: Mapping[str, Any]) -> list[str]:
-    """The keys of ``identity`` whose value differs from ``previous``'s; for a dict of options,
-    each differing option as ``options.name (earlier run → this run)``."""
+    """What of ``identity`` differs from ``previous``, for a message: a setting as ``name
+    (earlier run → this run)`` (each differing option of a dict of options as
+    ``options.name (…)``); a file's hash (a ``*_sha256`` key) as ``the input file's content
+    (sha256)``; a key the earlier run did not record (another command's run, or an
+    earlier chemgraph version's) as ``name (not recorded by the earlier run)``."""
     changed = []
     for key, value in identity.items():
         before = previous.get(key)
         if before == value:
             continue
-        if isinstance(before, Mapping) and isinstance(value, Mapping):
+        if key.endswith("_sha256"):
+            changed.append(
+                f"the {key.removesuffix('_sha256').replace('_', ' ')}'s content (sha256)"
+            )
+        elif key not in previous:
+            changed.append(f"{key} (not recorded by the earlier run)")
+        elif isinstance(before, Mapping) and isinstance(value, Mapping):
             changed += [
                 f"{key}.{name} ({before.get(name)!r} → {value.get(name)!r})"
                 for name in sorted({*before, *value}, key=str)
                 if before.get(name) != value.get(name)
             ]
         else:
-            changed.append(key)
+            changed.append(f"{key} ({before!r} → {value!r})")
     return changed

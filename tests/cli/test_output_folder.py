@@ -65,17 +65,25 @@ def test_a_resumable_folder_is_new_or_the_same_run(tmp_path):
     ):
         resumable_folder(folder, "run.json", identity, resume=False, option="--output")
     changed = {**identity, "shard_size": 5}
-    with pytest.raises(ValueError, match="shard_size differ from it, or pass --overwrite"):
+    with pytest.raises(ValueError, match=r"differs from it in shard_size \(4 → 5\), or pass --ov"):
         resumable_folder(folder, "run.json", changed, resume=True, option="--output",
                          restart_option="--overwrite")  # fmt: skip
+    changed = {"input_sha256": "cd", "shard_size": 4, "columns": ["row"]}
+    with pytest.raises(ValueError) as raised:
+        resumable_folder(folder, "run.json", changed, resume=True, option="--output")
+    assert str(raised.value) == (
+        f"cannot resume the run in {folder}: this run differs from it in the input's content "
+        "(sha256); columns (not recorded by the earlier run), or choose a new --output"
+    )
     assert (folder / ".shard-1.parquet.tmp-99").exists()  # nothing touched by a refusal
     options = {**identity, "options": {"standardize": "none", "fragments": "keep"}}
     (folder / "run.json").write_text(json.dumps(options))
     other = {**identity, "options": {"standardize": "basic", "fragments": "keep", "new": 1}}
     with pytest.raises(ValueError) as refused:
         resumable_folder(folder, "run.json", other, resume=True, option="--output")
-    assert "options.new (None → 1), options.standardize ('none' → 'basic') differ" in str(
-        refused.value
+    assert (
+        "differs from it in options.new (None → 1); options.standardize ('none' → 'basic')"
+        in str(refused.value)
     )
     (folder / "run.json").write_text(json.dumps(identity))
     assert resumable_folder(folder, "run.json", identity, resume=True, option="--output")
