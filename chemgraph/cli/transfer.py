@@ -141,12 +141,13 @@ class TransferCommand(Command):
 
         quiet_third_party_warnings()
         values = read_settings(args.config) if args.config else {}
+        TransferOptions.check_keys(values, source=args.config)
         training = dict(values.pop("training", {}) or {})
         from_file = {*values, *training}
         training_flags = {
             "model": args.model,
             "featurizer": args.featurizer,
-            "strategies": args.strategies.split(",") if args.strategies else None,
+            "strategies": _strategies(args.strategies),
             "seeds": args.seeds,
             "pretrain_epochs": args.pretrain_epochs,
             "finetune_max_epochs": args.finetune_max_epochs,
@@ -183,9 +184,30 @@ class TransferCommand(Command):
         with settings_as_flags(flags):
             options = TransferOptions(**values, overwrite=args.overwrite, training=training)
             table = transfer_table(options)
-        print(format_table(table))
-        print(f"outputs written to {Path(options.out).resolve()}")
+        if not args.quiet:  # warnings and errors only
+            print(format_table(table))
+            print(f"outputs written to {Path(options.out).resolve()}")
         return 0
+
+
+def _strategies(text: str | None) -> list[str] | None:
+    """``--strategies`` as names, spaces around them stripped (None when not given).
+
+    Raises:
+        ConfigError: text that names no strategy (``--strategies ""``).
+    """
+    from chemgraph.errors import ConfigError
+    from chemgraph.jobs.transfer import STRATEGIES
+
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise ConfigError(
+            f"--strategies names no strategy: give a comma-separated subset of "
+            f"{','.join(STRATEGIES)}, or leave it out to run them all"
+        )
+    return names
 
 
 def _fractions(text: str | None) -> list[float] | None:

@@ -59,6 +59,7 @@ from chemgraph.data import MoleculeDataModule, MoleculeDataset
 from chemgraph.data.multi_fidelity import SPLITS, MultiFidelityData, high_fidelity_split
 from chemgraph.errors import ConfigError, setting
 from chemgraph.featurize import FeaturizerPreset, RadiusGraphFeaturizer
+from chemgraph.model_names import MODEL_DESCRIPTIONS
 from chemgraph.models import get_model_spec
 from chemgraph.train.baselines import (
     BASELINES,
@@ -1497,6 +1498,29 @@ class TransferOptions:
     high_name: str = "high fidelity"
     training: TransferConfig = field(default_factory=TransferConfig)
 
+    @classmethod
+    def check_keys(cls, values: dict[str, Any], source: str | None = None) -> None:
+        """Refuse keys of a settings mapping (a ``--config`` file's top level) that are no
+        option; ``overwrite`` is the command's flag only.
+
+        Raises:
+            ConfigError: ``"<source>: unknown keys [...]; valid keys: [...]"``, naming where a
+                key of the ``training:`` block belongs (``"...; pretrain_epochs belongs under
+                training:"``).
+        """
+        names = sorted(f.name for f in dataclasses.fields(cls) if f.name != "overwrite")
+        unknown = sorted(set(values) - set(names))
+        if not unknown:
+            return
+        misplaced = [key for key in unknown if key in TransferConfig.field_names()]
+        where = (
+            f"; {', '.join(misplaced)} belong{'s' if len(misplaced) == 1 else ''} under training:"
+            if misplaced
+            else ""
+        )
+        prefix = f"{source}: " if source else ""
+        raise ConfigError(f"{prefix}unknown keys {unknown}; valid keys: {names}{where}")
+
     def __post_init__(self) -> None:
         for name in ("low_fidelity_columns", "high_fidelity_columns"):
             value = getattr(self, name)
@@ -1526,9 +1550,12 @@ class TransferOptions:
             self.training = TransferConfig.from_dict(self.training, source="training")
         kind = get_model_spec(self.training.model).graph_kind
         if kind == "radius" and self.geometry is None:
+            bond_models = [n for n in MODEL_DESCRIPTIONS if get_model_spec(n).graph_kind == "bond"]
             raise ConfigError(
                 f"model {self.training.model!r} reads 3D structures: give "
-                f"{setting('geometry')} (SDF, XYZ or extended XYZ, one structure per row)"
+                f"{setting('geometry')} (SDF, XYZ or extended XYZ, one structure per row), or "
+                f"choose a 2D model for a SMILES table ({setting('model')} "
+                f"{', '.join(bond_models)})"
             )
         if kind == "bond" and self.geometry is not None:
             raise ConfigError(
@@ -1565,10 +1592,13 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
         The results table (:func:`results_table`).
 
     Raises:
-        ConfigError: ``stack_kernel_ridge`` without a SMILES column, or with rows (of a
-            geometry file) without a SMILES; decided before featurizing, where the column is
-            missing.
-        ValueError: a non-empty output folder without ``overwrite``; missing columns; a
+        ConfigError: a label column without a number (``"--low-fidelity-columns smiles: no
+            numeric value in column 'smiles'"``); ``stack_kernel_ridge`` without a SMILES
+            column, or with rows (of a geometry file) without a SMILES; decided before
+            featurizing, where the column is missing. Nothing is written to ``out`` then.
+        ValueError: a non-empty output folder without ``overwrite``; missing columns (each
+            named with the setting that asked for it, ``"no column ['gw_lumo']
+            (--high-fidelity-columns)"``); a
             geometry file whose structure count differs from the rows; too few labelled
             molecules to split (after ``rejected.csv`` is written, which says why rows were
             left out).
@@ -1591,7 +1621,30 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
     need += [options.id_column] if options.id_column else []
     missing = [c for c in need if c not in table.columns]
     if missing:
-        raise ValueError(f"{options.data}: no column {missing}; it has {list(table.columns)}")
+        named = {
+            "low_fidelity_columns": options.low_fidelity_columns,
+            "high_fidelity_columns": options.high_fidelity_columns,
+            "smiles_column": [options.smiles_column] if options.geometry is None else [],
+            "id_column": [options.id_column] if options.id_column else [],
+        }
+        absent = [
+            f"{[c for c in columns if c in missing]} ({setting(key)})"
+            for key, columns in named.items()
+            if any(c in missing for c in columns)
+        ]
+        raise ValueError(
+            f"{options.data}: no column {', '.join(absent)}; it has {list(table.columns)}"
+        )
+    # the labels as `train` reads them: "", "NA", "n/a", "nan", ... are missing; a column
+    # without a number (e.g. the SMILES named as labels) is refused before --out is touched
+    values, errors = parse_labels(table, columns)
+    numeric = np.isfinite(values).any(axis=0)
+    for j, column in enumerate(columns):
+        if not numeric[j]:
+            low_column = j < len(options.low_fidelity_columns)
+            key = "low_fidelity_columns" if low_column else "high_fidelity_columns"
+            given = ",".join(getattr(options, key))
+            raise ConfigError(f"{setting(key)} {given}: no numeric value in column {column!r}")
     stacking = options.training.stack_kernel_ridge
     if stacking and options.smiles_column not in table.columns:  # (with --geometry)
         raise ConfigError(
@@ -1614,8 +1667,6 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
         else None
     )
     graphs, reasons = _table_graphs(options, table, smiles)
-    # the labels as `train` reads them: "", "NA", "n/a", "nan", ... are missing
-    values, errors = parse_labels(table, columns)
     for row, error in enumerate(errors):
         if error is not None:
             reasons.setdefault(row, error)

@@ -291,6 +291,24 @@ def _refused(out: Path, capsys, *arguments: str) -> str:
         (["--geometry", "structures.sdf"],
          "model 'gin' reads bond graphs of the SMILES; with --geometry choose a radius-graph "
          "--model (esa-3d)"),
+        (["--strategies", ""],
+         "--strategies names no strategy: give a comma-separated subset of "
+         "high_fidelity_only,inductive,transductive, or leave it out to run them all"),
+        (["--strategies", " , "],
+         "--strategies names no strategy: give a comma-separated subset of "
+         "high_fidelity_only,inductive,transductive, or leave it out to run them all"),
+        (["--low-fidelity-columns", "smiles"],
+         "--low-fidelity-columns smiles: no numeric value in column 'smiles'"),
+        (["--high-fidelity-columns", "id"], "--high-fidelity-columns id: no numeric value in "
+         "column 'id'"),
+        (["--model", "esa-3d"],
+         "model 'esa-3d' reads 3D structures: give --geometry (SDF, XYZ or extended XYZ, one "
+         "structure per row), or choose a 2D model for a SMILES table (--model esa, nsa, "
+         "graphormer, grat, gmoe-gcn, gmoe-gin, gcn, gin)"),
+        (["--high-fidelity-columns", "gw_lumo", "--smiles-column", "smi", "--id-column", "iid"],
+         f"{LABELS}: no column ['gw_lumo'] (--high-fidelity-columns), ['smi'] "
+         "(--smiles-column), ['iid'] (--id-column); it has ['id', 'smiles', 'cheap_logp', "
+         "'cheap_mr', 'fine_logp', 'fine_mr']"),
     ],
 )  # fmt: skip
 def test_cli_refusals_name_the_flags_and_leave_no_out_folder(tmp_path, capsys, arguments, message):
@@ -315,6 +333,33 @@ def test_cli_refusals_name_the_config_keys_the_user_wrote(tmp_path, capsys):
         "transfer strategies (inductive, transductive) only, and strategies has none "
         "(high_fidelity_only): add one, or leave out --stack-kernel-ridge and set "
         "delta_learning: false"
+    )
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"pretrain_epochs": 1}, "unknown keys ['pretrain_epochs']; valid keys: {valid}; "
+         "pretrain_epochs belongs under training:"),
+        ({"foo": 1}, "unknown keys ['foo']; valid keys: {valid}"),
+        ({"seeds": 1, "workers": 1, "foo": 1}, "unknown keys ['foo', 'seeds', 'workers']; "
+         "valid keys: {valid}; seeds, workers belong under training:"),
+    ],
+)  # fmt: skip
+def test_cli_refuses_unknown_config_keys_in_one_line(tmp_path, capsys, settings, message):
+    """Unknown top-level keys of --config: one line naming them, the valid ones and where a
+    training setting belongs (no traceback), before anything is written."""
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(settings))
+    out = tmp_path / "run"
+    valid = [
+        "data", "geometry", "high_fidelity_columns", "high_name", "id_column",
+        "low_fidelity_columns", "low_name", "out", "smiles_column", "split_fractions",
+        "split_seed", "training",
+    ]  # fmt: skip
+    assert _refused(out, capsys, "--config", str(config)) == (
+        f"chemgraph transfer: error: {config}: " + message.format(valid=valid)
     )
     assert not out.exists()
 
@@ -344,7 +389,7 @@ def test_stacking_without_smiles_is_refused_before_featurizing(tmp_path, capsys)
     assert [p.name for p in out.iterdir()] == ["table.md"]
     # a column that is not there: refused, and the earlier run's files stay too
     assert _refused(out, capsys, "--low-fidelity-columns", "nosuch", "--overwrite").startswith(
-        f"chemgraph transfer: error: {LABELS}: no column ['nosuch']"
+        f"chemgraph transfer: error: {LABELS}: no column ['nosuch'] (--low-fidelity-columns)"
     )
     assert [p.name for p in out.iterdir()] == ["table.md"]
 
@@ -365,6 +410,25 @@ def test_cli_prints_the_table_once_and_warns_of_a_small_test_set(tmp_path, capsy
     header = format_table(pd.read_csv(tmp_path / "run" / "table.csv")).splitlines()[0]
     assert (captured.out + captured.err + caplog.text).count(header) == 1
     assert "only 6 test molecules: their test RMSE is a rough estimate" in caplog.text
+
+
+def test_cli_quiet_prints_no_table_and_strategies_may_have_spaces(tmp_path, capsys):
+    """--quiet: warnings and errors only, no table nor "outputs written to"; --strategies
+    strips the spaces around each name."""
+    config = tmp_path / "transfer.yaml"
+    training = {**TINY, "seeds": 1, "model": "esa", "model_options": TINY_ESA}
+    config.write_text(yaml.safe_dump({"split_fractions": [0.5, 0.25, 0.25], "training": training}))
+    status = main([
+        "transfer", "--config", str(config), "--data", str(LABELS), "--id-column", "id",
+        "--low-fidelity-columns", "cheap_logp", "--high-fidelity-columns", "fine_logp",
+        "--strategies", "high_fidelity_only, inductive", "--out", str(tmp_path / "run"),
+        "--quiet",
+    ])  # fmt: skip
+    assert status == 0
+    assert capsys.readouterr().out == ""
+    runs = pd.read_csv(tmp_path / "run" / "runs.csv")
+    assert set(runs["strategy"]) >= {"high_fidelity_only", "inductive"}
+    assert "transductive" not in set(runs["strategy"])
 
 
 def test_transfer_help_gives_the_defaults_the_run_uses(capsys):
