@@ -53,6 +53,7 @@ from chemgraph.chem.iteration import atom_list
 from chemgraph.chem.reactions import (
     ReactionParseError,
     canonical_smiles,
+    parse_field,
     split_reaction_smiles,
 )
 
@@ -139,6 +140,9 @@ def mapped_reaction(text: str) -> MappedReaction:
         raise ReactionParseError("the reactants field is empty", text)
     inputs = Chem.MolFromSmiles(left)
     if inputs is None:
+        # name the molecule and RDKit's reason (a ring bond may also join two molecules)
+        for field, part in (("reactants", reactants), ("reagents", reagents)):
+            parse_field(part, field, text)
         raise ReactionParseError("RDKit cannot parse the reactants and reagents", text)
     product = None
     atoms: frozenset[int] = frozenset()

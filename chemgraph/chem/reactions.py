@@ -41,6 +41,7 @@ __all__ = [
     "ReactionParseError",
     "atom_map_numbers",
     "canonical_smiles",
+    "parse_field",
     "parse_reaction_smiles",
     "split_reaction_smiles",
     "strip_atom_maps",
@@ -127,8 +128,13 @@ def canonical_smiles(mol: Chem.Mol) -> str:
 _FIELDS = ("reactants", "reagents", "products")
 
 
-def _parse_field(text: str, field: str, record: str) -> list[Chem.Mol]:
-    """The molecules of one ``'.'``-joined field, in order; an empty field gives ``[]``."""
+def parse_field(text: str, field: str, record: str) -> list[Chem.Mol]:
+    """The molecules of one ``'.'``-joined field, in order; an empty field gives ``[]``.
+
+    Raises:
+        ReactionParseError: an empty molecule, or one RDKit rejects: ``"<field> molecule i of
+            n ('<SMILES>'): <reason of chemgraph.chem.parse.mol_from_smiles>"``.
+    """
     if not text:
         return []
     parts = text.split(".")
@@ -236,7 +242,7 @@ def parse_reaction_smiles(
         if not part and not (field == "products" and allow_empty_products):
             raise ReactionParseError(f"the {field} field is empty", mapped)
     reactant_mols, reagent_mols, product_mols = (
-        _parse_field(part, field, mapped) for part, field in zip(fields, _FIELDS)
+        parse_field(part, field, mapped) for part, field in zip(fields, _FIELDS)
     )
     product_maps = frozenset().union(*(atom_map_numbers(m) for m in product_mols))
     if split_reagents and product_maps:

@@ -5,11 +5,14 @@ reaction-centre checkpoint, or a GRAT translator checkpoint of the reaction_outc
 from __future__ import annotations
 
 import argparse
+import logging
 from typing import Any
 
 from chemgraph.cli.base import Command, ExamplesHelpFormatter
 
-__all__ = ["ReactCommand", "reaction_lines"]
+__all__ = ["ReactCommand", "given_product", "reaction_lines", "target_rank"]
+
+log = logging.getLogger(__name__)
 
 
 class ReactCommand(Command):
@@ -33,6 +36,11 @@ class ReactCommand(Command):
         "or a .csv/.tsv with a reaction, reactions or rxn_smiles column (USPTO-50K files too),\n"
         "plain or gzipped; --output gets one row per reaction, in input order. Reactions that\n"
         "hold products are scored (top-1/2/3/5 accuracy over those reactions).\n\n"
+        "A reaction given on the command line with its product ('reactants>reagents>product')\n"
+        "gets '= target' after the matching rank, as with --input (a warning when the\n"
+        "product is not among the predictions).\n"
+        "--quiet: with --input, nothing but warnings and errors is printed (the predictions\n"
+        "are in --output); one reaction's predictions are the output and are printed anyway.\n\n"
         "Exit status: 0 when a product is predicted; 2 (a user error, one line on stderr) when\n"
         "the reaction given on the command line gets no valid product or cannot be read. With\n"
         '--input, a reaction without a prediction is reported in its row ("not predicted:\n'
@@ -141,6 +149,8 @@ class ReactCommand(Command):
                     "reaction SMILES holds every reactant ('reactants>reagents>') and that they "
                     "can react as written"
                 )
+            target = given_product(args.reaction)
+            hit = target_rank(prediction.smiles, target)
             edits = getattr(prediction, "edits", None)  # the reaction-centre model's
             for rank, (smiles, score) in enumerate(zip(prediction.smiles, prediction.scores), 1):
                 centre = ""
@@ -148,39 +158,51 @@ class ReactCommand(Command):
                     centre = "\t" + ";".join(
                         f"{i}-{j}:{BOND_CLASSES[c]}" for i, j, c in edits[rank - 1]
                     )
-                print(f"{rank}\t{smiles}\t{score:.4f}{centre}")
+                mark = "\t= target" if rank == hit else ""
+                print(f"{rank}\t{smiles}\t{score:.4f}{centre}{mark}")
+            if target and hit is None:
+                log.warning(
+                    "the given product %s is not among the %d predictions",
+                    target, len(prediction.smiles),
+                )  # fmt: skip
             return 0
         table, metrics = react_file(args.input, args.output, options, overwrite=args.overwrite)
-        for line in reaction_lines(table.head(args.show), args.top_k):
+        quiet = args.quiet  # warnings and errors only: the predictions are in --output
+        for line in [] if quiet else reaction_lines(table.head(args.show), args.top_k):
             print(line)
-        if len(table) > args.show > 0:
+        if len(table) > args.show > 0 and not quiet:
             print(f"... {len(table) - args.show} more reactions in {args.output}")
-        searched = int(table["top1_invalid"].notna().sum())  # read and encoded
+        # read and encoded: a prediction, or none valid (NO_PRODUCT); else the reason it was not
+        searched = int(table["error"].isin(["", NO_PRODUCT]).sum())
         if searched == 0:
             raise ConfigError(
-                f"none of the {len(table)} reactions of {args.input} could be read and "
+                f"none of the {len(table)} lines of {args.input} could be read and "
                 f"encoded ({args.output} gives each one's reason in its error column); "
                 f"fix them, or {INPUT_FORMAT}"
             )
         # decoded: a valid product predicted; a reaction whose beams (or candidates) hold
         # none is read and searched, but not decoded
         predicted = int((table["prediction_1"] != "").sum())
+        # only rows with a prediction have top1_invalid (the best-scoring graph was invalid,
+        # a lower-ranked one valid: the generate decoder)
         invalid_top1 = int(table["top1_invalid"].fillna(False).sum())
-        print(f"{len(table)} reactions read, {predicted} decoded (a valid product predicted), "
-              f"{searched - predicted} without a valid product, {len(table) - searched} not "
-              f"read or encoded; {invalid_top1} whose best-scoring product was not valid (a "
-              "radical or bare atom the reactants lack, or atoms they do not hold) or missing "
-              f"(written to {args.output}; its error column says why a reaction has no "
-              "prediction)")  # fmt: skip
-        if metrics is not None:
+        if not quiet:
+            print(f"{len(table)} lines read: {predicted} decoded (a valid product predicted), "
+                  f"{searched - predicted} without a valid product, {len(table) - searched} "
+                  f"not read or encoded; of the {predicted} decoded, {invalid_top1} with a "
+                  "best-scoring graph that was not a valid product (a radical or bare atom the "
+                  "reactants lack, or atoms they do not hold) (written to "
+                  f"{args.output}; its error column says why a line has no prediction)"
+                  )  # fmt: skip
+        if metrics is not None and not quiet:
             print(
-                f"top-k accuracy over {metrics['reactions']} of {len(table)} reactions "
-                "(those read with a known product):"
+                f"top-k accuracy over {metrics['reactions']} of {len(table)} lines "
+                "(the reactions read with a known product):"
             )
             print(format_top_k_metrics(metrics))
         if predicted == 0:
             raise ChemgraphError(
-                f"none of the {len(table)} reactions of {args.input} got a prediction "
+                f"none of the {len(table)} lines of {args.input} got a prediction "
                 f"({searched} without a valid product, {len(table) - searched} not read or "
                 f"encoded; {args.output} gives each one's reason in its error column)"
             )
@@ -211,3 +233,25 @@ def reaction_lines(table: Any, top_k: int) -> list[str]:
             mark = "\t= target" if not pd.isna(hit) and int(hit) == rank else ""
             lines.append(f"  {rank}\t{smiles}\t{record[f'score_{rank}']:.4f}{mark}")
     return lines
+
+
+def given_product(reaction: str) -> str:
+    """Canonical SMILES of the product field of a reaction SMILES (atom maps removed; ``""``
+    when the field is empty or cannot be read)."""
+    from chemgraph.chem.reaction_edits import mapped_reaction
+    from chemgraph.chem.reactions import ReactionParseError
+
+    try:
+        return mapped_reaction(reaction).product_smiles
+    except ReactionParseError:
+        return ""
+
+
+def target_rank(predictions: list[str], target: str) -> int | None:
+    """1-based rank of the first prediction holding the molecules of ``target`` (fragment
+    order ignored, as in ``--input``'s ``target_rank``); None when none does or no target."""
+    from chemgraph.chem.graph_codec import same_molecules
+
+    if not target:
+        return None
+    return next((r for r, s in enumerate(predictions, 1) if same_molecules(s, target)), None)

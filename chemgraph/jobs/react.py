@@ -200,7 +200,7 @@ def predict_file(
         SMILES as read), ``target`` (canonical SMILES of the products given, ``""`` when none),
         ``target_rank`` (Int64, 1-based rank of the target among the predictions, missing when
         it is not among them), ``top1_invalid`` (nullable boolean: the best-scoring decoded
-        graph is not a valid molecule; missing for a row with an error), ``prediction_1,
+        graph is not a valid molecule; missing for a row without a prediction), ``prediction_1,
         score_1`` … ``prediction_{top_k}, score_{top_k}`` (valid canonical product SMILES,
         best first, ``""`` past the last valid one; their log-probabilities, NaN past the
         last) and ``error`` (why the row has no prediction: the reason it was not decoded,

@@ -157,7 +157,8 @@ def prediction_table(
 
     Returns:
         The table: ``row`` (int64), ``reaction``, the :func:`prediction_frame` columns
-        (``target``, ``target_rank``, ``top1_invalid`` — missing for a row not decoded —,
+        (``target``, ``target_rank``, ``top1_invalid`` — missing for a row without a
+        prediction (not decoded, or no valid product) —,
         ``prediction_k`` and ``score_k`` for ``k`` up to ``top_k``; ``""`` and NaN past a row's
         last prediction), the ``extra`` columns and ``error`` (the reason a row was not
         decoded, :data:`NO_PRODUCT` for a decoded row without a valid product, else ``""``);
@@ -179,7 +180,10 @@ def prediction_table(
     # the frame's dtypes (an extra text column stays text, also with no row decoded)
     table = table.astype({c: t for c, t in frame.dtypes.items() if c not in extra})
     table["error"] = [errors.get(row, "") for row in table["row"]]
-    table.loc[table["top1_invalid"].notna() & (table["prediction_1"] == ""), "error"] = NO_PRODUCT
+    unpredicted = table["prediction_1"] == ""
+    table.loc[table["top1_invalid"].notna() & unpredicted, "error"] = NO_PRODUCT
+    # a row without a prediction has no best-scoring product to be invalid: its error says why
+    table.loc[unpredicted, "top1_invalid"] = pd.NA
     table.to_csv(output, index=False)
     known = [k for k, item in enumerate(items) if item.product_smiles]
     metrics = None

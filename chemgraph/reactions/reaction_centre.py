@@ -628,11 +628,11 @@ def predict_reaction_file(
 
     Reads the file as :func:`chemgraph.jobs.react.predict_file` does (one reaction SMILES
     a line, or a ``.csv``/``.tsv`` with a reaction column; atom maps optional) and writes the
-    same table: ``row``, ``reaction``, ``target``, ``target_rank``, ``top1_invalid`` (True
-    only when no candidate was valid), ``prediction_k`` and ``score_k`` (the ranker's
-    probability) for ``k`` up to ``top_k``, ``error``; plus ``edits_1`` (the reaction centre
-    of the top prediction: ``i-j:class`` with 0-based atom indices of the input as written,
-    ``;``-joined). ``workers``: processes that enumerate the candidates.
+    same table: ``row``, ``reaction``, ``target``, ``target_rank``, ``top1_invalid`` (False
+    when a candidate was valid, missing when none was), ``prediction_k`` and ``score_k`` (the
+    ranker's probability) for ``k`` up to ``top_k``, ``error``; plus ``edits_1`` (the reaction
+    centre of the top prediction: ``i-j:class`` with 0-based atom indices of the input as
+    written, ``;``-joined). ``workers``: processes that enumerate the candidates.
 
     Returns:
         The table and the :func:`chemgraph.reactions.predictions.top_k_metrics` of the

@@ -88,13 +88,15 @@ def test_input_file_prints_each_reaction_then_the_summary(tmp_path, capsys):
     valid = int((table["prediction_1"] != "").sum())
     assert valid == 2
     assert lines[-4] == (
-        "4 reactions read, 2 decoded (a valid product predicted), 0 without a valid product, 2 "
-        "not read or encoded; 0 whose best-scoring product was not valid (a radical or bare "
-        "atom the reactants lack, or atoms they do not hold) or missing (written to "
-        f"{output}; its error column says why a reaction has no prediction)"
+        "4 lines read: 2 decoded (a valid product predicted), 0 without a valid product, 2 "
+        "not read or encoded; of the 2 decoded, 0 with a best-scoring graph that was not a "
+        "valid product (a radical or bare atom the reactants lack, or atoms they do not hold) "
+        f"(written to {output}; its error column says why a line has no prediction)"
     )
     # the amide alone of the decoded reactions has a product: the accuracy is over it
-    assert lines[-3] == ("top-k accuracy over 1 of 4 reactions (those read with a known product):")
+    assert lines[-3] == (
+        "top-k accuracy over 1 of 4 lines (the reactions read with a known product):"
+    )
     assert lines[-2].split() == ["top-1", "top-2", "invalid-top1"]  # --top-k 2: no top-3
     assert lines[-1].split() == ["100.00%", "100.00%", "0.00%"]
 
@@ -114,7 +116,7 @@ def test_input_file_without_valid_products_says_so_per_reaction(
     captured = capsys.readouterr()
     # none of the file's reactions got a prediction: reported per row, then a user error
     assert captured.err == (
-        f"chemgraph react: error: none of the 3 reactions of {inputs} got a prediction (3 "
+        f"chemgraph react: error: none of the 3 lines of {inputs} got a prediction (3 "
         f"without a valid product, 0 not read or encoded; {output} gives each one's reason in "
         "its error column)\n"
     )
@@ -125,20 +127,20 @@ def test_input_file_without_valid_products_says_so_per_reaction(
         f"  {NO_PRODUCT}",
         "row 2: CCO>>CC=O",
         f"  {NO_PRODUCT}",
-        "3 reactions read, 0 decoded (a valid product predicted), 3 without a valid product, 0 "
-        "not read or encoded; 3 whose best-scoring product was not valid (a radical or bare "
-        "atom the reactants lack, or atoms they do not hold) or missing (written to "
-        f"{output}; its error column says why a reaction has no prediction)",
-        "top-k accuracy over 1 of 3 reactions (those read with a known product):",
+        "3 lines read: 0 decoded (a valid product predicted), 3 without a valid product, 0 "
+        "not read or encoded; of the 0 decoded, 0 with a best-scoring graph that was not a "
+        "valid product (a radical or bare atom the reactants lack, or atoms they do not hold) "
+        f"(written to {output}; its error column says why a line has no prediction)",
+        "top-k accuracy over 1 of 3 lines (the reactions read with a known product):",
         "         top-1         top-2  invalid-top1",
         "         0.00%         0.00%       100.00%",
     ]
     assert output.read_text().splitlines() == [
         "row,reaction,target,target_rank,top1_invalid,prediction_1,score_1,prediction_2,"
         "score_2,error",
-        f"0,CC(=O)Cl.OCC>c1ccncc1>,,,True,,,,,{NO_PRODUCT}",
-        f"1,CO.[Na+]>>,,,True,,,,,{NO_PRODUCT}",
-        f"2,CCO>>CC=O,CC=O,,True,,,,,{NO_PRODUCT}",
+        f"0,CC(=O)Cl.OCC>c1ccncc1>,,,,,,,,{NO_PRODUCT}",  # no prediction: top1_invalid empty
+        f"1,CO.[Na+]>>,,,,,,,,{NO_PRODUCT}",
+        f"2,CCO>>CC=O,CC=O,,,,,,,{NO_PRODUCT}",
     ]
 
 
@@ -156,12 +158,14 @@ def test_show_limits_the_printed_reactions(tmp_path, capsys, untrained_checkpoin
         f"  {NO_PRODUCT}",
         f"... 3 more reactions in {output}",
     ]
-    assert lines[5].startswith("5 reactions read, 0 decoded (a valid product predicted), 5 without")
+    assert lines[5].startswith("5 lines read: 0 decoded (a valid product predicted), 5 without")
     # every reaction has products: top-k accuracy follows
-    assert lines[6] == ("top-k accuracy over 5 of 5 reactions (those read with a known product):")
+    assert lines[6] == (
+        "top-k accuracy over 5 of 5 lines (the reactions read with a known product):"
+    )
     assert "top-1" in lines[7]
     assert _react(*argv, "--show", "0", "--overwrite") == 2
-    assert capsys.readouterr().out.splitlines()[0].startswith("5 reactions read")
+    assert capsys.readouterr().out.splitlines()[0].startswith("5 lines read:")
     assert _react(*argv, "--show", "-1") == 2
     assert "--show must be at least 0, got -1" in capsys.readouterr().err
 
@@ -218,7 +222,7 @@ def test_an_empty_input_file_is_a_user_error(tmp_path, capsys, untrained_checkpo
     assert captured.err == (
         f"chemgraph react: error: {inputs} holds no reactions; {INPUT_FORMAT}\n"
     )
-    assert "reactions read" not in captured.out
+    assert "lines read" not in captured.out
     assert not output.exists()
 
 
@@ -232,11 +236,11 @@ def test_an_input_file_whose_every_reaction_is_rejected_is_a_user_error(
     assert _react(*argv) == 2
     captured = capsys.readouterr()
     assert captured.err == (
-        f"chemgraph react: error: none of the 2 reactions of {inputs} could be read and "
+        f"chemgraph react: error: none of the 2 lines of {inputs} could be read and "
         f"encoded ({output} gives each one's reason in its error column); fix them, or "
         f"{INPUT_FORMAT}\n"
     )
-    assert "reactions read" not in captured.out
+    assert "lines read" not in captured.out
     table = pd.read_csv(output, keep_default_na=False)  # the rejected rows, with their reasons
     assert table["row"].tolist() == [0, 1]
     assert table["error"][0] == SEPARATORS
@@ -253,8 +257,10 @@ def test_top_k_accuracy_over_the_reactions_with_a_known_product(tmp_path, capsys
     argv = ["--input", str(inputs), "--checkpoint", FROZEN, "--output", str(output), "--show", "0"]
     assert _react(*argv) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("4 reactions read, 3 decoded")
-    assert lines[1] == ("top-k accuracy over 2 of 4 reactions (those read with a known product):")
+    assert lines[0].startswith("4 lines read: 3 decoded")
+    assert lines[1] == (
+        "top-k accuracy over 2 of 4 lines (the reactions read with a known product):"
+    )
     assert lines[2].split() == ["top-1", "top-2", "invalid-top1"]  # only k <= --top-k 2
     assert lines[3].split() == ["100.00%", "100.00%", "0.00%"]
 
@@ -331,10 +337,11 @@ def test_react_keeps_rdkit_off_the_terminal_and_counts_only_predictions_as_decod
     assert captured.err == ""  # no "[hh:mm:ss] SMILES Parse Error: ...", no "WARNING: ..."
     table = pd.read_csv(output, keep_default_na=False)
     assert table["error"].tolist() == [
-        "RDKit cannot parse the reactants and reagents", "", NO_PRODUCT
+        "reactants molecule 1 of 1 ('C1CC'): SMILES parse error: unclosed ring for input: "
+        "'C1CC'", "", NO_PRODUCT
     ]  # fmt: skip
     assert captured.out.startswith(
-        "3 reactions read, 1 decoded (a valid product predicted), 1 without a valid product, 1 "
+        "3 lines read: 1 decoded (a valid product predicted), 1 without a valid product, 1 "
         "not read or encoded;"
     )
 
@@ -351,3 +358,63 @@ def test_an_empty_reaction_field_shows_the_field_not_the_row(tmp_path, capsys):
     ]  # fmt: skip
     table = pd.read_csv(output, keep_default_na=False)
     assert table["reaction"].tolist() == ["CC(=O)Cl.OCC>>", "", " "]  # not "2," or "3, "
+
+
+# ``chemgraph react`` with the shipped reaction-centre model: a newcomer's findings
+
+
+def test_a_row_without_a_prediction_has_no_top1_invalid_and_the_summary_counts_lines(
+    tmp_path, capsys
+):
+    inputs = tmp_path / "reactions.txt"
+    inputs.write_text(f"{ESTER_INPUT}CCOC(C)=O\n[Na+].[Cl-]>>\nnot a reaction\n")
+    output = tmp_path / "predictions.csv"
+    argv = ["react", "--input", str(inputs), "--output", str(output), "--top-k", "2"]
+    assert main([*argv, "--show", "0"]) == 0
+    table = pd.read_csv(output, keep_default_na=False)
+    assert table["top1_invalid"].tolist() == ["False", "", ""]  # [Na+].[Cl-]>>: no prediction
+    assert table["error"].tolist() == ["", NO_PRODUCT, SEPARATORS]
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "3 lines read: 1 decoded (a valid product predicted), 1 without a valid product, 1 not "
+        "read or encoded; of the 1 decoded, 0 with a best-scoring graph that was not a valid "
+        "product (a radical or bare atom the reactants lack, or atoms they do not hold) "
+        f"(written to {output}; its error column says why a line has no prediction)"
+    )
+
+
+def test_quiet_input_prints_nothing_but_one_reaction_still_prints(tmp_path, capsys):
+    inputs = tmp_path / "reactions.txt"
+    inputs.write_text(f"{ESTER_INPUT}\n")
+    output = tmp_path / "predictions.csv"
+    assert main(["react", "--quiet", "--input", str(inputs), "--output", str(output)]) == 0
+    assert capsys.readouterr().out == ""
+    assert pd.read_csv(output)["prediction_1"].tolist() == ["CCOC(C)=O"]
+    assert main(["react", "--quiet", ESTER_INPUT, "--top-k", "1"]) == 0
+    assert capsys.readouterr().out.split("\t")[:2] == ["1", "CCOC(C)=O"]
+
+
+def test_one_reaction_with_its_product_marks_the_matching_rank(capsys):
+    assert main(["react", f"{ESTER_INPUT}CCOC(C)=O", "--top-k", "2"]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[0].split("\t")[1] == "CCOC(C)=O" and lines[0].endswith("\t= target")
+    assert not lines[1].endswith("= target")
+    assert captured.err == ""
+    assert main(["react", "CCO>>CCCC", "--top-k", "2"]) == 0
+    captured = capsys.readouterr()
+    assert "= target" not in captured.out
+    assert captured.err == "warning: the given product CCCC is not among the 2 predictions\n"
+
+
+def test_an_unparsable_reaction_names_the_molecule_and_rdkits_reason(capsys):
+    assert main(["react", "C1CC(>>"]) == 2
+    assert capsys.readouterr().err == (
+        "chemgraph react: error: cannot parse reaction 'C1CC(>>': reactants molecule 1 of 1 "
+        "('C1CC('): SMILES parse error: syntax error while parsing: C1CC( | check for mistakes "
+        "around position 5: | C1CC( | ~~~~^ | Failed parsing SMILES 'C1CC(' for input: "
+        "'C1CC('\n"
+    )
+    assert main(["react", "CCO>c1ccncc1.[Na+].C1CC>"]) == 2
+    assert "reagents molecule 3 of 3 ('C1CC'): SMILES parse error: unclosed ring" in (
+        capsys.readouterr().err
+    )

@@ -130,7 +130,7 @@ def test_predict_file_one_row_per_record_in_input_order(tmp_path, monkeypatch, n
         ",".join(COLUMNS),
         "0,CC(=O)Cl.OCC>c1ccncc1>CCOC(C)=O,CCOC(C)=O,1,False,CCOC(C)=O,-0.25,CCO,-1.5,",
         "1,not,,,,,,,,\"expected 'reactants>reagents>products' (2 '>' separators), found 0\"",
-        f"3,CO.[Na+]>>,,,True,,,,,{NO_PRODUCT}",
+        f"3,CO.[Na+]>>,,,,,,,,{NO_PRODUCT}",  # no prediction: top1_invalid empty
     ]
 
 

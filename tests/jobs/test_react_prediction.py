@@ -128,7 +128,7 @@ def test_react_input_counts_no_valid_product_and_writes_integer_rows(
     assert _react_file(inputs, untrained_checkpoint, output) == 2  # none got a prediction
     out = capsys.readouterr().out
     assert (
-        "3 reactions read, 0 decoded (a valid product predicted), 3 without a valid product, 0 "
+        "3 lines read: 0 decoded (a valid product predicted), 3 without a valid product, 0 "
         "not read or encoded;"
     ) in out
     text = output.read_text().splitlines()
@@ -137,7 +137,7 @@ def test_react_input_counts_no_valid_product_and_writes_integer_rows(
         "score_2,error"
     )
     assert [line.split(",")[0] for line in text[1:]] == ["0", "1", "2"]  # not 0.0, 1.0, 2.0
-    assert text[1] == f"0,CC(=O)Cl.OCC>c1ccncc1>,,,True,,,,,{NO_PRODUCT}"
+    assert text[1] == f"0,CC(=O)Cl.OCC>c1ccncc1>,,,,,,,,{NO_PRODUCT}"
 
 
 def test_react_input_one_row_per_reaction_in_input_order(tmp_path, capsys, untrained_checkpoint):
@@ -159,7 +159,7 @@ def test_react_input_one_row_per_reaction_in_input_order(tmp_path, capsys, untra
         "O->[Mg+2]<-O.CCBr>>CCO",
     ]
     assert table["target"].tolist() == ["CCOC(C)=O", "C[O-].[Na+]", "", ""]
-    assert table["top1_invalid"].tolist() == [True, True, pd.NA, pd.NA]
+    assert table["top1_invalid"].tolist() == [pd.NA] * 4  # no row has a prediction
     assert table["target_rank"].isna().all()
     assert table["prediction_1"].tolist() == table["prediction_2"].tolist() == [""] * 4
     assert table["score_1"].isna().all()
@@ -180,12 +180,12 @@ def test_react_input_one_row_per_reaction_in_input_order(tmp_path, capsys, untra
     assert metrics["invalid_top1"] == 100.0
     written = pd.read_csv(output, keep_default_na=False)
     assert written["row"].tolist() == [0, 1, 2, 4]
-    assert written["top1_invalid"].tolist() == ["True", "True", "", ""]
+    assert written["top1_invalid"].tolist() == ["", "", "", ""]
 
     assert _react_file(inputs, untrained_checkpoint, output) == 2  # none got a prediction
     out = capsys.readouterr().out
     assert (
-        "4 reactions read, 0 decoded (a valid product predicted), 2 without a valid product, 2 "
+        "4 lines read: 0 decoded (a valid product predicted), 2 without a valid product, 2 "
         "not read or encoded;"
     ) in out
     assert "invalid-top1" in out and "100.00%" in out
@@ -208,7 +208,7 @@ def test_react_input_target_rank_written_as_integer(
     output = tmp_path / "predictions.csv"
     assert _react_file(inputs, untrained_checkpoint, output) == 0
     assert (
-        "3 reactions read, 3 decoded (a valid product predicted), 0 without a valid product, 0 "
+        "3 lines read: 3 decoded (a valid product predicted), 0 without a valid product, 0 "
         "not read or encoded;"
     ) in capsys.readouterr().out
     text = output.read_text().splitlines()

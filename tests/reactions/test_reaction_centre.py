@@ -231,7 +231,7 @@ def test_react_cli_with_a_reaction_centre_checkpoint(tiny_model, tmp_path, capsy
             str(tiny_model)]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "2 reactions read, 1 decoded" in out and "top-k accuracy over 1 of 2" in out
+    assert "2 lines read: 1 decoded" in out and "top-k accuracy over 1 of 2" in out
     # a GRAT translator checkpoint is refused with the option that takes it, a property
     # checkpoint (grat.ckpt is GRAT's property model) with the command that takes it
     fixture = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"

@@ -80,7 +80,7 @@ def test_recipe_run_and_react_cli(tmp_path, capsys, caplog):
     valid = int((table["prediction_1"] != "").sum())
     assert status == (0 if valid else 2)  # 2: no reaction of the file got a prediction
     assert (
-        f"3 reactions read, {valid} decoded (a valid product predicted), {2 - valid} without a "
+        f"3 lines read: {valid} decoded (a valid product predicted), {2 - valid} without a "
         "valid product, 1 not read or encoded;"
     ) in capsys.readouterr().out
     # neither a reaction nor --input
