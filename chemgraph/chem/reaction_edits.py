@@ -112,11 +112,15 @@ class MappedReaction:
             RDKit molecule, atoms in the order written.
         product: the product field as one sanitised molecule; None when it is empty.
         product_atoms: indices of the input atoms whose map numbers occur in the product.
+        reagent_atoms: indices of the input atoms written in the reagent field
+            (``reactants>reagents>``); empty when that field is empty (USPTO-MIT writes its
+            reagents among the reactants, so nothing is known of them then).
     """
 
     inputs: Chem.Mol
     product: Chem.Mol | None
     product_atoms: frozenset[int]
+    reagent_atoms: frozenset[int] = frozenset()
 
     @property
     def product_smiles(self) -> str:
@@ -144,6 +148,11 @@ def mapped_reaction(text: str) -> MappedReaction:
         for field, part in (("reactants", reactants), ("reagents", reagents)):
             parse_field(part, field, text)
         raise ReactionParseError("RDKit cannot parse the reactants and reagents", text)
+    reagent_atoms: frozenset[int] = frozenset()
+    if reactants and reagents:  # the reagent field's atoms follow the reactants' as written
+        alone = Chem.MolFromSmiles(reactants)
+        if alone is not None:
+            reagent_atoms = frozenset(range(alone.GetNumAtoms(), inputs.GetNumAtoms()))
     product = None
     atoms: frozenset[int] = frozenset()
     if products:
@@ -157,7 +166,7 @@ def mapped_reaction(text: str) -> MappedReaction:
             if missing:
                 raise ReactionParseError(f"product atom maps {missing[:5]} not in the input", text)
             atoms = frozenset(index[m] for m in maps)
-    return MappedReaction(inputs, product, atoms)
+    return MappedReaction(inputs, product, atoms, reagent_atoms)
 
 
 def reaction_edits(reaction: MappedReaction) -> tuple[Edit, ...]:

@@ -241,7 +241,12 @@ class ReactionCentreModel:
         self, examples: Sequence[ReactionCentreExample], batch_size: int = 32
     ) -> list[tuple[list[tuple[Edit, float]], np.ndarray]]:
         """Per example, its best ``top_changes`` bond changes ``((i, j, c), logit)`` best first
-        and its product-atom logits ``float [N]``."""
+        and its product-atom logits ``float [N]``.
+
+        A change that touches an atom of the reagent field (``reactants>reagents>``,
+        :attr:`chemgraph.chem.reaction_edits.MappedReaction.reagent_atoms`) is never among
+        them: reagents give no atom to the product by definition. A reaction written
+        ``reactants>>`` (USPTO-MIT's reagents are among its reactants) keeps every pair."""
         top = self.settings["top_changes"]
         order = sorted(range(len(examples)), key=lambda k: examples[k].arrays.num_atoms)
         out: dict[int, tuple] = {}
@@ -251,7 +256,13 @@ class ReactionCentreModel:
             pair_logits, atom_logits = self.scorer(batch)
             n = pair_logits.shape[1]
             upper = torch.triu(torch.ones(n, n, dtype=torch.bool, device=self.device), 1)
-            pair_logits = pair_logits.masked_fill(~upper.unsqueeze(-1), float("-inf"))
+            allowed = upper.unsqueeze(0).repeat(len(chunk), 1, 1)
+            for row, k in enumerate(chunk):
+                reagents = sorted(examples[k].reaction.reagent_atoms)
+                if reagents:
+                    allowed[row, reagents, :] = False
+                    allowed[row, :, reagents] = False
+            pair_logits = pair_logits.masked_fill(~allowed.unsqueeze(-1), float("-inf"))
             flat = pair_logits.flatten(1)
             values, index = flat.topk(min(top, flat.shape[1]), dim=1)
             values, index = values.cpu().numpy(), index.cpu().numpy()

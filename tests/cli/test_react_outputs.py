@@ -418,3 +418,22 @@ def test_an_unparsable_reaction_names_the_molecule_and_rdkits_reason(capsys):
     assert "reagents molecule 3 of 3 ('C1CC'): SMILES parse error: unclosed ring" in (
         capsys.readouterr().err
     )
+
+
+def test_reagent_field_atoms_take_no_part_in_the_products(capsys):
+    """The reagents of 'reactants>reagents>' give no atom to a product: no predicted edit
+    touches pyridine (atoms 7-12), where the C-acylated pyridines ranked 2nd to 4th; written
+    'reactants.reagents>>' (USPTO-MIT's way) pyridine may still react."""
+    from chemgraph.chem.reaction_edits import mapped_reaction
+
+    assert mapped_reaction(ESTER_INPUT).reagent_atoms == frozenset(range(7, 13))
+    assert mapped_reaction("CC(=O)Cl.OCC.c1ccncc1>>").reagent_atoms == frozenset()
+    assert main(["react", ESTER_INPUT, "--top-k", "4"]) == 0
+    lines = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert [line[1] for line in lines] == ["CCOC(C)=O", "CC=O", "CC(=O)O", "CC(=O)C(C)O"]
+    for line in lines:
+        atoms = {int(a) for edit in line[3].split(";") for a in edit.split(":")[0].split("-")}
+        assert atoms.isdisjoint(range(7, 13)), line
+    assert main(["react", "CC(=O)Cl.OCC.c1ccncc1>>", "--top-k", "4"]) == 0
+    smiles = [line.split("\t")[1] for line in capsys.readouterr().out.splitlines()]
+    assert smiles == ["CCOC(C)=O", "CC(=O)c1cccnc1", "CC(=O)c1ccncc1", "CC(=O)c1ccccn1"]
