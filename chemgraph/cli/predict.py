@@ -126,14 +126,17 @@ class PredictCommand(Command):
             domain = "applicability domain unknown (the checkpoint holds no training fingerprints)"
         else:
             domain = "no applicability domain (no record was predicted)"
-        failed = f"{summary.failed:,} could not be predicted"
-        if summary.failed:
+        unpredicted = summary.failed - summary.blank
+        failed = f"{unpredicted:,} could not be predicted"
+        if unpredicted:
             failed += " (see the error column)"
         if summary.blank:  # e.g. a CSV with a blank line after each row
             failed += (
-                f", {summary.blank:,} of them blank records, which the row column counts (a "
-                "CSV's row is its index in pandas.read_csv(..., skip_blank_lines=False))"
+                f"; {summary.blank:,} blank records, no molecule: each has its row (error "
+                "'blank record'), so that the row column follows the file's records"
             )
+            if ".csv" in str(args.input).lower():
+                failed += " (as pandas.read_csv(..., skip_blank_lines=False) numbers them)"
         print(f"predicted {summary.predicted:,} of {summary.records:,} records; {failed}; {domain}")
         if summary.without_smiles:
             print(

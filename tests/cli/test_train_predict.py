@@ -366,9 +366,9 @@ def test_predict_without_failures_and_a_bad_top(tmp_path, capsys):
     table.write_text("smiles\nCCO\n\nc1ccccc1\n")
     assert main([*argv, "--overwrite"]) == 0
     assert (
-        "predicted 2 of 3 records; 1 could not be predicted (see the error column), 1 of them "
-        "blank records, which the row column counts (a CSV's row is its index in "
-        "pandas.read_csv(..., skip_blank_lines=False));" in capsys.readouterr().out
+        "predicted 2 of 3 records; 0 could not be predicted; 1 blank records, no molecule: each "
+        "has its row (error 'blank record'), so that the row column follows the file's records "
+        "(as pandas.read_csv(..., skip_blank_lines=False) numbers them);" in capsys.readouterr().out
     )
     assert pd.read_csv(output)["row"].tolist() == [0, 1, 2]
     assert pd.read_csv(table, skip_blank_lines=False)["smiles"].isna().tolist() == [
