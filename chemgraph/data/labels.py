@@ -42,15 +42,15 @@ def parse_label(cell: Any, column: str) -> tuple[float, str | None]:
         try:
             value = float(text)
         except ValueError:
-            return float("nan"), f"target {column!r}: {cell!r} is not a number"
+            return float("nan"), f"column {column!r}: {cell!r} is not a number"
     else:
         try:
             value = float(cell)
         except (TypeError, ValueError):
-            return float("nan"), f"target {column!r}: {cell!r} is not a number"
+            return float("nan"), f"column {column!r}: {cell!r} is not a number"
     if not np.isnan(value) and abs(value) > _FLOAT32_MAX:
         return value, (
-            f"target {column!r}: {value} is not a finite float32 number "
+            f"column {column!r}: {value} is not a finite float32 number "
             f"(|value| must be at most {_FLOAT32_MAX:.3e})"
         )
     return value, None

@@ -248,7 +248,7 @@ BLANK_RECORD = "blank record"
 def reason_kind(reason: str) -> str:
     """A short category of a rejection reason, for the summary table."""
     lowered = reason.lower()
-    for prefix, kind in (("timeout:", "timeout"), ("crash:", "worker crash"), ("target ", "label")):
+    for prefix, kind in (("timeout:", "timeout"), ("crash:", "worker crash"), ("column ", "label")):
         if lowered.startswith(prefix):
             return kind
     for needle, kind in (

@@ -59,7 +59,7 @@ def test_train_on_a_featurize_folder_then_predict_gives_the_held_out_predictions
     assert by_row.loc[4, "z"] == 1.0
     rejected = pd.read_csv(folder / "rejected.csv")
     assert rejected["row"].tolist() == [3, 5, 17]
-    assert rejected["reason"].iloc[0] == "target 'z': 'high' is not a number"
+    assert rejected["reason"].iloc[0] == "column 'z': 'high' is not a number"
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["options"]["label_columns"] == ["y", "z"]
     assert manifest["counts"]["rejected_by_reason"]["label"] == 1

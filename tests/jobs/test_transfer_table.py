@@ -157,9 +157,9 @@ def test_rejected_rows_are_reported_and_the_rest_is_used(tmp_path):
     assert rejected["id"].tolist() == ["mol02", "mol03", "mol04", "mol10", "mol30", "mol31"]
     limit = "is not a finite float32 number (|value| must be at most 3.403e+38)"
     assert rejected["reason"][:3].tolist() == [
-        f"target 'fine_logp': inf {limit}",
-        f"target 'fine_logp': -inf {limit}",
-        f"target 'fine_mr': 1e+39 {limit}",
+        f"column 'fine_logp': inf {limit}",
+        f"column 'fine_logp': -inf {limit}",
+        f"column 'fine_mr': 1e+39 {limit}",
     ]
     assert rejected["reason"][3].startswith(
         "high fidelity label without its low fidelity label (cheap_mr): every strategy"
