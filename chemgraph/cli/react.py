@@ -10,7 +10,7 @@ from typing import Any
 
 from chemgraph.cli.base import Command, ExamplesHelpFormatter
 
-__all__ = ["ReactCommand", "given_product", "reaction_lines", "target_rank"]
+__all__ = ["ReactCommand", "given_product", "reaction_lines"]
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ class ReactCommand(Command):
         from chemgraph.chem.reaction_edits import BOND_CLASSES
         from chemgraph.errors import ChemgraphError, ConfigError
         from chemgraph.jobs.react import INPUT_FORMAT, ReactOptions, react, react_file
-        from chemgraph.reactions.predictions import NO_PRODUCT, format_top_k_metrics
+        from chemgraph.reactions.predictions import NO_PRODUCT, format_top_k_metrics, target_rank
 
         if (args.reaction is None) == (args.input is None):
             raise ConfigError("give either one reaction SMILES or --input FILE (with --output)")
@@ -247,13 +247,3 @@ def given_product(reaction: str) -> str:
         return mapped_reaction(reaction).product_smiles
     except ReactionParseError:
         return ""
-
-
-def target_rank(predictions: list[str], target: str) -> int | None:
-    """1-based rank of the first prediction holding the molecules of ``target`` (fragment
-    order ignored, as in ``--input``'s ``target_rank``); None when none does or no target."""
-    from chemgraph.chem.graph_codec import same_molecules
-
-    if not target:
-        return None
-    return next((r for r, s in enumerate(predictions, 1) if same_molecules(s, target)), None)

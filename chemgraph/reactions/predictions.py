@@ -57,6 +57,15 @@ class ReactionPrediction:
     num_invalid: int
 
 
+def target_rank(predictions: Sequence[str], target: str) -> int | None:
+    """1-based rank of the first of ``predictions`` (SMILES) that holds the molecules of
+    ``target`` (:func:`chemgraph.chem.graph_codec.same_molecules`: fragment order ignored);
+    None when none does or ``target`` is ``""`` (unknown)."""
+    if not target:
+        return None
+    return next((r for r, s in enumerate(predictions, 1) if same_molecules(s, target)), None)
+
+
 def top_k_metrics(
     predictions: Sequence[ReactionPrediction], targets: Sequence[str], ks: Sequence[int] = TOP_K
 ) -> dict[str, float]:
@@ -75,12 +84,9 @@ def top_k_metrics(
     """
     n = max(1, len(targets))
     metrics = {}
-    ranks = [
-        next((r for r, s in enumerate(p.smiles) if same_molecules(s, t)), None)
-        for p, t in zip(predictions, targets)
-    ]
+    ranks = [target_rank(p.smiles, t) for p, t in zip(predictions, targets)]
     for k in ks:
-        metrics[f"top_{k}"] = 100 * sum(r is not None and r < k for r in ranks) / n
+        metrics[f"top_{k}"] = 100 * sum(r is not None and r <= k for r in ranks) / n
     metrics["invalid_top1"] = 100 * sum(p.top1_invalid for p in predictions) / n
     total = sum(len(p.smiles) + p.num_invalid for p in predictions)
     metrics["invalid_beam"] = 100 * sum(p.num_invalid for p in predictions) / max(1, total)
@@ -118,8 +124,7 @@ def prediction_frame(
     records = []
     for row, item, prediction in zip(rows, items, predictions):
         record = {"row": row, "target": item.product_smiles}
-        hit = [r for r, s in enumerate(prediction.smiles) if same_molecules(s, item.product_smiles)]
-        record["target_rank"] = hit[0] + 1 if hit and item.product_smiles else None
+        record["target_rank"] = target_rank(prediction.smiles, item.product_smiles)
         record["top1_invalid"] = prediction.top1_invalid
         for rank in range(top_k):
             found = rank < len(prediction.smiles)
