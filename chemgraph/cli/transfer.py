@@ -135,7 +135,7 @@ class TransferCommand(Command):
         """Run :func:`~chemgraph.jobs.transfer.transfer_table`; a refusal names each setting by
         its flag, unless the ``--config`` file set it and no flag did (then by its key)."""
         from chemgraph.errors import ConfigError, settings_as_flags
-        from chemgraph.jobs.transfer import TransferOptions, format_table, transfer_table
+        from chemgraph.jobs.transfer import TransferOptions, transfer_table
         from chemgraph.train.config import read_settings
         from chemgraph.train.trainer import quiet_third_party_warnings
 
@@ -183,9 +183,9 @@ class TransferCommand(Command):
             raise ConfigError(f"chemgraph transfer needs {', '.join(missing)}")
         with settings_as_flags(flags):
             options = TransferOptions(**values, overwrite=args.overwrite, training=training)
-            table = transfer_table(options)
+            transfer_table(options)
         if not args.quiet:  # warnings and errors only
-            print(format_table(table))
+            print((Path(options.out) / "table.md").read_text(), end="")
             print(f"outputs written to {Path(options.out).resolve()}")
         return 0
 

@@ -98,6 +98,7 @@ __all__ = [
     "format_table",
     "results_table",
     "run_transfer",
+    "seed_ensembles",
     "target_groups",
     "training_fingerprints",
     "transfer_claim",
@@ -477,7 +478,10 @@ def run_transfer(
     model), ``table.md`` / ``table.csv`` (:func:`results_table`), ``learning_curves.csv``
     (strategy, seed, targets, phase, epoch,
     losses), ``curves/*.png``, ``predictions.csv``
-    (test-set predictions of every run) and ``config.yaml``.
+    (test-set predictions of every run), ``ensembles.csv`` (:func:`seed_ensembles`: the test
+    RMSE of each strategy's mean prediction over its seeds, what ``predictions_unlabelled.csv``
+    and ``chemgraph predict`` with every seed's checkpoint give; also under the table in
+    ``table.md``) and ``config.yaml``.
 
     ``pretrained_cache``: a dict that keeps every pretrained model, keyed by strategy, seed and
     targets, and gives it to a later run with the same key instead of pretraining again (for
@@ -585,11 +589,16 @@ def run_transfer(
     if config.baselines:
         baselines, baseline_frames = baseline_runs(data, split, config.strategies, fingerprints)
         baselines.to_csv(out / "baselines.csv", index=False)
+    ensembles = seed_ensembles(
+        pd.concat(predictions, ignore_index=True), data.high_name, model_label(config.model)
+    )
+    ensembles.to_csv(out / "ensembles.csv", index=False)
+    if config.baselines:
         predictions += baseline_frames
     pd.concat(predictions, ignore_index=True).to_csv(out / "predictions.csv", index=False)
     table = results_table(runs, data.high_name, model_label(config.model), baselines)
     table.to_csv(out / "table.csv", index=False)
-    (out / "table.md").write_text(format_table(table) + "\n")
+    (out / "table.md").write_text(format_table(table, ensembles) + "\n")
     return runs, baselines
 
 
@@ -1321,6 +1330,67 @@ def results_table(
     return table.astype({"seeds": "Int64"})
 
 
+def seed_ensembles(
+    predictions: pd.DataFrame, high_name: str = "GW", model: str = "ESA"
+) -> pd.DataFrame:
+    """The test RMSE of every trained strategy's seed ensemble: per molecule the mean of its
+    seeds' predictions, which is what ``predictions_unlabelled.csv`` gives for the molecules
+    without high-fidelity labels and ``chemgraph predict`` gives with every seed's checkpoint
+    (not for a stacked row, whose kernel ridge is not stored): an ensemble of independently
+    trained networks (Lakshminarayanan, Pritzel and Blundell 2017, "Simple and scalable
+    predictive uncertainty estimation using deep ensembles", NeurIPS, arXiv:1612.01474).
+    :func:`results_table` reports the seeds one by one, as
+    Buterez et al. 2024 Table 5 does; this table says how accurate the averaged prediction a
+    user receives is. It is one model, so it has no seed-to-seed spread, and
+    :func:`transfer_claim` does not use it.
+
+    Args:
+        predictions: the test predictions of the trained runs in the layout of
+            ``predictions.csv`` (``strategy``, ``seed``, ``id``, per target ``<target>`` and
+            ``<target>_pred``), one block per strategy and seed in the same molecule order.
+        high_name, model: as :func:`results_table`'s.
+
+    Returns:
+        One row per target and strategy with at least 2 seeds, in :func:`results_table`'s
+        order: ``target``, ``strategy`` (its label and "ensemble of N seeds"), ``setting``,
+        ``method``, ``seeds``, ``test RMSE`` (the ensemble's, text), ``mean over seeds``
+        (the per-seed mean RMSE of :func:`results_table`, text), and the numbers ``rmse``,
+        ``mae`` and ``seed_mean_rmse``. Empty (those columns) without such a strategy.
+    """
+    labels = {"high_fidelity_only": high_name, **STRATEGY_LABELS}
+    targets = [c[: -len("_pred")] for c in predictions.columns if c.endswith("_pred")]
+    records = []
+    for target in targets:
+        for strategy in [s for s in SETTINGS if s in set(predictions["strategy"])]:
+            runs = [
+                rows for _, rows in
+                predictions[predictions["strategy"] == strategy].groupby("seed", sort=True)
+            ]  # fmt: skip
+            if len(runs) < 2:
+                continue
+            truth = runs[0][target].to_numpy(np.float64)
+            members = np.stack([rows[f"{target}_pred"].to_numpy(np.float64) for rows in runs])
+            metrics = regression_metrics(truth, members.mean(axis=0))
+            seed_mean = float(
+                np.mean([regression_metrics(truth, member)["rmse"] for member in members])
+            )
+            stacked = strategy in STACKED.values()
+            records.append(
+                {
+                    "target": target,
+                    "strategy": f"{labels[strategy]}, ensemble of {len(runs)} seeds",
+                    "setting": SETTINGS[strategy],
+                    "method": f"{model} + kernel ridge" if stacked else model,
+                    "seeds": len(runs), "test RMSE": f"{metrics['rmse']:.3f}",
+                    "mean over seeds": f"{seed_mean:.3f}", "rmse": metrics["rmse"],
+                    "mae": metrics["mae"], "seed_mean_rmse": seed_mean,
+                }
+            )  # fmt: skip
+    columns = ["target", "strategy", "setting", "method", "seeds", "test RMSE"]
+    columns += ["mean over seeds", "rmse", "mae", "seed_mean_rmse"]
+    return pd.DataFrame(records, columns=columns)
+
+
 KERNEL_RIDGE_ALONE = "0 (kernel ridge alone)"
 """The ``stack weight`` of a stacked row in :func:`results_table` whose ``w`` is 0 for every
 seed: the row is the kernel ridge alone, without the network (:func:`format_table` says so
@@ -1430,10 +1500,11 @@ def transfer_claim(table: pd.DataFrame, high_name: str = "GW", unit: str = "") -
     return False, f"{verdict}\n{details}"
 
 
-def format_table(table: pd.DataFrame) -> str:
+def format_table(table: pd.DataFrame, ensembles: pd.DataFrame | None = None) -> str:
     """The markdown form of :func:`results_table` (what ``table.md`` holds), with a line under
     it for every stacked row whose weight was 0 for every seed (:data:`KERNEL_RIDGE_ALONE`),
-    saying so in words."""
+    saying so in words; with ``ensembles`` (:func:`seed_ensembles`, not empty) a second table
+    of the seed ensembles' test RMSE under it."""
     shown = table.drop(columns=["rmse_mean", "rmse_std"]).copy()
     shown["seeds"] = ["deterministic" if pd.isna(s) else str(s) for s in shown["seeds"]]
     notes = []
@@ -1444,10 +1515,26 @@ def format_table(table: pd.DataFrame) -> str:
             "every seed, so this row is the Δ-learning kernel ridge without the network"
             for row in table[shown["stack weight"] == KERNEL_RIDGE_ALONE].itertuples()
         ]
-    header = "| " + " | ".join(shown.columns) + " |"
-    rule = "|" + "---|" * len(shown.columns)
-    body = ["| " + " | ".join(str(v) for v in row) + " |" for row in shown.itertuples(index=False)]
-    return "\n".join([header, rule, *body] + (["", *notes] if notes else []))
+    lines = _markdown(shown) + (["", *notes] if notes else [])
+    if ensembles is not None and len(ensembles):
+        lines += [
+            "",
+            "Seed ensembles: test RMSE of the mean prediction over the seeds (what "
+            "predictions_unlabelled.csv gives, and chemgraph predict with every seed's "
+            "checkpoint for the rows without a kernel ridge), beside the mean of the seeds' "
+            "own RMSE above:",
+            "",
+            *_markdown(ensembles.drop(columns=["rmse", "mae", "seed_mean_rmse"])),
+        ]
+    return "\n".join(lines)
+
+
+def _markdown(frame: pd.DataFrame) -> list[str]:
+    """The lines of a markdown table of ``frame``."""
+    header = "| " + " | ".join(frame.columns) + " |"
+    rule = "|" + "---|" * len(frame.columns)
+    body = ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return [header, rule, *body]
 
 
 @dataclass
@@ -1808,8 +1895,8 @@ SMALL_TEST_SET = 20
 
 TABLE_OUTPUTS = (
     "checkpoints", "curves", "table.md", "table.csv", "runs.csv", "baselines.csv",
-    "predictions.csv", "predictions_unlabelled.csv", "learning_curves.csv", "rejected.csv",
-    "duplicates.json", "config.yaml", "transfer.yaml",
+    "ensembles.csv", "predictions.csv", "predictions_unlabelled.csv", "learning_curves.csv",
+    "rejected.csv", "duplicates.json", "config.yaml", "transfer.yaml",
 )  # fmt: skip
 """What :func:`transfer_table` writes in its output folder (files and folders)."""
 

@@ -42,7 +42,6 @@ from chemgraph.jobs.transfer import (
     STACKED,
     STRATEGIES,
     TransferConfig,
-    format_table,
     label_curve,
     pretraining_pool,
     transfer_claim,
@@ -291,12 +290,13 @@ def run(
     settings = {"data": {**data_config, "source": source}, "training": transfer.to_dict()}
     table, runs, _ = transfer_job(data, split, transfer, out, settings, None, pretrained)
     _, claim = transfer_claim(table, data.high_name, "eV")
-    (Path(out) / "table.md").write_text(f"{header}\n\n{format_table(table)}\n")
+    tables = (Path(out) / "table.md").read_text().rstrip("\n")  # with the seed ensembles
+    (Path(out) / "table.md").write_text(f"{header}\n\n{tables}\n")
     log.info(
         "\n%s\n\nTest RMSE (eV) on %s HOMO/LUMO of 3D ESA (mean ± std over %d seeds) and of "
         "the baselines (deterministic: no seed changes them), %s:\n%s\n%s\n"
         "epochs run (mean over seeds): %s\nwall time %.0f s, CPU time %.0f s (%s); results in %s",
-        header, data.high_name, transfer.seeds, data.high_theory, format_table(table), claim,
+        header, data.high_name, transfer.seeds, data.high_theory, tables, claim,
         _epochs_run(runs), time.perf_counter() - start, _cpu_seconds() - cpu_start,
         _phase_times(runs), out,
     )  # fmt: skip

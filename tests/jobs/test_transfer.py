@@ -13,10 +13,12 @@ from chemgraph.jobs.transfer import (
     MultiFidelityData,
     TransferConfig,
     build_module,
+    format_table,
     high_fidelity_split,
     pretraining_pool,
     results_table,
     run_transfer,
+    seed_ensembles,
     transfer_claim,
     transfer_margins,
 )
@@ -203,6 +205,47 @@ def test_tiny_end_to_end_run(data, split, tmp_path):
     rmse = np.sqrt(np.mean((mine["homo"] - mine["homo_pred"]) ** 2))
     row = runs[(runs.strategy == "inductive") & (runs.seed == 0) & (runs.target == "homo")]
     assert float(row["rmse"].iloc[0]) == pytest.approx(rmse, rel=1e-5)
+    # the seed ensemble: the RMSE of the mean of the two seeds' written predictions
+    seeds = [predictions[(predictions.strategy == "transductive") & (predictions.seed == k)]
+             for k in (0, 1)]  # fmt: skip
+    mean = (seeds[0]["lumo_pred"].to_numpy() + seeds[1]["lumo_pred"].to_numpy()) / 2
+    expected = np.sqrt(np.mean((mean - seeds[0]["lumo"].to_numpy()) ** 2))
+    ensembles = pd.read_csv(tmp_path / "ensembles.csv")
+    assert len(ensembles) == 2 * 3  # targets x strategies, the baselines have no seeds
+    trans = ensembles.strategy == "Trans., ensemble of 2 seeds"
+    row = ensembles[trans & (ensembles.target == "lumo")]
+    assert float(row["rmse"].iloc[0]) == pytest.approx(expected, rel=1e-5)
+    assert (
+        "| lumo | Trans., ensemble of 2 seeds | transductive | ESA | 2 |"
+        in (tmp_path / "table.md").read_text()
+    )
+
+
+def test_seed_ensembles_by_hand():
+    # two seeds of one strategy on three molecules: truth 0, 0, 0; seed 0 predicts 1, -1, 0
+    # and seed 1 predicts 1, 1, 0: RMSE sqrt(2/3) each, their mean 1, 0, 0 has RMSE sqrt(1/3)
+    predictions = pd.DataFrame(
+        {
+            "strategy": ["transductive"] * 6 + ["inductive"] * 3,
+            "seed": [0, 0, 0, 1, 1, 1, 0, 0, 0],
+            "id": ["a", "b", "c"] * 3,
+            "homo": [0.0] * 9,
+            "homo_pred": [1.0, -1.0, 0.0, 1.0, 1.0, 0.0, 5.0, 5.0, 5.0],
+        }
+    )
+    table = seed_ensembles(predictions, "GW", "ESA")
+    assert table["strategy"].tolist() == ["Trans., ensemble of 2 seeds"]  # one seed: no row
+    assert table["rmse"].tolist() == pytest.approx([np.sqrt(1 / 3)])
+    assert table["mae"].tolist() == pytest.approx([1 / 3])
+    assert table["seed_mean_rmse"].tolist() == pytest.approx([np.sqrt(2 / 3)])
+    assert table[["test RMSE", "mean over seeds"]].values.tolist() == [["0.577", "0.816"]]
+    runs = _runs({("transductive", "homo"): [0.816, 0.816]})
+    text = format_table(results_table(runs, "GW"), table)
+    last = "| homo | Trans., ensemble of 2 seeds | transductive | ESA | 2 | 0.577 | 0.816 |"
+    assert text.endswith(last)
+    assert format_table(results_table(runs, "GW"), table.iloc[:0]) == format_table(
+        results_table(runs, "GW")
+    )
 
 
 def test_config_rejects_unknown_keys_and_strategies():
