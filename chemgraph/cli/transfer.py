@@ -57,7 +57,11 @@ class TransferCommand(Command):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--config", help="YAML of these options (transfer.yaml of a run)")
         parser.add_argument("--data", help="table of molecules (.csv, .tsv, .parquet)")
-        parser.add_argument("--smiles-column", help="column holding SMILES (default: smiles)")
+        parser.add_argument(
+            "--smiles-column",
+            help="column holding SMILES (default: smiles; with --geometry used when present, "
+            "for the fingerprint baselines; a column named here must exist)",
+        )
         parser.add_argument("--id-column", help="molecule identifiers (default: row number)")
         parser.add_argument(
             "--low-fidelity-columns", help="comma-separated low-fidelity (cheap) label columns"

@@ -142,6 +142,9 @@ def pretraining_pool(
 
 
 DELTA_SETTINGS = ("delta_learning", "stack_kernel_ridge")
+TRANSFER_ONLY_SETTINGS = ("freeze_encoder", *DELTA_SETTINGS)
+"""Switches that act on the transfer strategies' fine-tuning only: with no transfer strategy
+they would change nothing, so :class:`TransferConfig` refuses them."""
 """The settings that act on the transfer strategies only (:data:`DELTA_STRATEGIES`)."""
 
 
@@ -171,7 +174,8 @@ class TransferConfig(RunConfig):
         finetune_max_minutes: wall-clock cap of one fine-tuning (None = none).
         early_stopping_patience, lr_patience: in epochs, on the validation loss
             (``lr_patience``: the ``"plateau"`` schedule only).
-        freeze_encoder: fine-tune only the fresh head (default False: full fine-tuning).
+        freeze_encoder: fine-tune only the fresh head (default False: full fine-tuning); the
+            transfer strategies only, so ``strategies`` must hold one (else refused).
         joint_targets: one model predicts every target (one pretraining and one fine-tuning
             per strategy and seed); default False: one chain per target, each model with one
             output (the authors' code for Buterez et al. 2024 Table 5: one target per model).
@@ -293,10 +297,10 @@ class TransferConfig(RunConfig):
             raise ConfigError(
                 f"{setting('strategies')} must be a non-empty subset of {STRATEGIES}: {unknown}"
             )
-        for name in ("joint_targets", "delta_learning", "stack_kernel_ridge", "baselines"):
+        for name in ("joint_targets", "baselines", *TRANSFER_ONLY_SETTINGS):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
-        corrections = [name for name in DELTA_SETTINGS if getattr(self, name)]
+        corrections = [name for name in TRANSFER_ONLY_SETTINGS if getattr(self, name)]
         if corrections and not any(s in DELTA_STRATEGIES for s in self.strategies):
             names = " and ".join(setting(name) for name in corrections)
             raise ConfigError(
@@ -515,7 +519,7 @@ def run_transfer(
     """
     out = Path(out)
     _check_stacking(data, config)
-    corrections = [name for name in DELTA_SETTINGS if getattr(config, name)]
+    corrections = [name for name in TRANSFER_ONLY_SETTINGS if getattr(config, name)]
     plain = [s for s in config.strategies if s not in DELTA_STRATEGIES]
     if corrections and plain:
         log.info(
@@ -1552,7 +1556,9 @@ class TransferOptions:
             label: most molecules usually have only the low-fidelity ones.
         out: output folder; must be new or empty unless ``overwrite``.
         smiles_column: the SMILES column (the molecules' bond graphs, and the fingerprints of
-            the kernel baselines).
+            the kernel baselines); None = ``"smiles"``, which a run with ``geometry`` uses
+            when the table has it (else it runs without the fingerprint baselines). A column
+            named here must exist, with ``geometry`` too.
         id_column: molecule identifiers written into the outputs (None = the row number).
         geometry: SDF, XYZ or extended XYZ file with one 3D structure per table row, in row
             order (for a radius-graph model such as ``esa-3d``; coordinates in Å); None = bond
@@ -1575,7 +1581,7 @@ class TransferOptions:
     low_fidelity_columns: list[str] | str
     high_fidelity_columns: list[str] | str
     out: str | Path
-    smiles_column: str = "smiles"
+    smiles_column: str | None = None
     id_column: str | None = None
     geometry: str | Path | None = None
     split_seed: int = 0
@@ -1704,14 +1710,17 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
     check_output_folder(out, "--out", options.overwrite, "--overwrite")
     table = read_table(options.data)
     columns = [*options.low_fidelity_columns, *options.high_fidelity_columns]
-    need = columns + ([options.smiles_column] if options.geometry is None else [])
+    smiles_column = options.smiles_column or "smiles"
+    # a geometry file gives the graphs: then only a SMILES column the user named is required
+    smiles_required = options.geometry is None or options.smiles_column is not None
+    need = columns + ([smiles_column] if smiles_required else [])
     need += [options.id_column] if options.id_column else []
     missing = [c for c in need if c not in table.columns]
     if missing:
         named = {
             "low_fidelity_columns": options.low_fidelity_columns,
             "high_fidelity_columns": options.high_fidelity_columns,
-            "smiles_column": [options.smiles_column] if options.geometry is None else [],
+            "smiles_column": [smiles_column] if smiles_required else [],
             "id_column": [options.id_column] if options.id_column else [],
         }
         absent = [
@@ -1733,10 +1742,10 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
             given = ",".join(getattr(options, key))
             raise ConfigError(f"{setting(key)} {given}: no numeric value in column {column!r}")
     stacking = options.training.stack_kernel_ridge
-    if stacking and options.smiles_column not in table.columns:  # (with --geometry)
+    if stacking and smiles_column not in table.columns:  # (with --geometry)
         raise ConfigError(
             _stacking_needs_smiles(
-                f"{options.data} has no SMILES column {options.smiles_column!r} "
+                f"{options.data} has no SMILES column {smiles_column!r} "
                 f"({setting('smiles_column')})"
             )
         )
@@ -1748,9 +1757,9 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
     smiles = (
         [
             None if pd.isna(cell) or not str(cell).strip() else str(cell)
-            for cell in table[options.smiles_column]
+            for cell in table[smiles_column]
         ]
-        if options.smiles_column in table.columns
+        if smiles_column in table.columns
         else None
     )
     graphs, reasons = _table_graphs(options, table, smiles)

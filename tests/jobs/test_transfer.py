@@ -248,6 +248,19 @@ def test_seed_ensembles_by_hand():
     )
 
 
+def test_freeze_encoder_without_a_pretrained_model_is_refused():
+    # high_fidelity_only has no pretrained encoder to freeze: a silent no-op otherwise
+    with pytest.raises(ValueError) as error:
+        TransferConfig(freeze_encoder=True, strategies=["high_fidelity_only"])
+    assert str(error.value) == (
+        "freeze_encoder applies to the transfer strategies (inductive, transductive) only, and "
+        "strategies has none (high_fidelity_only): add one, or set freeze_encoder: false"
+    )
+    with pytest.raises(ValueError, match="freeze_encoder must be true or false"):
+        TransferConfig(freeze_encoder="yes")
+    assert TransferConfig(freeze_encoder=True, strategies=["inductive"]).freeze_encoder
+
+
 def test_config_rejects_unknown_keys_and_strategies():
     with pytest.raises(ValueError, match=r"training: unknown keys \['epochs'\]; valid keys: \["):
         TransferConfig.from_dict({"epochs": 3}, source="training")

@@ -387,6 +387,17 @@ def test_stacking_without_smiles_is_refused_before_featurizing(tmp_path, capsys)
         "'smiles' (--smiles-column): give them, or leave out --stack-kernel-ridge"
     )
     assert [p.name for p in out.iterdir()] == ["table.md"]
+    # a SMILES column named with --geometry must exist (not silently run without SMILES)
+    status = main([
+        "transfer", "--data", str(table), "--geometry", str(structures), "--model", "esa-3d",
+        "--low-fidelity-columns", "cheap_logp", "--high-fidelity-columns", "fine_logp",
+        "--smiles-column", "SMILES", "--out", str(out), "--overwrite",
+    ])  # fmt: skip
+    assert status == 2
+    assert capsys.readouterr().err.startswith(
+        f"chemgraph transfer: error: {table}: no column ['SMILES'] (--smiles-column); it has "
+    )
+    assert [p.name for p in out.iterdir()] == ["table.md"]
     # a column that is not there: refused, and the earlier run's files stay too
     assert _refused(out, capsys, "--low-fidelity-columns", "nosuch", "--overwrite").startswith(
         f"chemgraph transfer: error: {LABELS}: no column ['nosuch'] (--low-fidelity-columns)"
