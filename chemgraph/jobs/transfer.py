@@ -1358,8 +1358,10 @@ def seed_ensembles(
         One row per target and strategy with at least 2 seeds, in :func:`results_table`'s
         order: ``target``, ``strategy`` (its label and "ensemble of N seeds"), ``setting``,
         ``method``, ``seeds``, ``test RMSE`` (the ensemble's, text), ``mean over seeds``
-        (the per-seed mean RMSE of :func:`results_table`, text), and the numbers ``rmse``,
-        ``mae`` and ``seed_mean_rmse``. Empty (those columns) without such a strategy.
+        (the per-seed mean RMSE of :func:`results_table`, text), the numbers ``rmse``,
+        ``mae`` and ``seed_mean_rmse``, and ``key``, the strategy as ``runs.csv`` and
+        ``predictions.csv`` name it (e.g. ``transductive_stacked``). Empty (those columns)
+        without such a strategy (one seed).
     """
     labels = {"high_fidelity_only": high_name, **STRATEGY_LABELS}
     targets = [c[: -len("_pred")] for c in predictions.columns if c.endswith("_pred")]
@@ -1387,11 +1389,11 @@ def seed_ensembles(
                     "method": f"{model} + kernel ridge" if stacked else model,
                     "seeds": len(runs), "test RMSE": f"{metrics['rmse']:.3f}",
                     "mean over seeds": f"{seed_mean:.3f}", "rmse": metrics["rmse"],
-                    "mae": metrics["mae"], "seed_mean_rmse": seed_mean,
+                    "mae": metrics["mae"], "seed_mean_rmse": seed_mean, "key": strategy,
                 }
             )  # fmt: skip
     columns = ["target", "strategy", "setting", "method", "seeds", "test RMSE"]
-    columns += ["mean over seeds", "rmse", "mae", "seed_mean_rmse"]
+    columns += ["mean over seeds", "rmse", "mae", "seed_mean_rmse", "key"]
     return pd.DataFrame(records, columns=columns)
 
 
@@ -1463,7 +1465,9 @@ def transfer_claim(table: pd.DataFrame, high_name: str = "GW", unit: str = "") -
     """Whether the run shows every transfer strategy ahead of the best baseline of its setting
     (:func:`transfer_margins`), for every target, by more than the seed-to-seed spread, and
     lines that say so plainly: the verdict, then one line per strategy and target with its
-    margin against its spread, and "negative transfer" where a strategy is behind.
+    margin against its spread, "negative transfer" where a strategy is behind and "level with"
+    where the two mean RMSEs differ by less than 0.0005 (e.g. a stacked row whose weight on the
+    network was 0, which is the baseline itself).
 
     Returns:
         ``(shown, text)``; ``shown`` is False with one seed (no spread to compare with), without
@@ -1476,7 +1480,9 @@ def transfer_claim(table: pd.DataFrame, high_name: str = "GW", unit: str = "") -
     lines = []
     for m in margins.itertuples(index=False):
         spread = "undefined (one seed)" if np.isnan(m.spread) else f"{m.spread:.3f}"
-        if m.negative:
+        if abs(m.margin) < 5e-4:  # "ahead by 0.000" would say more than the digits do
+            verdict = f"level with {m.best} (the mean RMSEs differ by less than 0.0005{units})"
+        elif m.negative:
             verdict = f"negative transfer: behind {m.best} by {-m.margin:.3f}{units}"
         elif m.shown:
             verdict = f"ahead of {m.best} by {m.margin:.3f}{units} > spread {spread}"
@@ -1516,7 +1522,14 @@ def format_table(table: pd.DataFrame, ensembles: pd.DataFrame | None = None) -> 
         shown["stack weight"] = shown["stack weight"].fillna("")
         notes = [
             f"{row.target}, {row.strategy}: stacking chose the kernel ridge alone (w = 0) for "
-            "every seed, so this row is the Δ-learning kernel ridge without the network"
+            "every seed, so this row is the Δ-learning kernel ridge without the fine-tuned "
+            "network"
+            + (
+                " (on the linear correction of the pretrained model's low-fidelity predictions, "
+                "which differ by seed)"
+                if row.setting == "inductive"
+                else ""
+            )
             for row in table[shown["stack weight"] == KERNEL_RIDGE_ALONE].itertuples()
         ]
     lines = _markdown(shown) + (["", *notes] if notes else [])
@@ -1528,7 +1541,7 @@ def format_table(table: pd.DataFrame, ensembles: pd.DataFrame | None = None) -> 
             "checkpoint for the rows without a kernel ridge), beside the mean of the seeds' "
             "own RMSE above:",
             "",
-            *_markdown(ensembles.drop(columns=["rmse", "mae", "seed_mean_rmse"])),
+            *_markdown(ensembles.drop(columns=["rmse", "mae", "seed_mean_rmse", "key"])),
         ]
     return "\n".join(lines)
 
@@ -1677,9 +1690,11 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
     (these options, so that ``chemgraph transfer --config transfer.yaml`` repeats the run).
     ``predictions.csv`` carries the ``id_column`` ids (else the row numbers) and the SMILES.
     Nothing is written (and with ``overwrite`` nothing of an earlier run removed) before the
-    options, the table's columns and the geometries are checked; then what an earlier run
-    wrote (:data:`TABLE_OUTPUTS`) is removed first. Fewer than :data:`SMALL_TEST_SET` test
-    molecules are warned about.
+    options, the table's columns, the geometries, the rows and the split are checked; then
+    what an earlier run wrote (:data:`TABLE_OUTPUTS`) is removed first. Fewer than
+    :data:`SMALL_TEST_SET` test molecules are warned about, and so are molecules with some but
+    not every high-fidelity label (they are not in the split, which takes the molecules with
+    every one, and are predicted in ``predictions_unlabelled.csv``).
 
     Returns:
         The results table (:func:`results_table`).
@@ -1688,13 +1703,13 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
         ConfigError: a label column without a number (``"--low-fidelity-columns smiles: no
             numeric value in column 'smiles'"``); ``stack_kernel_ridge`` without a SMILES
             column, or with rows (of a geometry file) without a SMILES; decided before
-            featurizing, where the column is missing. Nothing is written to ``out`` then.
+            featurizing, where the column is missing; too few usable molecules with every
+            high-fidelity label to split (the message counts them and gives the first
+            rejected rows' reasons). Nothing is written to ``out`` then.
         ValueError: a non-empty output folder without ``overwrite``; missing columns (each
             named with the setting that asked for it, ``"no column ['gw_lumo']
-            (--high-fidelity-columns)"``); a
-            geometry file whose structure count differs from the rows; too few labelled
-            molecules to split (after ``rejected.csv`` is written, which says why rows were
-            left out).
+            (--high-fidelity-columns)"``); a geometry file whose structure count differs
+            from the rows.
     """
     from chemgraph._output import check_output_folder
     from chemgraph.data import (
@@ -1795,23 +1810,7 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
                     f"{len(empty)} rows of {options.data} have none (ids {rows})"
                 )
             )
-    if options.overwrite:  # only once nothing refuses the run
-        _remove_earlier_outputs(out)
-    out.mkdir(parents=True, exist_ok=True)
-    write_rejected(
-        pd.DataFrame(
-            [
-                dict(row=row, id=ids[row], input=smiles[row] or "" if smiles else "", reason=reason)
-                for row, reason in sorted(reasons.items())
-            ]
-        ),
-        out / "rejected.csv",
-    )
-    if reasons:
-        log.warning("%d of %d rows rejected (%s)", len(reasons), len(table), out / "rejected.csv")
     kept_smiles = [smiles[row] for row in keep] if smiles else [None]
-    if smiles and None in kept_smiles:
-        log.warning("rows without SMILES: no fingerprint baselines (they read every SMILES)")
     # with --geometry and no SMILES every row is its own molecule
     groups = None if None in kept_smiles else duplicate_groups(kept_smiles)
     data = MultiFidelityData(
@@ -1826,25 +1825,86 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
         groups=groups,
         low_columns=list(options.low_fidelity_columns),
     )
+    try:
+        split = high_fidelity_split(
+            data, options.split_seed, fractions=options.split_fractions, groups=groups
+        )
+    except ValueError as error:  # before --out is touched: a refused run writes nothing
+        raise ConfigError(_split_refusal(options, data, len(table), reasons, ids, error)) from None
+    if options.overwrite:  # only once nothing refuses the run
+        _remove_earlier_outputs(out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_rejected(
+        pd.DataFrame(
+            [
+                dict(row=row, id=ids[row], input=smiles[row] or "" if smiles else "", reason=reason)
+                for row, reason in sorted(reasons.items())
+            ]
+        ),
+        out / "rejected.csv",
+    )
+    if reasons:
+        log.warning("%d of %d rows rejected (%s)", len(reasons), len(table), out / "rejected.csv")
+    if smiles and None in kept_smiles:
+        log.warning("rows without SMILES: no fingerprint baselines (they read every SMILES)")
+    partial = np.flatnonzero(np.isnan(high[keep]).any(axis=1) & ~np.isnan(high[keep]).all(axis=1))
+    if len(partial):
+        names = ", ".join(str(data.ids[i]) for i in partial[:5]) + (", ..." * (len(partial) > 5))
+        log.warning(
+            "%s with some but not every %s label (%s): not in the train/validation/test split, "
+            "which takes the molecules with every %s label; their given %s labels are not used "
+            "and they are predicted in predictions_unlabelled.csv",
+            _count(len(partial), "molecule"), data.high_name, names, data.high_name,
+            data.high_name,
+        )  # fmt: skip
     duplicates = Duplicates()
     if groups is not None:
         duplicates = find_duplicates(groups, np.asarray(keep), data.high.numpy())
         if duplicates.molecules:
             log.warning("duplicates: %s", duplicates)
-    split = high_fidelity_split(
-        data, options.split_seed, fractions=options.split_fractions, groups=groups
-    )
     (out / "duplicates.json").write_text(json.dumps(duplicates.to_dict(), indent=2) + "\n")
     if len(split["test"]) < SMALL_TEST_SET:
         log.warning(
-            "only %d test molecules: their test RMSE is a rough estimate (a few molecules "
-            "can change it a lot); give more molecules with %s labels",
-            len(split["test"]), data.high_name,
+            "only %s: their test RMSE is a rough estimate (a few molecules can change it a "
+            "lot); give more molecules with %s labels",
+            _count(len(split["test"]), "test molecule"), data.high_name,
         )  # fmt: skip
     results, _, _ = transfer_job(data, split, options.training, out, _options_dict(options))
     _, claim = transfer_claim(results, data.high_name)
     log.info("%s", claim)
     return results
+
+
+def _count(number: int, noun: str) -> str:
+    """``"1 test molecule"``, ``"3 test molecules"``."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def _split_refusal(
+    options: TransferOptions,
+    data: MultiFidelityData,
+    rows: int,
+    reasons: dict[int, str],
+    ids: list[str],
+    error: ValueError,
+) -> str:
+    """Why the molecules of ``options.data`` cannot be split (``error`` of
+    :func:`high_fidelity_split`): how many rows are usable and labelled, the rejected rows'
+    first reasons, and the settings that decide it."""
+    labelled = int((~torch.isnan(data.high).any(dim=1)).sum())
+    columns = ",".join(options.high_fidelity_columns)
+    text = (
+        f"{options.data}: {labelled} of {rows} rows are usable molecules with every "
+        f"{options.high_name} label ({setting('high_fidelity_columns')} {columns}), too few "
+        f"to split into train, validation and test with {setting('split_fractions')} "
+        f"{','.join(f'{f:g}' for f in options.split_fractions)} ({error})"
+    )
+    if reasons:
+        shown = sorted(reasons.items())[:3]
+        examples = "; ".join(f"row {row} ({ids[row]}): {reason}" for row, reason in shown)
+        more = ", ..." if len(reasons) > 3 else ""
+        text += f"; {_count(len(reasons), 'row')} rejected, e.g. {examples}{more}"
+    return text
 
 
 def transfer_job(

@@ -235,6 +235,7 @@ def test_seed_ensembles_by_hand():
     )
     table = seed_ensembles(predictions, "GW", "ESA")
     assert table["strategy"].tolist() == ["Trans., ensemble of 2 seeds"]  # one seed: no row
+    assert table["key"].tolist() == ["transductive"]
     assert table["rmse"].tolist() == pytest.approx([np.sqrt(1 / 3)])
     assert table["mae"].tolist() == pytest.approx([1 / 3])
     assert table["seed_mean_rmse"].tolist() == pytest.approx([np.sqrt(2 / 3)])
@@ -310,6 +311,13 @@ def test_transfer_margins_against_the_seed_spread():
         "lumo Ind.: ahead of GW by 0.080 eV > spread 0.020",
         "lumo Trans.: negative transfer: behind GW by 0.020 eV",
     ]
+    # a tie (e.g. a stacked row with no weight on the network, the baseline itself) is "level"
+    tied = _runs(
+        {("high_fidelity_only", "homo"): [0.60, 0.62], ("inductive", "homo"): [0.6, 0.6202]}
+    )
+    assert transfer_claim(results_table(tied, "GW"), "GW", "eV")[1].splitlines()[-1] == (
+        "homo Ind.: level with GW (the mean RMSEs differ by less than 0.0005 eV)"
+    )
 
 
 def test_margins_against_the_best_baseline_of_each_setting():

@@ -224,8 +224,16 @@ def test_a_stacking_kept_only_for_the_kernel_ridge_is_said_in_words():
     assert format_table(table).splitlines()[-2:] == [
         "",
         "homo, Trans. + kernel ridge (stacked Δ): stacking chose the kernel ridge alone "
-        "(w = 0) for every seed, so this row is the Δ-learning kernel ridge without the network",
+        "(w = 0) for every seed, so this row is the Δ-learning kernel ridge without the "
+        "fine-tuned network",
     ]
+    inductive = runs.replace(
+        {"transductive": "inductive", "transductive_stacked": "inductive_stacked"}
+    )
+    assert format_table(results_table(inductive, "GW")).endswith(
+        "without the fine-tuned network (on the linear correction of the pretrained model's "
+        "low-fidelity predictions, which differ by seed)"
+    )
     runs.loc[3, "stack_weight"] = 0.3
     assert results_table(runs, "GW")["stack weight"].tolist()[1] == "0, 0.3"
     assert "stacking chose" not in format_table(results_table(runs, "GW"))

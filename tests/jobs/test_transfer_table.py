@@ -455,3 +455,57 @@ def test_transfer_help_gives_the_defaults_the_run_uses(capsys):
     assert f"(default: {defaults.finetune_max_epochs})" in text
     assert f"batch size (default: {defaults.batch_size})" in text
     assert "learning rate (default: 1e-4)" in text and defaults.learning_rate == 1e-4
+
+
+def test_too_few_labelled_molecules_refused_before_out_is_touched(tmp_path, capsys):
+    """Three usable molecules with the high-fidelity label (and two rejected rows) cannot be
+    split: refused with the counts, the flags and the rejected rows' reasons; an earlier
+    run's files in --out stay, even with --overwrite, and a new --out is not made."""
+    table = pd.read_csv(LABELS)
+    table.loc[5:, "fine_logp"] = np.nan
+    table.loc[0, "smiles"] = "C1CC"  # unclosed ring: rejected
+    table.loc[1, "cheap_logp"] = np.nan  # a high-fidelity label without the low-fidelity one
+    data = tmp_path / "few.csv"
+    table.to_csv(data, index=False)
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "table.md").write_text("an earlier run's table")
+    arguments = ["--data", str(data), "--id-column", "id", "--overwrite"]
+    message = _refused(out, capsys, *arguments)
+    assert message.startswith(
+        f"chemgraph transfer: error: {data}: 3 of 40 rows are usable molecules with every "
+        "high fidelity label (--high-fidelity-columns fine_logp), too few to split into train, "
+        "validation and test with --split-fractions 0.8,0.1,0.1 (every split needs at least "
+        "one molecule, got sizes ["
+    )
+    assert "; 2 rows rejected, e.g. row 0 (mol00): cannot parse 'C1CC'" in message
+    assert "; row 1 (mol01): high fidelity label without its low fidelity label (cheap_logp)" in (
+        message
+    )
+    assert [p.name for p in out.iterdir()] == ["table.md"]
+    assert _refused(tmp_path / "new", capsys, *arguments[:4]).startswith(
+        f"chemgraph transfer: error: {data}: 3 of 40 rows"
+    )
+    assert not (tmp_path / "new").exists()
+
+
+def test_molecules_with_some_high_fidelity_labels_are_warned_about(tmp_path, caplog):
+    table = pd.read_csv(LABELS)
+    table.loc[[3, 7], "fine_mr"] = np.nan
+    data = tmp_path / "partial.csv"
+    table.to_csv(data, index=False)
+    options = TransferOptions(
+        data=data, id_column="id", low_fidelity_columns="cheap_logp,cheap_mr",
+        high_fidelity_columns="fine_logp,fine_mr", out=tmp_path / "run",
+        split_fractions=(0.5, 0.25, 0.25),
+        training={**TINY, "seeds": 1, "strategies": ["high_fidelity_only"], "model": "esa",
+                  "model_options": TINY_ESA, "baselines": False},
+    )  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="chemgraph.jobs.transfer"):
+        transfer_table(options)
+    assert (
+        "2 molecules with some but not every high fidelity label (mol03, mol07): not in the "
+        "train/validation/test split" in caplog.text
+    )
+    unlabelled = pd.read_csv(tmp_path / "run" / "predictions_unlabelled.csv")
+    assert {"mol03", "mol07"} <= set(unlabelled["id"])
