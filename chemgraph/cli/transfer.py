@@ -26,14 +26,15 @@ with the baselines of each setting on the same split; table.md also the seed ens
 ensembles.csv (test RMSE of each strategy's mean prediction over its seeds; empty with one
 seed), baselines.csv, runs.csv (one row per model), predictions.csv (test molecules: id,
 smiles, labels, predictions), predictions_unlabelled.csv (the molecules without every
-high-fidelity label: mean over seeds and its std, an empty cell with one seed), checkpoints/<strategy>_seed<k>[_<target>]/best.ckpt (every fine-tuned model, with
-its training molecules' fingerprints for predict's applicability domain; with --delta-learning
-also its linear correction, and the inductive one's pretrained model: predict on a
-transductive one reads the molecules' low-fidelity columns from its input), rejected.csv
-(row,id,input,reason), duplicates.json (molecules given in more than one row: kept in one
-split), curves/, learning_curves.csv, config.yaml (the training settings), transfer.yaml
-(--config transfer.yaml repeats the run). --overwrite removes these from an earlier run first,
-once nothing refuses the run, and leaves any other file.
+high-fidelity label: mean over seeds and its std, an empty cell with one seed),
+checkpoints/<strategy>_seed<k>[_<target>]/best.ckpt (every fine-tuned model, with its training
+molecules' fingerprints for predict's applicability domain; with --delta-learning also its
+linear correction, and the inductive one's pretrained model: predict on a transductive one
+reads the molecules' low-fidelity columns from its input), rejected.csv (row,id,input,reason),
+duplicates.json (molecules given in more than one row: kept in one split), curves/,
+learning_curves.csv, config.yaml (the training settings), transfer.yaml (--config transfer.yaml
+repeats the run). --overwrite removes these from an earlier run first, once nothing refuses the
+run, and leaves any other file.
 """
 
 

@@ -122,7 +122,8 @@ class Duplicates:
             "predefined split, so test metrics are inflated"
         )
         return (
-            f"{self.molecules} molecules are given in more than one row ({self.rows} rows, "
+            f"{self.molecules} molecule{'s are' if self.molecules != 1 else ' is'} given in "
+            f"more than one row ({self.rows} rows, "
             f"{self.differing_labels} with differing labels; e.g. rows {self.examples[0]}): "
             f"{where}; every row stays an example"
         )
