@@ -11,6 +11,7 @@ import sys
 import textwrap
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -226,6 +227,16 @@ def add_library_options(parser: argparse.ArgumentParser, work: str, output_help:
         action="store_true",
         help="write over an existing output and discard an interrupted run",
     )
+
+
+def start_library_workers(args: argparse.Namespace) -> None:
+    """Before a library job's imports: start the server of its local featurization workers
+    (:func:`chemgraph.library.workers.start_worker_server`) when it will featurize a file
+    (not a featurize folder, not on Dask), so that the two processes' imports overlap."""
+    if args.dask_scheduler is None and not Path(args.input).is_dir():
+        from chemgraph.library.workers import start_worker_server
+
+        start_worker_server()
 
 
 def run_library_job(

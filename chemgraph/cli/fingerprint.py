@@ -9,6 +9,7 @@ from chemgraph.cli.base import (
     ExamplesHelpFormatter,
     add_library_options,
     run_library_job,
+    start_library_workers,
 )
 
 __all__ = ["FingerprintCommand"]
@@ -57,6 +58,7 @@ class FingerprintCommand(Command):
         """Embed and print a summary (none with ``--quiet``: warnings and errors only); an
         interrupt (Ctrl-C or SIGTERM) prints how to resume and returns 128 + the signal
         number."""
+        start_library_workers(args)  # before the imports below: they overlap with its own
         from chemgraph.jobs.fingerprint import FingerprintOptions, fingerprint_table
 
         options = FingerprintOptions(

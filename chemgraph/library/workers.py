@@ -41,7 +41,7 @@ from chemgraph.data.readers import Record
 from chemgraph.library.output import ShardSummary, featurize_shard
 from chemgraph.library.records import STEP_CODE, STEPS, FeaturizeOptions
 
-__all__ = ["run_dask", "run_local"]
+__all__ = ["run_dask", "run_local", "start_worker_server"]
 
 _POLL_SECONDS = 0.1
 _NOTICE_SECONDS = 10.0
@@ -84,6 +84,15 @@ def _worker_main(connection: Any, heartbeat: Any) -> None:
             connection.send(("error", (error, detail)))
         else:
             connection.send(("done", summary))
+
+
+def start_worker_server() -> None:
+    """Start the server the local worker processes are forked from (:func:`_context`) now,
+    so that its import of this module (torch, RDKit: seconds) runs beside the caller's own
+    imports on a second core instead of after them; a later pool uses it. Nothing without
+    ``forkserver`` (``spawn`` starts each worker afresh)."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        _context()
 
 
 def _context() -> multiprocessing.context.BaseContext:
