@@ -95,6 +95,9 @@ def test_tiny_embedded_run(tmp_path, caplog):
     assert header.startswith("Differences from Buterez et al. 2024 Table 5")
     assert "| homo | GW | none | ESA |" in header
     assert "| homo | Δ-learning: a·DFT + b + kernel ridge | transductive | baseline |" in header
+    # under it the seed ensembles (the mean of the 2 seeds' predictions), in the log too
+    assert "| homo | Trans., ensemble of 2 seeds | transductive | ESA | 2 |" in header
+    assert "| lumo | Trans., ensemble of 2 seeds | transductive | ESA | 2 |" in logged
     # the claim check follows the table, one way or the other
     assert ("Shown: every transfer strategy" in logged) != ("Not shown by this run" in logged)
     assert "margin = mean RMSE of the best baseline of the setting (GW only included)" in logged
