@@ -142,10 +142,11 @@ def pretraining_pool(
 
 
 DELTA_SETTINGS = ("delta_learning", "stack_kernel_ridge")
+"""The settings that act on the transfer strategies only (:data:`DELTA_STRATEGIES`)."""
+
 TRANSFER_ONLY_SETTINGS = ("freeze_encoder", *DELTA_SETTINGS)
 """Switches that act on the transfer strategies' fine-tuning only: with no transfer strategy
 they would change nothing, so :class:`TransferConfig` refuses them."""
-"""The settings that act on the transfer strategies only (:data:`DELTA_STRATEGIES`)."""
 
 
 def _turned_off(*names: str) -> str:
@@ -484,8 +485,8 @@ def run_transfer(
     losses), ``curves/*.png``, ``predictions.csv``
     (test-set predictions of every run), ``ensembles.csv`` (:func:`seed_ensembles`: the test
     RMSE of each strategy's mean prediction over its seeds, what ``predictions_unlabelled.csv``
-    and ``chemgraph predict`` with every seed's checkpoint give; also under the table in
-    ``table.md``) and ``config.yaml``.
+    gives, and ``chemgraph predict`` with every seed's checkpoint for the unstacked strategies;
+    also under the table in ``table.md``) and ``config.yaml``.
 
     ``pretrained_cache``: a dict that keeps every pretrained model, keyed by strategy, seed and
     targets, and gives it to a later run with the same key instead of pretraining again (for
@@ -1354,6 +1355,9 @@ def seed_ensembles(
             ``<target>_pred``), one block per strategy and seed in the same molecule order.
         high_name, model: as :func:`results_table`'s.
 
+    Raises:
+        ValueError: a strategy whose seeds list different test molecules (``id``, in order).
+
     Returns:
         One row per target and strategy with at least 2 seeds, in :func:`results_table`'s
         order: ``target``, ``strategy`` (its label and "ensemble of N seeds"), ``setting``,
@@ -1374,6 +1378,8 @@ def seed_ensembles(
             ]  # fmt: skip
             if len(runs) < 2:
                 continue
+            if any(list(rows["id"]) != list(runs[0]["id"]) for rows in runs):
+                raise ValueError(f"{strategy}: the seeds predicted different test molecules")
             truth = runs[0][target].to_numpy(np.float64)
             members = np.stack([rows[f"{target}_pred"].to_numpy(np.float64) for rows in runs])
             metrics = regression_metrics(truth, members.mean(axis=0))

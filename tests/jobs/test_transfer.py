@@ -236,6 +236,10 @@ def test_seed_ensembles_by_hand():
     table = seed_ensembles(predictions, "GW", "ESA")
     assert table["strategy"].tolist() == ["Trans., ensemble of 2 seeds"]  # one seed: no row
     assert table["key"].tolist() == ["transductive"]
+    shuffled = predictions.copy()
+    shuffled.loc[3:5, "id"] = ["b", "a", "c"]  # seed 1 in another molecule order
+    with pytest.raises(ValueError, match="transductive: the seeds predicted different test"):
+        seed_ensembles(shuffled)
     assert table["rmse"].tolist() == pytest.approx([np.sqrt(1 / 3)])
     assert table["mae"].tolist() == pytest.approx([1 / 3])
     assert table["seed_mean_rmse"].tolist() == pytest.approx([np.sqrt(2 / 3)])
