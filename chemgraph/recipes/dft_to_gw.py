@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from chemgraph._resources import recipe_path
 from chemgraph.data.multi_fidelity import MultiFidelityData
 from chemgraph.data.qm9_gw import DFT_THEORY, embedded_data, full_data, full_data_available
 from chemgraph.errors import ConfigError
@@ -309,9 +310,20 @@ def run(
     else:
         log.info(
             "label curve: off (data.label_counts: null); with e.g. [50, 100, 250, 625] the "
-            "recipe repeats the run per count and plots test RMSE against GW training labels"
+            "recipe repeats the run per count and plots test RMSE against GW training labels; "
+            "the curve of the embedded profile, measured so: %s",
+            _stored_label_curve(),
         )
     return table
+
+
+def _stored_label_curve() -> str:
+    """Where the recipe's measured label curve is (``recipes/dft_to_gw/label_curve.png``, its
+    table in the README beside it), or that it is missing."""
+    try:
+        return str(recipe_path("dft_to_gw", "label_curve.png"))
+    except FileNotFoundError as error:
+        return f"not found ({error})"
 
 
 def _cpu_seconds() -> float:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from chemgraph._resources import recipe_path
 from chemgraph.jobs.transfer import TransferConfig
 from chemgraph.recipes.registry import RECIPES, get_recipe
 
@@ -100,6 +101,9 @@ def test_tiny_embedded_run(tmp_path, caplog):
     assert "| lumo | Trans., ensemble of 2 seeds | transductive | ESA | 2 |" in logged
     # the claim check follows the table, one way or the other
     assert ("Shown: every transfer strategy" in logged) != ("Not shown by this run" in logged)
+    # without data.label_counts the log points at the recipe's measured curve
+    stored = recipe_path("dft_to_gw", "label_curve.png")
+    assert f"the curve of the embedded profile, measured so: {stored}" in logged
     assert "margin = mean RMSE of the best baseline of the setting (GW only included)" in logged
     esa = table[table["method"] == "ESA"]
     assert list(esa["strategy"]) == ["GW", "Ind.", "Trans."] * 2
