@@ -375,26 +375,24 @@ def test_stacking_without_smiles_is_refused_before_featurizing(tmp_path, capsys)
     out = tmp_path / "run"
     out.mkdir()
     (out / "table.md").write_text("an earlier run's table")
-    status = main([
-        "transfer", "--data", str(table), "--geometry", str(structures), "--model", "esa-3d",
-        "--low-fidelity-columns", "cheap_logp", "--high-fidelity-columns", "fine_logp",
-        "--delta-learning", "--stack-kernel-ridge", "--out", str(out), "--overwrite",
-    ])  # fmt: skip
-    assert status == 2
-    assert capsys.readouterr().err.strip() == (
+
+    def refused(*arguments: str) -> str:
+        status = main([
+            "transfer", "--data", str(table), "--geometry", str(structures), "--model", "esa-3d",
+            "--low-fidelity-columns", "cheap_logp", "--high-fidelity-columns", "fine_logp",
+            *arguments, "--out", str(out), "--overwrite",
+        ])  # fmt: skip
+        assert status == 2
+        return capsys.readouterr().err.strip()
+
+    assert refused("--delta-learning", "--stack-kernel-ridge") == (
         "chemgraph transfer: error: --stack-kernel-ridge needs every molecule's SMILES (its "
         f"kernel ridge reads their Morgan fingerprints), and {table} has no SMILES column "
         "'smiles' (--smiles-column): give them, or leave out --stack-kernel-ridge"
     )
     assert [p.name for p in out.iterdir()] == ["table.md"]
     # a SMILES column named with --geometry must exist (not silently run without SMILES)
-    status = main([
-        "transfer", "--data", str(table), "--geometry", str(structures), "--model", "esa-3d",
-        "--low-fidelity-columns", "cheap_logp", "--high-fidelity-columns", "fine_logp",
-        "--smiles-column", "SMILES", "--out", str(out), "--overwrite",
-    ])  # fmt: skip
-    assert status == 2
-    assert capsys.readouterr().err.startswith(
+    assert refused("--smiles-column", "SMILES").startswith(
         f"chemgraph transfer: error: {table}: no column ['SMILES'] (--smiles-column); it has "
     )
     assert [p.name for p in out.iterdir()] == ["table.md"]
