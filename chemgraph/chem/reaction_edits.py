@@ -239,6 +239,8 @@ def apply_edits(inputs: Chem.Mol, edits: Iterable[Edit]) -> Chem.Mol | None:
     """
     if not inputs.HasProp(_PREPARED):
         inputs = prepare_inputs(inputs)
+    if _over_valence(inputs, edits):
+        return None
     mol = Chem.RWMol(inputs)
     rings = inputs.GetRingInfo().AtomRings()
     touched: dict[int, float] = {}
@@ -327,6 +329,43 @@ def apply_edits(inputs: Chem.Mol, edits: Iterable[Edit]) -> Chem.Mol | None:
             if result is not None:
                 break
     return result
+
+
+_MAX_BOND_SUM = {"C": 4.0, "N": 4.0, "O": 3.0}
+"""Largest bond-order sum RDKit accepts for a neutral input C, N or O after the rules below
+(a nitrogen may be quaternised, N+; oxonium O+ is the most an oxygen can be)."""
+
+
+def _over_valence(inputs: Chem.Mol, edits: Iterable[Edit]) -> bool:
+    """True when the edits give a neutral C, N or O of ``inputs`` bonded to non-metals only,
+    without aromatic bonds, a bond-order sum above :data:`_MAX_BOND_SUM`: RDKit's sanitisation
+    would refuse it, so :func:`apply_edits` need not build the molecule (a shortcut, same
+    result; RDKit makes a bond to a metal dative, which its valence does not count)."""
+    partners: dict[int, dict[int, int]] = {}
+    for i, j, after in edits:
+        partners.setdefault(i, {})[j] = after
+        partners.setdefault(j, {})[i] = after
+    for k, edited in partners.items():
+        atom = inputs.GetAtomWithIdx(k)
+        limit = _MAX_BOND_SUM.get(atom.GetSymbol())
+        if limit is None or atom.GetFormalCharge() or 4 in edited.values():
+            continue
+        if any(inputs.GetAtomWithIdx(j).GetSymbol() not in _ORGANIC for j in edited):
+            continue
+        total, aromatic = 0.0, False
+        for bond in atom.GetBonds():
+            kind = bond.GetBondType()
+            if kind == Chem.BondType.DATIVE or bond.GetOtherAtom(atom).GetSymbol() not in _ORGANIC:
+                break
+            if bond.GetOtherAtomIdx(k) in edited:
+                continue
+            aromatic |= kind == Chem.BondType.AROMATIC
+            total += _ORDER[bond_class(bond)]
+        else:
+            total += sum(_ORDER[after] for after in edited.values())
+            if not aromatic and total > limit:
+                return True
+    return False
 
 
 def _ring_nitrogen(
