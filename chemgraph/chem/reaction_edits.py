@@ -337,7 +337,8 @@ _MAX_BOND_SUM = {"C": 4.0, "N": 4.0, "O": 3.0}
 
 
 def _over_valence(inputs: Chem.Mol, edits: Iterable[Edit]) -> bool:
-    """True when the edits give a neutral C, N or O of ``inputs`` bonded to non-metals only,
+    """True when the edits give a neutral non-aromatic C, N or O of ``inputs`` bonded to
+    non-metals only,
     without aromatic bonds, a bond-order sum above :data:`_MAX_BOND_SUM`: RDKit's sanitisation
     would refuse it, so :func:`apply_edits` need not build the molecule (a shortcut, same
     result; RDKit makes a bond to a metal dative, which its valence does not count)."""
@@ -348,7 +349,7 @@ def _over_valence(inputs: Chem.Mol, edits: Iterable[Edit]) -> bool:
     for k, edited in partners.items():
         atom = inputs.GetAtomWithIdx(k)
         limit = _MAX_BOND_SUM.get(atom.GetSymbol())
-        if limit is None or atom.GetFormalCharge() or 4 in edited.values():
+        if limit is None or atom.GetFormalCharge() or atom.GetIsAromatic() or 4 in edited.values():
             continue
         if any(inputs.GetAtomWithIdx(j).GetSymbol() not in _ORGANIC for j in edited):
             continue

@@ -248,12 +248,14 @@ def edited_fragments(
 
 
 def _ring_neighbourhoods(mol: Chem.Mol) -> list[frozenset[int]]:
-    """Per atom, itself and the atoms that share a ring with it in ``mol``."""
-    near = [{k} for k in range(mol.GetNumAtoms())]
+    """Per atom, itself and the atoms of its ring system in ``mol`` (rings joined through
+    shared atoms: the hydrogen rules of :func:`apply_edits` pass along them)."""
+    near = [frozenset({k}) for k in range(mol.GetNumAtoms())]
     for ring in mol.GetRingInfo().AtomRings():
-        for k in ring:
-            near[k].update(ring)
-    return [frozenset(n) for n in near]
+        system = frozenset(ring).union(*(near[k] for k in ring))
+        for k in system:
+            near[k] = system
+    return near
 
 
 def _fragment_key(
