@@ -338,10 +338,11 @@ _MAX_BOND_SUM = {"C": 4.0, "N": 4.0, "O": 3.0}
 
 def _over_valence(inputs: Chem.Mol, edits: Iterable[Edit]) -> bool:
     """True when the edits give a neutral non-aromatic C, N or O of ``inputs`` bonded to
-    non-metals only,
-    without aromatic bonds, a bond-order sum above :data:`_MAX_BOND_SUM`: RDKit's sanitisation
-    would refuse it, so :func:`apply_edits` need not build the molecule (a shortcut, same
-    result; RDKit makes a bond to a metal dative, which its valence does not count)."""
+    non-metals only a bond-order sum above :data:`_MAX_BOND_SUM`: RDKit's sanitisation would
+    refuse it, so :func:`apply_edits` need not build the molecule (a shortcut, same result).
+    Aromatic atoms are left out (an aromatic N whose ring [nH] gives up its H stays neutral,
+    and RDKit writes it as an N-oxide or azide), and so are atoms at metals (RDKit makes such
+    a bond dative, which its valence does not count)."""
     partners: dict[int, dict[int, int]] = {}
     for i, j, after in edits:
         partners.setdefault(i, {})[j] = after
@@ -353,18 +354,15 @@ def _over_valence(inputs: Chem.Mol, edits: Iterable[Edit]) -> bool:
             continue
         if any(inputs.GetAtomWithIdx(j).GetSymbol() not in _ORGANIC for j in edited):
             continue
-        total, aromatic = 0.0, False
+        total = 0.0
         for bond in atom.GetBonds():
             kind = bond.GetBondType()
             if kind == Chem.BondType.DATIVE or bond.GetOtherAtom(atom).GetSymbol() not in _ORGANIC:
                 break
-            if bond.GetOtherAtomIdx(k) in edited:
-                continue
-            aromatic |= kind == Chem.BondType.AROMATIC
-            total += _ORDER[bond_class(bond)]
+            if bond.GetOtherAtomIdx(k) not in edited:
+                total += _ORDER[bond_class(bond)]
         else:
-            total += sum(_ORDER[after] for after in edited.values())
-            if not aromatic and total > limit:
+            if total + sum(_ORDER[after] for after in edited.values()) > limit:
                 return True
     return False
 
