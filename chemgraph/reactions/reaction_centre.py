@@ -15,7 +15,7 @@ arXiv:1709.04555; Coley et al. 2019, Chem. Sci. 10, 370; on the GRAT encoder of 
    whose product is not among them are left out of this stage and counted).
 
 3. the ranker's probabilities are calibrated on the last ``calibration_reactions`` training
-   reactions, which the ranker never trains on (:func:`calibrate`: Platt scaling,
+   reactions, on which neither the scorer nor the ranker trains (:func:`calibrate`: Platt scaling,
    :func:`chemgraph.train.calibration.fit_platt_scaling`, of each candidate's log-probability,
    its margin over the best other candidate, and the scorer's logits of its edits;
    :data:`CALIBRATION_FEATURES`).

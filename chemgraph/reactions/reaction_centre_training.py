@@ -101,9 +101,11 @@ class ReactionCentreTrainingConfig(RunConfig):
         progress: progress bars.
         workers: processes that enumerate candidates (ranker stage, calibration, the recipe's
             test); the result does not depend on it.
-        calibration_reactions: the last N training reactions, held out of the ranker's
-            stage (they must not overlap its first ``ranker_reactions``; the scorer trains on
-            them), on which the ranker's probabilities are calibrated; 0 = not calibrated.
+        calibration_reactions: the last N training reactions, held out of both stages (the
+            scorer trains on the others; they must not overlap the ranker's first
+            ``ranker_reactions``), on which the ranker's probabilities are calibrated, so the
+            calibration sees the scorer's and the ranker's scores on new reactions; 0 = not
+            calibrated (the scorer trains on all).
         max_cpu_minutes: a CPU-time budget (minutes of the process's CPU time, data reading not
             counted; :class:`chemgraph.train.callbacks.CPUTimeLimit`) the stages share, on top
             of their fixed epochs; None = none. Split as the shipped model's run spent its
@@ -291,9 +293,10 @@ def train_reaction_centre_model(config: ReactionCentreTrainingConfig) -> Path:
     Writes to ``config.out``: ``rejected.csv`` (row, id, input, reason, file), ``scorer.pt`` (the
     model after stage 1, the ranker untrained) and ``model.pt``; logs the data sizes, the
     share of ranker reactions whose product is among their candidates, and the times. The
-    checkpoint's settings record ``scorer_steps`` (absent when ``scorer_checkpoint`` is used),
-    ``ranker_steps``, ``ranker_reactions`` (enumerated; fewer than asked when
-    ``max_cpu_minutes`` ended enumeration) and ``train_cpu_minutes`` (both stages).
+    checkpoint's settings record ``scorer_reactions`` (all but the calibration reactions),
+    ``scorer_steps`` (absent when ``scorer_checkpoint`` is used), ``ranker_steps``,
+    ``ranker_reactions`` (enumerated; fewer than asked when ``max_cpu_minutes`` ended
+    enumeration) and ``train_cpu_minutes`` (both stages).
 
     Returns:
         The path of ``model.pt``.
@@ -341,6 +344,8 @@ def train_reaction_centre_model(config: ReactionCentreTrainingConfig) -> Path:
             return None
         return CPUTimeLimit(share * config.max_cpu_minutes, start=cpu_start)
 
+    scored = examples[: len(examples) - config.calibration_reactions]
+    settings["scorer_reactions"] = len(scored)
     if config.scorer_checkpoint is not None:  # stage 1 done before: its scorer.pt
         scorer = load_reaction_centre_model(config.scorer_checkpoint).scorer
         if scorer.config != model_config:
@@ -350,10 +355,10 @@ def train_reaction_centre_model(config: ReactionCentreTrainingConfig) -> Path:
             )
     else:
         sampler = LengthBucketSampler(
-            [e.arrays.num_atoms for e in examples], config.batch_size, config.seed
+            [e.arrays.num_atoms for e in scored], config.batch_size, config.seed
         )
         loader = DataLoader(
-            examples,
+            scored,
             batch_sampler=sampler,
             collate_fn=lambda items: reaction_centre_batch(
                 [e.arrays for e in items],
@@ -424,7 +429,16 @@ def train_reaction_centre_model(config: ReactionCentreTrainingConfig) -> Path:
     settings["train_cpu_minutes"] = (time.process_time() - cpu_start) / 60
     model = ReactionCentreModel(model_config, scorer.eval(), ranker.eval(), settings)
     if config.calibration_reactions:
-        calibrate(model, examples[-config.calibration_reactions :], config.progress, config.workers)
+        try:
+            calibrate(
+                model, examples[-config.calibration_reactions :], config.progress, config.workers
+            )
+        except ValueError as error:  # e.g. no held-out reaction predicted right: keep the model
+            log.warning(
+                "model.pt is not calibrated (%s on the last %d training reactions): its "
+                "probabilities are the ranker's softmax; hold out more reactions "
+                "(calibration_reactions) or train longer", error, config.calibration_reactions,
+            )  # fmt: skip
     save_reaction_centre_model(out / "model.pt", model)
     (out / "config.yaml").write_text(yaml.safe_dump(asdict(config), sort_keys=False))
     return out / "model.pt"

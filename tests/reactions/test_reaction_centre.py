@@ -302,3 +302,32 @@ def test_calibration_reactions_must_not_overlap_the_ranker_reactions(tmp_path):
     )  # fmt: skip
     with pytest.raises(ConfigError, match="overlap: 8 usable reactions"):
         train_reaction_centre_model(config)
+
+
+def test_the_scorer_does_not_train_on_the_calibration_reactions(tmp_path, caplog):
+    # holding the last 3 of the 8 reactions out for calibration trains the same scorer as
+    # training on the first 5 alone; none of those 3 is predicted right (the model never saw
+    # them), so calibration cannot be fitted: the model is written uncalibrated, with a warning
+    options = {"hidden_dim": 16, "num_heads": 2, "num_layers": 1, "pair_hidden": 16,
+               "ranker_hidden": 8, "ranker_heads": 2, "ranker_layers": 1}  # fmt: skip
+    common = dict(
+        train=str(TINY), batch_size=4, ranker_batch_size=4, learning_rate=3e-3, warmup_steps=5,
+        scorer_epochs=60, ranker_epochs=1, accelerator="cpu", progress=False,
+        model_options=options,
+    )  # fmt: skip
+    held_out = ReactionCentreTrainingConfig(
+        out=str(tmp_path / "held_out"), ranker_reactions=5, calibration_reactions=3, **common
+    )
+    first_five = ReactionCentreTrainingConfig(
+        out=str(tmp_path / "first_five"), max_train=5, **common
+    )
+    scorers, calibrated = [], []
+    for config in (held_out, first_five):
+        settings = load_reaction_centre_model(train_reaction_centre_model(config)).settings
+        assert settings["scorer_reactions"] == 5 and settings["scorer_steps"] == 60 * 2
+        scorers.append(load_reaction_centre_model(Path(config.out) / "scorer.pt").scorer)
+        calibrated.append("calibration" in settings)
+    assert calibrated == [False, False]
+    assert "model.pt is not calibrated (calibration needs right and wrong" in caplog.text
+    first, second = (s.state_dict() for s in scorers)
+    assert all(torch.equal(first[name], second[name]) for name in first)
