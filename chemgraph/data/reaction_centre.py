@@ -318,10 +318,17 @@ def enumerate_candidates(
     # an input molecule given back unchanged is no reaction outcome
     seen = {canonical_smiles(m) for m in Chem.GetMolFrags(reaction.inputs, asMols=True)}
     fragments_seen: set[tuple] = set()  # of the combinations RDKit could apply
+    means: dict[tuple[int, ...], float] = {}  # mean product logit of each fragment met
+
+    def mean_logit(fragment: tuple[int, ...]) -> float:
+        if fragment not in means:
+            means[fragment] = float(atom_logits[list(fragment)].mean())
+        return means[fragment]
+
     for score, combo in combos[:max_tries]:
         edits = tuple(changes[k][0] for k in combo)
         fragments = edited_fragments(neighbours, edits)
-        chosen = max(fragments, key=lambda f: float(atom_logits[list(f)].mean()))
+        chosen = max(fragments, key=mean_logit)
         key = _fragment_key(chosen, edits, near)
         if key in fragments_seen:
             continue  # the same product as an earlier combination's (or none, as it had)

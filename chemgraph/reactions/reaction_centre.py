@@ -30,10 +30,11 @@ react`` starts without it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -291,19 +292,40 @@ class ReactionCentreModel:
         fewer than ``2 * _WORKER_CHUNK`` (32) reactions are done here, as starting a worker
         costs seconds); the scorer runs in this process.
         """
-        scored = self.changes(examples)
-        tasks = [(k, e, *found) for k, (e, found) in enumerate(zip(examples, scored))]
-        options = (dict(self.settings), self.config.max_distance)
-        bar = tqdm(total=len(tasks), desc="candidates", unit="reaction", disable=not progress)
-        result: list = []
-        if workers <= 1 or len(tasks) < 2 * _WORKER_CHUNK:
-            for task in tasks:
-                result.append(reaction_candidates(*task, *options))
-                bar.update()
-        else:
-            result = _pooled_candidates(tasks, options, workers, bar)
-        bar.close()
-        return result
+        with contextlib.closing(self._candidate_stream(examples, progress, workers)) as stream:
+            return list(stream)
+
+    def _candidate_stream(
+        self, examples: Sequence[ReactionCentreExample], progress: bool, workers: int
+    ) -> Iterator[tuple[list[Candidate], CandidateSet | None]]:
+        """:meth:`candidates`, one example at a time, in order, each as soon as its worker
+        chunk is done (so :meth:`predict` ranks while the workers enumerate). Closing the
+        iterator cancels the pending chunks and leaves no worker."""
+        pooled = workers > 1 and len(examples) >= 2 * _WORKER_CHUNK
+        pool = _candidate_pool(workers) if pooled else None
+        bar = tqdm(total=len(examples), desc="candidates", unit="reaction", disable=not progress)
+        try:
+            if pool is not None:  # the workers start (and import) while the scorer runs
+                for _ in range(workers):
+                    pool.submit(int)
+            scored = self.changes(examples)
+            tasks = [(k, e, *found) for k, (e, found) in enumerate(zip(examples, scored))]
+            options = (dict(self.settings), self.config.max_distance)
+            if pool is None:
+                for task in tasks:
+                    yield reaction_candidates(*task, *options)
+                    bar.update()
+                return
+            chunks = [tasks[k : k + _WORKER_CHUNK] for k in range(0, len(tasks), _WORKER_CHUNK)]
+            futures = [pool.submit(_candidates_of_chunk, chunk, options) for chunk in chunks]
+            for future in futures:
+                results = future.result()
+                bar.update(len(results))
+                yield from results
+        finally:
+            bar.close()
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
 
     @property
     def calibration(self) -> PlattScaling | None:
@@ -326,11 +348,24 @@ class ReactionCentreModel:
         True, else the ranker's, and the products are ranked by them, best first.
         ``workers``: processes that enumerate the candidates (:meth:`candidates`)."""
         calibration = self.calibration if calibrated else None
-        everything = self.candidates(examples, progress, workers)
+        with contextlib.closing(self._candidate_stream(examples, progress, workers)) as stream:
+            return self._rank(examples, stream, top_k, batch_size, calibration)
+
+    def _rank(
+        self,
+        examples: Sequence[ReactionCentreExample],
+        stream: Iterator[tuple[list[Candidate], CandidateSet | None]],
+        top_k: int,
+        batch_size: int,
+        calibration: PlattScaling | None,
+    ) -> list[ReactionCentrePrediction]:
+        """:meth:`predict`'s ranking of the candidates ``stream`` gives, ``batch_size``
+        reactions at a time as they come."""
         predictions: list[ReactionCentrePrediction] = []
         for first in range(0, len(examples), batch_size):
             chunk = list(range(first, min(first + batch_size, len(examples))))
-            sets = [everything[k][1] for k in chunk if everything[k][1] is not None]
+            found_of = {k: next(stream) for k in chunk}
+            sets = [found_of[k][1] for k in chunk if found_of[k][1] is not None]
             probabilities: dict[int, np.ndarray] = {}
             if sets:
                 batch = _move(ranker_batch(examples, sets), self.device)
@@ -342,7 +377,7 @@ class ReactionCentreModel:
                     probabilities[s.example] = p[start : start + len(s.arrays)]
                     start += len(s.arrays)
             for k in chunk:
-                found = everything[k][0]
+                found = found_of[k][0]
                 p = probabilities.get(k, np.zeros(0))
                 scores = p if calibration is None else calibration.probability(
                     calibration_features(
@@ -412,23 +447,15 @@ def _start_worker() -> None:
     die_with_parent()
 
 
-def _pooled_candidates(tasks: list[tuple], options: tuple, workers: int, bar: Any) -> list:
-    """:func:`reaction_candidates` of every task in ``workers`` processes (``spawn``), in
-    order; on an error or an interrupt the pending chunks are cancelled and no worker is left."""
+def _candidate_pool(workers: int) -> Any:
+    """A pool of ``workers`` ``spawn`` processes for :func:`_candidates_of_chunk` (Ctrl-C
+    reaches only the parent; a worker ends with it)."""
     import concurrent.futures
     import multiprocessing
 
-    chunks = [tasks[k : k + _WORKER_CHUNK] for k in range(0, len(tasks), _WORKER_CHUNK)]
-    pool = concurrent.futures.ProcessPoolExecutor(
+    return concurrent.futures.ProcessPoolExecutor(
         workers, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker
     )
-    try:
-        futures = [pool.submit(_candidates_of_chunk, chunk, options) for chunk in chunks]
-        for future in concurrent.futures.as_completed(futures):
-            bar.update(len(future.result()))
-        return [item for future in futures for item in future.result()]
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def calibration_features(
