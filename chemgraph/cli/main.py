@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import logging
 import os
+import signal
 import sys
 from collections.abc import Iterator
 
@@ -130,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         (141), silently, when standard output is a pipe whose reader closed it early (the rest
         of the output goes to the null device, so that Python's flush at exit stays quiet);
         :data:`INTERRUPTED_STATUS` (130) with one line on stderr after a Ctrl-C that the
-        command does not handle itself (e.g. while it imports its libraries).
+        command does not handle itself (e.g. while it imports its libraries), 128 + 15 after
+        a SIGTERM that a job turned into :class:`chemgraph._interrupts.Interrupted`.
         Any other exception is raised with its traceback, and so is a user error with
         ``--debug``.
     """
@@ -148,11 +150,13 @@ def main(argv: list[str] | None = None) -> int:
                 raise
             print(f"chemgraph {args.command}: error: {error}", file=sys.stderr)
             return 2
-        except KeyboardInterrupt:  # Ctrl-C where the command has no handler of its own
+        except KeyboardInterrupt as stop:  # Ctrl-C (or SIGTERM: Interrupted) not handled before
             if args.debug:
                 raise
-            print(f"chemgraph {args.command}: interrupted (Ctrl-C)", file=sys.stderr)
-            return INTERRUPTED_STATUS
+            signum = getattr(stop, "signum", signal.SIGINT)
+            name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+            print(f"chemgraph {args.command}: interrupted ({name})", file=sys.stderr)
+            return 128 + signum
 
 
 def _discard_stdout() -> None:

@@ -26,6 +26,7 @@ import pandas as pd
 import torch
 from rdkit import rdBase
 
+from chemgraph._interrupts import interrupts_raise
 from chemgraph.batches.reaction import ReactionGraphs, TokenVocabulary, reaction_batch
 from chemgraph.chem.graph_codec import (
     AtomLabel,
@@ -383,7 +384,7 @@ def react_file(
     # RDKit's log lines ("SMILES Parse Error: ...", "WARNING: not removing hydrogen atom ...")
     # stay off the terminal: a reaction's reason is in the table's error column
     # (chemgraph.chem.parse captures RDKit's messages while its logs are blocked)
-    with rdBase.BlockLogs():
+    with rdBase.BlockLogs(), interrupts_raise():  # SIGTERM too stops the workers; no output
         if options.decoder == "centre":
             return predict_reaction_file(
                 options.centre_model(), input_path, output, options.top_k, options.workers

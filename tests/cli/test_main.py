@@ -89,6 +89,16 @@ def test_an_unhandled_ctrl_c_is_one_line_and_status_130(run_does, capsys):
         main(["datasets", "list", "--debug"])
 
 
+def test_a_sigterm_turned_into_an_exception_is_one_line_and_status_143(run_does, capsys):
+    import signal
+
+    from chemgraph._interrupts import Interrupted
+
+    run_does(raiser(Interrupted(signal.SIGTERM)))
+    assert main(["datasets", "list"]) == 143
+    assert capsys.readouterr().err == "chemgraph datasets: interrupted (SIGTERM)\n"
+
+
 def test_a_real_user_error(capsys):
     assert main(["react", "--checkpoint", "best.ckpt"]) == 2
     assert capsys.readouterr().err == (
