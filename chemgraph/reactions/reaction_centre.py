@@ -299,11 +299,13 @@ class ReactionCentreModel:
         self, examples: Sequence[ReactionCentreExample], progress: bool, workers: int
     ) -> Iterator[tuple[list[Candidate], CandidateSet | None]]:
         """:meth:`candidates`, one example at a time, in order, each as soon as its worker
-        chunk is done (so :meth:`predict` ranks while the workers enumerate). Closing the
-        iterator cancels the pending chunks and leaves no worker."""
+        chunk is done (so :meth:`predict` ranks while the workers enumerate). Closed early
+        (an error, an interrupt), it cancels the pending chunks without waiting for the
+        workers, which exit once their chunk or start-up is done, or with this process."""
         pooled = workers > 1 and len(examples) >= 2 * _WORKER_CHUNK
         pool = _candidate_pool(workers) if pooled else None
         bar = tqdm(total=len(examples), desc="candidates", unit="reaction", disable=not progress)
+        complete = False  # every chunk done: wait for the workers to exit; else do not
         try:
             if pool is not None:  # the workers start (and import) while the scorer runs
                 for _ in range(workers):
@@ -318,14 +320,15 @@ class ReactionCentreModel:
                 return
             chunks = [tasks[k : k + _WORKER_CHUNK] for k in range(0, len(tasks), _WORKER_CHUNK)]
             futures = [pool.submit(_candidates_of_chunk, chunk, options) for chunk in chunks]
-            for future in futures:
+            for n, future in enumerate(futures, 1):
                 results = future.result()
                 bar.update(len(results))
+                complete = n == len(futures)
                 yield from results
         finally:
             bar.close()
             if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=True)
+                pool.shutdown(wait=complete, cancel_futures=True)
 
     @property
     def calibration(self) -> PlattScaling | None:
