@@ -99,17 +99,21 @@ CHECKPOINT_KIND = "reaction_centre"
 """``hyper_parameters["kind"]`` of a reaction-centre checkpoint."""
 
 CALIBRATION_FEATURES = (
-    "log_probability", "log_margin", "log_gap_to_best", "edit_score", "edits"
+    "log_probability", "log_margin", "log_gap_to_best", "edit_score", "edits",
+    "product_logit", "unused_change_logit",
 )  # fmt: skip
 """Features of a candidate that its calibrated probability is fitted on: the natural log of its
 ranker probability; that minus the log of the best other candidate's (capped at
 :data:`_MAX_LOG_MARGIN`; the cap when it is the only candidate); its log gap to the best
 candidate (0 for the best: the margin's negative part); the scorer's summed logit of its
-edits; and how many edits it makes. Chosen by 5-fold cross-validation on held-out reactions
-(model card, section Calibration). A model calibrated on another list of these names (an
-earlier one: ``log_probability``, ``log_margin``) is scored with its own list."""
+edits; how many edits it makes; the scorer's mean product logit of its product atoms; and the
+scorer's best logit among its ``top_changes`` that the candidate does not make
+(:data:`_NO_CHANGE_LOGIT` when it makes them all). Chosen by 5-fold cross-validation on
+held-out reactions (model card, section Calibration). A model calibrated on another list of
+these names (earlier ones: the first two, the first five) is scored with its own list."""
 
 _MAX_LOG_MARGIN = 20.0
+_NO_CHANGE_LOGIT = -20.0
 
 
 @dataclass
@@ -128,6 +132,9 @@ class CandidateSet:
         product_atoms: each candidate's product atoms as positions in ``core``.
         edit_scores: each candidate's summed scorer logit.
         label: the recorded product's candidate (-1 = unknown or absent).
+        product_logits, unused_change_logits: per candidate, the scorer's mean product logit
+            of its product atoms and its best logit among the changes the candidate does not
+            make (calibration features, :data:`CALIBRATION_FEATURES`).
     """
 
     example: int
@@ -136,6 +143,8 @@ class CandidateSet:
     product_atoms: list[np.ndarray]
     edit_scores: list[float]
     label: int = -1
+    product_logits: list[float] = field(default_factory=list)
+    unused_change_logits: list[float] = field(default_factory=list)
 
 
 def _cut(arrays: MoleculeArrays, core: np.ndarray) -> MoleculeArrays:
@@ -380,12 +389,14 @@ class ReactionCentreModel:
                     probabilities[s.example] = p[start : start + len(s.arrays)]
                     start += len(s.arrays)
             for k in chunk:
-                found = found_of[k][0]
+                found, ranker_set = found_of[k]
                 p = probabilities.get(k, np.zeros(0))
+                product_logits = ranker_set.product_logits if ranker_set else []
+                unused_logits = ranker_set.unused_change_logits if ranker_set else []
                 scores = p if calibration is None else calibration.probability(
                     calibration_features(
                         p, [c.edit_score for c in found], [len(c.edits) for c in found],
-                        calibration.features,
+                        calibration.features, product_logits, unused_logits,
                     )
                 )  # fmt: skip
                 # best first by the probability printed (ties: the ranker's order)
@@ -399,6 +410,8 @@ class ReactionCentreModel:
                         edits=[found[r].edits for r in ranked],
                         edit_scores=[found[r].edit_score for r in ranked],
                         product_atoms=[found[r].product_atoms for r in ranked],
+                        product_logits=[product_logits[r] for r in ranked],
+                        unused_change_logits=[unused_logits[r] for r in ranked],
                     )
                 )
         return predictions
@@ -434,6 +447,11 @@ def reaction_candidates(
         return [], None
     label = next((r for r, c in enumerate(found) if c.smiles == example.product_smiles), -1)
     ranker_set = candidate_set(index, example, found, max_distance, label)
+    ranker_set.product_logits = [float(atom_logits[list(c.product_atoms)].mean()) for c in found]
+    ranker_set.unused_change_logits = [
+        max((logit for edit, logit in changes if edit not in c.edits), default=_NO_CHANGE_LOGIT)
+        for c in found
+    ]
     return [replace(c, molecule=None) for c in found], ranker_set
 
 
@@ -466,10 +484,14 @@ def calibration_features(
     edit_scores: Sequence[float],
     edit_counts: Sequence[int],
     names: Sequence[str] = CALIBRATION_FEATURES,
+    product_logits: Sequence[float] = (),
+    unused_change_logits: Sequence[float] = (),
 ) -> np.ndarray:
     """The calibration features ``names`` (of :data:`CALIBRATION_FEATURES`) ``float64 [K, F]``
     of one reaction's ``K`` candidates, from their ranker probabilities ``[K]`` (which sum to
-    1), the scorer's summed logits of their edits ``[K]`` and their numbers of edits ``[K]``.
+    1), the scorer's summed logits of their edits ``[K]``, their numbers of edits ``[K]`` and,
+    when ``names`` hold them, their product logits and best unused change logits ``[K]``
+    (:class:`CandidateSet`).
 
     Raises:
         KeyError: a name not in :data:`CALIBRATION_FEATURES`.
@@ -487,6 +509,8 @@ def calibration_features(
         "log_gap_to_best": np.minimum(margin, 0.0),
         "edit_score": np.asarray(edit_scores, dtype=np.float64),
         "edits": np.asarray(edit_counts, dtype=np.float64),
+        "product_logit": np.asarray(product_logits, dtype=np.float64),
+        "unused_change_logit": np.asarray(unused_change_logits, dtype=np.float64),
     }
     return np.column_stack([columns[name] for name in names]).reshape(len(log_p), len(names))
 
@@ -524,7 +548,12 @@ def calibrate(
         hits = [same_molecules(s, example.product_smiles) for s in prediction.smiles]
         features.append(
             calibration_features(
-                prediction.scores, prediction.edit_scores, [len(e) for e in prediction.edits]
+                prediction.scores,
+                prediction.edit_scores,
+                [len(e) for e in prediction.edits],
+                CALIBRATION_FEATURES,
+                prediction.product_logits,
+                prediction.unused_change_logits,
             )
         )
         right += hits
@@ -557,12 +586,15 @@ class ReactionCentrePrediction(ReactionPrediction):
     construction). ``edits[r]``: the ``(i, j, bond class)`` edits of prediction ``r`` (input
     atom indices in the order the reactants and reagents are written); ``edit_scores[r]``: the
     scorer's summed logit of those edits; ``product_atoms[r]``:
-    the input atoms that make up its product (the map from product atoms to reactant atoms).
+    the input atoms that make up its product (the map from product atoms to reactant atoms);
+    ``product_logits[r]``, ``unused_change_logits[r]``: as :class:`CandidateSet` has them.
     """
 
     edits: list[tuple[Edit, ...]] = field(default_factory=list)
     edit_scores: list[float] = field(default_factory=list)
     product_atoms: list[tuple[int, ...]] = field(default_factory=list)
+    product_logits: list[float] = field(default_factory=list)
+    unused_change_logits: list[float] = field(default_factory=list)
 
 
 def save_reaction_centre_model(path: str | Path, model: ReactionCentreModel) -> None:

@@ -282,17 +282,33 @@ def test_calibration_rescales_the_ranker_probabilities_and_round_trips(tiny_mode
         assert after.scores == sorted(after.scores, reverse=True)  # best first
         want = calibration.probability(
             calibration_features(
-                np.array(before.scores), before.edit_scores, [len(e) for e in before.edits]
+                np.array(before.scores), before.edit_scores, [len(e) for e in before.edits],
+                CALIBRATION_FEATURES, before.product_logits, before.unused_change_logits,
             )
-        )
+        )  # fmt: skip
         order = [before.smiles.index(smiles) for smiles in after.smiles]
         assert np.allclose(after.scores, want[order])
         assert after.edit_scores == [before.edit_scores[k] for k in order]
+        assert after.product_logits == [before.product_logits[k] for k in order]
     save_reaction_centre_model(tmp_path / "calibrated.pt", model)
     again = load_reaction_centre_model(tmp_path / "calibrated.pt")
     assert again.calibration == calibration
     for first, second in zip(again.predict(examples, top_k=20), calibrated):
         assert first.scores == pytest.approx(second.scores)
+
+
+def test_candidates_carry_their_product_and_unused_change_logits(tiny_model):
+    model = load_reaction_centre_model(tiny_model)
+    examples, _, _ = load_reaction_centre_examples(TINY, model.config.max_distance, progress=False)
+    for (changes, atom_logits), (found, ranker_set) in zip(
+        model.changes(examples), model.candidates(examples), strict=True
+    ):
+        for k, candidate in enumerate(found):
+            product = [atom_logits[a] for a in candidate.product_atoms]
+            assert ranker_set.product_logits[k] == pytest.approx(sum(product) / len(product))
+            unused = [logit for edit, logit in changes if edit not in candidate.edits]
+            assert ranker_set.unused_change_logits[k] == (max(unused) if unused else -20.0)
+            assert len(unused) == len(changes) - len(candidate.edits)
 
 
 def test_calibration_reactions_must_not_overlap_the_ranker_reactions(tmp_path):
