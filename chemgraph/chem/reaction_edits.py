@@ -136,12 +136,13 @@ def mapped_reaction(text: str) -> MappedReaction:
 
     Raises:
         ReactionParseError: the text is not a reaction SMILES, a field does not parse, the
-            input is empty, or a product atom is unmapped or mapped to no input atom.
+            reactants field is empty (even with reagents: they give no atom to a product), or a
+            product atom is unmapped or mapped to no input atom.
     """
     reactants, reagents, products = split_reaction_smiles(text)
-    left = ".".join(part for part in (reactants, reagents) if part)
-    if not left:
+    if not reactants:  # reagents give no atom to a product: nothing could react
         raise ReactionParseError("the reactants field is empty", text)
+    left = ".".join(part for part in (reactants, reagents) if part)
     inputs = Chem.MolFromSmiles(left)
     if inputs is None:
         # name the molecule and RDKit's reason (a ring bond may also join two molecules)

@@ -87,6 +87,7 @@ __all__ = [
     "grouped_log_softmax",
     "load_reaction_centre_model",
     "predict_reaction_file",
+    "product_probabilities",
     "ranker_batch",
     "reaction_candidates",
     "ranker_scores",
@@ -309,12 +310,11 @@ class ReactionCentreModel:
     ) -> Iterator[tuple[list[Candidate], CandidateSet | None]]:
         """:meth:`candidates`, one example at a time, in order, each as soon as its worker
         chunk is done (so :meth:`predict` ranks while the workers enumerate). Closed early
-        (an error, an interrupt), it cancels the pending chunks without waiting for the
-        workers, which exit once their chunk or start-up is done, or with this process."""
+        (an error, an interrupt), it cancels the pending chunks and terminates the workers."""
         pooled = workers > 1 and len(examples) >= 2 * _WORKER_CHUNK
         pool = _candidate_pool(workers) if pooled else None
         bar = tqdm(total=len(examples), desc="candidates", unit="reaction", disable=not progress)
-        complete = False  # every chunk done: wait for the workers to exit; else do not
+        complete = False  # every chunk done
         try:
             if pool is not None:  # the workers start (and import) while the scorer runs
                 for _ in range(workers):
@@ -337,7 +337,10 @@ class ReactionCentreModel:
         finally:
             bar.close()
             if pool is not None:
-                pool.shutdown(wait=complete, cancel_futures=True)
+                if not complete:  # their chunks are not wanted; Python < 3.14 has no public call
+                    for process in list((getattr(pool, "_processes", None) or {}).values()):
+                        process.terminate()
+                pool.shutdown(wait=True, cancel_futures=True)
 
     @property
     def calibration(self) -> PlattScaling | None:
@@ -393,7 +396,8 @@ class ReactionCentreModel:
                 p = probabilities.get(k, np.zeros(0))
                 product_logits = ranker_set.product_logits if ranker_set else []
                 unused_logits = ranker_set.unused_change_logits if ranker_set else []
-                scores = p if calibration is None else calibration.probability(
+                scores = p if calibration is None else product_probabilities(
+                    calibration,
                     calibration_features(
                         p, [c.edit_score for c in found], [len(c.edits) for c in found],
                         calibration.features, product_logits, unused_logits,
@@ -515,6 +519,16 @@ def calibration_features(
     return np.column_stack([columns[name] for name in names]).reshape(len(log_p), len(names))
 
 
+def product_probabilities(calibration: PlattScaling, features: np.ndarray) -> np.ndarray:
+    """The calibrated probabilities ``float64 [K]`` of one reaction's ``K`` candidates from
+    their :func:`calibration_features` ``[K, F]``: each candidate's Platt scaling, scaled down
+    to sum to 1 where they would sum to more (the candidates are different products of one
+    reaction, so at most one is the product)."""
+    probabilities = calibration.probability(features)
+    total = probabilities.sum()
+    return probabilities / total if total > 1 else probabilities
+
+
 def calibrate(
     model: ReactionCentreModel,
     examples: Sequence[ReactionCentreExample],
@@ -557,12 +571,12 @@ def calibrate(
             )
         )
         right += hits
-        top1.append((prediction.scores[0], hits[0], features[-1][0]))
+        top1.append((prediction.scores[0], hits[0]))
     calibration = fit_platt_scaling(np.concatenate(features), np.asarray(right),
                                     CALIBRATION_FEATURES)  # fmt: skip
     raw = np.array([t[0] for t in top1])
     hit = np.array([t[1] for t in top1])
-    after = calibration.probability(np.stack([t[2] for t in top1]))
+    after = np.array([product_probabilities(calibration, f)[0] for f in features])
     model.settings["calibration"] = calibration.to_dict() | {"reactions": len(examples)}
     errors = {
         "top1_ece_ranker": expected_calibration_error(raw, hit),

@@ -88,6 +88,9 @@ def test_unmapped_products_and_bad_input():
         reaction_edits(reaction)
     with pytest.raises(ReactionParseError, match="not in the input"):
         mapped_reaction("[CH3:1][OH:2]>>[CH3:1][OH:3]")
+    for only_reagents in (">>", ">CCN(CC)CC>", ">c1ccncc1>CC"):  # nothing can react
+        with pytest.raises(ReactionParseError, match="the reactants field is empty"):
+            mapped_reaction(only_reagents)
     assert bond_class(None) == 0
 
 

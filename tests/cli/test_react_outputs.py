@@ -430,10 +430,10 @@ def test_reagent_field_atoms_take_no_part_in_the_products(capsys):
     assert mapped_reaction("CC(=O)Cl.OCC.c1ccncc1>>").reagent_atoms == frozenset()
     assert main(["react", ESTER_INPUT, "--top-k", "4"]) == 0
     lines = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
-    assert [line[1] for line in lines] == ["CCOC(C)=O", "CC=O", "CC(=O)O", "CC(=O)C(C)O"]
+    assert [line[1] for line in lines] == ["CCOC(C)=O", "CC(=O)O", "CC(=O)C(C)O", "CC=O"]
     for line in lines:
         atoms = {int(a) for edit in line[3].split(";") for a in edit.split(":")[0].split("-")}
         assert atoms.isdisjoint(range(7, 13)), line
     assert main(["react", "CC(=O)Cl.OCC.c1ccncc1>>", "--top-k", "4"]) == 0
     smiles = [line.split("\t")[1] for line in capsys.readouterr().out.splitlines()]
-    assert smiles == ["CCOC(C)=O", "CC(=O)c1cccnc1", "CC(=O)c1ccncc1", "CC(=O)c1ccccn1"]
+    assert smiles == ["CCOC(C)=O", "CC(=O)c1cccnc1", "CC(=O)c1ccccn1", "CC(=O)c1ccncc1"]

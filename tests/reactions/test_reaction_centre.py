@@ -30,6 +30,7 @@ from chemgraph.reactions.reaction_centre import (
     calibration_features,
     grouped_log_softmax,
     load_reaction_centre_model,
+    product_probabilities,
     save_reaction_centre_model,
 )
 from chemgraph.reactions.reaction_centre_training import (
@@ -280,7 +281,8 @@ def test_calibration_rescales_the_ranker_probabilities_and_round_trips(tiny_mode
     for before, after in zip(raw, calibrated):
         assert sorted(after.smiles) == sorted(before.smiles)  # every candidate, re-ranked
         assert after.scores == sorted(after.scores, reverse=True)  # best first
-        want = calibration.probability(
+        want = product_probabilities(
+            calibration,
             calibration_features(
                 np.array(before.scores), before.edit_scores, [len(e) for e in before.edits],
                 CALIBRATION_FEATURES, before.product_logits, before.unused_change_logits,

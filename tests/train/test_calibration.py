@@ -8,7 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from chemgraph.reactions.reaction_centre import CALIBRATION_FEATURES, calibration_features
+from chemgraph.reactions.reaction_centre import (
+    CALIBRATION_FEATURES,
+    calibration_features,
+    product_probabilities,
+)
 from chemgraph.train.calibration import (
     PlattScaling,
     expected_calibration_error,
@@ -73,3 +77,13 @@ def test_calibration_features_by_hand():
     assert two == pytest.approx(features[:, [1, 0]])
     with pytest.raises(KeyError):
         calibration_features(np.array([1.0]), [0.5], [2], ("confidence",))
+
+
+def test_product_probabilities_sum_to_at_most_one():
+    # one feature, weight 1, no intercept: sigmoid of the feature
+    calibration = PlattScaling(("x",), (1.0,), 0.0, 10)
+    logit = lambda p: math.log(p / (1 - p))  # noqa: E731
+    high = np.array([[logit(0.75)], [logit(0.5)]])  # 1.25 together: scaled to 0.6, 0.4
+    assert product_probabilities(calibration, high) == pytest.approx([0.6, 0.4])
+    low = np.array([[logit(0.3)], [logit(0.2)]])  # 0.5 together: kept
+    assert product_probabilities(calibration, low) == pytest.approx([0.3, 0.2])
