@@ -81,7 +81,8 @@ class ReactionCentreTrainingConfig(RunConfig):
         batch_size: reactions per scorer batch; ranker_batch_size: reactions per ranker batch.
         learning_rate, weight_decay: AdamW (cosine decay after ``warmup_steps`` linear warm-up).
         scorer_epochs, ranker_epochs: fixed work of each stage.
-        ranker_reactions: training reactions whose candidates train the ranker (None = all).
+        ranker_reactions: the first N training reactions, at most those before the
+            calibration reactions, whose candidates train the ranker (None = all of those).
         init_from: fine-tune a trained model instead of starting from random weights:
             ``"shipped"`` (the model ``chemgraph react`` uses) or a ``model.pt``; both stages
             start from its scorer and ranker, and ``model_options`` must be empty or equal to
@@ -102,10 +103,9 @@ class ReactionCentreTrainingConfig(RunConfig):
         workers: processes that enumerate candidates (ranker stage, calibration, the recipe's
             test); the result does not depend on it.
         calibration_reactions: the last N training reactions, held out of both stages (the
-            scorer trains on the others; they must not overlap the ranker's first
-            ``ranker_reactions``), on which the ranker's probabilities are calibrated, so the
-            calibration sees the scorer's and the ranker's scores on new reactions; 0 = not
-            calibrated (the scorer trains on all).
+            scorer and the ranker train on the others), on which the ranker's probabilities
+            are calibrated, so the calibration sees the scorer's and the ranker's scores on new
+            reactions; 0 = not calibrated (the scorer trains on all).
         max_cpu_minutes: a CPU-time budget (minutes of the process's CPU time, data reading not
             counted; :class:`chemgraph.train.callbacks.CPUTimeLimit`) the stages share, on top
             of their fixed epochs; None = none. Split as the shipped model's run spent its
@@ -302,7 +302,8 @@ def train_reaction_centre_model(config: ReactionCentreTrainingConfig) -> Path:
         The path of ``model.pt``.
 
     Raises:
-        OSError: the data file cannot be read; ValueError: fewer than 2 usable reactions.
+        OSError: the data file cannot be read; ValueError: fewer than 2 usable reactions;
+        ConfigError: ``calibration_reactions`` leaves no reaction to train on.
     """
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -318,11 +319,14 @@ def train_reaction_centre_model(config: ReactionCentreTrainingConfig) -> Path:
     if len(examples) < 2:
         raise ValueError(f"too few usable reactions in {config.train} ({len(examples)})")
     log.info("reactions: %d usable, %d rejected", len(examples), len(rejected))
-    ranked = min(len(examples), config.ranker_reactions or len(examples))
-    if config.calibration_reactions and ranked + config.calibration_reactions > len(examples):
+    # the ranker's reactions: the first ranker_reactions of those before the calibration ones
+    ranked = min(len(examples) - config.calibration_reactions,
+                 config.ranker_reactions or len(examples))  # fmt: skip
+    if ranked < 1:
         raise ConfigError(
-            f"calibration_reactions ({config.calibration_reactions}) and ranker_reactions "
-            f"({config.ranker_reactions}) overlap: {len(examples)} usable reactions; lower one"
+            f"calibration_reactions ({config.calibration_reactions}) leaves none of the "
+            f"{len(examples)} usable reactions of {config.train} to train on; lower it (about "
+            "a tenth of the reactions is usual)"
         )
     if initial is not None:
         scorer, ranker = initial.scorer.train(), initial.ranker.train()
@@ -378,7 +382,7 @@ def train_reaction_centre_model(config: ReactionCentreTrainingConfig) -> Path:
     save_reaction_centre_model(out / "scorer.pt", model)
     log.info("scorer trained in %.1f min", (time.perf_counter() - start) / 60)
     start = time.perf_counter()
-    subset = examples[: config.ranker_reactions]
+    subset = examples[:ranked]
     enumeration = budget(CPU_SHARES[1])
     # chunk by chunk: with a budget, no chunk starts once its share is spent (one at least)
     sets, enumerated = [], 0

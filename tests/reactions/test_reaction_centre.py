@@ -313,12 +313,12 @@ def test_candidates_carry_their_product_and_unused_change_logits(tiny_model):
             assert len(unused) == len(changes) - len(candidate.edits)
 
 
-def test_calibration_reactions_must_not_overlap_the_ranker_reactions(tmp_path):
+def test_calibration_reactions_must_leave_reactions_to_train_on(tmp_path):
     config = ReactionCentreTrainingConfig(
-        train=str(TINY), out=str(tmp_path), ranker_reactions=6, calibration_reactions=3,
-        accelerator="cpu", progress=False,
+        train=str(TINY), out=str(tmp_path), calibration_reactions=8, accelerator="cpu",
+        progress=False,
     )  # fmt: skip
-    with pytest.raises(ConfigError, match="overlap: 8 usable reactions"):
+    with pytest.raises(ConfigError, match=r"\(8\) leaves none of the 8 usable reactions"):
         train_reaction_centre_model(config)
 
 
@@ -333,8 +333,8 @@ def test_the_scorer_does_not_train_on_the_calibration_reactions(tmp_path, caplog
         scorer_epochs=60, ranker_epochs=1, accelerator="cpu", progress=False,
         model_options=options,
     )  # fmt: skip
-    held_out = ReactionCentreTrainingConfig(
-        out=str(tmp_path / "held_out"), ranker_reactions=5, calibration_reactions=3, **common
+    held_out = ReactionCentreTrainingConfig(  # ranker_reactions: capped at the first 5
+        out=str(tmp_path / "held_out"), ranker_reactions=6, calibration_reactions=3, **common
     )
     first_five = ReactionCentreTrainingConfig(
         out=str(tmp_path / "first_five"), max_train=5, **common
@@ -343,6 +343,7 @@ def test_the_scorer_does_not_train_on_the_calibration_reactions(tmp_path, caplog
     for config in (held_out, first_five):
         settings = load_reaction_centre_model(train_reaction_centre_model(config)).settings
         assert settings["scorer_reactions"] == 5 and settings["scorer_steps"] == 60 * 2
+        assert settings["ranker_reactions"] == 5
         scorers.append(load_reaction_centre_model(Path(config.out) / "scorer.pt").scorer)
         calibrated.append("calibration" in settings)
     assert calibrated == [False, False]
