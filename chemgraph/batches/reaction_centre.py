@@ -28,6 +28,7 @@ __all__ = [
     "ReactionCentreBatch",
     "molecule_arrays",
     "reaction_centre_batch",
+    "unknown_elements",
 ]
 
 ELEMENTS = (
@@ -63,6 +64,13 @@ class MoleculeArrays:
 
 
 _ELEMENT_INDEX = {symbol: index for index, symbol in enumerate(ELEMENTS)}
+
+
+def unknown_elements(mol: Chem.Mol) -> list[str]:
+    """The element symbols of ``mol`` outside :data:`ELEMENTS`, sorted, each once: they share
+    one atom-feature value, so a model cannot tell them apart, and a reaction that holds one
+    lies outside what a model trained on USPTO reactions has seen much of."""
+    return sorted({atom.GetSymbol() for atom in mol.GetAtoms()} - _ELEMENT_INDEX.keys())
 
 
 def molecule_arrays(

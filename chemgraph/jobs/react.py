@@ -341,11 +341,19 @@ def react(reaction: str, options: ReactOptions | None = None) -> ReactionPredict
     """
     options = ReactOptions() if options is None else options
     if options.decoder == "centre":
+        from chemgraph.batches.reaction_centre import unknown_elements
         from chemgraph.data.reaction_centre import reaction_centre_example
 
         model = options.centre_model()
         with rdBase.BlockLogs():  # RDKit's log lines: its reasons are in the errors raised
             example = reaction_centre_example(reaction, model.config.max_distance, with_edits=False)
+            unknown = unknown_elements(example.reaction.inputs)
+            if unknown:
+                log.warning(
+                    "%s: no atom feature of the model's own (the elements it knows are those "
+                    "of chemgraph.batches.reaction_centre.ELEMENTS): the prediction lies "
+                    "outside its training domain", ", ".join(unknown),
+                )  # fmt: skip
             return model.predict([example], top_k=options.top_k)[0]
     module = load_checkpoint(options.checkpoint_file, kind="reaction")
     with rdBase.BlockLogs():

@@ -178,7 +178,7 @@ def prediction_table(
     frame = prediction_frame(rows, items, predictions, top_k)
     extra = extra or {}
     for name, values in extra.items():
-        frame[name] = values
+        frame[name] = pd.Series(values, index=frame.index, dtype=object)
     table = table.merge(frame, on="row", how="left")
     text_columns = ["target", *extra] + [f"prediction_{rank}" for rank in range(1, top_k + 1)]
     table[text_columns] = table[text_columns].fillna("")

@@ -49,6 +49,7 @@ from chemgraph.batches.reaction_centre import (
     MoleculeArrays,
     molecule_arrays,
     reaction_centre_batch,
+    unknown_elements,
 )
 from chemgraph.chem.reaction_edits import Edit
 from chemgraph.chem.validity import ReactionInputs
@@ -719,7 +720,10 @@ def predict_reaction_file(
     when a candidate was valid, missing when none was), ``prediction_k`` and ``score_k`` (the
     ranker's probability) for ``k`` up to ``top_k``, ``error``; plus ``edits_1`` (the reaction
     centre of the top prediction: ``i-j:class`` with 0-based atom indices of the input as
-    written, ``;``-joined). ``workers``: processes that enumerate the candidates.
+    written, ``;``-joined) and ``unknown_elements`` (the reactants' and reagents' elements
+    outside :data:`chemgraph.batches.reaction_centre.ELEMENTS`, space-separated: a warning
+    names their rows, whose predictions lie outside the model's training domain).
+    ``workers``: processes that enumerate the candidates.
 
     Returns:
         The table and the :func:`chemgraph.reactions.predictions.top_k_metrics` of the
@@ -747,10 +751,19 @@ def predict_reaction_file(
                 reason = error.reason
         errors[row] = reason
     predictions = model.predict(examples, top_k=top_k, workers=workers)
+    unknown = [" ".join(unknown_elements(example.reaction.inputs)) for example in examples]
+    flagged = [row for row, elements in zip(kept, unknown) if elements]
+    if flagged:
+        log.warning(
+            "%d reactions (rows %s%s) hold elements without an atom feature of the model's "
+            "own (column unknown_elements): their predictions lie outside its training domain",
+            len(flagged), ", ".join(map(str, flagged[:5])), ", ..." if len(flagged) > 5 else "",
+        )  # fmt: skip
     edits = [
         ";".join(f"{i}-{j}:{BOND_CLASSES[c]}" for i, j, c in p.edits[0]) if p.edits else ""
         for p in predictions
     ]
     return prediction_table(
-        output, texts, errors, kept, examples, predictions, top_k, extra={"edits_1": edits}
-    )
+        output, texts, errors, kept, examples, predictions, top_k,
+        extra={"edits_1": edits, "unknown_elements": unknown},
+    )  # fmt: skip

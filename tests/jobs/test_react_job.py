@@ -67,3 +67,24 @@ def test_a_property_checkpoint_is_named_as_such_by_the_centre_decoder():
     esa = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints" / "esa.ckpt"
     with pytest.raises(ConfigError, match="property-prediction checkpoint of chemgraph train"):
         react("CCO.CC(=O)O>>", ReactOptions(checkpoint=esa))
+
+
+def test_elements_the_model_has_no_feature_for_are_named_in_a_warning_and_a_column(
+    tmp_path, caplog
+):
+    from rdkit import Chem
+
+    from chemgraph.batches.reaction_centre import unknown_elements
+
+    assert unknown_elements(Chem.MolFromSmiles("[U]Cl.[Ga]C.C[Ga]C.CCO")) == ["Ga", "U"]
+    assert unknown_elements(Chem.MolFromSmiles("[Pd]Cl.BrCCO")) == []
+    with caplog.at_level("WARNING", logger="chemgraph.jobs.react"):
+        react("CC(=O)Cl.OC[U]>>", ReactOptions(top_k=1))
+    assert "U: no atom feature of the model's own" in caplog.text
+    caplog.clear()
+    reactions = tmp_path / "reactions.txt"
+    reactions.write_text("CCO.CC(=O)O>>\nCC(=O)Cl.OC[U]>>\nCC(=O)Cl.OC[U].[Ga]>>\n")
+    with caplog.at_level("WARNING", logger="chemgraph.reactions.reaction_centre"):
+        table, _ = react_file(reactions, tmp_path / "out.csv", ReactOptions(top_k=1))
+    assert table["unknown_elements"].tolist() == ["", "U", "Ga U"]
+    assert "2 reactions (rows 1, 2) hold elements without an atom feature" in caplog.text
