@@ -11,7 +11,8 @@ recorded edits among the best K changes for larger K (what a larger ``top_change
 reach with the same scorer):
 
 * ``--split calibration``: the last 2,000 reactions of the USPTO-MIT valid split, the shipped
-  model's held-out calibration reactions (the ranker never trained on them; the scorer did);
+  model's held-out calibration reactions (neither its scorer nor its ranker trained on them;
+  the models shipped before 2026-12-04 trained their scorer on them);
 * ``--split test``: the first 2,000 USPTO-MIT test reactions (reporting only: no setting is
   chosen on them).
 
