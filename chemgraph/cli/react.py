@@ -93,11 +93,18 @@ class ReactCommand(Command):
         parser.add_argument(
             "--output",
             help="CSV to write (with --input): one row per non-blank input line, in input order "
-            "(row = 0-based line number, or data row of a .csv/.tsv), reaction, target (the "
+            "(row = 0-based line number, or data row of a .csv/.tsv), id (see --id-column), "
+            "reaction, target (the "
             "recorded product, when the input has one) and target_rank (its rank among the "
             "predictions, empty if absent), top1_invalid, prediction_k and score_k for k up to "
             "--top-k, edits_1 (centre: the bonds the top prediction changes, i-j:class with "
-            "0-based input atoms), and an error column saying why a reaction was not decoded",
+            "0-based input atoms), unknown_elements (centre: elements the model has no atom "
+            "feature for), and an error column saying why a reaction was not decoded",
+        )
+        parser.add_argument(
+            "--id-column",
+            help="with a .csv/.tsv --input, the identifier column copied into --output's id "
+            "column (default: a column named id, else the row number)",
         )
         parser.add_argument(
             "--show",
@@ -144,6 +151,8 @@ class ReactCommand(Command):
             )
         if args.input is None and args.workers != 1:
             raise ConfigError("--workers goes with --input FILE; one reaction is predicted here")
+        if args.input is None and args.id_column is not None:
+            raise ConfigError("--id-column goes with --input FILE (a .csv or .tsv)")
         if args.input is not None and args.output is None:
             raise ConfigError("--input needs --output FILE.csv")
         if args.show < 0:
@@ -177,7 +186,9 @@ class ReactCommand(Command):
                     target, len(prediction.smiles),
                 )  # fmt: skip
             return 0
-        table, metrics = react_file(args.input, args.output, options, overwrite=args.overwrite)
+        table, metrics = react_file(
+            args.input, args.output, options, overwrite=args.overwrite, id_column=args.id_column
+        )
         quiet = args.quiet  # warnings and errors only: the predictions are in --output
         for line in [] if quiet else reaction_lines(table.head(args.show), args.top_k):
             print(line)
@@ -222,7 +233,8 @@ class ReactCommand(Command):
 
 def reaction_lines(table: Any, top_k: int) -> list[str]:
     """The printed predictions of the rows of a :func:`chemgraph.jobs.react.predict_file`
-    table: per reaction a line ``row N: <reaction>``, then one line ``  rank<TAB>SMILES<TAB>
+    table: per reaction a line ``row N: <reaction>`` (``row N (id X): ...`` when the input
+    names it), then one line ``  rank<TAB>SMILES<TAB>
     score`` per valid prediction (``<TAB>= target`` ending the one that matches the products
     given), or ``  no valid product graph was decoded``, or ``  not predicted: <error>``."""
     import pandas as pd
@@ -231,7 +243,9 @@ def reaction_lines(table: Any, top_k: int) -> list[str]:
 
     lines = []
     for record in table.to_dict("records"):
-        lines.append(f"row {record['row']}: {record['reaction']}")
+        own_id = str(record["id"]) != str(record["row"])
+        named = f" (id {record['id']})" if own_id else ""
+        lines.append(f"row {record['row']}{named}: {record['reaction']}")
         if record["error"]:
             reason = record["error"]
             lines.append(f"  {reason}" if reason == NO_PRODUCT else f"  not predicted: {reason}")

@@ -44,6 +44,7 @@ from chemgraph.chem.graph_codec import GraphEncodingError
 from chemgraph.chem.reactions import Reaction, ReactionParseError, parse_reaction_smiles
 from chemgraph.data.datasets.base import rejected_frame
 from chemgraph.data.datasets.download import open_text
+from chemgraph.data.readers import pick_id_column
 
 __all__ = [
     "REACTION_COLUMNS",
@@ -52,6 +53,7 @@ __all__ = [
     "encode_reactions",
     "load_reaction_graphs",
     "parse_input_reaction",
+    "reaction_ids",
     "reaction_loader",
     "reaction_records",
     "read_reaction_file",
@@ -145,6 +147,40 @@ def reaction_records(
                 yield row, fields[column], f"empty {header[column].strip()!r} field"
             else:
                 yield row, _first_field(fields[column]), None
+
+
+def reaction_ids(path: str | Path, id_column: str | None = None) -> dict[int, str]:
+    """The identifiers of a table of reactions, ``{row: identifier}`` with the rows of
+    :func:`reaction_records`: the column ``id_column``, else the first of
+    :data:`chemgraph.data.readers.ID_COLUMN_NAMES` in the header; ``{}`` for a text file or a
+    table without such a column (a record is then known by its row). Blank identifiers are
+    left out.
+
+    Raises:
+        OSError: the file cannot be read. ValueError: ``id_column`` for a text file, or not in
+            the table's header (the header is given).
+    """
+    path = Path(path)
+    delimiter = _table_delimiter(path)
+    if delimiter is None:
+        if id_column is not None:
+            raise ValueError(
+                f"{path}: an id column ({id_column!r}) needs a .csv or .tsv table; a text file "
+                "holds one reaction SMILES a line"
+            )
+        return {}
+    with open_text(path) as lines:
+        reader = csv.reader(lines, delimiter=delimiter)
+        header = [name.strip() for name in next(reader, [])]
+        column = pick_id_column(header, id_column, path)
+        if column is None:
+            return {}
+        at = header.index(column)
+        return {
+            row: fields[at].strip()
+            for row, fields in enumerate(reader)
+            if at < len(fields) and fields[at].strip()
+        }
 
 
 def read_reaction_file(

@@ -48,6 +48,7 @@ __all__ = [
     "Record",
     "library_format",
     "iter_record_chunks",
+    "pick_id_column",
     "SMILES_COLUMN_NAMES",
 ]
 
@@ -241,8 +242,12 @@ def _pick_smiles_column(columns: list[str], wanted: str | None, path: Path) -> s
     )
 
 
-def _pick_id_column(columns: list[str], id_column: str | None, path: Path) -> str | None:
-    """``id_column`` (checked), else the first of :data:`ID_COLUMN_NAMES` present, else None."""
+def pick_id_column(columns: list[str], id_column: str | None, path: Path) -> str | None:
+    """``id_column`` (checked), else the first of :data:`ID_COLUMN_NAMES` present, else None.
+
+    Raises:
+        ValueError: ``id_column`` is not among ``columns`` (they are given).
+    """
     if id_column is not None and id_column not in columns:
         raise ValueError(f"{path}: no id column {id_column!r}; available columns: {columns}")
     if id_column is None:
@@ -270,7 +275,7 @@ def _text_table_records(
             if header is None:
                 raise ValueError(f"{path} is empty (no header, no records)")
             smiles_at = header.index(_pick_smiles_column(header, smiles_column, path))
-            id_column = _pick_id_column(header, id_column, path)
+            id_column = pick_id_column(header, id_column, path)
             id_at = header.index(id_column) if id_column is not None else None
             _check_label_columns(header, label_columns, path)
             labels_at = [header.index(name) for name in label_columns]
@@ -309,7 +314,7 @@ def _parquet_records(
     parquet = pq.ParquetFile(path)
     columns = parquet.schema_arrow.names
     smiles = _pick_smiles_column(columns, smiles_column, path)
-    id_column = _pick_id_column(columns, id_column, path)
+    id_column = pick_id_column(columns, id_column, path)
     _check_label_columns(columns, label_columns, path)
     wanted = [smiles] + ([id_column] if id_column and id_column != smiles else [])
     wanted += [name for name in label_columns if name not in wanted]

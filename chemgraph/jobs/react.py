@@ -37,7 +37,12 @@ from chemgraph.chem.graph_codec import (
 )
 from chemgraph.chem.reactions import ReactionParseError
 from chemgraph.chem.validity import ReactionInputs, product_problem
-from chemgraph.data.reactions import encode_reactions, parse_input_reaction, reaction_records
+from chemgraph.data.reactions import (
+    encode_reactions,
+    parse_input_reaction,
+    reaction_ids,
+    reaction_records,
+)
 from chemgraph.errors import ConfigError
 from chemgraph.reactions.predictions import ReactionPrediction, prediction_table
 from chemgraph.reactions.reaction_centre import load_reaction_centre_model, predict_reaction_file
@@ -184,6 +189,7 @@ def predict_file(
     top_k: int = 5,
     beam_width: int = 8,
     batch_size: int = 32,
+    id_column: str | None = None,
 ) -> tuple[pd.DataFrame, dict[str, float] | None]:
     """``chemgraph react --input``: predict the products of every reaction of a file.
 
@@ -197,7 +203,9 @@ def predict_file(
 
     Returns:
         The table written to ``output``, one row per non-blank record: ``row`` (int64, the
-        0-based line number of a text file or data row of a table), ``reaction`` (the reaction
+        0-based line number of a text file or data row of a table), ``id`` (a table's
+        ``id_column``, else its ``id`` column, else the row as text:
+        :func:`chemgraph.data.reactions.reaction_ids`), ``reaction`` (the reaction
         SMILES as read), ``target`` (canonical SMILES of the products given, ``""`` when none),
         ``target_rank`` (Int64, 1-based rank of the target among the predictions, missing when
         it is not among them), ``top1_invalid`` (nullable boolean: the best-scoring decoded
@@ -213,8 +221,9 @@ def predict_file(
     Raises:
         FileNotFoundError, ValueError: see :func:`chemgraph.train.checkpoint.load_checkpoint`
             (a property-prediction checkpoint is refused); OSError: ``input_path`` cannot be
-            read; ValueError: a table without a reaction column.
+            read; ValueError: a table without a reaction column, or without ``id_column``.
     """
+    ids = reaction_ids(input_path, id_column)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     module = load_checkpoint(checkpoint, kind="reaction", device=device)
     items, kept, errors, texts = [], [], {}, {}
@@ -234,7 +243,7 @@ def predict_file(
         kept += [row] * len(graphs)
         errors.update({bad_row: bad_reason for bad_row, _, bad_reason in bad})
     predictions = predict_reactions(module, items, beam_width, top_k, batch_size)
-    return prediction_table(output, texts, errors, kept, items, predictions, top_k)
+    return prediction_table(output, texts, errors, kept, items, predictions, top_k, ids=ids)
 
 
 INPUT_FORMAT = (
@@ -369,14 +378,18 @@ def react_file(
     output: str | Path,
     options: ReactOptions | None = None,
     overwrite: bool = False,
+    id_column: str | None = None,
 ) -> tuple[pd.DataFrame, dict[str, float] | None]:
     """The products of every reaction of a file, written to the CSV ``output``
     (``chemgraph react --input FILE --output OUT``): the table of :func:`predict_file`
     (generate) or :func:`chemgraph.reactions.reaction_centre.predict_reaction_file` (centre).
+    ``id_column``: the table's identifier column for the output's ``id`` (default: a column
+    named ``id``, else the row number).
 
     Raises:
         ConfigError: see :class:`ReactOptions`; ``output`` not ``.csv``/``.csv.gz``; no such
-            input; an input without reactions; an existing ``output`` without ``overwrite``.
+            input; an input without reactions; an ``id_column`` the input lacks; an existing
+            ``output`` without ``overwrite``.
     """
     options = ReactOptions() if options is None else options
     if not str(output).endswith((".csv", ".csv.gz")):
@@ -389,15 +402,20 @@ def react_file(
         )
     if next(reaction_records(input_path), None) is None:
         raise ConfigError(f"{input_path} holds no reactions; {INPUT_FORMAT}")
+    try:
+        reaction_ids(input_path, id_column)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
     # RDKit's log lines ("SMILES Parse Error: ...", "WARNING: not removing hydrogen atom ...")
     # stay off the terminal: a reaction's reason is in the table's error column
     # (chemgraph.chem.parse captures RDKit's messages while its logs are blocked)
     with rdBase.BlockLogs(), interrupts_raise():  # SIGTERM too stops the workers; no output
         if options.decoder == "centre":
             return predict_reaction_file(
-                options.centre_model(), input_path, output, options.top_k, options.workers
-            )
+                options.centre_model(), input_path, output, options.top_k, options.workers,
+                id_column,
+            )  # fmt: skip
         return predict_file(
             options.checkpoint_file, input_path, output, options.top_k, options.beam_width,
-            options.batch_size,
+            options.batch_size, id_column,
         )  # fmt: skip

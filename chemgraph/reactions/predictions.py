@@ -146,6 +146,7 @@ def prediction_table(
     predictions: Sequence[ReactionPrediction],
     top_k: int,
     extra: dict[str, list[str]] | None = None,
+    ids: dict[int, str] | None = None,
 ) -> tuple[pd.DataFrame, dict[str, float] | None]:
     """Write the table of ``chemgraph react --input`` to the CSV ``output``: one row per record
     of the file, in input order.
@@ -159,9 +160,12 @@ def prediction_table(
         top_k: predictions per row.
         extra: further text columns of the decoded reactions, ``{name: one value each}``,
             after the frame's columns (``""`` for the others).
+        ids: ``{row: identifier}`` of the records (:func:`chemgraph.data.reactions.
+            reaction_ids`); a record without one is known by its row number.
 
     Returns:
-        The table: ``row`` (int64), ``reaction``, the :func:`prediction_frame` columns
+        The table: ``row`` (int64), ``id`` (the record's identifier, else its row as
+        text), ``reaction``, the :func:`prediction_frame` columns
         (``target``, ``target_rank``, ``top1_invalid`` — missing for a row without a
         prediction (not decoded, or no valid product) —,
         ``prediction_k`` and ``score_k`` for ``k`` up to ``top_k``; ``""`` and NaN past a row's
@@ -172,8 +176,13 @@ def prediction_table(
         predictions, so a larger ``k`` would repeat the top-``top_k`` accuracy); None when
         none does.
     """
+    ids = ids or {}
     table = pd.DataFrame(
-        {"row": pd.Series(list(records), dtype="int64"), "reaction": list(records.values())}
+        {
+            "row": pd.Series(list(records), dtype="int64"),
+            "id": [ids.get(row, str(row)) for row in records],
+            "reaction": list(records.values()),
+        }
     )
     frame = prediction_frame(rows, items, predictions, top_k)
     extra = extra or {}

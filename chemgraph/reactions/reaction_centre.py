@@ -711,12 +711,14 @@ def predict_reaction_file(
     output: str | Path,
     top_k: int = 5,
     workers: int = 1,
+    id_column: str | None = None,
 ) -> tuple[Any, dict[str, float] | None]:
     """``chemgraph react --input`` with the reaction-centre model.
 
     Reads the file as :func:`chemgraph.jobs.react.predict_file` does (one reaction SMILES
     a line, or a ``.csv``/``.tsv`` with a reaction column; atom maps optional) and writes the
-    same table: ``row``, ``reaction``, ``target``, ``target_rank``, ``top1_invalid`` (False
+    same table: ``row``, ``id`` (``id_column``: see :func:`chemgraph.data.reactions.
+    reaction_ids`), ``reaction``, ``target``, ``target_rank``, ``top1_invalid`` (False
     when a candidate was valid, missing when none was), ``prediction_k`` and ``score_k`` (the
     ranker's probability) for ``k`` up to ``top_k``, ``error``; plus ``edits_1`` (the reaction
     centre of the top prediction: ``i-j:class`` with 0-based atom indices of the input as
@@ -730,13 +732,15 @@ def predict_reaction_file(
         reactions that hold products (None when none does).
 
     Raises:
-        OSError: ``input_path`` cannot be read; ValueError: a table without a reaction column.
+        OSError: ``input_path`` cannot be read; ValueError: a table without a reaction column,
+            or without ``id_column``.
     """
     from chemgraph.chem.reaction_edits import BOND_CLASSES
     from chemgraph.chem.reactions import ReactionParseError
     from chemgraph.data.reaction_centre import reaction_centre_example
-    from chemgraph.data.reactions import reaction_records
+    from chemgraph.data.reactions import reaction_ids, reaction_records
 
+    ids = reaction_ids(input_path, id_column)
     examples, kept, errors, texts = [], [], {}, {}
     for row, text, reason in reaction_records(input_path):
         texts[row] = text
@@ -765,5 +769,5 @@ def predict_reaction_file(
     ]
     return prediction_table(
         output, texts, errors, kept, examples, predictions, top_k,
-        extra={"edits_1": edits, "unknown_elements": unknown},
+        extra={"edits_1": edits, "unknown_elements": unknown}, ids=ids,
     )  # fmt: skip

@@ -121,11 +121,11 @@ def test_input_file_without_valid_products_says_so_per_reaction(
         "its error column)\n"
     )
     assert captured.out.splitlines() == [
-        "row 0: CC(=O)Cl.OCC>c1ccncc1>",
+        "row 0 (id a): CC(=O)Cl.OCC>c1ccncc1>",
         f"  {NO_PRODUCT}",
-        "row 1: CO.[Na+]>>",
+        "row 1 (id b): CO.[Na+]>>",
         f"  {NO_PRODUCT}",
-        "row 2: CCO>>CC=O",
+        "row 2 (id c): CCO>>CC=O",
         f"  {NO_PRODUCT}",
         "3 lines read: 0 decoded (a valid product predicted), 3 without a valid product, 0 "
         "not read or encoded; of the 0 decoded, 0 with a best-scoring graph that was not a "
@@ -136,11 +136,11 @@ def test_input_file_without_valid_products_says_so_per_reaction(
         "         0.00%         0.00%       100.00%",
     ]
     assert output.read_text().splitlines() == [
-        "row,reaction,target,target_rank,top1_invalid,prediction_1,score_1,prediction_2,"
+        "row,id,reaction,target,target_rank,top1_invalid,prediction_1,score_1,prediction_2,"
         "score_2,error",
-        f"0,CC(=O)Cl.OCC>c1ccncc1>,,,,,,,,{NO_PRODUCT}",  # no prediction: top1_invalid empty
-        f"1,CO.[Na+]>>,,,,,,,,{NO_PRODUCT}",
-        f"2,CCO>>CC=O,CC=O,,,,,,,{NO_PRODUCT}",
+        f"0,a,CC(=O)Cl.OCC>c1ccncc1>,,,,,,,,{NO_PRODUCT}",  # no prediction: top1_invalid empty
+        f"1,b,CO.[Na+]>>,,,,,,,,{NO_PRODUCT}",
+        f"2,c,CCO>>CC=O,CC=O,,,,,,,{NO_PRODUCT}",
     ]
 
 
@@ -173,7 +173,8 @@ def test_show_limits_the_printed_reactions(tmp_path, capsys, untrained_checkpoin
 def test_reaction_lines_mark_the_target():
     table = pd.DataFrame(
         {
-            "row": [2], "reaction": ["CCO.CC(=O)O>>CCOC(C)=O"], "target": ["CCOC(C)=O"],
+            "row": [2], "id": ["2"], "reaction": ["CCO.CC(=O)O>>CCOC(C)=O"],
+            "target": ["CCOC(C)=O"],
             "target_rank": pd.array([2], dtype="Int64"), "top1_invalid": [False],
             "prediction_1": ["CCO"], "score_1": [-0.5], "prediction_2": ["CCOC(C)=O"],
             "score_2": [-1.25], "error": [""],
@@ -184,6 +185,8 @@ def test_reaction_lines_mark_the_target():
         "  1\tCCO\t-0.5000",
         "  2\tCCOC(C)=O\t-1.2500\t= target",
     ]
+    named = reaction_lines(table.assign(id=["R-7"]), 2)[0]
+    assert named == "row 2 (id R-7): CCO.CC(=O)O>>CCOC(C)=O"
 
 
 def test_input_table_without_a_reaction_column_is_one_error_line(tmp_path, capsys):
@@ -308,6 +311,8 @@ def test_output_needs_input_and_a_csv_name(tmp_path, capsys):
     assert not output.exists()
     assert _react(ESTER_INPUT, "--workers", "2") == 2
     assert "--workers goes with --input FILE" in capsys.readouterr().err
+    assert _react(ESTER_INPUT, "--id-column", "id") == 2
+    assert "--id-column goes with --input FILE" in capsys.readouterr().err
     inputs = tmp_path / "reactions.txt"
     inputs.write_text(ESTER_INPUT + "\n")
     parquet = tmp_path / "predictions.parquet"
@@ -334,7 +339,11 @@ def test_react_keeps_rdkit_off_the_terminal_and_counts_only_predictions_as_decod
     output = tmp_path / "predictions.csv"
     assert main(["react", "--input", str(inputs), "--output", str(output), "--show", "0"]) == 0
     captured = capfd.readouterr()
-    assert captured.err == ""  # no "[hh:mm:ss] SMILES Parse Error: ...", no "WARNING: ..."
+    # no "[hh:mm:ss] SMILES Parse Error: ...", no "WARNING: ...": only chemgraph's own warning
+    assert captured.err == (
+        "warning: 1 reactions (rows 2) hold elements without an atom feature of the model's "
+        "own (column unknown_elements): their predictions lie outside its training domain\n"
+    )
     table = pd.read_csv(output, keep_default_na=False)
     assert table["error"].tolist() == [
         "reactants molecule 1 of 1 ('C1CC'): SMILES parse error: unclosed ring for input: "
@@ -353,8 +362,8 @@ def test_an_empty_reaction_field_shows_the_field_not_the_row(tmp_path, capsys):
     assert main(["react", "--input", str(inputs), "--output", str(output), "--top-k", "1"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[2:6] == [
-        "row 1: ", "  not predicted: empty 'reaction' field",
-        "row 2:  ", "  not predicted: empty 'reaction' field",
+        "row 1 (id 2): ", "  not predicted: empty 'reaction' field",
+        "row 2 (id 3):  ", "  not predicted: empty 'reaction' field",
     ]  # fmt: skip
     table = pd.read_csv(output, keep_default_na=False)
     assert table["reaction"].tolist() == ["CC(=O)Cl.OCC>>", "", " "]  # not "2," or "3, "

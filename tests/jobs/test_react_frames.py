@@ -23,12 +23,12 @@ CHECKPOINT = (
 )
 
 COLUMNS = [
-    "row", "reaction", "target", "target_rank", "top1_invalid",
+    "row", "id", "reaction", "target", "target_rank", "top1_invalid",
     "prediction_1", "score_1", "prediction_2", "score_2", "error",
 ]  # fmt: skip
 TEXT = str(pd.Series(["CCO"]).dtype)  # pandas' text dtype: "str" (pandas 3), "object" (2)
 DTYPES = {
-    "row": "int64", "reaction": TEXT, "target": TEXT, "target_rank": "Int64",
+    "row": "int64", "id": TEXT, "reaction": TEXT, "target": TEXT, "target_rank": "Int64",
     "top1_invalid": "boolean", "prediction_1": TEXT, "score_1": "float64",
     "prediction_2": TEXT, "score_2": "float64", "error": TEXT,
 }  # fmt: skip
@@ -49,9 +49,9 @@ def test_prediction_frame_integer_rows_and_ranks():
         ReactionPrediction([], [], True, 3),
     ]
     frame = prediction_frame([0, 3, 7], items, predictions, top_k=2)
-    assert list(frame.columns) == COLUMNS[:1] + COLUMNS[2:-1]
+    assert list(frame.columns) == COLUMNS[:1] + COLUMNS[3:-1]
     assert {c: str(t) for c, t in frame.dtypes.items()} == {
-        c: t for c, t in DTYPES.items() if c not in ("reaction", "error")
+        c: t for c, t in DTYPES.items() if c not in ("id", "reaction", "error")
     }
     assert frame["row"].tolist() == [0, 3, 7]
     assert frame["target_rank"].tolist() == [1, 2, pd.NA]
@@ -112,6 +112,8 @@ def test_predict_file_one_row_per_record_in_input_order(tmp_path, monkeypatch, n
     assert list(table.columns) == COLUMNS
     assert {c: str(t) for c, t in table.dtypes.items()} == DTYPES
     assert table["row"].tolist() == [0, 1, 3]  # line / data row; the blank one skipped
+    ids = ["a", "b", "c"] if ".csv" in name or ".tsv" in name else ["0", "1", "3"]
+    assert table["id"].tolist() == ids  # the table's id column, else the row
     assert table["reaction"].tolist() == ["CC(=O)Cl.OCC>c1ccncc1>CCOC(C)=O", "not", "CO.[Na+]>>"]
     assert table["target"].tolist() == ["CCOC(C)=O", "", ""]
     assert table["target_rank"].tolist() == [1, pd.NA, pd.NA]
@@ -128,9 +130,10 @@ def test_predict_file_one_row_per_record_in_input_order(tmp_path, monkeypatch, n
     assert metrics["reactions"] == 1 and metrics["top_1"] == 100.0  # the one with products
     assert output.read_text().splitlines() == [
         ",".join(COLUMNS),
-        "0,CC(=O)Cl.OCC>c1ccncc1>CCOC(C)=O,CCOC(C)=O,1,False,CCOC(C)=O,-0.25,CCO,-1.5,",
-        "1,not,,,,,,,,\"expected 'reactants>reagents>products' (2 '>' separators), found 0\"",
-        f"3,CO.[Na+]>>,,,,,,,,{NO_PRODUCT}",  # no prediction: top1_invalid empty
+        f"0,{ids[0]},CC(=O)Cl.OCC>c1ccncc1>CCOC(C)=O,CCOC(C)=O,1,False,CCOC(C)=O,-0.25,CCO,-1.5,",
+        f"1,{ids[1]},not,,,,,,,,\"expected 'reactants>reagents>products' (2 '>' separators), "
+        'found 0"',
+        f"3,{ids[2]},CO.[Na+]>>,,,,,,,,{NO_PRODUCT}",  # no prediction: top1_invalid empty
     ]
 
 

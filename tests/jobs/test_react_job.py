@@ -88,3 +88,24 @@ def test_elements_the_model_has_no_feature_for_are_named_in_a_warning_and_a_colu
         table, _ = react_file(reactions, tmp_path / "out.csv", ReactOptions(top_k=1))
     assert table["unknown_elements"].tolist() == ["", "U", "Ga U"]
     assert "2 reactions (rows 1, 2) hold elements without an atom feature" in caplog.text
+
+
+def test_the_id_column_of_a_table_is_carried_and_a_missing_one_refused(tmp_path):
+    reactions = tmp_path / "reactions.csv"
+    reactions.write_text(
+        "compound,reaction,id\nR-17,CCO.CC(=O)O>>,x1\nR-18,CC(=O)Cl.OCC>>,x2\n,nope,\n"
+    )
+    table, _ = react_file(reactions, tmp_path / "default.csv", ReactOptions(top_k=1))
+    assert table["id"].tolist() == ["x1", "x2", "2"]  # the column named id; else the row
+    table, _ = react_file(
+        reactions, tmp_path / "named.csv", ReactOptions(top_k=1), id_column="compound"
+    )
+    assert table["id"].tolist() == ["R-17", "R-18", "2"]
+    assert table["prediction_1"].tolist() == ["CCOC(C)=O", "CCOC(C)=O", ""]
+    with pytest.raises(ConfigError, match=r"no id column 'name'; available columns: \["):
+        react_file(reactions, tmp_path / "bad.csv", id_column="name")
+    text = tmp_path / "reactions.txt"
+    text.write_text("CCO.CC(=O)O>>\n")
+    with pytest.raises(ConfigError, match="an id column .'name'. needs a .csv or .tsv table"):
+        react_file(text, tmp_path / "bad.csv", id_column="name")
+    assert not (tmp_path / "bad.csv").exists()

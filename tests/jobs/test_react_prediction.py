@@ -133,11 +133,11 @@ def test_react_input_counts_no_valid_product_and_writes_integer_rows(
     ) in out
     text = output.read_text().splitlines()
     assert text[0] == (
-        "row,reaction,target,target_rank,top1_invalid,prediction_1,score_1,prediction_2,"
+        "row,id,reaction,target,target_rank,top1_invalid,prediction_1,score_1,prediction_2,"
         "score_2,error"
     )
     assert [line.split(",")[0] for line in text[1:]] == ["0", "1", "2"]  # not 0.0, 1.0, 2.0
-    assert text[1] == f"0,CC(=O)Cl.OCC>c1ccncc1>,,,,,,,,{NO_PRODUCT}"
+    assert text[1] == f"0,0,CC(=O)Cl.OCC>c1ccncc1>,,,,,,,,{NO_PRODUCT}"
 
 
 def test_react_input_one_row_per_reaction_in_input_order(tmp_path, capsys, untrained_checkpoint):
@@ -213,7 +213,7 @@ def test_react_input_target_rank_written_as_integer(
     ) in capsys.readouterr().out
     text = output.read_text().splitlines()
     assert text[1:] == [
-        "0,CC(=O)Cl.OCC>c1ccncc1>CCOC(C)=O,CCOC(C)=O,1,False,CCOC(C)=O,-0.1,CCO,-0.9,",
-        "1,CO.[Na+]>>C[O-].[Na+],C[O-].[Na+],2,False,CO,-0.2,[Na+].C[O-],-0.3,",
-        "2,CCO>>CC=O,CC=O,,True,CC,-0.5,,,",
+        "0,0,CC(=O)Cl.OCC>c1ccncc1>CCOC(C)=O,CCOC(C)=O,1,False,CCOC(C)=O,-0.1,CCO,-0.9,",
+        "1,1,CO.[Na+]>>C[O-].[Na+],C[O-].[Na+],2,False,CO,-0.2,[Na+].C[O-],-0.3,",
+        "2,2,CCO>>CC=O,CC=O,,True,CC,-0.5,,,",
     ]
