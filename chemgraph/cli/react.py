@@ -104,7 +104,8 @@ class ReactCommand(Command):
         parser.add_argument(
             "--id-column",
             help="with a .csv/.tsv --input, the identifier column copied into --output's id "
-            "column (default: a column named id, else the row number)",
+            "column, stripped of surrounding blanks, empty where the cell is (default: a "
+            "column named id, ID or Id; without one, id is the row number)",
         )
         parser.add_argument(
             "--show",
@@ -243,7 +244,7 @@ def reaction_lines(table: Any, top_k: int) -> list[str]:
 
     lines = []
     for record in table.to_dict("records"):
-        own_id = str(record["id"]) != str(record["row"])
+        own_id = record["id"] not in ("", str(record["row"]))
         named = f" (id {record['id']})" if own_id else ""
         lines.append(f"row {record['row']}{named}: {record['reaction']}")
         if record["error"]:
@@ -263,10 +264,13 @@ def reaction_lines(table: Any, top_k: int) -> list[str]:
 def given_product(reaction: str) -> str:
     """Canonical SMILES of the product field of a reaction SMILES (atom maps removed; ``""``
     when the field is empty or cannot be read)."""
+    from rdkit import rdBase
+
     from chemgraph.chem.reaction_edits import mapped_reaction
     from chemgraph.chem.reactions import ReactionParseError
 
     try:
-        return mapped_reaction(reaction).product_smiles
+        with rdBase.BlockLogs():  # RDKit's log lines (a bare [H]): the prediction has run
+            return mapped_reaction(reaction).product_smiles
     except ReactionParseError:
         return ""

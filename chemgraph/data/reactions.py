@@ -143,6 +143,12 @@ def reaction_records(
                 record = delimiter.join(fields)
                 reason = f"no {header[column].strip()!r} field: {len(fields)} of {len(header)}"
                 yield row, record, reason
+            elif len(fields) > len(header):
+                reason = (
+                    f"malformed row: {len(fields)} fields where the header has {len(header)} "
+                    f"(an unquoted {delimiter!r} in a field?)"
+                )
+                yield row, delimiter.join(fields), reason
             elif not fields[column].strip():  # the field as read (its blanks), not the row
                 yield row, fields[column], f"empty {header[column].strip()!r} field"
             else:
@@ -152,9 +158,10 @@ def reaction_records(
 def reaction_ids(path: str | Path, id_column: str | None = None) -> dict[int, str]:
     """The identifiers of a table of reactions, ``{row: identifier}`` with the rows of
     :func:`reaction_records`: the column ``id_column``, else the first of
-    :data:`chemgraph.data.readers.ID_COLUMN_NAMES` in the header; ``{}`` for a text file or a
-    table without such a column (a record is then known by its row). Blank identifiers are
-    left out.
+    :data:`chemgraph.data.readers.ID_COLUMN_NAMES` (``id``, ``ID``, ``Id``) in the header,
+    stripped of surrounding blanks (``""`` for an empty cell, never another record's row
+    number); ``{}`` for a text file or a table without such a column (a record is then known
+    by its row).
 
     Raises:
         OSError: the file cannot be read. ValueError: ``id_column`` for a text file, or not in
@@ -177,9 +184,7 @@ def reaction_ids(path: str | Path, id_column: str | None = None) -> dict[int, st
             return {}
         at = header.index(column)
         return {
-            row: fields[at].strip()
-            for row, fields in enumerate(reader)
-            if at < len(fields) and fields[at].strip()
+            row: fields[at].strip() if at < len(fields) else "" for row, fields in enumerate(reader)
         }
 
 

@@ -161,11 +161,13 @@ def prediction_table(
         extra: further text columns of the decoded reactions, ``{name: one value each}``,
             after the frame's columns (``""`` for the others).
         ids: ``{row: identifier}`` of the records (:func:`chemgraph.data.reactions.
-            reaction_ids`); a record without one is known by its row number.
+            reaction_ids`); None or ``{}``: the file has no identifiers, and each record's
+            ``id`` is its row number.
 
     Returns:
-        The table: ``row`` (int64), ``id`` (the record's identifier, else its row as
-        text), ``reaction``, the :func:`prediction_frame` columns
+        The table: ``row`` (int64), ``id`` (the record's identifier, ``""`` for an empty
+        one; the row as text when the file has none), ``reaction``, the
+        :func:`prediction_frame` columns
         (``target``, ``target_rank``, ``top1_invalid`` — missing for a row without a
         prediction (not decoded, or no valid product) —,
         ``prediction_k`` and ``score_k`` for ``k`` up to ``top_k``; ``""`` and NaN past a row's
@@ -180,7 +182,7 @@ def prediction_table(
     table = pd.DataFrame(
         {
             "row": pd.Series(list(records), dtype="int64"),
-            "id": [ids.get(row, str(row)) for row in records],
+            "id": [ids.get(row, "") if ids else str(row) for row in records],
             "reaction": list(records.values()),
         }
     )

@@ -187,6 +187,7 @@ def test_reaction_lines_mark_the_target():
     ]
     named = reaction_lines(table.assign(id=["R-7"]), 2)[0]
     assert named == "row 2 (id R-7): CCO.CC(=O)O>>CCOC(C)=O"
+    assert reaction_lines(table.assign(id=[""]), 2)[0] == "row 2: CCO.CC(=O)O>>CCOC(C)=O"
 
 
 def test_input_table_without_a_reaction_column_is_one_error_line(tmp_path, capsys):
@@ -446,3 +447,9 @@ def test_reagent_field_atoms_take_no_part_in_the_products(capsys):
     assert main(["react", "CC(=O)Cl.OCC.c1ccncc1>>", "--top-k", "4"]) == 0
     smiles = [line.split("\t")[1] for line in capsys.readouterr().out.splitlines()]
     assert smiles == ["CCOC(C)=O", "CC(=O)c1cccnc1", "CC(=O)c1ccccn1", "CC(=O)c1ccncc1"]
+
+
+def test_a_bare_hydrogen_in_one_reaction_keeps_rdkit_off_the_terminal(capfd):
+    assert main(["react", "CC(=O)Cl.OCC.[H]>>", "--top-k", "1", "--quiet"]) == 0
+    captured = capfd.readouterr()
+    assert captured.err == "" and captured.out.startswith("1\tCCOC(C)=O\t")

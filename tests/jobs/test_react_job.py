@@ -96,11 +96,12 @@ def test_the_id_column_of_a_table_is_carried_and_a_missing_one_refused(tmp_path)
         "compound,reaction,id\nR-17,CCO.CC(=O)O>>,x1\nR-18,CC(=O)Cl.OCC>>,x2\n,nope,\n"
     )
     table, _ = react_file(reactions, tmp_path / "default.csv", ReactOptions(top_k=1))
-    assert table["id"].tolist() == ["x1", "x2", "2"]  # the column named id; else the row
+    # the column named id; an empty cell stays empty (row 2's number is not an id of its own)
+    assert table["id"].tolist() == ["x1", "x2", ""]
     table, _ = react_file(
         reactions, tmp_path / "named.csv", ReactOptions(top_k=1), id_column="compound"
     )
-    assert table["id"].tolist() == ["R-17", "R-18", "2"]
+    assert table["id"].tolist() == ["R-17", "R-18", ""]
     assert table["prediction_1"].tolist() == ["CCOC(C)=O", "CCOC(C)=O", ""]
     with pytest.raises(ConfigError, match=r"no id column 'name'; available columns: \["):
         react_file(reactions, tmp_path / "bad.csv", id_column="name")
@@ -109,3 +110,18 @@ def test_the_id_column_of_a_table_is_carried_and_a_missing_one_refused(tmp_path)
     with pytest.raises(ConfigError, match="an id column .'name'. needs a .csv or .tsv table"):
         react_file(text, tmp_path / "bad.csv", id_column="name")
     assert not (tmp_path / "bad.csv").exists()
+
+
+def test_a_byte_order_mark_and_an_unquoted_delimiter_do_not_shift_the_columns(tmp_path):
+    """Excel's "CSV UTF-8" starts with a byte-order mark, which must not hide the first
+    column's name; a row with more fields than the header is reported, not read shifted."""
+    reactions = tmp_path / "excel.csv"
+    text = "id,reaction\nE1,CCO.CC(=O)O>>\nE,2,CCO.CC(=O)O>>\n"
+    reactions.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    table, _ = react_file(reactions, tmp_path / "out.csv", ReactOptions(top_k=1))
+    assert table["id"].tolist() == ["E1", "E"]
+    assert table["prediction_1"].tolist() == ["CCOC(C)=O", ""]
+    assert table["error"].tolist() == [
+        "",
+        "malformed row: 3 fields where the header has 2 (an unquoted ',' in a field?)",
+    ]

@@ -180,5 +180,6 @@ def _pick_member(path: Path, names: list[str], member: str | None) -> str:
 
 
 def open_text(path: str | os.PathLike[str], member: str | None = None) -> io.TextIOWrapper:
-    """:func:`open_binary` as UTF-8 text with universal newlines (CRLF, CR and LF)."""
-    return io.TextIOWrapper(open_binary(path, member), encoding="utf-8", newline=None)
+    """:func:`open_binary` as UTF-8 text with universal newlines (CRLF, CR and LF); a leading
+    byte-order mark (Excel's "CSV UTF-8") is dropped."""
+    return io.TextIOWrapper(open_binary(path, member), encoding="utf-8-sig", newline=None)
