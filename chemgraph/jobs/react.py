@@ -248,7 +248,7 @@ def predict_file(
 
 INPUT_FORMAT = (
     "give one reaction SMILES 'reactants>reagents>[products]' a line, or a .csv/.tsv with a "
-    "reaction column"
+    "reaction column and at least one data row under its header"
 )
 """What ``chemgraph react --input`` reads, told to a user whose file gave no reaction."""
 
@@ -400,12 +400,12 @@ def react_file(
         raise ConfigError(
             f"{output} exists; pass --overwrite to replace it or choose another --output"
         )
-    if next(reaction_records(input_path), None) is None:
-        raise ConfigError(f"{input_path} holds no reactions; {INPUT_FORMAT}")
-    try:
+    try:  # the id column first: a header-only table still names its columns
         reaction_ids(input_path, id_column)
     except ValueError as error:
         raise ConfigError(str(error)) from None
+    if next(reaction_records(input_path), None) is None:
+        raise ConfigError(f"{input_path} holds no reactions; {INPUT_FORMAT}")
     # RDKit's log lines ("SMILES Parse Error: ...", "WARNING: not removing hydrogen atom ...")
     # stay off the terminal: a reaction's reason is in the table's error column
     # (chemgraph.chem.parse captures RDKit's messages while its logs are blocked)

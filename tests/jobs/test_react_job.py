@@ -125,3 +125,13 @@ def test_a_byte_order_mark_and_an_unquoted_delimiter_do_not_shift_the_columns(tm
         "",
         "malformed row: 3 fields where the header has 2 (an unquoted ',' in a field?)",
     ]
+
+
+def test_a_header_only_table_is_refused_and_its_missing_id_column_named(tmp_path):
+    header_only = tmp_path / "header.csv"
+    header_only.write_text("id,reaction\n")
+    with pytest.raises(ConfigError, match="holds no reactions; .* at least one data row"):
+        react_file(header_only, tmp_path / "out.csv")
+    with pytest.raises(ConfigError, match=r"no id column 'nope'; available columns: \['id'"):
+        react_file(header_only, tmp_path / "out.csv", id_column="nope")
+    assert not (tmp_path / "out.csv").exists()
