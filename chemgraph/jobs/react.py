@@ -204,8 +204,8 @@ def predict_file(
     Returns:
         The table written to ``output``, one row per non-blank record: ``row`` (int64, the
         0-based line number of a text file or data row of a table), ``id`` (a table's
-        ``id_column``, else its ``id`` column, else the row as text:
-        :func:`chemgraph.data.reactions.reaction_ids`), ``reaction`` (the reaction
+        ``id_column``, else its ``id`` column, ``""`` for an empty cell; the row as text
+        without one: :func:`chemgraph.data.reactions.reaction_ids`), ``reaction`` (the reaction
         SMILES as read), ``target`` (canonical SMILES of the products given, ``""`` when none),
         ``target_rank`` (Int64, 1-based rank of the target among the predictions, missing when
         it is not among them), ``top1_invalid`` (nullable boolean: the best-scoring decoded
@@ -384,7 +384,8 @@ def react_file(
     (``chemgraph react --input FILE --output OUT``): the table of :func:`predict_file`
     (generate) or :func:`chemgraph.reactions.reaction_centre.predict_reaction_file` (centre).
     ``id_column``: the table's identifier column for the output's ``id`` (default: a column
-    named ``id``, else the row number).
+    named ``id``, ``ID`` or ``Id``; an empty cell stays empty; without such a column, the
+    row number: :func:`chemgraph.data.reactions.reaction_ids`).
 
     Raises:
         ConfigError: see :class:`ReactOptions`; ``output`` not ``.csv``/``.csv.gz``; no such
