@@ -10,13 +10,16 @@ fine-tuning (:mod:`chemgraph.jobs.transfer`), reaction-model training
 from __future__ import annotations
 
 import contextlib
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import lightning as L
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch.utils.data import DataLoader
 
+from chemgraph._interrupts import Interrupted
 from chemgraph.train.checkpoint import best_checkpoint_path, load_weights
 from chemgraph.train.trainer import hide_lightning_info, make_trainer
 
@@ -35,6 +38,17 @@ class FitResult:
 
     trainer: L.Trainer
     best: Path | None
+
+
+class _StopRecorder(L.Callback):
+    """Keeps the ``KeyboardInterrupt`` that Lightning turns into ``sys.exit(1)``."""
+
+    def __init__(self) -> None:
+        self.stop: KeyboardInterrupt | None = None
+
+    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
+        if isinstance(exception, KeyboardInterrupt):
+            self.stop = exception
 
 
 def fit(
@@ -66,15 +80,31 @@ def fit(
 
     Raises:
         ValueError: with a ``checkpoint_dir``, training stopped before its first validation.
+        chemgraph._interrupts.Interrupted: SIGINT (Ctrl-C) or SIGTERM stopped the training.
+            Lightning ends the epoch and exits with status 0 on SIGTERM, and exits with status
+            1 on Ctrl-C; both are raised as the signal instead, so that a job stops the same
+            way everywhere (``chemgraph`` prints "interrupted" and exits with 128 + signal).
     """
+    recorder = _StopRecorder()
+    options = {**trainer_options, "callbacks": [*trainer_options.get("callbacks", []), recorder]}
+    sigint = signal.getsignal(signal.SIGINT)
     with hide_lightning_info() if quiet else contextlib.nullcontext():
-        trainer = make_trainer(**trainer_options)
-        if isinstance(data, L.LightningDataModule):
-            trainer.fit(module, datamodule=data)
-        elif isinstance(data, DataLoader):
-            trainer.fit(module, data)
-        else:
-            trainer.fit(module, *data)
+        trainer = make_trainer(**options)
+        try:
+            if isinstance(data, L.LightningDataModule):
+                trainer.fit(module, datamodule=data)
+            elif isinstance(data, DataLoader):
+                trainer.fit(module, data)
+            else:
+                trainer.fit(module, *data)
+        except SystemExit as stop:
+            if isinstance(stop, SIGTERMException):
+                raise Interrupted(signal.SIGTERM) from None
+            if recorder.stop is None:
+                raise
+            if sigint is not None:  # Lightning leaves Ctrl-C ignored after its shutdown
+                signal.signal(signal.SIGINT, sigint)
+            raise Interrupted(getattr(recorder.stop, "signum", signal.SIGINT)) from None
     best = None
     if trainer_options.get("checkpoint_dir") is not None:
         best = best_checkpoint_path(trainer, budget_hint)

@@ -4,7 +4,9 @@ best weights of a fit, and the one checkpoint loader."""
 from __future__ import annotations
 
 import logging
+import os
 import re
+import signal
 import warnings
 from fractions import Fraction
 
@@ -336,3 +338,39 @@ def test_cpu_time_limits_with_one_start_share_one_budget():
 def test_cpu_time_limit_refuses_a_negative_budget():
     with pytest.raises(ValueError, match="CPU-time budget must be >= 0 minutes"):
         CPUTimeLimit(-1.0)
+
+
+class _SignalAtBatch(L.Callback):
+    """Sends ``signum`` to this process after the first training batch."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if trainer.current_epoch == 0 and batch_idx == 0:
+            os.kill(os.getpid(), self.signum)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_during_fit_is_raised_as_interrupted_not_a_quiet_exit(tmp_path, signum):
+    """Lightning ends the epoch and exits with status 0 on SIGTERM (a scheduler would read
+    success) and with status 1 on Ctrl-C; fit raises the signal instead, restores the Ctrl-C
+    handler Lightning leaves ignored, and trains no further epoch."""
+    from chemgraph._interrupts import Interrupted
+    from chemgraph.train.fit import fit
+
+    history = LossHistory()
+    sigint, sigterm = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    try:
+        with pytest.raises(Interrupted) as stopped:
+            fit(
+                _Linear(), (_loader(), _loader()), budget_hint="raise max_epochs",
+                quiet=True, max_epochs=5, checkpoint_dir=tmp_path, accelerator="cpu",
+                callbacks=[history, _SignalAtBatch(signum)],
+            )  # fmt: skip
+        assert stopped.value.signum == signum
+        assert len(history.epochs) <= 1  # SIGTERM: the epoch ends; SIGINT: at once
+        assert signal.getsignal(signal.SIGINT) == sigint
+    finally:
+        signal.signal(signal.SIGINT, sigint)
+        signal.signal(signal.SIGTERM, sigterm)
