@@ -1,4 +1,4 @@
-# chemgraph: `make demo` (train ESA on real QM9, offline) and `make test`.
+# chemgraph: `make demo` (the DFT -> GW transfer recipe on its embedded data, offline) and `make test`.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python

@@ -759,9 +759,12 @@ def predict_reaction_file(
     flagged = [row for row, elements in zip(kept, unknown) if elements]
     if flagged:
         log.warning(
-            "%d reactions (rows %s%s) hold elements without an atom feature of the model's "
-            "own (column unknown_elements): their predictions lie outside its training domain",
-            len(flagged), ", ".join(map(str, flagged[:5])), ", ..." if len(flagged) > 5 else "",
+            "%s (%s %s%s) hold%s elements without an atom feature of the model's own (column "
+            "unknown_elements): %s outside its training domain",
+            f"{len(flagged)} reaction{'s' if len(flagged) > 1 else ''}",
+            "rows" if len(flagged) > 1 else "row", ", ".join(map(str, flagged[:5])),
+            ", ..." if len(flagged) > 5 else "", "" if len(flagged) > 1 else "s",
+            "their predictions lie" if len(flagged) > 1 else "its prediction lies",
         )  # fmt: skip
     edits = [
         ";".join(f"{i}-{j}:{BOND_CLASSES[c]}" for i, j, c in p.edits[0]) if p.edits else ""

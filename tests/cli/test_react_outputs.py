@@ -342,8 +342,8 @@ def test_react_keeps_rdkit_off_the_terminal_and_counts_only_predictions_as_decod
     captured = capfd.readouterr()
     # no "[hh:mm:ss] SMILES Parse Error: ...", no "WARNING: ...": only chemgraph's own warning
     assert captured.err == (
-        "warning: 1 reactions (rows 2) hold elements without an atom feature of the model's "
-        "own (column unknown_elements): their predictions lie outside its training domain\n"
+        "warning: 1 reaction (row 2) holds elements without an atom feature of the model's "
+        "own (column unknown_elements): its prediction lies outside its training domain\n"
     )
     table = pd.read_csv(output, keep_default_na=False)
     assert table["error"].tolist() == [
