@@ -758,13 +758,15 @@ def predict_reaction_file(
     unknown = [" ".join(unknown_elements(example.reaction.inputs)) for example in examples]
     flagged = [row for row, elements in zip(kept, unknown) if elements]
     if flagged:
+        rows = ", ".join(map(str, flagged[:5])) + (", ..." if len(flagged) > 5 else "")
+        subject = (
+            f"1 reaction (row {rows}) holds"
+            if len(flagged) == 1
+            else f"{len(flagged)} reactions (rows {rows}) hold"
+        )
         log.warning(
-            "%s (%s %s%s) hold%s elements without an atom feature of the model's own (column "
-            "unknown_elements): %s outside its training domain",
-            f"{len(flagged)} reaction{'s' if len(flagged) > 1 else ''}",
-            "rows" if len(flagged) > 1 else "row", ", ".join(map(str, flagged[:5])),
-            ", ..." if len(flagged) > 5 else "", "" if len(flagged) > 1 else "s",
-            "their predictions lie" if len(flagged) > 1 else "its prediction lies",
+            "%s elements without an atom feature of the model's own (column "
+            "unknown_elements): predicted outside its training domain", subject,
         )  # fmt: skip
     edits = [
         ";".join(f"{i}-{j}:{BOND_CLASSES[c]}" for i, j, c in p.edits[0]) if p.edits else ""

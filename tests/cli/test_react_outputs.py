@@ -343,7 +343,7 @@ def test_react_keeps_rdkit_off_the_terminal_and_counts_only_predictions_as_decod
     # no "[hh:mm:ss] SMILES Parse Error: ...", no "WARNING: ...": only chemgraph's own warning
     assert captured.err == (
         "warning: 1 reaction (row 2) holds elements without an atom feature of the model's "
-        "own (column unknown_elements): its prediction lies outside its training domain\n"
+        "own (column unknown_elements): predicted outside its training domain\n"
     )
     table = pd.read_csv(output, keep_default_na=False)
     assert table["error"].tolist() == [
