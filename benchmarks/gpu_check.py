@@ -124,7 +124,7 @@ def check_reaction_translator(args: argparse.Namespace, device, dtype) -> bool:
     """Training step of the paper-sized GRAT translator and a beam search of a small one."""
     from chemgraph.batches.reaction import TokenVocabulary, observed_valences, reaction_batch
     from chemgraph.data.reactions import load_reaction_graphs
-    from chemgraph.jobs.react import predict_reactions
+    from chemgraph.reactions.translator_prediction import predict_reactions
     from chemgraph.train.reaction_module import ReactionModule, translation_loss
 
     items, _, _ = load_reaction_graphs(args.reactions_file, args.batch_size)

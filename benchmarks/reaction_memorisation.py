@@ -26,9 +26,9 @@ import torch
 
 from chemgraph.batches.reaction import TokenVocabulary, observed_valences, reaction_batch
 from chemgraph.data.reactions import load_reaction_graphs
-from chemgraph.jobs.react import predict_reactions
 from chemgraph.models.grat.translator import LEGACY_OPTIONS
 from chemgraph.reactions.predictions import top_k_metrics
+from chemgraph.reactions.translator_prediction import predict_reactions
 from chemgraph.train.reaction_module import ReactionModule, translation_loss
 
 USPTO = Path(__file__).resolve().parents[2] / "shared" / "data" / "uspto"

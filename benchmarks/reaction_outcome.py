@@ -147,7 +147,7 @@ def run_grat(args: argparse.Namespace, size: int, seed: int, out: Path) -> dict:
     import torch
 
     from chemgraph.data.reactions import load_reaction_graphs
-    from chemgraph.jobs.react import predict_reactions
+    from chemgraph.reactions.translator_prediction import predict_reactions
     from chemgraph.reactions.translator_training import train_reaction_model
     from chemgraph.recipes.reaction_outcome import ReactionOutcomeConfig
     from chemgraph.recipes.registry import recipe_settings

@@ -20,7 +20,7 @@ from rdkit import Chem
 
 from chemgraph.data.reactions import encode_reactions, parse_input_reaction
 from chemgraph.jobs.predict import predict_table
-from chemgraph.jobs.react import predict_reactions
+from chemgraph.reactions.translator_prediction import predict_reactions
 from chemgraph.train.checkpoint import load_checkpoint
 
 FOLDER = Path(__file__).resolve().parent / "fixtures" / "checkpoints"

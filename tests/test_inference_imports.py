@@ -37,6 +37,7 @@ import chemgraph.jobs.predict
 import chemgraph.jobs.react
 import chemgraph.library.output  # the featurize workers: the shard function's module
 import chemgraph.library.workers  # the featurize workers: the forkserver's preload
+import chemgraph.reactions.translator_prediction  # react --decoder generate, reaction_outcome
 
 report = {"after_import": loaded()}
 from chemgraph.jobs.fingerprint import fingerprint_table

@@ -4,9 +4,10 @@ Layer rule: imports from every layer below (:mod:`chemgraph.library`,
 :mod:`chemgraph.reactions`, train … chem); never from :mod:`chemgraph.recipes` or
 :mod:`chemgraph.cli`, and no job imports another: what two jobs share lives below them (the
 library pipeline of ``featurize``, ``predict``, ``fingerprint`` and ``qc`` in
-:mod:`chemgraph.library`; the reaction-outcome types, metrics and the reaction-centre model of
-``react`` and the recipes in :mod:`chemgraph.reactions`). ``make lint`` checks both
-(import-linter's ``layers`` and ``independence`` contracts, ``pyproject.toml``).
+:mod:`chemgraph.library`; the reaction-outcome types, metrics, the reaction-centre model and
+the GRAT translator's beam search of ``react`` and the recipes in :mod:`chemgraph.reactions`).
+``make lint`` checks both (import-linter's ``layers`` and ``independence`` contracts,
+``pyproject.toml``).
 
 * :mod:`chemgraph.jobs.train`: ``chemgraph train`` (:func:`~chemgraph.jobs.train.train`,
   :func:`~chemgraph.jobs.train.train_ensemble`; featurize, split, fit, evaluate, write).
@@ -23,9 +24,10 @@ library pipeline of ``featurize``, ``predict``, ``fingerprint`` and ``qc`` in
 * :mod:`chemgraph.jobs.qc`: ``chemgraph qc`` (:func:`~chemgraph.jobs.qc.label_library`:
   GFN2-xTB HOMO, LUMO and gap of a library, in the library's worker processes, resumable).
 * :mod:`chemgraph.jobs.react`: ``chemgraph react`` (:func:`~chemgraph.jobs.react.react`,
-  :func:`~chemgraph.jobs.react.react_file`) and the GRAT translator's beam search
-  (:func:`~chemgraph.jobs.react.predict_reactions`); its training is
-  :mod:`chemgraph.reactions.translator_training` (the reaction_outcome recipe).
+  :func:`~chemgraph.jobs.react.react_file`), with the reaction-centre model
+  (:mod:`chemgraph.reactions.reaction_centre`, the default) or the GRAT translator's beam
+  search (:mod:`chemgraph.reactions.translator_prediction`, ``--decoder generate``; its
+  training is :mod:`chemgraph.reactions.translator_training`, the reaction_outcome recipe).
 * :mod:`chemgraph.jobs.transfer`: multi-fidelity transfer learning (pretrain on low-fidelity
   labels, fine-tune on high-fidelity ones; the ``dft_to_gw`` recipe).
 

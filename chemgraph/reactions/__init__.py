@@ -9,6 +9,11 @@
   default decoder. No Lightning.
 * :mod:`~chemgraph.reactions.reaction_centre_training`: its training (scorer, ranker, then
   calibration; the ``reaction_centre`` recipe).
+* :mod:`~chemgraph.reactions.translator_prediction`: a GRAT translator's beam search
+  (:func:`~chemgraph.reactions.translator_prediction.predict_reactions`, and the table of
+  ``chemgraph react --input``: :func:`~chemgraph.reactions.translator_prediction.predict_file`);
+  ``chemgraph react --decoder generate`` and the ``reaction_outcome`` recipe's evaluation. No
+  Lightning.
 * :mod:`~chemgraph.reactions.translator_training`: training a GRAT translator (the
   ``reaction_outcome`` recipe), whose checkpoints ``chemgraph react --decoder generate`` reads.
 

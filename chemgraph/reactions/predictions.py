@@ -2,7 +2,7 @@
 
 One :class:`ReactionPrediction` per reaction (ranked valid product SMILES with scores), the
 same for both decoders of ``chemgraph react``: the GRAT translator's beam search
-(:mod:`chemgraph.jobs.react`) and the reaction-centre model
+(:mod:`chemgraph.reactions.translator_prediction`) and the reaction-centre model
 (:mod:`chemgraph.reactions.reaction_centre`); :func:`top_k_metrics` (top-k accuracy, invalid
 outputs; the products compared independently of fragment order), :func:`prediction_frame` (one
 row per reaction: the recipes' ``predictions.csv``) and :func:`prediction_table` (``chemgraph
@@ -40,7 +40,8 @@ TOP_K = (1, 2, 3, 5)
 @dataclass
 class ReactionPrediction:
     """The predicted products of one reaction: a GRAT translator's beam search
-    (:func:`chemgraph.jobs.react.predict_reactions`) or the reaction-centre model
+    (:func:`chemgraph.reactions.translator_prediction.predict_reactions`) or the reaction-centre
+    model
     (:class:`chemgraph.reactions.reaction_centre.ReactionCentrePrediction`).
 
     Attributes:
@@ -78,9 +79,9 @@ def top_k_metrics(
     Returns:
         ``top_<k>`` for each of ``ks``; ``invalid_top1``: share of reactions whose
         best-scoring graph is not a valid product
-        (:func:`chemgraph.jobs.react.decode_hypotheses`: a radical such as ``[CH3]`` counts), or
-        that have none; ``invalid_beam``: share of all finished beam graphs that are invalid;
-        ``reactions``: their number.
+        (:func:`chemgraph.reactions.translator_prediction.decode_hypotheses`: a radical such as
+        ``[CH3]`` counts), or that have none; ``invalid_beam``: share of all finished beam
+        graphs that are invalid; ``reactions``: their number.
     """
     n = max(1, len(targets))
     metrics = {}

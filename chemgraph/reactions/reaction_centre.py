@@ -715,9 +715,9 @@ def predict_reaction_file(
 ) -> tuple[Any, dict[str, float] | None]:
     """``chemgraph react --input`` with the reaction-centre model.
 
-    Reads the file as :func:`chemgraph.jobs.react.predict_file` does (one reaction SMILES
-    a line, or a ``.csv``/``.tsv`` with a reaction column; atom maps optional) and writes the
-    same table: ``row``, ``id`` (``id_column``: see :func:`chemgraph.data.reactions.
+    Reads the file as :func:`chemgraph.reactions.translator_prediction.predict_file` does (one
+    reaction SMILES a line, or a ``.csv``/``.tsv`` with a reaction column; atom maps optional)
+    and writes the same table: ``row``, ``id`` (``id_column``: see :func:`chemgraph.data.reactions.
     reaction_ids`), ``reaction``, ``target``, ``target_rank``, ``top1_invalid`` (False
     when a candidate was valid, missing when none was), ``prediction_k`` and ``score_k`` (the
     ranker's probability) for ``k`` up to ``top_k``, ``error``; plus ``edits_1`` (the reaction

@@ -6,8 +6,8 @@ section 4.2: a :class:`chemgraph.models.GRATTranslator` learns the product graph
 by teacher forcing (:class:`chemgraph.train.reaction_module.ReactionModule`, through
 :func:`chemgraph.train.fit.fit`); ``chemgraph react --decoder generate`` and the recipe's
 evaluation predict with its checkpoint by beam search
-(:func:`chemgraph.jobs.react.predict_reactions`). Training imports Lightning; prediction does
-not, which is why the two live apart.
+(:func:`chemgraph.reactions.translator_prediction.predict_reactions`). Training imports
+Lightning; prediction does not, which is why the two live apart.
 """
 
 from __future__ import annotations

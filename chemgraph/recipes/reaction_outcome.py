@@ -4,7 +4,7 @@ Yoo et al. 2020, "Graph-Aware Transformer: Is Attention All Graphs Need?" (arXiv
 section 4.2: train a GRAT translator
 (:func:`chemgraph.reactions.translator_training.train_reaction_model`),
 then predict the products of the test reactions by beam search and report top-1/2/3/5
-accuracy (:mod:`chemgraph.jobs.react`).
+accuracy (:mod:`chemgraph.reactions.translator_prediction`).
 
     chemgraph recipe run reaction_outcome                      # full data, GPU (config.yaml)
     chemgraph recipe run reaction_outcome --config recipes/reaction_outcome/cpu.yaml
@@ -37,8 +37,8 @@ import yaml
 from chemgraph.data.reactions import load_reaction_graphs, reaction_records
 from chemgraph.data.table import write_rejected
 from chemgraph.errors import ConfigError
-from chemgraph.jobs.react import predict_reactions
 from chemgraph.reactions.predictions import format_top_k_metrics, prediction_frame, top_k_metrics
+from chemgraph.reactions.translator_prediction import predict_reactions
 from chemgraph.reactions.translator_training import ReactionTrainingConfig, train_reaction_model
 from chemgraph.recipes.registry import RECIPES, recipe_config, recipe_settings
 from chemgraph.train.checkpoint import load_checkpoint

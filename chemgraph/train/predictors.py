@@ -14,7 +14,7 @@ their outputs through the same bases (:class:`PropertyPredictorBase`,
 :class:`ReactionPredictorBase`): a trained module and the predictor rebuilt from its
 checkpoint hold the same parameters under the same names (``model.*``) and give the same
 outputs, and every function that runs a trained model (:mod:`chemgraph.train.inference`,
-:func:`chemgraph.jobs.react.predict_reactions`) takes either.
+:func:`chemgraph.reactions.translator_prediction.predict_reactions`) takes either.
 
 This module imports no Lightning, so neither do the commands that only predict, nor their
 worker processes: Lightning imports torchmetrics, which imports transformers when it is

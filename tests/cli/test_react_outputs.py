@@ -14,8 +14,9 @@ import pytest
 
 from chemgraph.cli import main
 from chemgraph.cli.react import reaction_lines
-from chemgraph.jobs.react import INPUT_FORMAT, predict_file
+from chemgraph.jobs.react import INPUT_FORMAT
 from chemgraph.reactions.predictions import NO_PRODUCT
+from chemgraph.reactions.translator_prediction import predict_file
 
 FROZEN = str(
     Path(__file__).resolve().parents[1]

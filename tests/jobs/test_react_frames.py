@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from chemgraph.data.reactions import encode_reactions, parse_input_reaction
-from chemgraph.jobs import react as reaction
-from chemgraph.jobs.react import predict_file
+from chemgraph.reactions import translator_prediction
 from chemgraph.reactions.predictions import NO_PRODUCT, ReactionPrediction, prediction_frame
+from chemgraph.reactions.translator_prediction import predict_file
 
 CHECKPOINT = (
     Path(__file__).resolve().parents[1]
@@ -81,7 +81,7 @@ def _predicted(monkeypatch):
             for item in items
         ]
 
-    monkeypatch.setattr(reaction, "predict_reactions", fake)
+    monkeypatch.setattr(translator_prediction, "predict_reactions", fake)
     return seen
 
 

@@ -1,5 +1,5 @@
-"""chemgraph.jobs.react: top-k metrics, decoding beams, predicting a file of reactions
-(also through ``chemgraph react``)."""
+"""chemgraph.reactions.translator_prediction: top-k metrics, decoding beams, predicting a file
+of reactions (also through ``chemgraph react``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 
 from chemgraph.chem.validity import ReactionInputs
 from chemgraph.cli import main
-from chemgraph.jobs import react as reaction
-from chemgraph.jobs.react import decode_hypotheses, predict_file
+from chemgraph.reactions import translator_prediction
 from chemgraph.reactions.predictions import NO_PRODUCT, ReactionPrediction, top_k_metrics
+from chemgraph.reactions.translator_prediction import decode_hypotheses, predict_file
 
 
 def test_top_k_metrics_hand_computed():
@@ -202,7 +202,7 @@ def test_react_input_target_rank_written_as_integer(
             ReactionPrediction(["CC"], [-0.5], True, 2),  # missed, top-1 graph invalid
         ]
 
-    monkeypatch.setattr(reaction, "predict_reactions", hand_made)
+    monkeypatch.setattr(translator_prediction, "predict_reactions", hand_made)
     inputs = tmp_path / "inputs.txt"
     inputs.write_text("CC(=O)Cl.OCC>c1ccncc1>CCOC(C)=O\nCO.[Na+]>>C[O-].[Na+]\nCCO>>CC=O\n")
     output = tmp_path / "predictions.csv"

@@ -1,5 +1,5 @@
-"""chemgraph.train.reaction_module and chemgraph.jobs.react: translation loss; beam search
-on a tiny trained GRAT."""
+"""chemgraph.train.reaction_module and chemgraph.reactions.translator_prediction: translation
+loss; beam search on a tiny trained GRAT."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import torch
 
 from chemgraph.batches.reaction import TokenVocabulary, reaction_batch, reaction_graphs
 from chemgraph.chem import parse_reaction_smiles
-from chemgraph.jobs.react import predict_reactions
 from chemgraph.reactions.predictions import top_k_metrics
+from chemgraph.reactions.translator_prediction import predict_reactions
 from chemgraph.train.reaction_module import ReactionModule, translation_loss
 
 REACTIONS = (

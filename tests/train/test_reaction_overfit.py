@@ -18,8 +18,8 @@ from pathlib import Path
 import torch
 
 from chemgraph.data.reactions import load_reaction_graphs
-from chemgraph.jobs.react import predict_reactions
 from chemgraph.reactions.predictions import top_k_metrics
+from chemgraph.reactions.translator_prediction import predict_reactions
 from chemgraph.reactions.translator_training import ReactionTrainingConfig, train_reaction_model
 from chemgraph.train.checkpoint import load_checkpoint
 

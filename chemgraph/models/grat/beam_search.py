@@ -15,12 +15,13 @@ Reference: S. Yoo, Y.-S. Kim, K. H. Lee, K. Jeong, J. Choi, H. Lee, Y. S. Choi (
 3. :func:`extend_graphs`: the chosen hypotheses' rows are gathered (decoder cache included)
    and their new atom and bonds written.
 
-With :class:`ValenceRules` (the default of :func:`chemgraph.jobs.react.predict_reactions`)
-the search only builds graphs whose atoms keep to valences seen for their label: a bond class
-that would take an earlier atom past its largest valence is never chosen, a label is never
-given to a new atom whose bonds exceed its largest valence, and a graph ends only when every
-atom has a valence seen for its label. ``accept`` (e.g. RDKit sanitisation) vets each graph
-before it counts as finished; a refused graph is dropped and the search goes on.
+With :class:`ValenceRules` (the default of
+:func:`chemgraph.reactions.translator_prediction.predict_reactions`) the search only builds
+graphs whose atoms keep to valences seen for their label: a bond class that would take an
+earlier atom past its largest valence is never chosen, a label is never given to a new atom
+whose bonds exceed its largest valence, and a graph ends only when every atom has a valence
+seen for its label. ``accept`` (e.g. RDKit sanitisation) vets each graph before it counts as
+finished; a refused graph is dropped and the search goes on.
 """
 
 from __future__ import annotations
