@@ -6,7 +6,7 @@ and seeds; only ``training.featurizer`` changes) and prints one markdown row per
 ESA tokens per molecule (radius edges over the 6,000 molecules of the run), GW test RMSE (eV,
 mean ± std over seeds) of every strategy for HOMO and LUMO, whether both transfer strategies
 beat GW only by more than the seed-to-seed spread
-(:func:`chemgraph.jobs.transfer.transfer_claim`), seconds per pretraining and fine-tuning
+(:func:`chemgraph.transfer.report.transfer_claim`), seconds per pretraining and fine-tuning
 epoch, and the recipe's wall time.
 
     # the table of recipes/dft_to_gw/README.md: 6 settings, ~1.5 h on a busy 2-core machine
@@ -41,18 +41,13 @@ import torch  # noqa: E402
 
 from chemgraph.data import MoleculeDataModule, qm9_gw  # noqa: E402
 from chemgraph.featurize import RadiusGraphFeaturizer  # noqa: E402
-from chemgraph.jobs.transfer import (  # noqa: E402
-    TransferConfig,
-    build_module,
-    collate,
-    pretraining_pool,
-    results_table,
-    transfer_claim,
-)
 from chemgraph.recipes import dft_to_gw  # noqa: E402
 from chemgraph.recipes.registry import recipe_settings  # noqa: E402
 from chemgraph.train.config import merge_settings  # noqa: E402
 from chemgraph.train.module import masked_loss  # noqa: E402
+from chemgraph.transfer.chains import build_module, collate, pretraining_pool  # noqa: E402
+from chemgraph.transfer.config import TransferConfig  # noqa: E402
+from chemgraph.transfer.report import results_table, transfer_claim  # noqa: E402
 
 DEFAULT_SETTINGS = "5:none,4:12,3.5:8,3:6,2.5:6,2:4"
 

@@ -204,7 +204,7 @@ def _strategies(text: str | None) -> list[str] | None:
         ConfigError: text that names no strategy (``--strategies ""``).
     """
     from chemgraph.errors import ConfigError
-    from chemgraph.jobs.transfer import STRATEGIES
+    from chemgraph.transfer.config import STRATEGIES
 
     if text is None:
         return None

@@ -1,6 +1,6 @@
 """Molecules with labels at two levels of theory (low and high fidelity), and the split of
 the molecules with high-fidelity labels: the data of transfer learning across levels of theory
-(:mod:`chemgraph.jobs.transfer`; Buterez et al. 2024, "An end-to-end attention-based approach
+(:mod:`chemgraph.transfer`; Buterez et al. 2024, "An end-to-end attention-based approach
 for learning on graphs", arXiv:2402.10793, section 4.1 and SI 4).
 """
 
@@ -39,7 +39,7 @@ class MultiFidelityData:
         groups: ``int64 [N]``, the distinct molecule of each entry
             (:func:`chemgraph.data.duplicate_groups`), so that a test molecule's other
             entries stay out of the inductive pretraining pool
-            (:func:`chemgraph.jobs.transfer.pretraining_pool`); None = each entry its own
+            (:func:`chemgraph.transfer.chains.pretraining_pool`); None = each entry its own
             molecule.
         low_columns: the ``T`` names of the low-fidelity labels as a table of molecules holds
             them (e.g. ``xtb_homo``), in target order; None = ``low_fidelity_<target>``
@@ -89,7 +89,7 @@ class MultiFidelityData:
     def low_fidelity_columns(self) -> list[str]:
         """The names of the low-fidelity labels, one per target: :attr:`low_columns`, else
         ``low_fidelity_<target>``. A transductive Δ-learning checkpoint of
-        :mod:`chemgraph.jobs.transfer` reads the molecules' low-fidelity values from the input
+        :mod:`chemgraph.transfer` reads the molecules' low-fidelity values from the input
         columns of these names in ``chemgraph predict``."""
         if self.low_columns is not None:
             return list(self.low_columns)

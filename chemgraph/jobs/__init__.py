@@ -1,11 +1,13 @@
 """Jobs: one module per ``chemgraph`` command, each one function with one options object.
 
-Layer rule: imports from every layer below (:mod:`chemgraph.library`,
-:mod:`chemgraph.reactions`, train … chem); never from :mod:`chemgraph.recipes` or
-:mod:`chemgraph.cli`, and no job imports another: what two jobs share lives below them (the
-library pipeline of ``featurize``, ``predict``, ``fingerprint`` and ``qc`` in
-:mod:`chemgraph.library`; the reaction-outcome types, metrics, the reaction-centre model and
-the GRAT translator's beam search of ``react`` and the recipes in :mod:`chemgraph.reactions`).
+Layer rule: imports from every layer below (the wings :mod:`chemgraph.library`,
+:mod:`chemgraph.reactions` and :mod:`chemgraph.transfer`, train … chem); never from
+:mod:`chemgraph.recipes` or :mod:`chemgraph.cli`, and no job imports another: what two jobs
+share lives below them (the library pipeline of ``featurize``, ``predict``, ``fingerprint`` and
+``qc`` in :mod:`chemgraph.library`; the reaction-outcome types, metrics, the reaction-centre
+model and the GRAT translator's beam search of ``react`` and the recipes in
+:mod:`chemgraph.reactions`; multi-fidelity transfer learning of ``transfer`` and the
+``dft_to_gw`` recipe in :mod:`chemgraph.transfer`).
 ``make lint`` checks both (import-linter's ``layers`` and ``independence`` contracts,
 ``pyproject.toml``).
 
@@ -28,8 +30,9 @@ the GRAT translator's beam search of ``react`` and the recipes in :mod:`chemgrap
   (:mod:`chemgraph.reactions.reaction_centre`, the default) or the GRAT translator's beam
   search (:mod:`chemgraph.reactions.translator_prediction`, ``--decoder generate``; its
   training is :mod:`chemgraph.reactions.translator_training`, the reaction_outcome recipe).
-* :mod:`chemgraph.jobs.transfer`: multi-fidelity transfer learning (pretrain on low-fidelity
-  labels, fine-tune on high-fidelity ones; the ``dft_to_gw`` recipe).
+* :mod:`chemgraph.jobs.transfer`: ``chemgraph transfer``, multi-fidelity transfer learning on
+  the user's own table (reading it, the split, the output folder); the run itself is the
+  transfer wing, :mod:`chemgraph.transfer` (also the ``dft_to_gw`` recipe's).
 
 Every job enforces the output-folder rule itself (:func:`chemgraph._output.check_output_folder`),
 so the Python API and the command behave the same. Modules are imported by their own names

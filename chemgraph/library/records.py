@@ -59,6 +59,7 @@ __all__ = [
     "parse_record",
     "process_records",
     "reason_kind",
+    "record_molecule",
     "record_structure",
     "record_input",
     "rejected_row",
@@ -299,6 +300,26 @@ def parse_record(record: Record) -> Chem.Mol:
     return check_complete_molecule(result, text)
 
 
+def record_molecule(
+    record: Record, preparation: MoleculePreparation, steps: Steps | None = None
+) -> Chem.Mol:
+    """The molecule a record's graph and features are made from: :func:`parse_record`, then
+    the molecule preparation (standardisation and fragment policy,
+    :class:`chemgraph.chem.MoleculePreparation`), the one step of ``featurize``, ``predict``
+    and ``transfer``; ``steps`` is told ``"standardize"`` before a preparation that changes
+    anything.
+
+    Raises:
+        MoleculeParseError: the record's reason (:func:`parse_record`) or the preparation's.
+    """
+    mol = parse_record(record)
+    if preparation != MoleculePreparation():
+        if steps is not None:
+            steps("standardize")  # the step name of reasons and timeouts
+        mol = preparation(mol)
+    return mol
+
+
 def sdf_3d_molecule(record: Record) -> Chem.Mol | None:
     """An SDF record's molecule with every atom of the record and its coordinates (Å) as the
     conformer, when they are 3D; None for a record without 3D coordinates (RDKit reads a 2D
@@ -449,10 +470,7 @@ def featurize_record(
             if reason is not None:
                 raise MoleculeParseError(reason)
             labels.append(value)
-    mol = parse_record(record)
-    if options.preparation != MoleculePreparation():
-        steps("standardize")  # the step name of reasons and timeouts, as before
-        mol = options.preparation(mol)
+    mol = record_molecule(record, options.preparation, steps)
     graph_mol = mol
     if options.conformers:
         steps("conformers")

@@ -23,11 +23,9 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.forkserver
 import os
-import pickle
 import signal
 import threading
 import time
-import traceback
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -36,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from chemgraph._dask import run_on_dask
-from chemgraph._interrupts import die_with_parent
+from chemgraph._processes import WorkerProcess, raise_remote, serve, worker_pool
 from chemgraph.data.readers import Record
 from chemgraph.library.output import ShardSummary, featurize_shard
 from chemgraph.library.records import STEP_CODE, STEPS, FeaturizeOptions
@@ -48,42 +46,24 @@ _NOTICE_SECONDS = 10.0
 
 
 def _worker_main(connection: Any, heartbeat: Any) -> None:
-    """A worker process: run the shards sent on ``connection`` until ``None`` or EOF; a task
-    is ``(shard_function, arguments)``, run as ``shard_function(*arguments, on_step=...)``.
+    """A worker process (:class:`chemgraph._processes.WorkerProcess`): run the shards sent on
+    ``connection`` (:func:`chemgraph._processes.serve`); a task is ``(shard_function,
+    arguments)``, run as ``shard_function(*arguments, on_step=...)``.
 
     ``heartbeat`` (shared ``int64[3]``) holds ``[tick, position, step code]``: the tick is
     incremented after every step change, so the parent can time each record's steps.
     """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which stops us
-    # and blocked, because RDKit installs its own SIGINT handler around long searches (it
-    # would print "Substructure search was interrupted" before the parent kills us)
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    die_with_parent()
 
     def beat(position: int, step: str) -> None:
         heartbeat[1] = position
         heartbeat[2] = STEP_CODE[step]
         heartbeat[0] += 1
 
-    while True:
-        try:
-            task = connection.recv()
-        except EOFError:
-            return
-        if task is None:
-            return
-        shard_function, arguments = task
-        try:
-            summary = shard_function(*arguments, on_step=beat)
-        except Exception as error:  # noqa: BLE001 - reported to the parent, which re-raises
-            detail = f"in the worker running shard {arguments[0]}:\n{traceback.format_exc()}"
-            try:
-                pickle.dumps(error)
-            except Exception:  # noqa: BLE001 - an exception that cannot cross processes
-                error = RuntimeError(f"{type(error).__name__}: {error}")
-            connection.send(("error", (error, detail)))
-        else:
-            connection.send(("done", summary))
+    serve(
+        connection,
+        lambda task: task[0](*task[1], on_step=beat),
+        lambda task: f"in the worker running shard {task[1][0]}",
+    )
 
 
 def start_worker_server() -> None:
@@ -138,13 +118,6 @@ def _start_forkserver() -> None:
             os.environ["PYTHONSAFEPATH"] = saved
 
 
-class _RemoteTraceback(Exception):
-    """The traceback of an exception raised in a worker process (shown as its cause)."""
-
-    def __str__(self) -> str:
-        return self.args[0]
-
-
 @dataclass
 class _Task:
     """A shard to featurize; ``skip`` grows as records time out or crash a worker, and
@@ -162,18 +135,13 @@ class _Task:
             self.counted = done
 
 
-class _Worker:
+class _Worker(WorkerProcess):
     """One worker process, its pipe and heartbeat, and the task it is working on."""
 
     def __init__(self, context: multiprocessing.context.BaseContext) -> None:
         self.heartbeat = context.RawArray("q", 3)
         self.heartbeat[1] = -1
-        self.connection, child = context.Pipe()
-        self.process = context.Process(
-            target=_worker_main, args=(child, self.heartbeat), daemon=True
-        )
-        self.process.start()
-        child.close()
+        super().__init__(context, _worker_main, self.heartbeat)
         self.task: _Task | None = None
         self.tick, self.since, self.noticed = -1, time.monotonic(), False
 
@@ -185,7 +153,7 @@ class _Worker:
         self.heartbeat[1], self.heartbeat[2] = -1, STEP_CODE["start"]
         self.task = task
         arguments = (task.shard, task.records, options, str(output), task.skip)
-        self.connection.send((shard_function, arguments))
+        self.send((shard_function, arguments))
 
     def state(self) -> tuple[int, str, float]:
         """``(position, step, seconds in that step)``, timed by the parent's clock."""
@@ -194,24 +162,6 @@ class _Worker:
         if tick != self.tick:
             self.tick, self.since, self.noticed = tick, now, False
         return position, STEPS[code], now - self.since
-
-    def receive(self) -> tuple[str, Any] | None:
-        """The worker's message (``("done", summary)`` or ``("error", exception)``), if any;
-        None also when the pipe is closed (the worker died)."""
-        try:
-            return self.connection.recv() if self.connection.poll() else None
-        except (EOFError, OSError):  # closed or reset by a dying worker
-            return None
-
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.join()
-        self.connection.close()
-
-    def close(self) -> None:
-        self.connection.send(None)
-        self.process.join()
-        self.connection.close()
 
 
 def _died(exitcode: int | None) -> str:
@@ -242,7 +192,6 @@ def run_local(
     summary (``chemgraph qc``: :func:`chemgraph.jobs.qc.label_shard`); it must be importable
     by the workers (a module-level function)."""
     context = _context()
-    pool: list[_Worker] = []
     retries: deque[_Task] = deque()
     notice = _NOTICE_SECONDS if record_timeout is None else min(_NOTICE_SECONDS, record_timeout / 2)
     more = True
@@ -255,7 +204,8 @@ def run_local(
         more = chunk is not None
         return _Task(*chunk) if chunk is not None else None
 
-    try:
+    # an error, an interrupt or an abandoned generator kills every worker at once
+    with worker_pool() as pool:
         pool += [_Worker(context) for _ in range(workers)]
         while True:
             for worker in pool:
@@ -273,8 +223,7 @@ def run_local(
                 if message is not None:
                     kind, payload = message
                     if kind == "error":
-                        error, detail = payload
-                        raise error from _RemoteTraceback(detail)
+                        raise_remote(payload)
                     task.finished(len(task.records), advance)
                     worker.task = None
                     yield payload
@@ -307,12 +256,6 @@ def run_local(
                 task.skip[record.row] = reason
                 retries.append(task)
                 pool[index] = _Worker(context)
-    except BaseException:  # an error, an interrupt or an abandoned generator: stop at once
-        for worker in pool:
-            worker.kill()
-        raise
-    for worker in pool:
-        worker.close()
 
 
 def run_dask(

@@ -4,7 +4,7 @@ A recipe module holds ``DESCRIPTION``, ``default_config()`` and ``run(config=Non
 out=...)`` (and, where the run has settings of its own, their
 :class:`chemgraph.train.config.RunConfig`); the YAML profiles live in the top-level
 ``recipes/NAME/`` folder (:mod:`chemgraph.recipes.registry`). The engines they run are in the
-layers below: :mod:`chemgraph.jobs.transfer`, :mod:`chemgraph.jobs.train`,
+layers below: :mod:`chemgraph.transfer`, :mod:`chemgraph.jobs.train`,
 :mod:`chemgraph.reactions`, :mod:`chemgraph.data.reactions`.
 
 Layer rule: imports from every layer below (chem … data, train); never from

@@ -3,7 +3,7 @@
 Buterez et al. 2024, "An end-to-end attention-based approach for learning on graphs"
 (arXiv:2402.10793), section 4.1, SI 4 and Table 5: 3D ESA (radius-graph edges, atom types and
 Gaussian distance features only) pretrained on DFT HOMO/LUMO, fine-tuned on GW HOMO/LUMO, in
-three strategies (GW only, inductive, transductive; :mod:`chemgraph.jobs.transfer`); test RMSE
+three strategies (GW only, inductive, transductive; :mod:`chemgraph.transfer`); test RMSE
 in eV, mean ± std over seeds.
 
 Two data sources, one command (``chemgraph recipe run dft_to_gw``):
@@ -39,18 +39,13 @@ from chemgraph._resources import recipe_path
 from chemgraph.data.multi_fidelity import MultiFidelityData
 from chemgraph.data.qm9_gw import DFT_THEORY, embedded_data, full_data, full_data_available
 from chemgraph.errors import ConfigError
-from chemgraph.jobs.transfer import (
-    STACKED,
-    STRATEGIES,
-    TransferConfig,
-    label_curve,
-    pretraining_pool,
-    transfer_claim,
-    transfer_job,
-)
 from chemgraph.recipes.registry import RECIPES, recipe_settings
 from chemgraph.train.config import merge_settings, read_settings
 from chemgraph.train.trainer import resolve_precision
+from chemgraph.transfer.chains import STACKED, pretraining_pool
+from chemgraph.transfer.config import STRATEGIES, TransferConfig
+from chemgraph.transfer.report import transfer_claim
+from chemgraph.transfer.run import label_curve, transfer_job
 
 __all__ = [
     "DESCRIPTION",
@@ -66,7 +61,7 @@ DESCRIPTION = RECIPES["dft_to_gw"].description
 PAPER_POOL = 133_885  # SI 4: "from the total 133,885"; the transductive DFT pool
 
 #: The Table 5 protocol, ``(block, setting) -> (value, source)``: ``block`` is ``""`` for a
-#: :class:`~chemgraph.jobs.transfer.TransferConfig` field, else ``featurizer`` or
+#: :class:`~chemgraph.transfer.config.TransferConfig` field, else ``featurizer`` or
 #: ``model_options``. "paper" = Buterez et al. 2024; "authors' code" =
 #: github.com/davidbuterez/edge-set-attention (transfer_learning/esa_3d and the README's
 #: DFT -> GW commands). A value of None with a source = the paper gives none.
@@ -228,13 +223,13 @@ def run(
             ``training`` keys also win over the data source's profile); None = that file.
         seeds: override the number of seeds.
         out: output folder: what ``chemgraph transfer`` writes
-            (:func:`chemgraph.jobs.transfer.transfer_job`: table, runs, predictions of the test
+            (:func:`chemgraph.transfer.run.transfer_job`: table, runs, predictions of the test
             and of the unlabelled molecules, checkpoints, ``transfer.yaml``), with the
             differences from the paper above the table in ``table.md``.
         source: override ``data.source`` (``"auto"``, ``"embedded"``, ``"full"``).
 
     Returns:
-        The results table (:func:`chemgraph.jobs.transfer.results_table`).
+        The results table (:func:`chemgraph.transfer.report.results_table`).
 
     Raises:
         ValueError: unknown source or settings; FileNotFoundError: ``source="full"`` without

@@ -68,7 +68,7 @@ class Recipe:
     settings_classes: Mapping[str, str] = field(default_factory=dict)
 
 
-_TRANSFER_CONFIG = "chemgraph.jobs.transfer:TransferConfig"
+_TRANSFER_CONFIG = "chemgraph.transfer.config:TransferConfig"
 
 #: Recipe name -> its :class:`Recipe`, in ``chemgraph recipe list`` order.
 RECIPES: dict[str, Recipe] = {

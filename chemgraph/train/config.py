@@ -1,7 +1,7 @@
 """Run configurations: one base for every YAML-backed run, and ``chemgraph train``'s settings.
 
 :class:`RunConfig` is what :class:`TrainingConfig` (``chemgraph train``),
-:class:`chemgraph.jobs.transfer.TransferConfig`,
+:class:`chemgraph.transfer.config.TransferConfig`,
 :class:`chemgraph.reactions.translator_training.ReactionTrainingConfig` and the recipes'
 configurations share: reading a YAML mapping, refusing unknown keys (naming them and the valid
 ones), refusing missing required settings, coercing numbers (YAML reads ``1e-4`` as text) with
@@ -26,7 +26,8 @@ from typing import Any, ClassVar, Literal, TypeVar
 import torch
 import yaml
 
-from chemgraph.chem import MoleculePreparation
+from chemgraph.chem import STANDARDIZE_METHODS, MoleculePreparation
+from chemgraph.chem.parse import FRAGMENT_POLICIES
 from chemgraph.data.datasets import dataset_card, list_datasets
 from chemgraph.errors import ConfigError, setting
 from chemgraph.featurize import get_preset
@@ -423,8 +424,8 @@ class TrainingConfig(RunConfig):
         "task": ("regression", "classification", None),
         "model": (*MODELS, None),
         "split": ("random", "scaffold", "predefined"),
-        "fragments": ("keep", "largest"),
-        "standardize": ("none", "basic", "chembl"),
+        "fragments": FRAGMENT_POLICIES,
+        "standardize": STANDARDIZE_METHODS,
         "protocol": tuple(PROTOCOLS),
         "lr_schedule": ("cosine", "plateau", None),
     }

@@ -1,7 +1,7 @@
 """Δ-learning on a low level of theory: what a fine-tuned residual model adds its prediction to.
 
 A Δ-learning model of transfer learning (``delta_learning`` of
-:class:`chemgraph.jobs.transfer.TransferConfig`; Ramakrishnan, Dral, Rupp and von Lilienfeld
+:class:`chemgraph.transfer.config.TransferConfig`; Ramakrishnan, Dral, Rupp and von Lilienfeld
 2015, "Big data meets quantum chemistry approximations: the Δ-machine learning approach",
 J. Chem. Theory Comput. 11, 2087, doi:10.1021/acs.jctc.5b00099) predicts
 
@@ -28,7 +28,7 @@ file: one file is the whole model, and it cannot go stale or missing.
 :func:`chemgraph.train.checkpoint.load_checkpoint` rebuilds it, and
 :class:`chemgraph.train.ensemble.Ensemble` (``chemgraph predict``) adds it to the residual.
 
-**Stacked Δ-learning** (``stack_kernel_ridge`` of :class:`chemgraph.jobs.transfer.
+**Stacked Δ-learning** (``stack_kernel_ridge`` of :class:`chemgraph.transfer.config.
 TransferConfig`): the fine-tuned network and a fingerprint kernel ridge
 (:func:`chemgraph.train.baselines.residual_kernel_ridge`) are two learners of the same
 residual, and their blend

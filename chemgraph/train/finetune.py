@@ -3,7 +3,7 @@
 One function copies the weights, :func:`transfer_weights`: every weight of the model but its
 output head (``model.head``, :class:`chemgraph.models.registry.PropertyModel`), which stays
 freshly initialised for the new targets; optionally the copied encoder is frozen. The
-multi-fidelity transfer of :mod:`chemgraph.jobs.transfer` (pretrained on the low-fidelity
+multi-fidelity transfer of :mod:`chemgraph.transfer` (pretrained on the low-fidelity
 labels) and ``chemgraph train --init-from CKPT [--freeze-encoder]`` (any property checkpoint,
 as Chemprop's ``--checkpoint``/``--freeze-encoder``) both use it.
 

@@ -2,7 +2,7 @@
 ``trainer.fit``, then the best checkpoint found (and its weights loaded back).
 
 ``chemgraph train`` (:mod:`chemgraph.jobs.train`), transfer learning's pretraining and
-fine-tuning (:mod:`chemgraph.jobs.transfer`), reaction-model training
+fine-tuning (:mod:`chemgraph.transfer`), reaction-model training
 (:mod:`chemgraph.reactions.translator_training`) and the reaction-centre model's two stages
 (:mod:`chemgraph.reactions.reaction_centre_training`) all train through :func:`fit`.
 """

@@ -3,7 +3,7 @@ the one loop that runs the shards of a library through them.
 
 The one forward loop of ``chemgraph predict`` (:mod:`chemgraph.jobs.predict`), ``chemgraph
 fingerprint`` (:mod:`chemgraph.jobs.fingerprint`), transfer learning's evaluation
-(:mod:`chemgraph.jobs.transfer`) and the benchmarks; and :func:`run_shard_tasks`, which runs
+(:mod:`chemgraph.transfer`) and the benchmarks; and :func:`run_shard_tasks`, which runs
 one task per graph shard in this process, in worker processes, or as dask.distributed tasks.
 """
 

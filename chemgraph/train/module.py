@@ -291,7 +291,7 @@ def build_property_module(
 ) -> PropertyPredictionModule:
     """A fresh :class:`PropertyPredictionModule` (random weights) of a registered model family:
     the one builder of ``chemgraph train`` (:mod:`chemgraph.jobs.train`) and of transfer
-    learning's pretraining and fine-tuning (:mod:`chemgraph.jobs.transfer`).
+    learning's pretraining and fine-tuning (:mod:`chemgraph.transfer`).
 
     The model's configuration is ``model_options``, then the fields the featurizer fixes
     (:attr:`chemgraph.models.ModelSpec.input_options`: feature widths, vocabularies, set type),

@@ -124,7 +124,7 @@ def plot_label_curve(curve: pd.DataFrame, path: str | Path, unit: str | None = N
     Args:
         curve: rows with ``target``, ``method`` (the line's label), ``labels`` (training
             labels), ``rmse_mean``, ``rmse_std`` (NaN = none)
-            (:func:`chemgraph.jobs.transfer.label_curve`).
+            (:func:`chemgraph.transfer.run.label_curve`).
         path: PNG file.
         unit: of the RMSE, for the axis label (e.g. ``"eV"``).
     """

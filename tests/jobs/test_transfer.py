@@ -7,23 +7,21 @@ import pandas as pd
 import pytest
 import torch
 
+from chemgraph.data.multi_fidelity import MultiFidelityData, high_fidelity_split
 from chemgraph.featurize import RadiusGraphFeaturizer
 from chemgraph.graphs import atoms_to_radius_graph
-from chemgraph.jobs.transfer import (
-    MultiFidelityData,
-    TransferConfig,
-    build_module,
+from chemgraph.train.checkpoint import load_checkpoint
+from chemgraph.train.finetune import transfer_weights
+from chemgraph.transfer.chains import build_module, pretraining_pool
+from chemgraph.transfer.config import TransferConfig
+from chemgraph.transfer.report import (
     format_table,
-    high_fidelity_split,
-    pretraining_pool,
     results_table,
-    run_transfer,
     seed_ensembles,
     transfer_claim,
     transfer_margins,
 )
-from chemgraph.train.checkpoint import load_checkpoint
-from chemgraph.train.finetune import transfer_weights
+from chemgraph.transfer.run import run_transfer
 
 FEATURIZER = RadiusGraphFeaturizer(cutoff=3.0, num_basis=8)
 TINY_MODEL = {"hidden_dim": 16, "num_heads": 2, "layer_pattern": "MSP", "num_seeds": 2}
@@ -432,7 +430,7 @@ def test_delta_learning_adds_the_linear_correction_back(tmp_path):
 
 
 def test_label_curve_rows_and_plot(data, split, tmp_path):
-    from chemgraph.jobs.transfer import label_curve
+    from chemgraph.transfer.run import label_curve
 
     config = TransferConfig(
         seeds=1, pretrain_epochs=1, finetune_max_epochs=1, batch_size=16,

@@ -12,17 +12,13 @@ import pytest
 import yaml
 
 from chemgraph.cli.main import main
+from chemgraph.data.multi_fidelity import MultiFidelityData
 from chemgraph.errors import ConfigError
-from chemgraph.jobs.transfer import (
-    KERNEL_RIDGE_ALONE,
-    MultiFidelityData,
-    TransferConfig,
-    format_table,
-    results_table,
-    run_transfer,
-)
 from chemgraph.train.checkpoint import load_checkpoint
 from chemgraph.train.delta import STACK_WEIGHTS, stack, stack_weights
+from chemgraph.transfer.config import TransferConfig
+from chemgraph.transfer.report import KERNEL_RIDGE_ALONE, format_table, results_table
+from chemgraph.transfer.run import run_transfer
 
 LABELS = Path(__file__).resolve().parents[1] / "fixtures" / "transfer" / "labels.csv"
 LOW = ["cheap_logp", "cheap_mr"]
@@ -101,7 +97,7 @@ def test_stacking_needs_delta_learning_a_transfer_strategy_and_smiles(tmp_path):
 def test_the_log_names_the_strategies_stacking_applies_to(tmp_path, monkeypatch, caplog):
     """With high_fidelity_only among the strategies, the log says which ones are stacked,
     before any training (stopped here once the chains would start)."""
-    import chemgraph.jobs.transfer as transfer
+    import chemgraph.transfer.run as transfer
 
     class Started(Exception):
         pass
@@ -109,10 +105,10 @@ def test_the_log_names_the_strategies_stacking_applies_to(tmp_path, monkeypatch,
     def started(*args, **kwargs):
         raise Started
 
-    monkeypatch.setattr(transfer, "_run_chains", started)
+    monkeypatch.setattr(transfer, "run_chains", started)
     data = MultiFidelityData([], np.zeros(0), np.zeros((0, 1)), np.zeros((0, 1)), ["t"], smiles=[])
     config = TransferConfig(stack_kernel_ridge=True, delta_learning=True, progress=False)
-    with caplog.at_level("INFO", logger="chemgraph.jobs.transfer"), pytest.raises(Started):
+    with caplog.at_level("INFO", logger="chemgraph.transfer.run"), pytest.raises(Started):
         run_transfer(data, {}, config, tmp_path)
     assert caplog.messages == [
         "delta_learning and stack_kernel_ridge: for inductive, transductive; not for "

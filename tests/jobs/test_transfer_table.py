@@ -19,13 +19,9 @@ from chemgraph.cli.main import main
 from chemgraph.data.applicability import TrainingFingerprints
 from chemgraph.errors import ConfigError
 from chemgraph.jobs.predict import predict_table
-from chemgraph.jobs.transfer import (
-    TransferOptions,
-    format_table,
-    read_structures,
-    transfer_table,
-)
+from chemgraph.jobs.transfer import TransferOptions, read_structures, transfer_table
 from chemgraph.train.checkpoint import load_checkpoint
+from chemgraph.transfer.report import format_table
 
 LABELS = Path(__file__).resolve().parents[1] / "fixtures" / "transfer" / "labels.csv"
 TINY = {
@@ -442,7 +438,7 @@ def test_cli_quiet_prints_no_table_and_strategies_may_have_spaces(tmp_path, caps
 
 def test_transfer_help_gives_the_defaults_the_run_uses(capsys):
     from chemgraph.cli import main
-    from chemgraph.jobs.transfer import TransferConfig
+    from chemgraph.transfer.config import TransferConfig
 
     with pytest.raises(SystemExit):
         main(["transfer", "--help"])

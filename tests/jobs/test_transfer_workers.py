@@ -15,16 +15,13 @@ import psutil
 import pytest
 import torch
 
+from chemgraph.data.multi_fidelity import MultiFidelityData, high_fidelity_split
 from chemgraph.featurize import RadiusGraphFeaturizer
 from chemgraph.graphs import atoms_to_radius_graph
-from chemgraph.jobs import transfer
-from chemgraph.jobs.transfer import (
-    MultiFidelityData,
-    TransferConfig,
-    high_fidelity_split,
-    run_transfer,
-)
 from chemgraph.train.module import PropertyPredictionModule
+from chemgraph.transfer import pool
+from chemgraph.transfer.config import TransferConfig
+from chemgraph.transfer.run import run_transfer
 
 FEATURIZER = RadiusGraphFeaturizer(cutoff=3.0, num_basis=8)
 TINY = dict(
@@ -55,7 +52,7 @@ def _data(num_molecules: int = 40, num_high: int = 24) -> MultiFidelityData:
 @pytest.fixture
 def two_cpus(monkeypatch):
     """Two worker processes even on a one-CPU machine (the cap would make the run serial)."""
-    monkeypatch.setattr(transfer, "available_cpus", lambda: 2)
+    monkeypatch.setattr(pool, "available_cpus", lambda: 2)
 
 
 def test_two_workers_give_the_serial_runs_digits(tmp_path, two_cpus, caplog):
@@ -122,9 +119,11 @@ SCRIPT = """
 import sys
 sys.path.insert(0, {tests!r})
 from test_transfer_workers import TINY, _data
-from chemgraph.jobs.transfer import TransferConfig, high_fidelity_split, run_transfer
-import chemgraph.jobs.transfer as transfer
-transfer.available_cpus = lambda: 2
+from chemgraph.data.multi_fidelity import high_fidelity_split
+from chemgraph.transfer.config import TransferConfig
+from chemgraph.transfer.run import run_transfer
+import chemgraph.transfer.pool as pool
+pool.available_cpus = lambda: 2
 data = _data()
 split = high_fidelity_split(data, seed=0, fractions=(0.5, 0.25, 0.25))
 config = TransferConfig(**{{**TINY, "pretrain_epochs": 100000}}, seeds=2, workers=2)

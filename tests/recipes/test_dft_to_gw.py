@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from chemgraph._resources import recipe_path
-from chemgraph.jobs.transfer import TransferConfig
 from chemgraph.recipes.registry import RECIPES, get_recipe
+from chemgraph.transfer.config import TransferConfig
 
 FIXTURE = Path(__file__).parent / "data" / "qm9_gw_tiny.csv"
 TINY = {
@@ -42,9 +42,9 @@ def test_registry_lists_the_recipe():
 
 
 def test_demo_profile_fixes_its_work_in_epochs():
-    from chemgraph.jobs.transfer import TransferConfig
     from chemgraph.recipes.dft_to_gw import default_config
     from chemgraph.train.config import merge_settings
+    from chemgraph.transfer.config import TransferConfig
 
     values = default_config()
     demo = TransferConfig.from_dict(

@@ -18,10 +18,11 @@ import pandas as pd
 import pytest
 
 from chemgraph.data import qm9_gw
-from chemgraph.jobs import transfer
 from chemgraph.recipes import dft_to_gw
 from chemgraph.recipes.registry import recipe_settings
 from chemgraph.train.config import merge_settings
+from chemgraph.transfer import chains
+from chemgraph.transfer.config import TransferConfig
 from chemgraph.units import HARTREE_TO_EV
 
 FIXTURE = Path(__file__).parent / "data" / "qm9_gw_full"
@@ -53,7 +54,7 @@ def chemgraph_home(tmp_path, monkeypatch):
 def _full(**full):
     values = recipe_settings("dft_to_gw", _config())
     values["data"]["full"].update(full)
-    featurizer = transfer.TransferConfig.from_dict(values["training"]).graph_featurizer
+    featurizer = TransferConfig.from_dict(values["training"]).graph_featurizer
     return qm9_gw.full_data(values["data"], featurizer)
 
 
@@ -100,7 +101,7 @@ def test_orbital_energies_must_be_in_ev():
 def modules(monkeypatch):
     """Every module run_transfer builds: its targets, outputs and training labels."""
     built = []
-    original = transfer.build_module
+    original = chains.build_module
 
     def spy(config, targets, labels, learning_rate, max_minutes=None, train_fingerprints=None):
         module = original(config, targets, labels, learning_rate, max_minutes, train_fingerprints)
@@ -109,7 +110,7 @@ def modules(monkeypatch):
         )
         return module
 
-    monkeypatch.setattr(transfer, "build_module", spy)
+    monkeypatch.setattr(chains, "build_module", spy)
     return built
 
 
@@ -155,7 +156,7 @@ def test_joint_targets_trains_one_chain_with_two_outputs(tmp_path, modules):
 
 def test_the_full_profile_differs_from_the_paper_only_where_stated(tmp_path):
     values = recipe_settings("dft_to_gw", None)
-    config = transfer.TransferConfig.from_dict(
+    config = TransferConfig.from_dict(
         merge_settings(values["training"], values["profiles"]["full"])
     )
     values["data"]["full"].update(

@@ -4,7 +4,6 @@ import torch
 
 from chemgraph.cli import main
 from chemgraph.errors import ConfigError
-from chemgraph.jobs.transfer import TransferConfig
 from chemgraph.models import ESAConfig
 from chemgraph.reactions.translator_training import ReactionTrainingConfig
 from chemgraph.train.config import (
@@ -13,6 +12,7 @@ from chemgraph.train.config import (
     over_profile,
     read_settings,
 )
+from chemgraph.transfer.config import TransferConfig
 
 REQUIRED = {"data": "x.csv", "target_columns": "a, b", "out": "run"}
 

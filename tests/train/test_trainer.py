@@ -17,7 +17,6 @@ from tqdm.auto import tqdm
 
 from chemgraph.batches.reaction import TokenVocabulary
 from chemgraph.featurize import RadiusGraphFeaturizer
-from chemgraph.jobs.transfer import TransferConfig, build_module
 from chemgraph.train.callbacks import CPUTimeLimit, EpochProgress, LossHistory, ValidationLog
 from chemgraph.train.checkpoint import (
     best_checkpoint_path,
@@ -29,6 +28,8 @@ from chemgraph.train.module import PropertyPredictionModule
 from chemgraph.train.predictors import PropertyPredictor, ReactionPredictor
 from chemgraph.train.reaction_module import ReactionModule
 from chemgraph.train.trainer import make_trainer, quiet_third_party_warnings
+from chemgraph.transfer.chains import build_module
+from chemgraph.transfer.config import TransferConfig
 
 
 class _Linear(L.LightningModule):

@@ -1,0 +1,396 @@
+"""A whole transfer run: every chain of every strategy and seed, the baselines of each setting on
+the same split, and every output file (:func:`run_transfer`); the test RMSE against the number
+of high-fidelity training labels (:func:`label_curve`); and :func:`transfer_job`, what
+``chemgraph transfer`` (:mod:`chemgraph.jobs.transfer`) and the ``dft_to_gw`` recipe run once
+their molecules are read and split.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+import yaml
+
+from chemgraph.data.multi_fidelity import MultiFidelityData
+from chemgraph.errors import ConfigError, setting
+from chemgraph.train.baselines import (
+    BASELINES,
+    baseline_names,
+    morgan_fingerprints,
+    transfer_baselines,
+)
+from chemgraph.train.delta import DELTA_STRATEGIES
+from chemgraph.train.metrics import regression_metrics
+from chemgraph.train.plots import plot_label_curve
+from chemgraph.transfer.chains import (
+    Chain,
+    chain_rows,
+    pretraining_pool,
+    stacked_chain,
+    transformed_graphs,
+)
+from chemgraph.transfer.config import (
+    TRANSFER_ONLY_SETTINGS,
+    TransferConfig,
+    model_label,
+    target_groups,
+    turned_off,
+)
+from chemgraph.transfer.pool import run_chains
+from chemgraph.transfer.report import (
+    STRATEGY_LABELS,
+    format_table,
+    results_table,
+    seed_ensembles,
+    test_frame,
+    write_unlabelled,
+)
+
+__all__ = [
+    "baseline_runs",
+    "check_stacking",
+    "label_curve",
+    "run_transfer",
+    "stacking_needs_smiles",
+    "transfer_job",
+]
+
+log = logging.getLogger(__name__)
+
+
+def run_transfer(
+    data: MultiFidelityData,
+    split: dict[str, np.ndarray],
+    config: TransferConfig,
+    out: str | Path,
+    pretrained_cache: dict | None = None,
+    unlabelled_ids: list[str] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """Run every strategy for every seed and every model (:func:`target_groups`); write
+    results, table, learning curves.
+
+    Each model is one chain: pretraining on the low-fidelity labels of its targets (not for
+    ``high_fidelity_only``), then fine-tuning on their high-fidelity labels. With
+    ``config.joint_targets`` one model per strategy and seed predicts every target; otherwise
+    each target has its own chain and a model with one output. The chains are independent
+    (each seeds itself): ``config.workers`` processes train them side by side, with the same
+    results as one after another at the same thread count (:func:`run_chains`).
+
+    Writes to ``out``: ``runs.csv`` (strategy, seed, target, model (the model family, e.g.
+    ``esa``), targets (the model's targets joined by ``+``), test RMSE/MAE and validation RMSE
+    (``val_rmse``) in the labels' units, epochs and wall-clock seconds of each phase of that
+    model), ``table.md`` / ``table.csv`` (:func:`results_table`), ``learning_curves.csv``
+    (strategy, seed, targets, phase, epoch,
+    losses), ``curves/*.png``, ``predictions.csv``
+    (test-set predictions of every run), ``ensembles.csv`` (:func:`seed_ensembles`: the test
+    RMSE of each strategy's mean prediction over its seeds, what ``predictions_unlabelled.csv``
+    gives, and ``chemgraph predict`` with every seed's checkpoint for the unstacked strategies;
+    also under the table in ``table.md``) and ``config.yaml``.
+
+    ``pretrained_cache``: a dict that keeps every pretrained model, keyed by strategy, seed and
+    targets, and gives it to a later run with the same key instead of pretraining again (for
+    runs whose pretraining pools are equal: :func:`label_curve`; the pool depends on the
+    test molecules only); None = always pretrain.
+
+    With ``config.baselines`` it also writes ``baselines.csv`` (:func:`baseline_runs`), adds the
+    baselines' test predictions to ``predictions.csv`` and their rows to the table. With
+    ``config.stack_kernel_ridge`` every Δ-learning chain also gives a stacked Δ-learning model
+    (:func:`stacked_chain`), strategy :data:`STACKED` in ``runs.csv`` (with its
+    ``stack_weight``), ``predictions.csv``, ``predictions_unlabelled.csv`` and the table.
+
+    ``unlabelled_ids``: one identifier per molecule of ``data``; with it every fine-tuned model
+    also predicts the molecules without every high-fidelity label, written to
+    ``predictions_unlabelled.csv`` (per strategy: the mean over seeds and the sample standard
+    deviation, ``ddof=1``; NaN with one seed, where no spread is defined); None = not.
+
+    Returns:
+        ``(runs, baselines)``: the rows of ``runs.csv`` and of ``baselines.csv`` (None without
+        ``config.baselines``).
+
+    With ``delta_learning`` (or ``stack_kernel_ridge``) and ``high_fidelity_only`` among
+    the strategies, the log says which strategies it applies to.
+
+    Raises:
+        ConfigError: ``stack_kernel_ridge`` without SMILES (before anything is written).
+        ValueError: a fine-tuning stopped before its first validation (time or epoch limit).
+            Any error of a chain carries a note naming the chain (strategy, seed, target).
+        chemgraph._interrupts.Interrupted: SIGINT or SIGTERM while worker processes train
+            (main thread only); the workers are stopped first.
+    """
+    out = Path(out)
+    check_stacking(data, config)
+    corrections = [name for name in TRANSFER_ONLY_SETTINGS if getattr(config, name)]
+    plain = [s for s in config.strategies if s not in DELTA_STRATEGIES]
+    if corrections and plain:
+        log.info(
+            "%s: for %s; not for %s (no low-fidelity model to correct)",
+            " and ".join(setting(name) for name in corrections),
+            ", ".join(s for s in config.strategies if s in DELTA_STRATEGIES), ", ".join(plain),
+        )  # fmt: skip
+    (out / "curves").mkdir(parents=True, exist_ok=True)
+    (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
+    data = transformed_graphs(data, config)
+    targets = list(data.targets)
+    chains = [
+        Chain(strategy, seed, tuple(columns), tuple(targets[c] for c in columns),
+               config.joint_targets)
+        for seed in range(config.seeds)
+        for strategy in config.strategies
+        for columns in target_groups(targets, config.joint_targets)
+    ]  # fmt: skip
+    unlabelled = (
+        None
+        if unlabelled_ids is None
+        else np.flatnonzero(torch.isnan(data.high).any(dim=1).numpy())
+    )
+    results: dict[int, tuple[np.ndarray, np.ndarray, dict[str, Any]]] = {}
+
+    def finished(index: int, result: tuple[np.ndarray, np.ndarray, dict[str, Any]]) -> None:
+        results[index] = result
+        chain, (truth, predicted, _) = chains[index], result
+        for t, target in enumerate(chain.names):
+            rmse = regression_metrics(truth[:, t], predicted[:, t])["rmse"]
+            log.info("%s seed %d %s: test RMSE %.4f", chain.strategy, chain.seed, target, rmse)
+        # partial results survive, in chain order whatever order the chains finish in
+        partial = [
+            row for i in sorted(results) for row in chain_rows(chains[i], results[i], config.model)
+        ]
+        pd.DataFrame(partial).to_csv(out / "runs.csv", index=False)
+
+    run_chains(chains, data, split, config, out, pretrained_cache, unlabelled, finished)
+    fingerprints = (
+        morgan_fingerprints(list(data.smiles))
+        if data.smiles is not None and (config.baselines or config.stack_kernel_ridge)
+        else None
+    )
+    for index in [i for i in range(len(chains)) if "correction" in results[i][2]]:
+        chains.append(chains[index].stacked())
+        results[len(chains) - 1] = stacked_chain(
+            data, split, chains[index], results[index], fingerprints, unlabelled
+        )
+    rows, curves, frames = [], [], {}
+    for index, chain in enumerate(chains):
+        truth, predicted, record = results[index]
+        rows += chain_rows(chain, results[index], config.model)
+        curves += [
+            dict(strategy=chain.strategy, seed=chain.seed, targets=chain.model, **e)
+            for e in record["curves"]
+        ]
+        frame = frames.setdefault(
+            (chain.seed, chain.strategy),
+            test_frame(data, split, chain.strategy, chain.seed),
+        )
+        for t, target in enumerate(chain.names):
+            frame[target] = truth[:, t]
+            frame[f"{target}_pred"] = predicted[:, t]
+    predictions = list(frames.values())
+    if unlabelled is not None:
+        write_unlabelled(data, chains, results, unlabelled, unlabelled_ids, out)
+    runs = pd.DataFrame(rows)
+    runs.to_csv(out / "runs.csv", index=False)  # with the stacked rows, when any
+    pd.DataFrame(curves).to_csv(out / "learning_curves.csv", index=False)
+    baselines = None
+    if config.baselines:
+        baselines, baseline_frames = baseline_runs(data, split, config.strategies, fingerprints)
+        baselines.to_csv(out / "baselines.csv", index=False)
+    ensembles = seed_ensembles(
+        pd.concat(predictions, ignore_index=True), data.high_name, model_label(config.model)
+    )
+    ensembles.to_csv(out / "ensembles.csv", index=False)
+    if config.baselines:
+        predictions += baseline_frames
+    pd.concat(predictions, ignore_index=True).to_csv(out / "predictions.csv", index=False)
+    table = results_table(runs, data.high_name, model_label(config.model), baselines)
+    table.to_csv(out / "table.csv", index=False)
+    (out / "table.md").write_text(format_table(table, ensembles) + "\n")
+    return runs, baselines
+
+
+def stacking_needs_smiles(why: str) -> str:
+    """The refusal of ``stack_kernel_ridge`` for molecules without SMILES, ``why`` saying
+    which."""
+    return (
+        f"{setting('stack_kernel_ridge')} needs every molecule's SMILES (its kernel ridge reads "
+        f"their Morgan fingerprints), and {why}: give them, or "
+        f"{turned_off('stack_kernel_ridge')}"
+    )
+
+
+def check_stacking(data: MultiFidelityData, config: TransferConfig) -> None:
+    """Refuse ``stack_kernel_ridge`` on molecules without SMILES (``data.smiles`` None).
+
+    Raises:
+        ConfigError: naming the setting and what to do.
+    """
+    if config.stack_kernel_ridge and data.smiles is None:
+        raise ConfigError(stacking_needs_smiles("the molecules have none"))
+
+
+def label_curve(
+    data: MultiFidelityData,
+    split: dict[str, np.ndarray],
+    config: TransferConfig,
+    counts: list[int],
+    out: str | Path,
+    unit: str | None = None,
+    pretrained_cache: dict | None = None,
+) -> pd.DataFrame:
+    """Test RMSE against the number of high-fidelity training labels: how many expensive
+    labels transfer learning saves.
+
+    For every ``n`` of ``counts``, :func:`run_transfer` on the first ``n`` molecules of a
+    seeded (seed 0) permutation of ``split["train"]`` (so every smaller training set is part of
+    every larger one), the same validation and test molecules, into ``out/labels_<n>``. Each
+    method of a curve: the no-transfer strategy, the best baseline of each setting at that
+    ``n`` (by test RMSE, so the curve is a lower envelope of the baselines), and each transfer
+    strategy. The pretraining runs once per strategy, seed and model and serves every ``n``
+    (``pretrained_cache`` of :func:`run_transfer`; pass the dict of an earlier run on the same
+    split to reuse its pretrained models too).
+
+    Writes ``out/label_curve.csv`` and ``out/label_curve.png``
+    (:func:`chemgraph.train.plots.plot_label_curve`).
+
+    Returns:
+        Rows ``target``, ``method``, ``labels``, ``rmse_mean``, ``rmse_std``, ``seeds``.
+
+    Raises:
+        ValueError: a count below 2 or above the training molecules.
+    """
+    out = Path(out)
+    train = split["train"]
+    bad = [n for n in counts if not 2 <= n <= len(train)]
+    if bad:
+        raise ValueError(f"label counts must be in 2..{len(train)}, got {bad}")
+    order = np.random.default_rng(0).permutation(train)
+    high_name = data.high_name
+    records = []
+    pretrained = {} if pretrained_cache is None else pretrained_cache  # pools: test-only
+    for n in counts:
+        subset = {**split, "train": np.sort(order[:n])}
+        runs, baselines = run_transfer(data, subset, config, out / f"labels_{n}", pretrained)
+        table = results_table(runs, high_name, baselines=baselines)
+        for target, rows in table.groupby("target", sort=False):
+            chosen = [rows[rows["method"] != "baseline"]]
+            for kind in ("transductive", "inductive"):
+                if STRATEGY_LABELS[kind] not in set(rows["strategy"]):
+                    continue
+                pool = rows[(rows["method"] == "baseline") & rows["setting"].isin(["both", kind])]
+                if len(pool):
+                    best = pool.loc[[pool["rmse_mean"].idxmin()]].copy()
+                    best["strategy"] = f"best {kind} baseline"
+                    chosen.append(best)
+            for row in pd.concat(chosen).itertuples(index=False):
+                records.append(
+                    dict(
+                        target=target, method=row.strategy, labels=n, rmse_mean=row.rmse_mean,
+                        rmse_std=row.rmse_std, seeds=row.seeds,
+                    )
+                )  # fmt: skip
+    curve = pd.DataFrame(records)
+    curve.to_csv(out / "label_curve.csv", index=False)
+    plot_label_curve(curve, out / "label_curve.png", unit)
+    return curve
+
+
+def baseline_runs(
+    data: MultiFidelityData,
+    split: dict[str, np.ndarray],
+    strategies: list[str],
+    fingerprints: np.ndarray | None = None,
+) -> tuple[pd.DataFrame, list[pd.DataFrame]]:
+    """The baselines of the settings of ``strategies`` on ``split``
+    (:func:`chemgraph.train.baselines.transfer_baselines`: the fingerprint ones need
+    ``data.smiles``), their test RMSE and MAE per target, and their test predictions.
+    ``fingerprints``: the Morgan bits ``[len(data), 2048]`` of every molecule when already
+    computed (:func:`chemgraph.train.baselines.morgan_fingerprints` of ``data.smiles``);
+    None = computed here.
+
+    Returns:
+        ``(rows, predictions)``: rows with ``baseline`` (label), ``key``, ``setting``
+        (``both``, ``inductive``, ``transductive``), ``target``, ``rmse``, ``mae``, ``seconds``;
+        one predictions frame per baseline in the layout of ``predictions.csv`` (``strategy``
+        = the baseline's key, ``seed`` empty).
+    """
+    started = time.perf_counter()
+    if fingerprints is None and data.smiles is not None:
+        fingerprints = morgan_fingerprints(list(data.smiles))
+    pool = pretraining_pool(data, split, "inductive") if "inductive" in strategies else None
+    predicted = transfer_baselines(data.low.numpy(), data.high.numpy(), fingerprints, split, pool)
+    seconds = time.perf_counter() - started
+    names = baseline_names(data.low_name, data.high_name)
+    settings = {key: setting for setting, keys in BASELINES.items() for key in keys}
+    truth = data.high[split["test"]].numpy()
+    rows, frames = [], []
+    for key, values in predicted.items():
+        frame = test_frame(data, split, key, pd.NA)
+        for t, target in enumerate(data.targets):
+            metrics = regression_metrics(truth[:, t], values[:, t])
+            rows.append(
+                dict(
+                    baseline=names[key], key=key, setting=settings[key], target=target,
+                    rmse=metrics["rmse"], mae=metrics["mae"], seconds=seconds,
+                )
+            )  # fmt: skip
+            frame[target] = truth[:, t]
+            frame[f"{target}_pred"] = values[:, t]
+        frames.append(frame)
+    log.info("baselines: %d in %.1f s", len(predicted), seconds)
+    return pd.DataFrame(rows), frames
+
+
+def transfer_job(
+    data: MultiFidelityData,
+    split: dict[str, np.ndarray],
+    config: TransferConfig,
+    out: str | Path,
+    settings: dict[str, Any],
+    ids: list[str] | None = None,
+    pretrained_cache: dict | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
+    """The job of ``chemgraph transfer`` and of the ``dft_to_gw`` recipe once their molecules
+    are read and split: every strategy for every seed with the baselines of each setting
+    (:func:`run_transfer`), every fine-tuned model kept, the molecules without high-fidelity
+    labels scored.
+
+    Writes to ``out``: what :func:`run_transfer` writes (``table.md``/``table.csv``, test RMSE
+    with the baselines; ``runs.csv``; ``predictions.csv`` of the test molecules; learning
+    curves; ``config.yaml``), ``checkpoints/<strategy>_seed<k>[_<target>]/best.ckpt`` (every
+    fine-tuned model, which ``chemgraph predict`` loads; with ``delta_learning`` it holds the
+    linear correction its residual is added to, :class:`chemgraph.train.delta.DeltaLearning`,
+    so that predict gives what ``predictions_unlabelled.csv`` holds), ``predictions_unlabelled.csv``
+    (the molecules without every high-fidelity label: per strategy the mean prediction over
+    seeds and its sample standard deviation, NaN with one seed) and ``transfer.yaml`` (``settings``:
+    what repeats the run, e.g. ``chemgraph transfer --config transfer.yaml``).
+
+    Args:
+        data: the molecules and their labels at both levels.
+        split: ``{"train", "val", "test"}`` positions of molecules with every high-fidelity
+            label (:func:`high_fidelity_split`).
+        config: the transfer settings.
+        out: output folder (made if missing; files in it are replaced).
+        settings: written to ``transfer.yaml``.
+        ids: one identifier per molecule for ``predictions_unlabelled.csv``; None =
+            ``data.ids``.
+        pretrained_cache: see :func:`run_transfer`.
+
+    Returns:
+        ``(table, runs, baselines)``: :func:`results_table` and what :func:`run_transfer`
+        returns.
+
+    Raises:
+        ConfigError: ``stack_kernel_ridge`` without SMILES, before anything is written.
+    """
+    out = Path(out)
+    check_stacking(data, config)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "transfer.yaml").write_text(yaml.safe_dump(settings, sort_keys=False))
+    ids = [str(i) for i in data.ids] if ids is None else ids
+    runs, baselines = run_transfer(data, split, config, out, pretrained_cache, ids)
+    table = results_table(runs, data.high_name, model_label(config.model), baselines)
+    return table, runs, baselines
