@@ -9,7 +9,7 @@ from pathlib import Path
 
 import chemgraph
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # cli_reference (docs/cli.rst)
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # cli_reference (docs/cli/)
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -23,7 +23,7 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
-    "sphinxarg.ext",
+    "cli_reference",  # sphinx-argparse, each option a section (docs/cli_reference.py)
     "myst_parser",
 ]
 
