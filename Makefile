@@ -34,6 +34,7 @@ lint: install
 docs: install
 	rm -rf docs/api/generated  # -E and this: every page is read again, so every warning shows
 	OMP_NUM_THREADS=1 $(VENV)/bin/sphinx-build -b html -E -W --keep-going -q docs docs/_build/html
+	$(PY) docs/check_search_text.py docs/_build/html  # search index and page sources: no HTML entities
 	@echo "docs: open docs/_build/html/index.html"
 
 benchmark: install
