@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 import yaml
 from rdkit import Chem
 
@@ -503,3 +504,35 @@ def test_molecules_with_some_high_fidelity_labels_are_warned_about(tmp_path, cap
     )
     unlabelled = pd.read_csv(tmp_path / "run" / "predictions_unlabelled.csv")
     assert {"mol03", "mol07"} <= set(unlabelled["id"])
+
+
+def test_standardize_and_fragments_prepare_the_table_as_featurize_does(tmp_path):
+    """The table's SMILES go through the record -> molecule step of featurize and predict,
+    with the run's molecule preparation, which every fine-tuned checkpoint stores."""
+    from chemgraph.jobs.transfer import _table_graphs
+    from chemgraph.transfer.chains import build_module
+
+    smiles = ["CC(=O)[O-].[Na+]", "CCO", "", "C1CC"]
+    table = pd.DataFrame({"smiles": smiles})
+    atoms = {}
+    for fragments in ("keep", "largest"):
+        options = _options(tmp_path, fragments=fragments)
+        graphs, reasons = _table_graphs(options, table, [s or None for s in smiles])
+        atoms[fragments] = [None if g is None else g.num_nodes() for g in graphs]
+        assert set(reasons) == {2, 3}  # the empty cell and the unclosed ring
+        assert reasons[2] == "blank record"
+    assert atoms == {"keep": [5, 3, None, None], "largest": [4, 3, None, None]}
+    config = _options(tmp_path, standardize="basic", fragments="largest").training
+    module = build_module(config, ["y"], torch.zeros(4, 1), 1e-3)
+    assert (module.hparams["standardize"], module.hparams["fragments"]) == ("basic", "largest")
+
+
+def test_a_molecule_preparation_with_geometry_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="standardize prepare the molecules of SMILES"):
+        TransferOptions(
+            data=LABELS, low_fidelity_columns="cheap_logp", high_fidelity_columns="fine_logp",
+            out=tmp_path / "run", geometry=tmp_path / "structures.sdf",
+            training={"model": "esa-3d", "standardize": "basic"},
+        )  # fmt: skip
+    with pytest.raises(ConfigError, match="standardize must be one of"):
+        _options(tmp_path, standardize="everything")
