@@ -5,21 +5,22 @@ recipe run``, ``chemgraph featurize``, ``chemgraph predict`` and the QM9 gap dem
 that already holds files, so that a second run never silently replaces the results of a first;
 the commands that can write over an earlier run offer ``--overwrite``.
 
-Resumable runs (:func:`resumable_folder`): ``chemgraph featurize`` (its output folder, recorded
-by ``manifest.json``) and ``chemgraph predict`` (``OUTPUT.partial/``, recorded by ``run.json``)
-keep their state in a folder whose record says what the run is; ``--resume`` continues it only
-when the record matches the new run.
+Resumable runs (:func:`resumable_folder`): ``chemgraph featurize`` and ``chemgraph qc`` (their
+output folder, recorded by ``manifest.json``) and ``chemgraph predict`` (``OUTPUT.partial/``,
+recorded by ``run.json``) keep their state in a folder whose record says what the run is;
+``--resume`` continues it only when the record matches the new run, and ``--overwrite`` removes
+what the command wrote there (:func:`remove_outputs`), and nothing else, to start again.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["check_output_folder", "resumable_folder"]
+__all__ = ["check_output_folder", "remove_outputs", "resumable_folder"]
 
 
 def check_output_folder(
@@ -52,6 +53,36 @@ def check_output_folder(
     raise ValueError(f"{folder} exists and is not empty; choose a new {option}{hint}")
 
 
+def remove_outputs(folder: str | Path, names: Sequence[str]) -> list[str]:
+    """Remove what a command wrote in ``folder``: the files and folders ``names`` (a folder with
+    everything in it) and the temporary files that writes of theirs left
+    (:func:`chemgraph._files.atomic_path`: ``.NAME.tmp-*``); every other file is left as it is.
+    A symbolic link is removed, never followed.
+
+    Args:
+        folder: the output folder; it need not exist.
+        names: the names, directly in ``folder``, of what the command writes.
+
+    Returns:
+        The names removed, in the order of ``names``.
+    """
+    folder = Path(folder)
+    removed = []
+    for name in names:
+        path = folder / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+        else:
+            continue
+        removed.append(name)
+    for name in names:
+        for temporary in folder.glob(f".{name}.tmp-*"):
+            temporary.unlink()
+    return removed
+
+
 def resumable_folder(
     folder: str | Path,
     record: str,
@@ -61,6 +92,7 @@ def resumable_folder(
     option: str,
     restart_option: str | None = None,
     restart: bool = False,
+    overwrite: Sequence[str] | None = None,
 ) -> bool:
     """Open the state folder of a resumable run: a new one, or the earlier run to resume.
 
@@ -79,17 +111,29 @@ def resumable_folder(
             messages; None for a command that has none.
         restart: delete ``folder`` first, so the run starts again (only for a folder the
             command owns entirely, such as ``OUTPUT.partial``).
+        overwrite: start again in a folder that the command shares with other files: the
+            names of what it writes there (its record among them), removed first
+            (:func:`remove_outputs`); the other files are left and do not refuse the run.
+            None: a folder with other files is refused.
 
     Returns:
         True when an earlier run is resumed, False for a new one.
 
     Raises:
-        ValueError: a run is there but ``resume`` is not set; the run there differs (the
-            differing keys are named); the folder holds other files (:func:`check_output_folder`).
+        ValueError: ``resume`` with ``restart`` or ``overwrite``; a run is there but
+            ``resume`` is not set; the run there differs (the differing keys are named); the
+            folder holds other files (:func:`check_output_folder`) and ``overwrite`` is None.
     """
     folder = Path(folder)
+    if resume and (restart or overwrite is not None):
+        raise ValueError(
+            f"{restart_option or 'restarting'} and --resume exclude each other: start the run "
+            "again or continue it"
+        )
     if restart:
         shutil.rmtree(folder, ignore_errors=True)
+    if overwrite is not None:
+        remove_outputs(folder, overwrite)
     again = (
         f", or pass {restart_option} to start again"
         if restart_option
@@ -109,7 +153,9 @@ def resumable_folder(
         for temporary in folder.rglob(".*.tmp-*"):  # left by a write that was killed
             temporary.unlink()
         return True
-    check_output_folder(folder, option, overwrite=False, overwrite_option=restart_option)
+    check_output_folder(
+        folder, option, overwrite=overwrite is not None, overwrite_option=restart_option
+    )
     folder.mkdir(parents=True, exist_ok=True)
     return False
 

@@ -16,6 +16,9 @@ Output folder::
     parts/shard-NNNNN.json        per-shard counts; written last, it marks the shard complete
     parts/shard-NNNNN.csv         per-shard rejected records (concatenated into rejected.csv)
 
+``overwrite`` (``--overwrite``) removes these (:data:`chemgraph.library.featurize.OUTPUTS`)
+from an earlier run's folder before writing, and leaves every other file there.
+
 Every record of the input is accounted for: the manifest's counts satisfy
 ``read == featurized + rejected`` (``read``: records with content), and ``blank`` counts the
 blank records (whitespace only) once: they are neither featurized nor in ``rejected.csv``. Ids
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chemgraph.library.featurize import OUTPUTS as OUTPUTS
 from chemgraph.library.featurize import FeaturizeInterrupted as FeaturizeInterrupted
 from chemgraph.library.featurize import featurize_library as featurize_library
 from chemgraph.library.output import summary_lines

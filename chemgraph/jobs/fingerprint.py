@@ -37,6 +37,7 @@ and neither a mean nor a common column of them means anything; embed with one me
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,7 @@ import pyarrow.parquet as pq
 import torch
 
 from chemgraph._files import atomic_path, write_parquet_atomically
+from chemgraph._interrupts import Interrupted
 from chemgraph.errors import ConfigError
 from chemgraph.library.scoring import LibraryRun, shard_table
 from chemgraph.train.ensemble import Ensemble, checkpoint_files
@@ -134,7 +136,7 @@ def fingerprint_table(
         FileNotFoundError: no such checkpoint or input.
         ValueError: as :func:`chemgraph.jobs.predict.predict_table`.
         chemgraph._interrupts.Interrupted: SIGINT or SIGTERM; complete shards are kept for
-            ``resume``.
+            ``resume``, and the message says where and how to continue.
     """
     options = FingerprintOptions() if options is None else options
     output = Path(output_path)
@@ -155,12 +157,20 @@ def fingerprint_table(
         )
     model = Ensemble(files, device)
     width = embedding_width(model.modules[0])
-    run.start(model, {"command": "fingerprint"})
     schema = pa.schema(
         [("row", pa.int64()), ("id", pa.string()), ("input", pa.string()), ("smiles", pa.string()),
          ("embedding", pa.list_(pa.float32(), width)), ("error", pa.string())]
     )  # fmt: skip
-    run.score(_ShardEmbeddings(run, model, schema, options.batch_size), "embed")
+    try:
+        run.start(model, {"command": "fingerprint"})
+        run.score(_ShardEmbeddings(run, model, schema, options.batch_size), "embed")
+    except Interrupted as stop:  # while featurizing or embedding: the work folder is kept
+        name = signal.Signals(stop.signum).name
+        raise Interrupted(
+            stop.signum,
+            f"stopped by {name}; the finished shards are kept in {run.work}: run the same "
+            "command with --resume to continue",
+        ) from None
     output.parent.mkdir(parents=True, exist_ok=True)
     temporary = atomic_path(output)
     records = embedded = 0

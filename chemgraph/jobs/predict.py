@@ -88,6 +88,7 @@ from __future__ import annotations
 import gzip
 import logging
 import os
+import signal
 from collections.abc import Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
@@ -101,6 +102,7 @@ import pyarrow.parquet as pq
 import torch
 
 from chemgraph._files import atomic_path, write_parquet_atomically
+from chemgraph._interrupts import Interrupted
 from chemgraph.data.applicability import (
     DEFAULT_SIMILARITY_THRESHOLD,
     FINGERPRINT,
@@ -264,9 +266,9 @@ def predict_table(
             file of SMILES for a 3D checkpoint or an XYZ file for a 2D one, or
             see :func:`chemgraph.train.checkpoint.load_checkpoint` and
             :func:`chemgraph.library.featurize.featurize_library`.
-        chemgraph._interrupts.Interrupted: SIGINT or SIGTERM (main thread only; while
-            featurizing a file, its :class:`~chemgraph.library.featurize.FeaturizeInterrupted`);
-            complete shards, featurized and scored, are kept for ``resume``.
+        chemgraph._interrupts.Interrupted: SIGINT or SIGTERM (main thread only), while
+            featurizing a file or scoring; complete shards, featurized and scored, are kept
+            for ``resume``, and the message says where and how to continue.
     """
     options = PredictOptions() if options is None else options
     output = Path(output_path)
@@ -281,18 +283,26 @@ def predict_table(
     if top_target not in models.targets:
         raise ValueError(f"top target {top_target!r} is not one of the targets {models.targets}")
     top = options.top
-    run.start(
-        models,
-        {"similarity_threshold": options.similarity_threshold},
-        domain=True,
-        refused=[] if top is None else [(top_path(output, top), f"the --top {top} file")],
-        label_columns=models.low_fidelity_columns,
-        label_use=_low_fidelity_use(models),
-    )
-    models.note_stacked_members()
-    schema = _schema(models)
-    task = _ShardScores(run, models, schema, options.batch_size, options.similarity_threshold)
-    run.score(task, "predict")
+    try:
+        run.start(
+            models,
+            {"similarity_threshold": options.similarity_threshold},
+            domain=True,
+            refused=[] if top is None else [(top_path(output, top), f"the --top {top} file")],
+            label_columns=models.low_fidelity_columns,
+            label_use=_low_fidelity_use(models),
+        )
+        models.note_stacked_members()
+        schema = _schema(models)
+        task = _ShardScores(run, models, schema, options.batch_size, options.similarity_threshold)
+        run.score(task, "predict")
+    except Interrupted as stop:  # while featurizing or scoring: the work folder is kept
+        name = signal.Signals(stop.signum).name
+        raise Interrupted(
+            stop.signum,
+            f"stopped by {name}; the finished shards are kept in {run.work}: run the same "
+            "command with --resume to continue",
+        ) from None
     summary = _write_output(
         run.tables(), schema, output, suffix, top, f"{top_target}_pred", options.ascending
     )

@@ -34,6 +34,9 @@ Output folder::
     parts/shard-NNNNN.parquet    a shard's labels; parts/shard-NNNNN.csv its rejects;
     parts/shard-NNNNN.json       its counts, written last: the shard is complete
 
+``overwrite`` (``--overwrite``) removes these (:data:`OUTPUTS`) from an earlier run's folder
+before writing, and leaves every other file there.
+
 Every record is accounted for: ``read == labelled + rejected``, and ``blank`` counts the blank
 records (whitespace only; neither labelled nor in ``rejected.csv``). The kinds of rejection
 reasons are :data:`REJECT_REASONS` (also in ``chemgraph qc --help`` and the transfer guide):
@@ -97,13 +100,14 @@ from chemgraph.library.records import (
     reason_kind,
     sdf_3d_molecule,
 )
-from chemgraph.library.runner import check_run, run_shards
+from chemgraph.library.runner import check_restart, check_run, run_shards
 from chemgraph.library.workers import run_local
 from chemgraph.qc import QCMolecule, SCFNotConvergedError, xtb_frontier_orbitals
 
 __all__ = [
     "LABEL_COLUMNS",
     "METHODS",
+    "OUTPUTS",
     "REJECT_REASONS",
     "QCInterrupted",
     "QCOptions",
@@ -118,6 +122,8 @@ METHODS = ("GFN2-xTB", "GFN1-xTB")
 """The tight-binding methods of tblite."""
 LABEL_COLUMNS = ("row", "id", "smiles", "homo_ev", "lumo_ev", "gap_ev", "method", "geometry")
 """The columns of ``labels.csv`` / ``labels.parquet``."""
+OUTPUTS = ("manifest.json", "parts", "labels.csv", "labels.parquet", "rejected.csv")
+"""Everything :func:`label_library` writes in its output folder: what ``overwrite`` removes."""
 REJECT_REASONS = (
     "invalid SMILES or unreadable SDF record (RDKit's message)",
     "several fragments (a salt or solvate)",
@@ -402,6 +408,7 @@ def label_library(
     table_format: Literal["csv", "parquet"] = "csv",
     progress: bool = True,
     record_timeout: float | None = 600.0,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """GFN2-xTB HOMO, LUMO and gap (eV) of every molecule of a library, into ``output`` (the
     layout is in the module docstring).
@@ -409,8 +416,9 @@ def label_library(
     Args:
         input_path: ``.smi``, ``.csv``, ``.tsv``, ``.parquet`` or ``.sdf``, optionally gzipped
             (as ``chemgraph featurize`` reads them); read streaming, ``shard_size`` at a time.
-        output: output folder; new or empty, or with ``resume`` an earlier run of the same
-            input and options (:func:`chemgraph._output.resumable_folder`).
+        output: output folder; new or empty, with ``resume`` an earlier run of the same
+            input and options (:func:`chemgraph._output.resumable_folder`), or with
+            ``overwrite`` any folder.
         options: method and conformer settings.
         workers: worker processes (at least one; shards never run in this process). A script
             calling this function needs the ``if __name__ == "__main__":`` guard.
@@ -422,6 +430,9 @@ def label_library(
         record_timeout: the most seconds one record may spend in one step (parse,
             conformers, xtb); a record over it is rejected as ``"timeout: <step> (over N s)"``;
             None: no limit.
+        overwrite: start again in an ``output`` that holds an earlier run or other files:
+            what this function writes there (:data:`OUTPUTS`) is removed once the input and its
+            columns have been checked; any other file is left.
 
     Returns:
         The manifest (also ``output/manifest.json``): ``counts`` holds ``read``, ``blank``,
@@ -431,15 +442,17 @@ def label_library(
 
     Raises:
         MissingDependencyError: tblite is not installed.
+        ConfigError: ``resume`` with ``overwrite``.
         ValueError: bad arguments, an XYZ input (no bonds, no charges: chemgraph qc reads
-            SMILES and SDF records), an input with no records, or an ``output`` that holds a
-            different run (or any run, without ``resume``).
+            SMILES and SDF records), an input with no records, or (without ``overwrite``) an
+            ``output`` that holds a different run, any run without ``resume``, or other files.
         FileNotFoundError: no such input.
         QCInterrupted: SIGINT or SIGTERM (main thread only); the manifest's status is then
             ``"interrupted"``.
     """
     if table_format not in ("csv", "parquet"):
         raise ValueError(f"table_format must be 'csv' or 'parquet', got {table_format!r}")
+    check_restart(resume, overwrite)
     input_path, out = check_run(input_path, output, workers, shard_size, record_timeout)
     check_input_format(input_path, radius_graphs=False)
     tblite = _tblite_version()
@@ -456,7 +469,7 @@ def label_library(
         if next(chunks, None) is None:  # checks the columns before anything is written
             raise ValueError(f"{input_path} holds no records")
         identity = tuple(key for key in manifest if key != "input")
-        prepare_output(out, manifest, identity, ("parts",), resume)
+        prepare_output(out, manifest, identity, ("parts",), resume, OUTPUTS if overwrite else None)
         try:
             summaries = _label_shards(
                 input_path, out, options, workers, shard_size, resume, progress, record_timeout

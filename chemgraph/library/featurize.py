@@ -39,13 +39,16 @@ from chemgraph.library.output import (
     prepare_output,
 )
 from chemgraph.library.records import FeaturizeOptions, check_input_format
-from chemgraph.library.runner import check_run, run_shards, say
+from chemgraph.library.runner import check_restart, check_run, run_shards, say
 from chemgraph.library.workers import run_dask, run_local
 
-__all__ = ["FeaturizeInterrupted", "featurize_library"]
+__all__ = ["OUTPUTS", "FeaturizeInterrupted", "featurize_library"]
 
 #: What must match for ``resume`` to continue a run (the manifest's keys).
 _IDENTITY = ("input_sha256", "options", "graph_featurizer", "shard_size", "chemgraph_version")
+
+#: Everything :func:`featurize_library` writes in its output folder: what ``overwrite`` removes.
+OUTPUTS = ("manifest.json", "graphs", "features", "parts", "rejected.csv")
 
 
 class FeaturizeInterrupted(ShardsInterrupted):
@@ -72,6 +75,7 @@ def featurize_library(
     dask_scheduler: str | None = None,
     progress: bool = True,
     record_timeout: float | None = 60.0,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Featurize a library file into ``output`` (the layout: :mod:`chemgraph.jobs.featurize`).
 
@@ -79,7 +83,7 @@ def featurize_library(
         input_path: ``.smi``, ``.csv``, ``.tsv``, ``.parquet`` or ``.sdf`` (``.xyz`` and
             ``.extxyz`` for radius graphs), optionally gzipped; read streaming,
             ``shard_size`` records at a time.
-        output: output folder; must be new or empty unless ``resume``.
+        output: output folder; must be new or empty unless ``resume`` or ``overwrite``.
         options: what to compute.
         workers: local worker processes (at least one: shards never run in this process).
             They are started with ``forkserver`` (``spawn`` where there is none), so a script
@@ -96,6 +100,9 @@ def featurize_library(
             conformers, canonical SMILES, fingerprints, descriptors); a record over it is
             rejected as ``"timeout: <step> (over N s)"``. None: no limit. Records that take
             long are named on stderr after 10 s (or half the limit) either way.
+        overwrite: start again in an ``output`` that holds an earlier run or other files:
+            what this function writes there (:data:`OUTPUTS`) is removed once the input and its
+            columns have been checked; any other file is left.
 
     Returns:
         The manifest (also written to ``output/manifest.json``): ``counts`` holds ``read``,
@@ -104,13 +111,16 @@ def featurize_library(
         ``rejected_by_reason``, ``shards`` and ``duplicate_ids``.
 
     Raises:
+        ConfigError: ``resume`` with ``overwrite``.
         ValueError: bad options, an input the options cannot read
             (:func:`~chemgraph.library.records.check_input_format`: SMILES for radius graphs,
-            an XYZ file for bond graphs), an input with no records, or an ``output`` that holds
-            a different run (or any run, without ``resume``).
+            an XYZ file for bond graphs), an input with no records, or (without ``overwrite``)
+            an ``output`` that holds a different run, any run without ``resume``, or other
+            files.
         FeaturizeInterrupted: SIGINT or SIGTERM (main thread only); the workers are stopped
             and the manifest's status is ``"interrupted"``.
     """
+    check_restart(resume, overwrite)
     input_path, out = check_run(input_path, output, workers, shard_size, record_timeout)
     check_input_format(input_path, options.radius_graphs is not None)
     with interrupts_raise(FeaturizeInterrupted):
@@ -131,7 +141,10 @@ def featurize_library(
         )  # checks the columns before anything is written
         if first is None:
             raise ValueError(f"{input_path} holds no records")
-        prepare_output(out, manifest, _IDENTITY, ("graphs", "features", "parts"), resume)
+        prepare_output(
+            out, manifest, _IDENTITY, ("graphs", "features", "parts"), resume,
+            OUTPUTS if overwrite else None,
+        )  # fmt: skip
         try:
             summaries, duplicate_ids = _featurize_shards(
                 input_path, out, options, workers, shard_size, resume, dask_scheduler,

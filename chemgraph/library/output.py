@@ -387,16 +387,31 @@ def prepare_output(
     identity: tuple[str, ...],
     folders: tuple[str, ...],
     resume: bool,
+    overwrite: tuple[str, ...] | None = None,
 ) -> None:
     """Open the output folder (:func:`chemgraph._output.resumable_folder`: new or empty, or with
     ``resume`` the earlier run whose manifest has the same values of the ``identity`` keys),
     create its ``folders`` and write the manifest with the status ``"running"``.
 
+    Args:
+        out: the output folder.
+        manifest: the run's manifest.
+        identity: the keys of ``manifest`` that must match to resume.
+        folders: the folders the job writes into, created here.
+        resume: continue the earlier run in ``out``.
+        overwrite: start again (``--overwrite``): the names of everything the job writes in
+            ``out``, removed first; any other file is left. None: a folder that holds a run
+            or other files is refused.
+
     Raises:
-        ValueError: see :func:`chemgraph._output.resumable_folder`.
+        ValueError: see :func:`chemgraph._output.resumable_folder` (``resume`` with
+            ``overwrite`` among its refusals).
     """
     kept = {key: manifest[key] for key in identity}
-    resumable_folder(out, "manifest.json", kept, resume=resume, option="--output")
+    resumable_folder(
+        out, "manifest.json", kept, resume=resume, option="--output",
+        restart_option="--overwrite", overwrite=overwrite,
+    )  # fmt: skip
     for folder in folders:
         (out / folder).mkdir(parents=True, exist_ok=True)
     write_manifest({**manifest, "status": "running"}, out)

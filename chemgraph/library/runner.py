@@ -17,10 +17,11 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from chemgraph.data.readers import Record, iter_record_chunks, library_format
+from chemgraph.errors import ConfigError
 from chemgraph.library.output import ShardSummary
 from chemgraph.library.progress import LibraryProgress
 
-__all__ = ["Runner", "check_run", "run_shards", "say"]
+__all__ = ["Runner", "check_restart", "check_run", "run_shards", "say"]
 
 Runner = Callable[
     [Iterator[tuple[int, list[Record]]], Callable[[str], None], Callable[[int], None]],
@@ -55,6 +56,20 @@ def check_run(
     if not input_path.is_file():
         raise FileNotFoundError(f"input {input_path} does not exist")
     return input_path, Path(output)
+
+
+def check_restart(resume: bool, overwrite: bool) -> None:
+    """Refuse ``resume`` with ``overwrite`` (``--resume``, ``--overwrite``) before anything is
+    read or written.
+
+    Raises:
+        ConfigError: both are set.
+    """
+    if resume and overwrite:
+        raise ConfigError(
+            "--resume continues the run in the output folder and --overwrite starts it again: "
+            "give one of them"
+        )
 
 
 def say(command: str, message: str) -> None:
