@@ -1,18 +1,16 @@
 """What every ``chemgraph`` command is built on: :class:`Command`, the options all commands
-share (:func:`shared_options`), the help formatters that show defaults, and the layout of
-tables printed to the terminal (:func:`output_width`, :func:`table_lines`)."""
+share (:func:`shared_options`: ``--quiet``, ``-v/--verbose``, ``--debug``), the help formatters
+that show defaults, and the layout of tables printed to the terminal (:func:`output_width`,
+:func:`table_lines`). The options that several commands take are defined in
+:mod:`chemgraph.cli.common`."""
 
 from __future__ import annotations
 
 import argparse
 import shutil
-import signal
-import sys
 import textwrap
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
 
 __all__ = [
     "MIN_TEXT_WIDTH",
@@ -22,11 +20,7 @@ __all__ = [
     "HelpFormatter",
     "ExamplesHelpFormatter",
     "add_action",
-    "add_library_options",
-    "add_record_file_options",
-    "add_overwrite_option",
     "output_width",
-    "run_library_job",
     "shared_options",
     "table_lines",
 ]
@@ -86,7 +80,14 @@ def table_lines(
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Ends an option's help with ``(default: X)``, unless X is None, False or empty (nothing
-    to show) or the help already says ``(default``."""
+    to show) or the help already says ``(default``; names an option's spellings once before
+    its value (``-o, --output, --out OUTPUT``)."""
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        if not action.option_strings or action.nargs == 0:
+            return super()._format_action_invocation(action)
+        value = self._format_args(action, self._get_default_metavar_for_optional(action))
+        return f"{', '.join(action.option_strings)} {value}"
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         default = action.default
@@ -143,138 +144,6 @@ def add_action(
     return actions.add_parser(
         name, help=help, formatter_class=HelpFormatter, parents=[shared_options()]
     )
-
-
-def add_overwrite_option(parser: argparse.ArgumentParser) -> None:
-    """``--overwrite`` of a command that writes an ``--out`` folder (the rule of
-    :func:`chemgraph._output.check_output_folder`)."""
-    parser.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="allow a non-empty --out (an earlier run's): files of the same name are "
-        "replaced, others are left",
-    )
-
-
-def add_record_file_options(parser: argparse.ArgumentParser) -> None:
-    """The input file, its columns and the resumable output folder of a command that processes
-    a library's records in shards into a folder (``featurize``, ``qc``)."""
-    parser.add_argument("input", help=".smi, .csv, .tsv, .parquet or .sdf (optionally .gz)")
-    parser.add_argument("--output", required=True, help="output folder (new, or --resume)")
-    parser.add_argument("--smiles-column", help="SMILES column of a table (default: smiles)")
-    parser.add_argument(
-        "--id-column",
-        help="identifier column of a table (default: a column named id, else the row "
-        "number), or SD property of an SDF (default: its title line)",
-    )
-
-
-def add_library_options(parser: argparse.ArgumentParser, work: str, output_help: str) -> None:
-    """The options of a command that streams a library through a trained model shard by
-    shard (``predict``, ``fingerprint``: :class:`chemgraph.library.scoring.LibraryRun`): the
-    input and its columns, the output, batches, workers, shards, Dask, resume and overwrite.
-
-    Args:
-        parser: the command's parser.
-        work: what the command does to a shard (``"scoring"``, ``"embedding"``), for the help.
-        output_help: the help of ``--output`` (its formats).
-    """
-    parser.add_argument(
-        "--input",
-        required=True,
-        help="library file (.smi, .sdf, .csv, .tsv, .parquet, optionally .gz) or a "
-        "chemgraph featurize output folder; for a 3D model (esa-3d), a file of 3D structures "
-        "(.sdf with 3D coordinates, .xyz, .extxyz, optionally .gz)",
-    )
-    parser.add_argument("--output", required=True, help=output_help)
-    parser.add_argument(
-        "--smiles-column", help="SMILES column of a table (default: smiles, SMILES, ...)"
-    )
-    parser.add_argument(
-        "--id-column",
-        help="identifier column of a table (default: a column named id, else the row "
-        "number), SD property of an SDF (default: its title line), or key of an extended-XYZ "
-        "comment line",
-    )
-    parser.add_argument(
-        "--batch-size",
-        type=int,
-        default=256,
-        help="the most molecules per forward pass (fewer when they are large)",
-    )
-    parser.add_argument(
-        "--workers",
-        type=int,
-        default=1,
-        help=f"worker processes: featurizing a file input, and {work} shards on the CPU (each "
-        "worker runs torch on one thread)",
-    )
-    parser.add_argument(
-        "--shard-size", type=int, default=5_000, help="records per shard (a file input)"
-    )
-    parser.add_argument(
-        "--dask-scheduler",
-        help=f"dask.distributed scheduler address: featurize a file and run the {work} of its "
-        "shards as tasks on a cluster (the output byte-identical to a local run's; a file "
-        "system the workers share; see the screening guide); --workers is then not used",
-    )
-    again = parser.add_mutually_exclusive_group()
-    again.add_argument(
-        "--resume", action="store_true", help="continue an interrupted run (OUTPUT.partial/)"
-    )
-    again.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="write over an existing output and discard an interrupted run",
-    )
-
-
-def start_library_workers(args: argparse.Namespace) -> None:
-    """Before a library job's imports: start the server of its local featurization workers
-    (:func:`chemgraph.library.workers.start_worker_server`) when it will featurize a file
-    (not a featurize folder, not on Dask), so that the two processes' imports overlap."""
-    if args.dask_scheduler is None and not Path(args.input).is_dir():
-        from chemgraph.library.workers import start_worker_server
-
-        start_worker_server()
-
-
-def run_library_job(
-    command: str, job: Callable[..., Any], args: argparse.Namespace, options: Any
-) -> Any:
-    """Run ``job`` (:func:`~chemgraph.jobs.predict.predict_table`,
-    :func:`~chemgraph.jobs.fingerprint.fingerprint_table`) on the options of
-    :func:`add_library_options`: the job's summary, or, when an interrupt (Ctrl-C or SIGTERM)
-    stopped it, the exit status ``128 +`` the signal number, after printing how to resume.
-
-    Args:
-        command: the command's name, in the message.
-        job: called as ``job(args.checkpoint, args.input, args.output, options, ...)``.
-        args: the parsed arguments.
-        options: the job's options object.
-    """
-    try:
-        return job(
-            args.checkpoint,
-            args.input,
-            args.output,
-            options,
-            workers=args.workers,
-            shard_size=args.shard_size,
-            resume=args.resume,
-            overwrite=args.overwrite,
-            progress=not args.quiet,
-            dask_scheduler=args.dask_scheduler,
-        )
-    except KeyboardInterrupt as stop:  # chemgraph._interrupts.Interrupted: SIGTERM too
-        signum = getattr(stop, "signum", signal.SIGINT)
-        print(
-            f"chemgraph {command}: stopped by {signal.Signals(signum).name}; the finished "
-            f"shards are kept in {args.output}.partial: run the same command with --resume "
-            "to continue",
-            file=sys.stderr,
-        )
-        return 128 + signum
 
 
 class Command(ABC):

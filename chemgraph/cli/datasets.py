@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from chemgraph.cli.base import Command, add_action, output_width, table_lines
+from chemgraph.cli.common import add_output_option, add_root_option
 
 if TYPE_CHECKING:
     from chemgraph.data.datasets import DatasetCard, SourceFile
@@ -32,21 +33,30 @@ class DatasetsCommand(Command):
         )
         info.add_argument("name")
         info.add_argument("--yaml", action="store_true", help="print the card file as it is")
-        verbs = {
-            "download": "download and verify the source files",
-            "featurize": "parse and featurize into cached graph shards",
-        }
-        for verb, text in verbs.items():
-            sub = add_action(actions, verb, text)
-            sub.add_argument("name")
-            sub.add_argument("--root", help="folder with (or for) the source files")
+        download = add_action(actions, "download", "download and verify the source files")
+        download.add_argument("name")
+        add_output_option(
+            download,
+            "folder to download the source files into; files already there are verified, not "
+            "downloaded again (default: $CHEMGRAPH_HOME/raw/NAME)",
+            dest="root",
+            aliases=("--root",),
+        )
+        featurize = add_action(actions, "featurize", "parse and featurize into cached graph shards")
+        featurize.add_argument("name")
+        add_root_option(
+            featurize,
+            "folder with the source files, the missing ones downloaded into it (default: "
+            "$CHEMGRAPH_HOME/raw/NAME); the graphs go to the cache, "
+            "$CHEMGRAPH_HOME/featurized/NAME",
+        )
+        featurize.add_argument("--preset", default="canonical", help="canonical or ogb")
+        for sub in (download, featurize):
             sub.add_argument(
                 "--allow-unverified",
                 action="store_true",
                 help="accept downloads whose card has no checksum (the hash is logged)",
             )
-            if verb == "featurize":
-                sub.add_argument("--preset", default="canonical", help="canonical or ogb")
 
     def run(self, args: argparse.Namespace) -> int:
         """List the datasets, print a card, or download or featurize a dataset.

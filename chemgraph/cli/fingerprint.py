@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from chemgraph.cli.base import (
-    Command,
-    ExamplesHelpFormatter,
+from chemgraph.cli.base import Command, ExamplesHelpFormatter
+from chemgraph.cli.common import (
+    add_checkpoint_option,
     add_library_options,
     run_library_job,
     start_library_workers,
@@ -17,7 +17,7 @@ __all__ = ["FingerprintCommand"]
 FINGERPRINT_EPILOG = """\
 examples:
   chemgraph fingerprint --checkpoint runs/esol/best.ckpt --input library.smi --output emb.parquet
-  chemgraph featurize library.smi.gz --output lib/ --workers 4
+  chemgraph featurize -i library.smi.gz -o lib/ --workers 4
   chemgraph fingerprint --checkpoint runs/esol --input lib/ --output emb.parquet --workers 2
 
 output columns: row, id, input (the record as given), smiles (canonical), embedding (a
@@ -47,26 +47,27 @@ class FingerprintCommand(Command):
     formatter_class = ExamplesHelpFormatter
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument(
-            "--checkpoint",
+        add_checkpoint_option(
+            parser,
+            "best.ckpt written by train, or a train --output folder (one model)",
             required=True,
-            help="best.ckpt written by train, or a train --out folder (one model)",
         )
         add_library_options(parser, "embedding", "parquet file to write")
 
     def run(self, args: argparse.Namespace) -> int:
-        """Embed and print a summary (none with ``--quiet``: warnings and errors only); an
-        interrupt (Ctrl-C or SIGTERM) prints how to resume and returns 128 + the signal
-        number."""
+        """Embed and print a summary (none with ``--quiet``: warnings and errors only).
+
+        Raises:
+            chemgraph._interrupts.Interrupted: Ctrl-C or SIGTERM; its message says how to
+                resume (printed by :func:`chemgraph.cli.main.main`).
+        """
         start_library_workers(args)  # before the imports below: they overlap with its own
         from chemgraph.jobs.fingerprint import FingerprintOptions, fingerprint_table
 
         options = FingerprintOptions(
             smiles_column=args.smiles_column, id_column=args.id_column, batch_size=args.batch_size
         )
-        summary = run_library_job("fingerprint", fingerprint_table, args, options)
-        if isinstance(summary, int):  # interrupted
-            return summary
+        summary = run_library_job(fingerprint_table, args, options)
         if args.quiet:  # the rows' errors are in the output; warnings were logged
             return 0
         failed = f"; {summary.failed:,} could not be featurized (see the error column)"

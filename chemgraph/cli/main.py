@@ -9,9 +9,11 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Iterator
 
 from chemgraph import __version__
+from chemgraph._interrupts import Interrupted
 from chemgraph.cli.base import SHARED_DEFAULTS, HelpFormatter, shared_options
 from chemgraph.cli.datasets import DatasetsCommand
 from chemgraph.cli.featurize import FeaturizeCommand
@@ -31,6 +33,7 @@ __all__ = [
     "USER_ERRORS",
     "build_parser",
     "console_logging",
+    "interrupted_line",
     "main",
 ]
 
@@ -59,7 +62,7 @@ USER_ERRORS = (ChemgraphError, OSError, ValueError)
 #: ``yes``), so that ``set -o pipefail`` scripts see the same as with those; nothing is printed.
 BROKEN_PIPE_STATUS = 141
 
-#: Exit status after Ctrl-C (SIGINT) that no command handled: 128 + SIGINT (2), as shells report.
+#: Exit status after Ctrl-C (SIGINT): 128 + SIGINT (2), as shells report; after SIGTERM, 143.
 INTERRUPTED_STATUS = 130
 
 
@@ -130,9 +133,12 @@ def main(argv: list[str] | None = None) -> int:
         line ``chemgraph <command>: error: <message>`` on stderr; :data:`BROKEN_PIPE_STATUS`
         (141), silently, when standard output is a pipe whose reader closed it early (the rest
         of the output goes to the null device, so that Python's flush at exit stays quiet);
-        :data:`INTERRUPTED_STATUS` (130) with one line on stderr after a Ctrl-C that the
-        command does not handle itself (e.g. while it imports its libraries), 128 + 15 after
-        a SIGTERM that a job turned into :class:`chemgraph._interrupts.Interrupted`.
+        128 + the signal number after an interrupt, with one line on stderr
+        (:func:`interrupted_line`): :data:`INTERRUPTED_STATUS` (130) after Ctrl-C (SIGINT),
+        143 after a SIGTERM that a job turned into :class:`chemgraph._interrupts.Interrupted`.
+        main is the only place that catches an interrupt: a job that keeps its work says where
+        and how to resume in the exception's message
+        (:class:`chemgraph._interrupts.ShardsInterrupted`).
         Any other exception is raised with its traceback, and so is a user error with
         ``--debug``.
     """
@@ -150,13 +156,35 @@ def main(argv: list[str] | None = None) -> int:
                 raise
             print(f"chemgraph {args.command}: error: {error}", file=sys.stderr)
             return 2
-        except KeyboardInterrupt as stop:  # Ctrl-C (or SIGTERM: Interrupted) not handled before
+        except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM (Interrupted)
             if args.debug:
                 raise
-            signum = getattr(stop, "signum", signal.SIGINT)
-            name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
-            print(f"chemgraph {args.command}: interrupted ({name})", file=sys.stderr)
-            return 128 + signum
+            _print_uninterrupted(f"chemgraph {args.command}: {interrupted_line(stop)}")
+            return 128 + getattr(stop, "signum", signal.SIGINT)
+
+
+def interrupted_line(stop: KeyboardInterrupt) -> str:
+    """What an interrupt that stopped a command is said as: the job's own message when it gives
+    one (where its complete work is kept and how to resume: ``stopped by SIGTERM; 3 complete
+    shard(s) kept in out; run the same command with --resume to continue``), else
+    ``interrupted (Ctrl-C)`` or ``interrupted (SIGTERM)``."""
+    signum = getattr(stop, "signum", signal.SIGINT)
+    if isinstance(stop, Interrupted) and str(stop) != str(Interrupted(signum)):
+        return str(stop)
+    return f"interrupted ({'Ctrl-C' if signum == signal.SIGINT else signal.Signals(signum).name})"
+
+
+def _print_uninterrupted(line: str) -> None:
+    """Print ``line`` on stderr with SIGINT ignored meanwhile: ``timeout -s INT`` and a terminal
+    send one to the process and one to its group, and the second must not cut the line short."""
+    if threading.current_thread() is not threading.main_thread():
+        print(line, file=sys.stderr)
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        print(line, file=sys.stderr)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _discard_stdout() -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from chemgraph.cli.base import (
-    Command,
-    ExamplesHelpFormatter,
+from chemgraph.cli.base import Command, ExamplesHelpFormatter
+from chemgraph.cli.common import (
+    add_checkpoint_option,
     add_library_options,
     run_library_job,
     start_library_workers,
@@ -17,9 +17,9 @@ __all__ = ["PredictCommand"]
 PREDICT_EPILOG = """\
 examples:
   chemgraph predict --checkpoint runs/esol/best.ckpt --input new.csv --output predicted.csv
-  chemgraph featurize library.smi.gz --output lib/ --workers 4
+  chemgraph featurize -i library.smi.gz -o lib/ --workers 4
   chemgraph predict --checkpoint best.ckpt --input lib/ --output hits.parquet --top 100
-  chemgraph train ... --ensemble 5 --out runs/ens
+  chemgraph train ... --ensemble 5 -o runs/ens
   chemgraph predict --checkpoint runs/ens --input library.sdf --output scores.csv
   chemgraph predict --checkpoint /shared/ens --input /shared/lib.smi.gz \\
       --output /shared/scores.parquet --dask-scheduler tcp://scheduler:8786
@@ -65,12 +65,12 @@ class PredictCommand(Command):
     formatter_class = ExamplesHelpFormatter
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument(
-            "--checkpoint",
-            required=True,
-            action="append",
-            help="best.ckpt written by train, a train --out folder, or an ensemble folder "
+        add_checkpoint_option(
+            parser,
+            "best.ckpt written by train, a train --output folder, or an ensemble folder "
             "(train --ensemble); repeat it to average several checkpoints",
+            required=True,
+            repeat=True,
         )
         add_library_options(
             parser, "scoring", "file to write: .csv, .csv.gz or .parquet (with --top, also "
@@ -99,9 +99,12 @@ class PredictCommand(Command):
         )
 
     def run(self, args: argparse.Namespace) -> int:
-        """Predict and print a summary (none with ``--quiet``: warnings and errors only); an
-        interrupt (Ctrl-C or SIGTERM) prints how to resume and returns 128 + the signal
-        number."""
+        """Predict and print a summary (none with ``--quiet``: warnings and errors only).
+
+        Raises:
+            chemgraph._interrupts.Interrupted: Ctrl-C or SIGTERM; its message says how to
+                resume (printed by :func:`chemgraph.cli.main.main`).
+        """
         start_library_workers(args)  # before the imports below: they overlap with its own
         from chemgraph.jobs.predict import PredictOptions, predict_table
 
@@ -117,9 +120,7 @@ class PredictCommand(Command):
             ascending=args.ascending,
             **threshold,
         )
-        summary = run_library_job("predict", predict_table, args, options)
-        if isinstance(summary, int):  # interrupted
-            return summary
+        summary = run_library_job(predict_table, args, options)
         if args.quiet:  # the rows' errors are in the output; warnings were logged
             return 0
         if summary.out_of_domain is not None:

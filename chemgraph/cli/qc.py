@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import signal
-import sys
 from pathlib import Path
 
-from chemgraph.cli.base import Command, add_record_file_options
+from chemgraph.cli.base import Command
+from chemgraph.cli.common import (
+    add_conformers_option,
+    add_record_file_options,
+    add_record_timeout_option,
+    add_seed_option,
+    add_shard_size_option,
+    add_workers_option,
+)
 
 __all__ = ["QCCommand"]
 
@@ -34,31 +40,32 @@ class QCCommand(Command):
         "converged (--max-cycle); xtb failed (another tblite error); degenerate HOMO and "
         "LUMO; timeout: <step> (--record-timeout); crash: <step> (the worker died). "
         "--resume continues an "
-        "interrupted run; Ctrl-C stops the workers and keeps the finished shards. Needs the "
-        "qc extra: pip install 'chemgraph[qc]'."
+        "interrupted run (Ctrl-C stops the workers and keeps the finished shards), --overwrite "
+        "replaces an earlier one. Needs the qc extra: pip install 'chemgraph[qc]'."
     )
     epilog = (
-        "example: chemgraph qc library.smi --output xtb_labels --workers 2\n"
-        "then:    chemgraph train --data xtb_labels/labels.csv --target-columns homo_ev,lumo_ev "
-        "--out runs/xtb"
+        "example: chemgraph qc -i library.smi -o xtb_labels --workers 2\n"
+        "then:    chemgraph train -i xtb_labels/labels.csv --target-columns homo_ev,lumo_ev "
+        "-o runs/xtb"
     )
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        add_record_file_options(parser)
+        add_record_file_options(
+            parser, "its manifest.json, parts/, labels.csv, labels.parquet and rejected.csv"
+        )
         parser.add_argument(
             "--method",
             choices=["GFN2-xTB", "GFN1-xTB"],
             default="GFN2-xTB",
             help="tight-binding method (default: GFN2-xTB)",
         )
-        parser.add_argument(
-            "--conformers",
-            type=int,
+        add_conformers_option(
+            parser,
             default=10,
             help="ETKDGv3 conformers embedded per molecule; the lowest-MMFF94-energy one is "
             "labelled (default: 10)",
         )
-        parser.add_argument("--seed", type=int, default=0, help="conformer seed (default: 0)")
+        add_seed_option(parser, "seed of the conformer embedding (default: 0)", default=0)
         parser.add_argument(
             "--max-cycle",
             type=int,
@@ -72,45 +79,19 @@ class QCCommand(Command):
             default="csv",
             help="the labels table: OUTPUT/labels.csv or OUTPUT/labels.parquet (default: csv)",
         )
-        parser.add_argument("--workers", type=int, default=1, help="worker processes")
-        parser.add_argument(
-            "--shard-size",
-            type=int,
-            default=100,
-            help="molecules per shard, the unit of --resume (default: 100)",
+        add_workers_option(parser, "worker processes, each labelling whole shards")
+        add_shard_size_option(
+            parser, "molecules per shard, the unit of --resume (default: 100)", 100
         )
-        parser.add_argument("--resume", action="store_true", help="continue an interrupted run")
-        parser.add_argument(
-            "--record-timeout",
-            type=float,
-            default=600.0,
-            metavar="SECONDS",
-            help="most seconds one record may spend in one step (parse, conformers, xtb); a "
-            "record over it is listed in rejected.csv as 'timeout: <step>' and the run goes "
-            "on; 0: no limit (default: 600)",
-        )
+        add_record_timeout_option(parser, 600.0, "parse, conformers, xtb", " (default: 600)")
 
     def run(self, args: argparse.Namespace) -> int:
-        """Label; SIGINT/SIGTERM print one line saying how to resume and return 128 + the
-        signal number (the same line from the first moment: a Ctrl-C while the job's
-        libraries are still imported says that nothing was written)."""
-        from chemgraph._interrupts import ShardsInterrupted
+        """Label and print the summary.
 
-        try:
-            return self._label(args)
-        except KeyboardInterrupt as stop:  # QCInterrupted, or a Ctrl-C during the imports
-            if not isinstance(stop, ShardsInterrupted):
-                stop = ShardsInterrupted(signal.SIGINT)  # "... before any output was written"
-            # a second SIGINT (`timeout -s INT` sends one to the process and one to its group)
-            # must not cut the line short
-            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-            try:
-                print(f"chemgraph qc: {stop}", file=sys.stderr)
-            finally:
-                signal.signal(signal.SIGINT, previous)
-            return 128 + stop.signum
-
-    def _label(self, args: argparse.Namespace) -> int:
+        Raises:
+            chemgraph.jobs.qc.QCInterrupted: SIGINT or SIGTERM; its message says how to
+                resume (printed by :func:`chemgraph.cli.main.main`).
+        """
         from chemgraph.jobs.qc import QCOptions, label_library, summary_table
 
         options = QCOptions(
@@ -128,6 +109,7 @@ class QCCommand(Command):
             workers=args.workers,
             shard_size=args.shard_size,
             resume=args.resume,
+            overwrite=args.overwrite,
             table_format=args.format,
             progress=not args.quiet,
             record_timeout=args.record_timeout or None,

@@ -9,6 +9,15 @@ import logging
 from typing import Any
 
 from chemgraph.cli.base import Command, ExamplesHelpFormatter
+from chemgraph.cli.common import (
+    add_batch_size_option,
+    add_checkpoint_option,
+    add_id_column_option,
+    add_input_option,
+    add_output_option,
+    add_overwrite_option,
+    add_workers_option,
+)
 
 __all__ = ["ReactCommand", "given_product", "reaction_lines"]
 
@@ -72,9 +81,9 @@ class ReactCommand(Command):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("reaction", nargs="?", help="one reaction SMILES 'reactants>reagents>'")
-        parser.add_argument(
-            "--input",
-            help="file of reactions: one reaction SMILES a line, or a .csv/.tsv with a reaction "
+        add_input_option(
+            parser,
+            "file of reactions: one reaction SMILES a line, or a .csv/.tsv with a reaction "
             "column (plain or .gz)",
         )
         parser.add_argument(
@@ -84,15 +93,15 @@ class ReactCommand(Command):
             help="centre: reaction-centre prediction (default; the shipped model unless "
             "--checkpoint); generate: GRAT's autoregressive decoder (needs --checkpoint)",
         )
-        parser.add_argument(
-            "--checkpoint",
-            help="with --decoder centre, a model.pt of chemgraph.reactions.reaction_centre "
+        add_checkpoint_option(
+            parser,
+            "with --decoder centre, a model.pt of chemgraph.reactions.reaction_centre "
             "(default: the shipped model); with --decoder generate, best.ckpt of the "
             "reaction_outcome recipe, or the run folder holding it",
         )
-        parser.add_argument(
-            "--output",
-            help="CSV to write (with --input): one row per non-blank input line, in input order "
+        add_output_option(
+            parser,
+            "CSV file to write (with --input): one row per non-blank input line, in input order "
             "(row = 0-based line number, or data row of a .csv/.tsv), id (see --id-column), "
             "reaction, target (the "
             "recorded product, when the input has one) and target_rank (its rank among the "
@@ -101,9 +110,9 @@ class ReactCommand(Command):
             "0-based input atoms), unknown_elements (centre: elements the model has no atom "
             "feature for), and an error column saying why a reaction was not decoded",
         )
-        parser.add_argument(
-            "--id-column",
-            help="with a .csv/.tsv --input, the identifier column copied into --output's id "
+        add_id_column_option(
+            parser,
+            "with a .csv/.tsv --input, the identifier column copied into --output's id "
             "column, stripped of surrounding blanks, empty where the cell is (default: a "
             "column named id, ID or Id; without one, id is the row number)",
         )
@@ -115,20 +124,15 @@ class ReactCommand(Command):
             help="with --input, print the predictions of the first N reactions (0 = only the "
             "summary; all are in --output)",
         )
-        parser.add_argument(
-            "--overwrite", action="store_true", help="replace an existing --output file"
-        )
+        add_overwrite_option(parser, "replace an existing --output file")
         parser.add_argument("--top-k", type=int, default=5, help="predictions per reaction")
         parser.add_argument("--beam-width", type=int, default=8, help="beam width (generate)")
-        parser.add_argument("--batch-size", type=int, default=32, help="reactions per beam search")
-        parser.add_argument(
-            "--workers",
-            type=int,
-            default=1,
-            help="with --input and --decoder centre, processes that enumerate candidate "
-            "products (same predictions; each takes a few seconds to start, so it pays for "
-            "hundreds of reactions: 2,000 test reactions at 27-39 reactions/s with 2 on 2 idle "
-            "cores)",
+        add_batch_size_option(parser, "reactions per beam search", 32)
+        add_workers_option(
+            parser,
+            "with --input and --decoder centre, processes that enumerate candidate products "
+            "while the model ranks the last ones (same predictions); each starts once per run, "
+            "so they pay for files of many reactions, not for a few (benchmarks/README.md)",
         )
 
     def run(self, args: argparse.Namespace) -> int:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from chemgraph.cli.base import Command, add_action, add_overwrite_option, output_width, table_lines
+from chemgraph.cli.base import Command, add_action, output_width, table_lines
+from chemgraph.cli.common import (
+    add_config_option,
+    add_max_time_option,
+    add_output_option,
+    add_overwrite_option,
+    add_seeds_option,
+)
 
 __all__ = ["RecipeCommand"]
 
@@ -21,9 +28,9 @@ class RecipeCommand(Command):
         add_action(actions, "list", "registered recipes, each with its description")
         run = add_action(actions, "run", "run a recipe and print its results")
         run.add_argument("name")
-        run.add_argument(
-            "--config",
-            help="YAML with the settings to change, merged over the recipe's config.yaml (or "
+        add_config_option(
+            run,
+            "YAML with the settings to change, merged over the recipe's config.yaml (or "
             "over the profile its 'profile' key names, e.g. 'profile: cpu' for cpu.yaml)",
         )
         run.add_argument(
@@ -36,17 +43,17 @@ class RecipeCommand(Command):
             "YAML (5, 1.0e-3, true, null, [a, b], text); an unknown key is refused with the "
             "valid ones",
         )
-        run.add_argument(
-            "--max-time-minutes",
-            type=float,
-            metavar="N",
-            help="wall-clock budget of the training, for the recipes with a max_time_minutes "
+        add_max_time_option(
+            run,
+            "wall-clock budget of the training, for the recipes with a max_time_minutes "
             "setting (= --set max_time_minutes=N)",
         )
-        run.add_argument("--seeds", type=int, help="number of seeds (overrides the config)")
-        run.add_argument(
-            "--out",
-            help="output folder, new or empty (default: the config's out, else runs/NAME)",
+        add_seeds_option(run, "number of seeds, 0 to N-1 (overrides the config)")
+        add_output_option(
+            run,
+            "output folder, new or empty (default: the config's out, else runs/NAME)",
+            dest="out",
+            aliases=("--out",),
         )
         add_overwrite_option(run)
 
@@ -82,7 +89,7 @@ class RecipeCommand(Command):
             overrides = merge_settings(overrides, {"progress": False})
         config = with_overrides(args.name, args.config, overrides)
         out = args.out or recipe_settings(args.name, config).get("out") or f"runs/{args.name}"
-        check_output_folder(out, "--out", args.overwrite, "--overwrite")
+        check_output_folder(out, "--output", args.overwrite, "--overwrite")
         module.run(config=config, seeds=args.seeds, out=out)
         return 0
 

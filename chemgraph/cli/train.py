@@ -5,31 +5,47 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from chemgraph.cli.base import Command, ExamplesHelpFormatter, add_overwrite_option
+from chemgraph.cli.base import Command, ExamplesHelpFormatter
+from chemgraph.cli.common import (
+    add_config_option,
+    add_input_option,
+    add_max_time_option,
+    add_model_option,
+    add_output_option,
+    add_overwrite_option,
+    add_preparation_options,
+    add_root_option,
+    add_seed_option,
+    add_smiles_column_option,
+    add_target_columns_option,
+)
 from chemgraph.model_names import MODEL_DESCRIPTIONS
 
 __all__ = ["TrainCommand"]
 
+#: The settings a run needs, by the flags that give them.
+_REQUIRED = {"data": "-i/--input", "out": "-o/--output"}
+
 TRAIN_EPILOG = """\
 examples:
-  chemgraph train --data delaney-processed.csv --smiles-column smiles \\
+  chemgraph train -i delaney-processed.csv --smiles-column smiles \\
       --target-columns "measured log solubility in mols per litre" --task regression \\
-      --model esa --split random --seed 0 --max-epochs 50 --out runs/esol
-  chemgraph train --data tox21.csv.gz --target-columns NR-AR,NR-AhR --task classification \\
-      --split scaffold --out runs/tox21 --config my_settings.yaml
-  chemgraph train --data my_200_measured.csv --target-columns gap --init-from runs/xtb/best.ckpt \\
-      --freeze-encoder --out runs/finetuned
+      --model esa --split random --seed 0 --max-epochs 50 -o runs/esol
+  chemgraph train -i tox21.csv.gz --target-columns NR-AR,NR-AhR --task classification \\
+      --split scaffold -o runs/tox21 --config my_settings.yaml
+  chemgraph train -i my_200_measured.csv --target-columns gap --init-from runs/xtb/best.ckpt \\
+      --freeze-encoder -o runs/finetuned
 
-outputs in --out: best.ckpt, metrics.json (overall and per task), predictions.csv, rejected.csv,
+outputs in --output: best.ckpt, metrics.json (overall and per task), predictions.csv, rejected.csv,
 learning_curve.png, test-split plots (parity.png and residuals.png for regression; roc_curve.png,
 pr_curve.png and confusion_matrix.png for classification) and config.yaml (every setting used;
-reusable with --config). --out must
+reusable with --config). --output must
 be a new or empty folder; --overwrite writes over an earlier run (replacing these files). With
---ensemble K, each of the K models writes these files to --out/model-<k>, and --out gets the
+--ensemble K, each of the K models writes these files to OUTPUT/model-<k>, and OUTPUT gets the
 ensemble's metrics.json (from the members' mean prediction, and each member's metrics),
 predictions.csv (mean as <target>_pred, members' sample standard deviation, ddof=1, as
 <target>_std),
-test-split plots and config.yaml (--config OUT/config.yaml --ensemble K repeats the run).
+test-split plots and config.yaml (--config OUTPUT/config.yaml --ensemble K repeats the run).
 """
 
 
@@ -53,22 +69,25 @@ class TrainCommand(Command):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         # Defaults left None here are TrainingConfig's (or a --config file's); the help says them.
-        parser.add_argument(
-            "--data",
-            help="CSV, TSV or parquet file (optionally .gz), an SDF file (SD properties as "
+        add_input_option(
+            parser,
+            "CSV, TSV or parquet file (optionally .gz), an SDF file (SD properties as "
             "targets), a registered dataset name (chemgraph datasets list), or a chemgraph "
-            "featurize output folder made with --label-columns (its graphs, not featurized "
+            "featurize output folder made with --target-columns (its graphs, not featurized "
             "again)",
+            dest="data",
+            aliases=("--data",),
         )
-        parser.add_argument(
-            "--root",
+        add_root_option(
+            parser,
             dest="data_root",
-            help="with --data NAME: folder holding a local copy of the dataset's files (offline)",
+            help="with -i NAME (a dataset): folder holding a local copy of the dataset's files "
+            "(offline)",
         )
-        parser.add_argument("--smiles-column", help="column holding SMILES (default: smiles)")
-        parser.add_argument(
-            "--target-columns",
-            help="comma-separated property columns to predict; empty cells count as missing "
+        add_smiles_column_option(parser, "column holding SMILES (default: smiles)")
+        add_target_columns_option(
+            parser,
+            "comma-separated property columns to predict; empty cells count as missing "
             "(default with a dataset name: the card's targets)",
         )
         parser.add_argument(
@@ -78,10 +97,9 @@ class TrainCommand(Command):
             "classification when every target column holds only 0 and 1, otherwise regression "
             "(a note is printed when a target is 0/1); with a dataset name: the card's task",
         )
-        parser.add_argument(
-            "--model",
-            choices=list(MODEL_DESCRIPTIONS),
-            help="; ".join(f"{name}: {text}" for name, text in MODEL_DESCRIPTIONS.items())
+        add_model_option(
+            parser,
+            "; ".join(f"{name}: {text}" for name, text in MODEL_DESCRIPTIONS.items())
             + " (default: esa, or the --init-from checkpoint's)",
         )
         parser.add_argument(
@@ -102,27 +120,17 @@ class TrainCommand(Command):
             "rows (Chemprop's --splits-file with one split is read too); a row in two splits "
             "is an error, a molecule in two splits is reported as leakage",
         )
-        parser.add_argument(
-            "--seed", type=int, help="random seed for split, weights, shuffling (default: 0)"
-        )
-        parser.add_argument(
-            "--standardize",
-            choices=["none", "basic", "chembl"],
-            help="standardise every molecule before featurizing it, as chemgraph featurize "
-            "--standardize does (default: none); stored in the checkpoint, so predict "
-            "prepares new molecules the same way",
-        )
-        parser.add_argument(
-            "--fragments",
-            choices=["keep", "largest"],
-            help="keep every fragment of a salt or mixture, or only the largest (after "
-            "--standardize; default: keep); stored in the checkpoint like --standardize",
+        add_seed_option(parser, "seed of the split, the weights and the shuffling (default: 0)")
+        add_preparation_options(
+            parser,
+            "stored in the checkpoint, so predict prepares new molecules the same way",
+            defaults=False,
         )
         parser.add_argument(
             "--protocol",
             choices=["default", "paper"],
             help="optimisation settings: default (AdamW lr 5e-4 with warm-up and cosine decay, "
-            "batch 128, 50 epochs: learns within minutes on a CPU; ESA and NSA batch 64, GCN, "
+            "batch 128, 50 epochs, sized for a CPU; ESA and NSA batch 64, GCN, "
             "GIN and GMoE batch 32 and lr 1e-3) or paper (Buterez et al. 2024 "
             "SI 7: lr 1e-4, batch 128, clipping 0.5, halve the lr after 15 epochs without "
             "improvement, stop after 30, up to 1000 epochs); settings given in --config or "
@@ -131,10 +139,9 @@ class TrainCommand(Command):
         parser.add_argument(
             "--max-epochs", type=int, help="maximum training epochs (default: the protocol's)"
         )
-        parser.add_argument(
-            "--max-time-minutes",
-            type=float,
-            help="wall-clock budget of training in minutes, at least 0.1; the best checkpoint so "
+        add_max_time_option(
+            parser,
+            "wall-clock budget of training in minutes, at least 0.1; the best checkpoint so "
             "far is kept (default: none). Results then depend on machine speed and load: prefer "
             "--max-epochs",
         )
@@ -146,15 +153,17 @@ class TrainCommand(Command):
             "processes without a GPU; each process takes batch_size molecules per step "
             "(default: 1)",
         )
-        parser.add_argument("--out", help="output folder, new or empty (see --overwrite)")
+        add_output_option(
+            parser, "output folder, new or empty (see --overwrite)", dest="out", aliases=("--out",)
+        )
         add_overwrite_option(parser)
         parser.add_argument(
             "--ensemble",
             type=int,
             metavar="K",
-            help="train K >= 2 models on the split of SEED with weight seeds SEED, SEED+1, ..., "
-            "SEED+K-1, each in OUT/model-<k> with all its outputs; OUT gets the metrics and "
-            "predictions of their mean prediction; chemgraph predict --checkpoint OUT gives "
+            help="train K >= 2 models on the split of --seed N with weight seeds N, N+1, ..., "
+            "N+K-1, each in OUTPUT/model-<k> with all its outputs; OUTPUT gets the metrics and "
+            "predictions of their mean prediction; chemgraph predict --checkpoint OUTPUT gives "
             "their mean prediction and its standard deviation",
         )
         parser.add_argument(
@@ -173,13 +182,22 @@ class TrainCommand(Command):
             help="with --init-from: train the new output head only, the copied weights stay as "
             "they are (Chemprop's --freeze-encoder)",
         )
-        parser.add_argument(
-            "--config",
-            help="YAML file with any training setting (keys as in the config.yaml a run "
+        add_config_option(
+            parser,
+            "YAML file with any training setting (keys as in the config.yaml a run "
             "writes); command-line options override it",
         )
 
     def run(self, args: argparse.Namespace) -> int:
+        """Train (an ensemble with ``--ensemble``) and print the test metrics.
+
+        Raises:
+            ConfigError: no ``-i/--input`` or ``-o/--output`` (and no ``--config``).
+            ValueError: a non-empty ``-o/--output`` without ``--overwrite`` (named by its
+                flag), or see :func:`chemgraph.jobs.train.train`.
+        """
+        from chemgraph._output import check_output_folder
+        from chemgraph.errors import ConfigError
         from chemgraph.jobs.train import ensemble_member, train, train_ensemble
         from chemgraph.train.config import TrainingConfig
         from chemgraph.train.metrics import format_ensemble_metrics, format_metrics
@@ -212,7 +230,12 @@ class TrainCommand(Command):
         if args.config:
             config = TrainingConfig.from_yaml(args.config, **overrides)
         else:
+            missing = [flag for key, flag in _REQUIRED.items() if overrides[key] is None]
+            if missing:
+                raise ConfigError(f"chemgraph train needs {' and '.join(missing)}")
             config = TrainingConfig.from_dict({k: v for k, v in overrides.items() if v is not None})
+        # the job names the folder by its configuration key's flag; the user's is -o/--output
+        check_output_folder(config.out, "--output", args.overwrite, "--overwrite")
         if args.ensemble is None:
             print(format_metrics(train(config, overwrite=args.overwrite)))
         else:

@@ -7,21 +7,36 @@ import argparse
 from pathlib import Path
 
 from chemgraph.cli.base import Command, ExamplesHelpFormatter
-from chemgraph.model_names import MODEL_DESCRIPTIONS
+from chemgraph.cli.common import (
+    add_batch_size_option,
+    add_config_option,
+    add_id_column_option,
+    add_input_option,
+    add_model_option,
+    add_output_option,
+    add_overwrite_option,
+    add_preparation_options,
+    add_seeds_option,
+    add_smiles_column_option,
+    add_workers_option,
+)
 
 __all__ = ["TransferCommand"]
 
+#: The flag of each setting whose key is not its flag's name (``--input`` for ``data``).
+FLAG_NAMES = {"data": "--input", "out": "--output"}
+
 TRANSFER_EPILOG = """\
 examples:
-  chemgraph transfer --data labels.csv --smiles-column smiles \\
+  chemgraph transfer -i labels.csv --smiles-column smiles \\
       --low-fidelity-columns xtb_homo,xtb_lumo --high-fidelity-columns gw_homo,gw_lumo \\
-      --model gin --seeds 3 --out runs/xtb_to_gw
-  chemgraph transfer --data labels.csv --geometry structures.sdf --model esa-3d \\
-      --low-fidelity-columns dft_gap --high-fidelity-columns gw_gap --out runs/gap_3d
+      --model gin --seeds 3 -o runs/xtb_to_gw
+  chemgraph transfer -i labels.csv --geometry structures.sdf --model esa-3d \\
+      --low-fidelity-columns dft_gap --high-fidelity-columns gw_gap -o runs/gap_3d
   chemgraph predict --checkpoint runs/xtb_to_gw/checkpoints/transductive_seed0_gw_homo \\
       --input new.csv --output new_predictions.csv
 
-outputs in --out: table.md / table.csv (test RMSE of every strategy, mean ± std over seeds,
+outputs in --output: table.md / table.csv (test RMSE of every strategy, mean ± std over seeds,
 with the baselines of each setting on the same split; table.md also the seed ensembles),
 ensembles.csv (test RMSE of each strategy's mean prediction over its seeds; empty with one
 seed), baselines.csv, runs.csv (one row per model), predictions.csv (test molecules: id,
@@ -58,14 +73,16 @@ class TransferCommand(Command):
     formatter_class = ExamplesHelpFormatter
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--config", help="YAML of these options (transfer.yaml of a run)")
-        parser.add_argument("--data", help="table of molecules (.csv, .tsv, .parquet)")
-        parser.add_argument(
-            "--smiles-column",
-            help="column holding SMILES (default: smiles; with --geometry used when present, "
+        add_config_option(parser, "YAML of these options (transfer.yaml of a run)")
+        add_input_option(
+            parser, "table of molecules (.csv, .tsv, .parquet)", dest="data", aliases=("--data",)
+        )
+        add_smiles_column_option(
+            parser,
+            "column holding SMILES (default: smiles; with --geometry used when present, "
             "for the fingerprint baselines; a column named here must exist)",
         )
-        parser.add_argument("--id-column", help="molecule identifiers (default: row number)")
+        add_id_column_option(parser, "molecule identifiers (default: row number)")
         parser.add_argument(
             "--low-fidelity-columns", help="comma-separated low-fidelity (cheap) label columns"
         )
@@ -79,10 +96,9 @@ class TransferCommand(Command):
             help="SDF, XYZ or extended XYZ file, one 3D structure per table row in row order "
             "(Å), for a radius-graph model (esa-3d)",
         )
-        parser.add_argument(
-            "--model",
-            choices=list(MODEL_DESCRIPTIONS),
-            help="model family (default: esa-3d; with SMILES choose a bond-graph one, e.g. esa)",
+        add_model_option(
+            parser,
+            "model family (default: esa-3d; with SMILES choose a bond-graph one, e.g. esa)",
         )
         parser.add_argument(
             "--featurizer",
@@ -107,40 +123,59 @@ class TransferCommand(Command):
             "per target from 0, 0.1, ..., 1 by validation RMSE (runs.csv: stack_weight); the "
             "checkpoints hold the unstacked model",
         )
-        # defaults: chemgraph.jobs.transfer.TransferConfig, Buterez et al. 2024's protocol
-        # (SI 4, SI 7), sized for a GPU and 25,000 high-fidelity molecules
-        parser.add_argument("--seeds", type=int, help="seeds 0..N-1 of every strategy (default: 5)")
+        add_preparation_options(
+            parser,
+            "of the SMILES (not used with --geometry); stored in the checkpoints, so predict "
+            "prepares new molecules the same way",
+            defaults=False,
+        )
+        # defaults: TransferConfig, Buterez et al. 2024's protocol (SI 4, SI 7), sized for a GPU
+        # and 25,000 high-fidelity molecules
+        add_seeds_option(parser, "seeds 0 to N-1 of every strategy (default: 5)")
         parser.add_argument(
-            "--pretrain-epochs", type=int,
-            help="fixed pretraining epochs (default: 150, the paper's; a few thousand "
-            "molecules on a CPU need far fewer, e.g. 20)",
+            "--pretrain-epochs", type=int, metavar="N",
+            help="fixed pretraining epochs (default: 150, the paper's, sized for a GPU and "
+            "25,000 high-fidelity molecules; a smaller table on a CPU needs fewer: "
+            "benchmarks/README.md)",
         )  # fmt: skip
         parser.add_argument(
-            "--finetune-max-epochs", type=int,
+            "--finetune-max-epochs", type=int, metavar="N",
             help="fine-tuning epoch bound; early stopping ends it (default: 300)",
         )  # fmt: skip
-        parser.add_argument("--batch-size", type=int, help="batch size (default: 128)")
+        add_batch_size_option(parser, "batch size (default: 128)")
         parser.add_argument(
             "--learning-rate", type=float, help="peak AdamW learning rate (default: 1e-4)"
         )
-        parser.add_argument(
-            "--workers",
-            type=int,
-            help="processes training the strategy/seed/target chains side by side, one torch "
+        add_workers_option(
+            parser,
+            "processes training the strategy/seed/target chains side by side, one torch "
             "thread each, at most the CPUs (default: 2; 1 = one after another; same results)",
+            default=None,
         )
-        parser.add_argument("--split-seed", type=int, help="seed of the split (default: 0)")
+        parser.add_argument(
+            "--split-seed",
+            type=int,
+            metavar="N",
+            help="seed of the split alone (the weights take --seeds' 0 to N-1; default: 0)",
+        )
         parser.add_argument(
             "--split-fractions",
             help="train,val,test fractions of the molecules with every high-fidelity label "
             "(default: 0.8,0.1,0.1)",
         )
-        parser.add_argument("--out", help="output folder (new or empty)")
-        parser.add_argument("--overwrite", action="store_true", help="write into a non-empty --out")
+        add_output_option(
+            parser, "output folder, new or empty (see --overwrite)", dest="out", aliases=("--out",)
+        )
+        add_overwrite_option(
+            parser,
+            "write into a non-empty --output: the outputs of an earlier run (the list above) are "
+            "removed first, once nothing refuses the run; any other file is left",
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         """Run :func:`~chemgraph.jobs.transfer.transfer_table`; a refusal names each setting by
         its flag, unless the ``--config`` file set it and no flag did (then by its key)."""
+        from chemgraph._output import check_output_folder
         from chemgraph.errors import ConfigError, settings_as_flags
         from chemgraph.jobs.transfer import TransferOptions, transfer_table
         from chemgraph.train.config import read_settings
@@ -161,6 +196,8 @@ class TransferCommand(Command):
             "batch_size": args.batch_size,
             "learning_rate": args.learning_rate,
             "workers": args.workers,
+            "standardize": args.standardize,
+            "fragments": args.fragments,
             "delta_learning": True if args.delta_learning else None,
             "stack_kernel_ridge": True if args.stack_kernel_ridge else None,
         }
@@ -180,7 +217,7 @@ class TransferCommand(Command):
         if args.quiet:
             training["progress"] = False
         flags = {
-            key: f"--{key.replace('_', '-')}"
+            key: FLAG_NAMES.get(key, f"--{key.replace('_', '-')}")
             for key, value in {**training_flags, **option_flags}.items()
             if value is not None or key not in from_file
         }
@@ -190,6 +227,8 @@ class TransferCommand(Command):
             raise ConfigError(f"chemgraph transfer needs {', '.join(missing)}")
         with settings_as_flags(flags):
             options = TransferOptions(**values, overwrite=args.overwrite, training=training)
+            # the job names the folder --out, the flag is now -o/--output
+            check_output_folder(options.out, "--output", args.overwrite, "--overwrite")
             transfer_table(options)
         if not args.quiet:  # warnings and errors only
             print((Path(options.out) / "table.md").read_text(), end="")

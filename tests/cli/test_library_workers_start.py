@@ -8,7 +8,7 @@ import argparse
 import pytest
 
 import chemgraph.library.workers as workers
-from chemgraph.cli.base import start_library_workers
+from chemgraph.cli.common import start_library_workers
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
-"""The output-folder rule of the commands that write one (`train`, `recipe run`): a new or empty
-folder, or `--overwrite`."""
+"""The output-folder rule of the commands that write one (`train`, `recipe run`, `featurize`,
+`qc`): a new or empty folder, or `--overwrite`, which removes only what the command writes."""
 
 import json
 
@@ -8,12 +8,13 @@ import pytest
 from chemgraph.cli import main
 
 
-def test_recipe_run_refuses_a_non_empty_out(tmp_path, capsys):
+@pytest.mark.parametrize("flag", ["-o", "--output", "--out"])
+def test_recipe_run_refuses_a_non_empty_out(tmp_path, capsys, flag):
     out = tmp_path / "demo"
     out.mkdir()
     (out / "runs.csv").write_text("earlier results")
-    assert main(["recipe", "run", "dft_to_gw", "--out", str(out)]) == 2
-    assert f"{out} exists and is not empty; choose a new --out, or pass --overwrite" in (
+    assert main(["recipe", "run", "dft_to_gw", flag, str(out)]) == 2
+    assert f"{out} exists and is not empty; choose a new --output, or pass --overwrite" in (
         capsys.readouterr().err
     )
     assert (out / "runs.csv").read_text() == "earlier results"
@@ -95,6 +96,34 @@ def test_a_resumable_folder_is_new_or_the_same_run(tmp_path):
     (tmp_path / "other" / "notes.txt").write_text("a user's file")
     with pytest.raises(ValueError, match="exists and is not empty"):
         resumable_folder(tmp_path / "other", "run.json", identity, resume=True, option="--output")
+
+
+def test_overwrite_removes_only_the_commands_own_outputs(tmp_path):
+    from chemgraph._output import remove_outputs, resumable_folder
+
+    folder, identity = tmp_path / "out", {"input_sha256": "ab"}
+    (folder / "parts").mkdir(parents=True)
+    (folder / "parts" / "shard-00000.json").write_text("{}")
+    (folder / "manifest.json").write_text(json.dumps({"input_sha256": "cd"}))
+    (folder / ".rejected.csv.tmp-12").write_text("half a file")
+    (folder / "notes.txt").write_text("a user's file")
+    (folder / "parts.txt").write_text("another")
+    with pytest.raises(ValueError, match="holds an earlier run; pass --resume to continue it"):
+        resumable_folder(folder, "manifest.json", identity, resume=False, option="--output")
+    owned = ("manifest.json", "parts", "rejected.csv")
+    with pytest.raises(ValueError, match="exclude each other"):
+        resumable_folder(folder, "manifest.json", identity, resume=True, option="--output",
+                         restart_option="--overwrite", overwrite=owned)  # fmt: skip
+    assert (folder / "manifest.json").exists()  # a refusal touches nothing
+    resumed = resumable_folder(folder, "manifest.json", identity, resume=False,
+                               option="--output", overwrite=owned)  # fmt: skip
+    assert resumed is False
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt", "parts.txt"]
+    (folder / "link").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "kept.txt").write_text("x")
+    assert remove_outputs(folder, ["link", "absent"]) == ["link"]
+    assert (tmp_path / "elsewhere" / "kept.txt").exists()  # a link is removed, not followed
 
 
 def test_the_train_job_applies_the_rule_itself(tmp_path):

@@ -228,31 +228,40 @@ def test_predict_error_is_null_for_predicted_rows(tmp_path, suffix):
 
 
 @pytest.mark.parametrize("command", ["predict", "fingerprint"])
+@pytest.mark.parametrize("stage", ["featurize", "score"])
 def test_an_interrupted_library_run_says_how_to_resume_and_exits_128_plus_the_signal(
-    command, tmp_path, monkeypatch, capsys
+    command, stage, tmp_path, monkeypatch, capsys
 ):
+    """The job's interrupt carries the resume hint (its work folder) and main prints it: the
+    command catches nothing itself."""
     import signal
 
     from chemgraph._interrupts import Interrupted
-    from chemgraph.jobs import fingerprint, predict
-
-    calls = []
+    from chemgraph.library import scoring
 
     def stopped(*args, **kwargs):
-        calls.append((args[1:3], kwargs["workers"], kwargs["shard_size"], kwargs["resume"]))
         raise Interrupted(signal.SIGTERM)
 
-    monkeypatch.setattr(predict, "predict_table", stopped)
-    monkeypatch.setattr(fingerprint, "fingerprint_table", stopped)
+    if stage == "featurize":  # the job's own featurization of a file
+        monkeypatch.setattr(scoring, "featurize_library", stopped)
+    else:
+        monkeypatch.setattr(scoring.LibraryRun, "score", stopped)
+    library = tmp_path / "lib.smi"
+    library.write_text("CCO a\nc1ccccc1 b\n")
     output = tmp_path / "out.parquet"
-    argv = [command, "--checkpoint", str(CHECKPOINT), "--input", "lib.smi", "--output",
-            str(output), "--workers", "3", "--shard-size", "7", "--resume", "--quiet"]  # fmt: skip
+    argv = [command, "--checkpoint", str(CHECKPOINT), "-i", str(library), "-o", str(output),
+            "--quiet"]  # fmt: skip
+    if stage == "score":
+        folder = tmp_path / "lib"
+        assert main(["featurize", "-i", str(library), "-o", str(folder), "--quiet"]) == 0
+        argv[4] = str(folder)
+    capsys.readouterr()
     assert main(argv) == 128 + signal.SIGTERM
-    assert calls == [(("lib.smi", str(output)), 3, 7, True)]
-    assert capsys.readouterr().err.splitlines()[-1] == (
+    assert capsys.readouterr().err.splitlines()[-1] == (  # after predict's warnings
         f"chemgraph {command}: stopped by SIGTERM; the finished shards are kept in "
         f"{output}.partial: run the same command with --resume to continue"
     )
+    assert (tmp_path / "out.parquet.partial" / "run.json").exists()
 
 
 def test_predict_says_nothing_was_predicted_rather_than_blame_the_fingerprints(tmp_path, capsys):

@@ -205,7 +205,7 @@ def test_train_refuses_a_non_empty_out_unless_overwrite(tmp_path, table, capsys)
     metrics = (out / "metrics.json").read_text()
     capsys.readouterr()
     assert main(_train_args(data, settings, out)) == 2
-    assert f"{out} exists and is not empty; choose a new --out, or pass --overwrite" in (
+    assert f"{out} exists and is not empty; choose a new --output, or pass --overwrite" in (
         capsys.readouterr().err
     )
     # re-running the written config.yaml (its out is this folder) is refused the same way

@@ -20,6 +20,7 @@ from rdkit import Chem
 from chemgraph.chem import mol_from_smiles
 from chemgraph.cli import main
 from chemgraph.data.readers import REJECTED_COLUMNS, Record
+from chemgraph.errors import ConfigError
 from chemgraph.jobs.qc import LABEL_COLUMNS, QCOptions, label_library, label_record
 from chemgraph.library.records import lowest_energy_conformer
 from chemgraph.qc import QCMolecule, xtb_frontier_orbitals
@@ -303,11 +304,11 @@ def test_every_reject_reason_is_listed_in_the_help_and_the_guide(capsys):
         assert reason in text, reason
 
 
-def test_a_ctrl_c_before_the_job_handles_signals_gives_the_same_one_line(
+def test_a_ctrl_c_before_the_job_handles_signals_is_one_line_from_main(
     tmp_path, monkeypatch, capsys
 ):
-    """A Ctrl-C while qc still imports its libraries: the one line of a later Ctrl-C (no output
-    yet, so no resume hint), not the generic "interrupted"."""
+    """A Ctrl-C while qc still imports its libraries: main's one line (no output yet, so no
+    resume hint) and 130, as for every command."""
     from chemgraph.jobs import qc
 
     def interrupted(*args, **kwargs):
@@ -315,7 +316,33 @@ def test_a_ctrl_c_before_the_job_handles_signals_gives_the_same_one_line(
 
     monkeypatch.setattr(qc, "label_library", interrupted)
     out = tmp_path / "out"
-    assert main(["qc", str(_library(tmp_path)), "--output", str(out)]) == 128 + signal.SIGINT
-    assert capsys.readouterr().err == (
-        "chemgraph qc: stopped by SIGINT before any output was written\n"
+    assert main(["qc", "-i", str(_library(tmp_path)), "-o", str(out)]) == 128 + signal.SIGINT
+    assert capsys.readouterr().err == "chemgraph qc: interrupted (Ctrl-C)\n"
+
+
+def test_overwrite_replaces_an_earlier_run_and_leaves_other_files(run, tmp_path, capsys):
+    first, _ = run
+    out = tmp_path / "out"
+    label_library(_library(first), out, OPTIONS, shard_size=3, progress=False)
+    assert (out / "parts" / "shard-00002.json").exists() and (out / "labels.csv").exists()
+    (out / "notes.txt").write_text("mine")
+    argv = ["qc", "-i", str(_library(first)), "-o", str(out), "--conformers", "2",
+            "--id-column", "name", "--shard-size", "7", "--format", "parquet",
+            "--quiet"]  # fmt: skip
+    assert main(argv) == 2
+    assert "holds an earlier run; pass --resume to continue it, or pass --overwrite" in (
+        capsys.readouterr().err
     )
+    with pytest.raises(ConfigError, match="give one of them"):
+        label_library(_library(first), out, OPTIONS, resume=True, overwrite=True)
+    assert main([*argv, "--overwrite"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == [
+        "labels.parquet", "manifest.json", "notes.txt", "parts", "rejected.csv",
+    ]  # fmt: skip
+    assert sorted(p.name for p in (out / "parts").iterdir()) == [
+        "shard-00000.csv", "shard-00000.json", "shard-00000.parquet",
+    ]  # fmt: skip
+    assert (out / "notes.txt").read_text() == "mine"
+    labels = pd.read_parquet(out / "labels.parquet")
+    pd.testing.assert_frame_equal(labels, pd.read_csv(first / "out" / "labels.csv"))
+    assert json.loads((out / "manifest.json").read_text())["shard_size"] == 7
