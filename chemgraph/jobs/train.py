@@ -109,7 +109,7 @@ def train(config: TrainingConfig, overwrite: bool = False) -> dict[str, dict[str
             classification labels, training stopped before its first validation, or a
             ``chemgraph featurize`` folder the model cannot use (:func:`_read_featurized`).
     """
-    check_output_folder(config.out, "--out", overwrite, "--overwrite")
+    check_output_folder(config.out, "--output", overwrite, "--overwrite")
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     for name in OUTPUT_FILES:  # a rerun into the same folder must not leave stale results
@@ -173,7 +173,7 @@ def train_ensemble(config: TrainingConfig, size: int, overwrite: bool = False) -
     """
     if size < 2:
         raise ValueError(f"an ensemble needs at least 2 models, got {size}")
-    check_output_folder(config.out, "--out", overwrite, "--overwrite")
+    check_output_folder(config.out, "--output", overwrite, "--overwrite")
     out = Path(config.out)
     for name in OUTPUT_FILES:
         (out / name).unlink(missing_ok=True)
@@ -354,7 +354,7 @@ def _read_featurized(
     config: TrainingConfig,
 ) -> tuple[DataSource, MoleculeDataset, pd.DataFrame]:
     """The molecules of a ``chemgraph featurize`` folder (``config.data``) with the labels of
-    ``config.target_columns`` (its ``--label-columns``), as :func:`featurize_table` would give
+    ``config.target_columns`` (its ``--target-columns``), as :func:`featurize_table` would give
     them: rows are the source file's rows, the folder's ``rejected.csv`` are the rejected
     records, and a molecule whose targets are all missing is rejected as ``"all targets
     missing: ..."``. ``smiles`` are the folder's canonical SMILES (of the prepared molecule).
@@ -376,20 +376,20 @@ def _read_featurized(
     if options["graphs"] is None:
         raise ValueError(
             f"{folder} holds no graphs (featurized with --graphs none); {again} "
-            f"--label-columns {labels} --output NEW_FOLDER`"
+            f"--target-columns {labels} --output NEW_FOLDER`"
         )
     if options["conformers"]:
         raise ValueError(
             f"{folder} holds 3D graphs with explicit hydrogens (featurized with --conformers "
             f"{options['conformers']}); chemgraph train fits 2D models: {again} "
-            f"--label-columns {labels} --output NEW_FOLDER` (without --conformers)"
+            f"--target-columns {labels} --output NEW_FOLDER` (without --conformers)"
         )
     wanted = get_preset(config.featurizer)
     if manifest["graph_featurizer"] != json.loads(json.dumps(wanted.to_dict())):
         raise ValueError(
             f"{folder} holds graphs of the {manifest['graph_featurizer']['name']!r} preset but "
             f"{config.model} is trained here on the {wanted.name!r} preset ({wanted.to_dict()}); "
-            f"{again} --label-columns {labels} --output NEW_FOLDER`, or pass --featurizer "
+            f"{again} --target-columns {labels} --output NEW_FOLDER`, or pass --featurizer "
             f"{manifest['graph_featurizer']['name']} if {config.model} takes it"
         )
     kept = options.get("label_columns", [])
@@ -397,7 +397,7 @@ def _read_featurized(
     if missing:
         raise ValueError(
             f"target columns {missing} are not label columns of {folder} (it has "
-            f"{kept or 'none'}); {again} --label-columns {labels} --output NEW_FOLDER`"
+            f"{kept or 'none'}); {again} --target-columns {labels} --output NEW_FOLDER`"
         )
     graphs: list = []
     tables = []

@@ -224,7 +224,7 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
     )
 
     out = Path(options.out)
-    check_output_folder(out, "--out", options.overwrite, "--overwrite")
+    check_output_folder(out, "--output", options.overwrite, "--overwrite")
     table = read_table(options.data)
     columns = [*options.low_fidelity_columns, *options.high_fidelity_columns]
     smiles_column = options.smiles_column or "smiles"
@@ -419,21 +419,13 @@ TABLE_OUTPUTS = (
 
 
 def _remove_earlier_outputs(out: Path) -> None:
-    """Remove what an earlier :func:`transfer_table` wrote in ``out`` (:data:`TABLE_OUTPUTS`),
-    so that no stale model or table of it stays beside the new ones (e.g. the checkpoints of a
-    seed or strategy the new run does not train); every other file is left as it is."""
-    import shutil
+    """Remove what an earlier :func:`transfer_table` wrote in ``out`` (:data:`TABLE_OUTPUTS`,
+    :func:`chemgraph._output.remove_outputs`), so that no stale model or table of it stays
+    beside the new ones (e.g. the checkpoints of a seed or strategy the new run does not
+    train); every other file is left as it is."""
+    from chemgraph._output import remove_outputs
 
-    removed = []
-    for name in TABLE_OUTPUTS:
-        path = out / name
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        elif path.exists() or path.is_symlink():
-            path.unlink()
-        else:
-            continue
-        removed.append(name)
+    removed = remove_outputs(out, TABLE_OUTPUTS)
     if removed:
         log.warning("--overwrite: removed the earlier run's %s from %s", ", ".join(removed), out)
 

@@ -383,9 +383,9 @@ def _check_label_columns(
     missing = [c for c in label_columns if c not in held]
     if missing:
         raise ValueError(
-            f"{folder} holds no column {missing} (featurized without --label-columns "
+            f"{folder} holds no column {missing} (featurized without --target-columns "
             f"{','.join(label_columns)}); {label_use}; featurize the library again with "
-            f"`chemgraph featurize LIBRARY --graphs {models.featurizer.name} --label-columns "
+            f"`chemgraph featurize LIBRARY --graphs {models.featurizer.name} --target-columns "
             f"{','.join(label_columns)} --output NEW_FOLDER`, or pass the library file as --input"
         )
 

@@ -293,7 +293,7 @@ class TrainingConfig(RunConfig):
     Attributes:
         data: CSV/TSV/parquet file (optionally gzipped) with a SMILES column and targets, a
             registered dataset name (``chemgraph datasets list``), or a ``chemgraph
-            featurize`` output folder whose ``--label-columns`` hold the targets (its graphs and
+            featurize`` output folder whose ``--target-columns`` hold the targets (its graphs and
             molecule preparation are used as they are).
         data_root: folder with a local copy of a registered dataset's source files (offline
             use); None = ``$CHEMGRAPH_HOME/raw/<name>``, downloaded when missing.

@@ -141,7 +141,7 @@ def test_the_train_job_applies_the_rule_itself(tmp_path):
     )
     for run in (lambda: train(config), lambda: train_ensemble(config, 2)):
         with pytest.raises(
-            ValueError, match="exists and is not empty; choose a new --out, or pass --overwrite"
+            ValueError, match="exists and is not empty; choose a new --output, or pass --overwrite"
         ):
             run()
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]

@@ -156,7 +156,7 @@ def test_the_low_fidelity_columns_a_transductive_model_reads(run, tmp_path):
         _library(tmp_path / "lib.csv", ids), folder, FeaturizeOptions(), progress=False
     )
     with pytest.raises(ValueError, match=r"holds no column \['cheap_logp', 'cheap_mr'\].*"
-                                         "--label-columns cheap_logp,cheap_mr"):  # fmt: skip
+                                         "--target-columns cheap_logp,cheap_mr"):  # fmt: skip
         predict_table(checkpoints, folder, tmp_path / "folder_out.csv", progress=False)
     labelled = tmp_path / "lib_labelled"
     featurize_library(
