@@ -231,3 +231,14 @@ def test_transfer_takes_the_molecule_preparation_of_train(tmp_path, monkeypatch)
     (options,) = received
     assert (options.training.standardize, options.training.fragments) == ("basic", "largest")
     assert (str(options.data), str(options.out)) == ("t.csv", "runs/t")
+
+
+def test_the_preparation_choices_are_the_chemistry_layers():
+    """The parser keeps its own copy of the choices (it imports no RDKit); they must be the
+    ones chemgraph.chem accepts."""
+    from chemgraph.chem import STANDARDIZE_METHODS
+    from chemgraph.chem.parse import FRAGMENT_POLICIES
+    from chemgraph.cli import common
+
+    assert common.STANDARDIZE_METHODS == STANDARDIZE_METHODS
+    assert common.FRAGMENT_POLICIES == FRAGMENT_POLICIES
