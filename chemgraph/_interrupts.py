@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Interrupted", "die_with_parent", "interrupts_raise"]
+__all__ = ["Interrupted", "ctrl_c_enabled", "die_with_parent", "interrupts_raise"]
 
 
 class Interrupted(KeyboardInterrupt):
@@ -78,6 +78,23 @@ def interrupts_raise(error: Callable[[int], BaseException] = Interrupted) -> Ite
     finally:
         for signum, old in previous.items():
             signal.signal(signum, old)
+
+
+@contextlib.contextmanager
+def ctrl_c_enabled() -> Iterator[None]:
+    """In the main thread, Ctrl-C raises ``KeyboardInterrupt`` within the block even when the
+    process inherited SIGINT ignored (a shell starts a background job, ``cmd &``, and some
+    schedulers and scripts start their children so); the ignored disposition is restored on
+    exit. Anywhere else, or with a handler already installed, nothing changes."""
+    main = threading.current_thread() is threading.main_thread()
+    if not main or signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def die_with_parent() -> None:

@@ -19,7 +19,7 @@ import lightning as L
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch.utils.data import DataLoader
 
-from chemgraph._interrupts import Interrupted
+from chemgraph._interrupts import Interrupted, ctrl_c_enabled
 from chemgraph.train.checkpoint import best_checkpoint_path, load_weights
 from chemgraph.train.trainer import hide_lightning_info, make_trainer
 
@@ -84,11 +84,13 @@ def fit(
             Lightning ends the epoch and exits with status 0 on SIGTERM, and exits with status
             1 on Ctrl-C; both are raised as the signal instead, so that a job stops the same
             way everywhere (``chemgraph`` prints "interrupted" and exits with 128 + signal).
+            Ctrl-C stops a fit also in a process that inherited SIGINT ignored (started in
+            the background, :func:`chemgraph._interrupts.ctrl_c_enabled`).
     """
     recorder = _StopRecorder()
     options = {**trainer_options, "callbacks": [*trainer_options.get("callbacks", []), recorder]}
-    sigint = signal.getsignal(signal.SIGINT)
-    with hide_lightning_info() if quiet else contextlib.nullcontext():
+    with ctrl_c_enabled(), hide_lightning_info() if quiet else contextlib.nullcontext():
+        sigint = signal.getsignal(signal.SIGINT)
         trainer = make_trainer(**options)
         try:
             if isinstance(data, L.LightningDataModule):

@@ -352,16 +352,23 @@ class _SignalAtBatch(L.Callback):
             os.kill(os.getpid(), self.signum)
 
 
+@pytest.mark.parametrize("inherited", ["handler", "ignored"])
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_during_fit_is_raised_as_interrupted_not_a_quiet_exit(tmp_path, signum):
+def test_a_signal_during_fit_is_raised_as_interrupted_not_a_quiet_exit(tmp_path, signum, inherited):
     """Lightning ends the epoch and exits with status 0 on SIGTERM (a scheduler would read
     success) and with status 1 on Ctrl-C; fit raises the signal instead, restores the Ctrl-C
-    handler Lightning leaves ignored, and trains no further epoch."""
+    handler Lightning leaves ignored, and trains no further epoch, whether the process has a
+    Ctrl-C handler or inherited SIGINT ignored (started in the background: ``make test &``)."""
     from chemgraph._interrupts import Interrupted
     from chemgraph.train.fit import fit
 
     history = LossHistory()
-    sigint, sigterm = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    saved = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    # the test decides the inherited disposition, whatever started pytest
+    signal.signal(
+        signal.SIGINT, signal.default_int_handler if inherited == "handler" else signal.SIG_IGN
+    )
+    sigint, sigterm = signal.getsignal(signal.SIGINT), saved[1]
     try:
         with pytest.raises(Interrupted) as stopped:
             fit(
@@ -373,5 +380,5 @@ def test_a_signal_during_fit_is_raised_as_interrupted_not_a_quiet_exit(tmp_path,
         assert len(history.epochs) <= 1  # SIGTERM: the epoch ends; SIGINT: at once
         assert signal.getsignal(signal.SIGINT) == sigint
     finally:
-        signal.signal(signal.SIGINT, sigint)
+        signal.signal(signal.SIGINT, saved[0])
         signal.signal(signal.SIGTERM, sigterm)
