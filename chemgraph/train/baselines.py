@@ -4,6 +4,8 @@ Given molecules with cheap low-fidelity labels (e.g. DFT HOMO/LUMO) and a few ex
 high-fidelity ones (e.g. GW), on the same train/val/test split as the transfer strategies
 (:func:`chemgraph.data.multi_fidelity.high_fidelity_split`):
 
+* **mean predictor** (both settings): the mean of the training molecules' high-fidelity labels,
+  what a model that learned nothing would say;
 * **fingerprint kernel ridge on the high-fidelity labels alone** (both settings): Morgan
   fingerprints (radius 2, 2,048 bits), Tanimoto kernel, :class:`sklearn.kernel_ridge.KernelRidge`
   with a precomputed kernel on the centred labels, ``alpha`` chosen on the validation molecules;
@@ -28,7 +30,7 @@ Public API
 - :class:`FingerprintKernelRidge` — per-target kernel ridge, ``alpha`` chosen on validation.
 - :func:`morgan_fingerprints` — SMILES -> ``uint8 [N, 2048]`` Morgan bits.
 - :func:`residual_kernel_ridge` — Δ-learning's kernel ridge on ``high − base``.
-- :func:`transfer_baselines` — test-set predictions of every baseline of a setting.
+- :func:`transfer_baselines` — validation and test predictions of every baseline of a setting.
 """
 
 from __future__ import annotations
@@ -224,7 +226,7 @@ class FingerprintKernelRidge:
 
 
 BASELINES = {
-    "both": ("kernel_ridge",),
+    "both": ("mean", "kernel_ridge"),
     "transductive": ("linear", "delta", "linear_all", "delta_all"),
     "inductive": ("low_model_linear", "low_model_delta"),
 }
@@ -235,6 +237,7 @@ def baseline_names(low_name: str, high_name: str) -> dict[str, str]:
     """The label of every baseline in a table, e.g. ``"Δ-learning: a·DFT + b + kernel
     ridge"``."""
     return {
+        "mean": f"mean predictor (the training molecules' mean {high_name} label)",
         "kernel_ridge": f"kernel ridge on {high_name} labels only",
         "linear": f"linear correction a·{low_name} + b",
         "delta": f"Δ-learning: a·{low_name} + b + kernel ridge",
@@ -286,8 +289,10 @@ def transfer_baselines(
     split: dict[str, np.ndarray],
     inductive_pool: np.ndarray | None = None,
     max_kernel_molecules: int = MAX_KERNEL_MOLECULES,
-) -> dict[str, np.ndarray]:
-    """Test-set predictions of every baseline (see the module docstring).
+) -> dict[str, dict[str, np.ndarray]]:
+    """Validation and test predictions of every baseline (see the module docstring): the
+    validation ones are what a baseline is ranked on beside the transfer strategies (the kernel
+    ridges chose their ``alpha`` on the same molecules, as the networks chose their epoch).
 
     Args:
         low: ``[N, T]`` low-fidelity labels of every molecule (NaN = missing).
@@ -302,28 +307,39 @@ def transfer_baselines(
             most this many.
 
     Returns:
-        ``{baseline key (BASELINES): float64 [n_test, T] predictions}``.
+        ``{baseline key (BASELINES): {"val": float64 [n_val, T], "test": float64 [n_test, T]}}``.
     """
     train, val, test = split["train"], split["val"], split["test"]
     low = np.asarray(low, dtype=np.float64)
     high = np.asarray(high, dtype=np.float64)
-    out: dict[str, np.ndarray] = {}
+    out: dict[str, dict[str, np.ndarray]] = {}
     kernel_train = _subsample(train, max_kernel_molecules)
 
-    def residual_ridge(base: np.ndarray) -> np.ndarray:
-        model = residual_kernel_ridge(base, high, fingerprints, split, max_kernel_molecules)
-        return base[test] + model.predict(fingerprints[test])
+    def parts(values: np.ndarray) -> dict[str, np.ndarray]:  # values: [N, T], every molecule
+        return {"val": values[val], "test": values[test]}
 
+    def residual_ridge(base: np.ndarray) -> dict[str, np.ndarray]:
+        model = residual_kernel_ridge(base, high, fingerprints, split, max_kernel_molecules)
+        return {
+            name: base[index] + model.predict(fingerprints[index])
+            for name, index in (("val", val), ("test", test))
+        }
+
+    mean = np.nanmean(high[train], axis=0, keepdims=True)
+    out["mean"] = parts(np.repeat(mean, len(high), axis=0))
     if fingerprints is not None:
         model = FingerprintKernelRidge.fit(
             fingerprints[kernel_train], high[kernel_train], fingerprints[val], high[val]
         )
-        out["kernel_ridge"] = model.predict(fingerprints[test])
+        out["kernel_ridge"] = {
+            name: model.predict(fingerprints[index])
+            for name, index in (("val", val), ("test", test))
+        }
     for suffix, same in (("", True), ("_all", False)):
         known = np.concatenate([train, val, test])
         base = np.full_like(high, np.nan)
         base[known] = LinearCorrection.fit(low[train], high[train], same).predict(low[known])
-        out[f"linear{suffix}"] = base[test]
+        out[f"linear{suffix}"] = parts(base)
         if fingerprints is not None:
             out[f"delta{suffix}"] = residual_ridge(base)
     if inductive_pool is not None and fingerprints is not None:
@@ -341,6 +357,6 @@ def transfer_baselines(
         base[known] = LinearCorrection.fit(predicted[train], high[train], True).predict(
             predicted[known]
         )
-        out["low_model_linear"] = base[test]
+        out["low_model_linear"] = parts(base)
         out["low_model_delta"] = residual_ridge(base)
     return out

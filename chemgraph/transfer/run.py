@@ -306,14 +306,16 @@ def baseline_runs(
 ) -> tuple[pd.DataFrame, list[pd.DataFrame]]:
     """The baselines of the settings of ``strategies`` on ``split``
     (:func:`chemgraph.train.baselines.transfer_baselines`: the fingerprint ones need
-    ``data.smiles``), their test RMSE and MAE per target, and their test predictions.
+    ``data.smiles``), their test RMSE and MAE and validation RMSE per target, and their test
+    predictions.
     ``fingerprints``: the Morgan bits ``[len(data), 2048]`` of every molecule when already
     computed (:func:`chemgraph.train.baselines.morgan_fingerprints` of ``data.smiles``);
     None = computed here.
 
     Returns:
         ``(rows, predictions)``: rows with ``baseline`` (label), ``key``, ``setting``
-        (``both``, ``inductive``, ``transductive``), ``target``, ``rmse``, ``mae``, ``seconds``;
+        (``both``, ``inductive``, ``transductive``), ``target``, ``rmse``, ``mae``,
+        ``val_rmse``, ``seconds``;
         one predictions frame per baseline in the layout of ``predictions.csv`` (``strategy``
         = the baseline's key, ``seed`` empty).
     """
@@ -326,19 +328,22 @@ def baseline_runs(
     names = baseline_names(data.low_name, data.high_name)
     settings = {key: setting for setting, keys in BASELINES.items() for key in keys}
     truth = data.high[split["test"]].numpy()
+    val_truth = data.high[split["val"]].numpy()
     rows, frames = [], []
     for key, values in predicted.items():
         frame = test_frame(data, split, key, pd.NA)
         for t, target in enumerate(data.targets):
-            metrics = regression_metrics(truth[:, t], values[:, t])
+            metrics = regression_metrics(truth[:, t], values["test"][:, t])
+            val_rmse = regression_metrics(val_truth[:, t], values["val"][:, t])["rmse"]
             rows.append(
                 dict(
                     baseline=names[key], key=key, setting=settings[key], target=target,
-                    rmse=metrics["rmse"], mae=metrics["mae"], seconds=seconds,
+                    rmse=metrics["rmse"], mae=metrics["mae"], val_rmse=val_rmse,
+                    seconds=seconds,
                 )
             )  # fmt: skip
             frame[target] = truth[:, t]
-            frame[f"{target}_pred"] = values[:, t]
+            frame[f"{target}_pred"] = values["test"][:, t]
         frames.append(frame)
     log.info("baselines: %d in %.1f s", len(predicted), seconds)
     return pd.DataFrame(rows), frames

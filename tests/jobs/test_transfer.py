@@ -177,7 +177,7 @@ def test_tiny_end_to_end_run(data, split, tmp_path):
     runs, baselines = run_transfer(data, split, config, tmp_path)
     assert len(runs) == 2 * 3 * 2  # seeds x strategies x targets
     # no SMILES: only the linear corrections, computed on the same test molecules
-    assert sorted(set(baselines["key"])) == ["linear", "linear_all"]
+    assert sorted(set(baselines["key"])) == ["linear", "linear_all", "mean"]
     test = split["test"]
     low, high = data.low[:, 0].numpy(), data.high[:, 0].numpy()
     a, b = np.polyfit(low[split["train"]], high[split["train"]], 1)
@@ -187,10 +187,10 @@ def test_tiny_end_to_end_run(data, split, tmp_path):
     assert np.isfinite(runs["rmse"]).all() and (runs["rmse"] > 0).all()
     assert set(runs.loc[runs.strategy != "high_fidelity_only", "pretrain_epochs"]) == {2}
     table = pd.read_csv(tmp_path / "table.csv")
-    assert list(table["target"]) == ["homo"] * 5 + ["lumo"] * 5  # as the data names them
+    assert list(table["target"]) == ["homo"] * 6 + ["lumo"] * 6  # as the data names them
     # a baseline is deterministic: no seeds and no spread, empty cells (not 0)
-    assert table["seeds"].fillna(-1).tolist() == [2, 2, 2, -1, -1] * 2
-    assert table["rmse_std"].isna().tolist() == [False] * 3 + [True] * 2 + [False] * 3 + [True] * 2
+    assert table["seeds"].fillna(-1).tolist() == [2, 2, 2, -1, -1, -1] * 2
+    assert table["rmse_std"].isna().tolist() == ([False] * 3 + [True] * 3) * 2
     assert "| homo | GW |" in (tmp_path / "table.md").read_text()
     predictions = pd.read_csv(tmp_path / "predictions.csv")
     assert set(predictions["id"]) == set(data.ids[split["test"]])

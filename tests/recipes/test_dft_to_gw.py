@@ -109,7 +109,7 @@ def test_tiny_embedded_run(tmp_path, caplog):
     assert list(esa["strategy"]) == ["GW", "Ind.", "Trans."] * 2
     assert (esa["seeds"] == 2).all()
     baselines = pd.read_csv(tmp_path / "baselines.csv")
-    assert len(baselines) == 7 * 2  # every baseline of both settings, per target
+    assert len(baselines) == 8 * 2  # every baseline of both settings, per target
     assert (table.loc[table["method"] == "baseline", "seeds"] == 0).all()
     runs = pd.read_csv(tmp_path / "runs.csv")
     assert len(runs) == 2 * 5 * 2  # the 3 strategies and the 2 stacked Δ rows, 2 seeds

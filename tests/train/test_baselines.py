@@ -59,11 +59,14 @@ def test_transfer_baselines_on_a_split():
     split = {"train": np.arange(0, 6), "val": np.arange(6, 9), "test": np.arange(9, 12)}
     out = transfer_baselines(low, high, fingerprints, split, inductive_pool=np.arange(12))
     assert set(out) == {
-        "kernel_ridge", "linear", "delta", "linear_all", "delta_all",
+        "mean", "kernel_ridge", "linear", "delta", "linear_all", "delta_all",
         "low_model_linear", "low_model_delta",
     }  # fmt: skip
-    np.testing.assert_allclose(out["linear"], high[9:], atol=1e-10)
-    np.testing.assert_allclose(out["delta"], high[9:], atol=1e-6)  # zero residual to learn
-    assert all(v.shape == (3, 1) for v in out.values())
-    # no fingerprints: only the linear corrections
-    assert set(transfer_baselines(low, high, None, split)) == {"linear", "linear_all"}
+    for part, index in (("val", slice(6, 9)), ("test", slice(9, 12))):
+        np.testing.assert_allclose(out["linear"][part], high[index], atol=1e-10)
+        np.testing.assert_allclose(out["delta"][part], high[index], atol=1e-6)  # zero residual
+        # the mean predictor: the training molecules' mean, whatever the molecule
+        np.testing.assert_allclose(out["mean"][part], np.full((3, 1), high[:6].mean()))
+    assert all(v["val"].shape == v["test"].shape == (3, 1) for v in out.values())
+    # no fingerprints: the mean and the linear corrections
+    assert set(transfer_baselines(low, high, None, split)) == {"mean", "linear", "linear_all"}
