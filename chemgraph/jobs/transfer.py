@@ -28,7 +28,7 @@ from chemgraph.model_names import MODEL_DESCRIPTIONS
 from chemgraph.models import get_model_spec
 from chemgraph.transfer.config import TransferConfig
 from chemgraph.transfer.report import transfer_claim
-from chemgraph.transfer.run import stacking_needs_smiles, transfer_job
+from chemgraph.transfer.run import RECOMMENDED, stacking_needs_smiles, transfer_job
 
 __all__ = [
     "SMALL_TEST_SET",
@@ -413,7 +413,8 @@ SMALL_TEST_SET = 20
 TABLE_OUTPUTS = (
     "checkpoints", "curves", "table.md", "table.csv", "runs.csv", "baselines.csv",
     "ensembles.csv", "predictions.csv", "predictions_unlabelled.csv", "learning_curves.csv",
-    "rejected.csv", "duplicates.json", "config.yaml", "transfer.yaml",
+    "rejected.csv", "duplicates.json", "config.yaml", "transfer.yaml", "selection.csv",
+    "recommendation.json", "predictions_recommended.csv", RECOMMENDED,
 )  # fmt: skip
 """What :func:`transfer_table` writes in its output folder (files and folders)."""
 

@@ -140,8 +140,9 @@ class LinearCorrection:
         return cls(weights, intercept)
 
     def predict(self, low: np.ndarray) -> np.ndarray:
-        """``float64 [N, T]`` corrected values of ``low`` ``[N, S]``."""
-        return np.asarray(low, dtype=np.float64).reshape(len(low), -1) @ self.weights + (
+        """``float64 [N, T]`` corrected values of ``low`` ``[N, S]`` (``N`` may be 0)."""
+        inputs = len(self.weights)
+        return np.asarray(low, dtype=np.float64).reshape(len(low), inputs) @ self.weights + (
             self.intercept
         )
 
@@ -215,11 +216,11 @@ class FingerprintKernelRidge:
         return cls(np.asarray(fingerprints), models, np.asarray(means), chosen)
 
     def predict(self, fingerprints: np.ndarray) -> np.ndarray:
-        """``float64 [M, T]`` predictions for ``[M, F]`` bits."""
+        """``float64 [M, T]`` predictions for ``[M, F]`` bits (``M`` may be 0)."""
         kernel = tanimoto_kernel(fingerprints, self.train_fingerprints)
         out = np.full((len(kernel), len(self.models)), np.nan)
         for t, fitted in enumerate(self.models):
-            if fitted is not None:
+            if fitted is not None and len(kernel):
                 model, rows = fitted
                 out[:, t] = model.predict(kernel[:, rows]) + self.means[t]
         return out
@@ -289,6 +290,7 @@ def transfer_baselines(
     split: dict[str, np.ndarray],
     inductive_pool: np.ndarray | None = None,
     max_kernel_molecules: int = MAX_KERNEL_MOLECULES,
+    unlabelled: np.ndarray | None = None,
 ) -> dict[str, dict[str, np.ndarray]]:
     """Validation and test predictions of every baseline (see the module docstring): the
     validation ones are what a baseline is ranked on beside the transfer strategies (the kernel
@@ -305,24 +307,31 @@ def transfer_baselines(
             baselines.
         max_kernel_molecules: a kernel's training molecules are subsampled (seed 0) to at
             most this many.
+        unlabelled: positions of molecules without high-fidelity labels to predict too
+            (``"unlabelled"`` of each baseline); None = none.
 
     Returns:
-        ``{baseline key (BASELINES): {"val": float64 [n_val, T], "test": float64 [n_test, T]}}``.
+        ``{baseline key (BASELINES): {"val": float64 [n_val, T], "test": float64 [n_test, T]}}``,
+        and ``"unlabelled"`` ``[len(unlabelled), T]`` with ``unlabelled``.
     """
     train, val, test = split["train"], split["val"], split["test"]
     low = np.asarray(low, dtype=np.float64)
     high = np.asarray(high, dtype=np.float64)
     out: dict[str, dict[str, np.ndarray]] = {}
     kernel_train = _subsample(train, max_kernel_molecules)
+    predicted = {"val": val, "test": test}
+    if unlabelled is not None:
+        predicted["unlabelled"] = np.asarray(unlabelled, dtype=np.int64)
+    known = np.concatenate(list(predicted.values()) + [train])
 
     def parts(values: np.ndarray) -> dict[str, np.ndarray]:  # values: [N, T], every molecule
-        return {"val": values[val], "test": values[test]}
+        return {name: values[index] for name, index in predicted.items()}
 
     def residual_ridge(base: np.ndarray) -> dict[str, np.ndarray]:
         model = residual_kernel_ridge(base, high, fingerprints, split, max_kernel_molecules)
         return {
             name: base[index] + model.predict(fingerprints[index])
-            for name, index in (("val", val), ("test", test))
+            for name, index in predicted.items()
         }
 
     mean = np.nanmean(high[train], axis=0, keepdims=True)
@@ -332,11 +341,9 @@ def transfer_baselines(
             fingerprints[kernel_train], high[kernel_train], fingerprints[val], high[val]
         )
         out["kernel_ridge"] = {
-            name: model.predict(fingerprints[index])
-            for name, index in (("val", val), ("test", test))
+            name: model.predict(fingerprints[index]) for name, index in predicted.items()
         }
     for suffix, same in (("", True), ("_all", False)):
-        known = np.concatenate([train, val, test])
         base = np.full_like(high, np.nan)
         base[known] = LinearCorrection.fit(low[train], high[train], same).predict(low[known])
         out[f"linear{suffix}"] = parts(base)
@@ -350,12 +357,11 @@ def transfer_baselines(
             low[_subsample(pool[~held_out], max_kernel_molecules)],
             fingerprints[pool[held_out]], low[pool[held_out]],
         )  # fmt: skip
-        known = np.concatenate([train, val, test])
-        predicted = np.full_like(low, np.nan)
-        predicted[known] = low_model.predict(fingerprints[known])
+        low_predicted = np.full_like(low, np.nan)
+        low_predicted[known] = low_model.predict(fingerprints[known])
         base = np.full_like(high, np.nan)
-        base[known] = LinearCorrection.fit(predicted[train], high[train], True).predict(
-            predicted[known]
+        base[known] = LinearCorrection.fit(low_predicted[train], high[train], True).predict(
+            low_predicted[known]
         )
         out["low_model_linear"] = parts(base)
         out["low_model_delta"] = residual_ridge(base)

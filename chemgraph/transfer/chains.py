@@ -287,9 +287,10 @@ def stacked_chain(
 
     Returns:
         ``(truth, predicted, record)`` as :func:`train_chain`'s: the test labels, the
-        stacked test predictions, and the chain's record with the stacked ``val_rmse`` (on the
-        molecules the weights were chosen on, so optimistic) and ``unlabelled`` predictions,
-        ``stack_weight`` (``w`` per target), no ``curves``.
+        stacked test predictions, and the chain's record with the stacked ``val_rmse`` and
+        ``validation`` predictions (on the molecules the weights were chosen on, so
+        optimistic) and ``unlabelled`` predictions, ``stack_weight`` (``w`` per target), no
+        ``curves``.
     """
     _, predicted, record = result
     columns = list(chain.columns)
@@ -320,12 +321,14 @@ def stacked_chain(
             kernel_ridge.alphas[t], val_rmse[t], record["val_rmse"][t],
         )  # fmt: skip
     stacked_record = {
-        key: value
-        for key, value in record.items()
-        if key not in ("validation", "low", "correction")
+        key: value for key, value in record.items() if key not in ("low", "correction")
     }
     stacked_record.update(
-        val_rmse=val_rmse, unlabelled=stacked[2], stack_weight=list(weights), curves=[]
+        val_rmse=val_rmse,
+        unlabelled=stacked[2],
+        stack_weight=list(weights),
+        curves=[],
+        validation=stacked[0],
     )
     return high[test], stacked[1], stacked_record
 
@@ -350,11 +353,12 @@ def train_chain(
         ``[n_test, len(columns)]``, and ``pretrain_epochs``, ``finetune_epochs``,
         ``pretrain_seconds``, ``finetune_seconds``, ``val_rmse`` (per target, the
         high-fidelity validation RMSE: what settings are chosen on), ``curves`` (the
-        per-epoch losses, each with its ``phase``) and ``unlabelled`` (predictions
-        ``[len(unlabelled), len(columns)]`` of the molecules ``unlabelled``; None without).
-        A Δ-learning chain of a run with ``stack_kernel_ridge`` adds what
-        :func:`stacked_chain` needs: ``validation`` (the validation predictions), ``low``
-        and ``correction`` (:func:`_delta_learning`'s values and its linear correction).
+        per-epoch losses, each with its ``phase``), ``validation`` (the validation
+        predictions ``[n_val, len(columns)]``, what the run ranks its models on) and
+        ``unlabelled`` (predictions ``[len(unlabelled), len(columns)]`` of the molecules
+        ``unlabelled``; None without). A Δ-learning chain of a run with
+        ``stack_kernel_ridge`` adds what :func:`stacked_chain` needs: ``low`` and
+        ``correction`` (:func:`_delta_learning`'s values and its linear correction).
     """
     strategy, seed, columns, stem = chain.strategy, chain.seed, list(chain.columns), chain.stem
     targets, label = list(chain.names), chain.label
@@ -451,10 +455,10 @@ def train_chain(
             regression_metrics(val_truth[:, t], val_predicted[:, t])["rmse"]
             for t in range(len(targets))
         ],
-        unlabelled=outputs[2] if unlabelled is not None else None,
+        unlabelled=outputs[2] if unlabelled is not None else None, validation=val_predicted,
     )  # fmt: skip
     if delta is not None and config.stack_kernel_ridge:  # what stacked_chain needs
-        record.update(validation=val_predicted, low=low, correction=delta.correction)
+        record.update(low=low, correction=delta.correction)
     return truth, predicted, record
 
 

@@ -17,17 +17,21 @@ from chemgraph.data.multi_fidelity import MultiFidelityData
 from chemgraph.train.ensemble import ensemble_statistics
 from chemgraph.train.metrics import regression_metrics
 from chemgraph.transfer.chains import STACKED, Chain
+from chemgraph.transfer.config import model_label
 
 __all__ = [
     "KERNEL_RIDGE_ALONE",
     "SETTINGS",
     "STRATEGY_LABELS",
+    "format_selection",
     "format_table",
+    "model_selection",
     "results_table",
     "seed_ensembles",
     "test_frame",
     "transfer_claim",
     "transfer_margins",
+    "write_recommended_predictions",
     "write_unlabelled",
 ]
 
@@ -404,3 +408,143 @@ def write_unlabelled(
     pd.concat(frames.values(), ignore_index=True).to_csv(
         out / "predictions_unlabelled.csv", index=False
     )
+
+
+def write_recommended_predictions(
+    data: MultiFidelityData,
+    selection: pd.DataFrame,
+    chains: list[Chain],
+    results: dict[int, tuple[np.ndarray, np.ndarray, dict[str, Any]]],
+    unlabelled: np.ndarray,
+    ids: list[str],
+    baselines: dict[str, np.ndarray],
+    out: Path,
+) -> None:
+    """``predictions_recommended.csv``: the molecules ``unlabelled`` predicted, per target, by
+    its recommended model (:func:`model_selection`): a trained strategy's mean over seeds, or
+    a baseline's prediction (``baselines``: ``{key: [len(unlabelled), T]}``); columns ``id``,
+    ``smiles`` (when known), per target ``<target>_pred`` and ``<target>_model`` (its
+    label)."""
+    frame = pd.DataFrame({"id": [ids[i] for i in unlabelled]})
+    if data.smiles is not None:
+        frame["smiles"] = [data.smiles[i] for i in unlabelled]
+    for row in selection[selection["recommended"]].itertuples(index=False):
+        if row.kind == "baseline":
+            values = baselines[row.key][:, data.targets.index(row.target)]
+        else:
+            values = np.mean(
+                [
+                    results[i][2]["unlabelled"][:, chain.names.index(row.target)]
+                    for i, chain in enumerate(chains)
+                    if chain.strategy == row.key and row.target in chain.names
+                ],
+                axis=0,
+            )
+        frame[f"{row.target}_pred"] = values
+        frame[f"{row.target}_model"] = row.model
+    frame.to_csv(out / "predictions_recommended.csv", index=False)
+
+
+def model_selection(
+    chains: list[Chain],
+    results: dict[int, tuple[np.ndarray, np.ndarray, dict[str, Any]]],
+    data: MultiFidelityData,
+    split: dict[str, np.ndarray],
+    baselines: pd.DataFrame | None,
+    model: str = "esa",
+) -> pd.DataFrame:
+    """Every trained model and every baseline ranked on the validation molecules, per target,
+    the one with the lowest validation RMSE recommended (on a tie, the baseline: the simpler
+    model). A trained strategy is its seed ensemble (the mean of its seeds' predictions, what
+    ``chemgraph predict`` gives with every seed's checkpoint). The test RMSE is reported for
+    reading only: nothing is chosen on it. The validation molecules also chose each network's
+    epoch, each kernel ridge's ``alpha`` and each stacking weight, so every validation RMSE is
+    a little optimistic, all alike.
+
+    Args:
+        chains, results: the chains of a run and their ``(truth, predicted, record)``
+            (:func:`chemgraph.transfer.chains.train_chain`; ``record["validation"]``).
+        data, split: the molecules and the split the chains trained on.
+        baselines: rows of :func:`chemgraph.transfer.run.baseline_runs` (``val_rmse``,
+            ``rmse``); None = the trained models only.
+        model: the model family (the ``method`` of the trained rows).
+
+    Returns:
+        One row per target and candidate: ``target``, ``model`` (its label), ``key`` (the
+        strategy as ``runs.csv`` names it, or the baseline's key), ``kind`` (``"network"`` or
+        ``"baseline"``), ``method``, ``setting``, ``seeds`` (missing for a baseline),
+        ``validation RMSE`` and ``test RMSE`` (text), ``val_rmse``, ``rmse`` and
+        ``recommended`` (bool, one per target), best validation RMSE first.
+    """
+    labels = {"high_fidelity_only": data.high_name, **STRATEGY_LABELS}
+    val_truth, test_truth = (data.high[split[name]].numpy() for name in ("val", "test"))
+    records = []
+    for t, target in enumerate(data.targets):
+        members: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+        for index, chain in enumerate(chains):
+            if target in chain.names:
+                column = chain.names.index(target)
+                _, predicted, record = results[index]
+                members.setdefault(chain.strategy, []).append(
+                    (record["validation"][:, column], predicted[:, column])
+                )
+        for strategy, runs in members.items():
+            seeds = len(runs)
+            method = model_label(model) + (
+                " + kernel ridge" if strategy in STACKED.values() else ""
+            )
+            records.append(
+                dict(
+                    target=target,
+                    model=labels[strategy] + (f", mean of {seeds} seeds" if seeds > 1 else ""),
+                    key=strategy, kind="network",
+                    method=method,
+                    setting=SETTINGS[strategy], seeds=seeds,
+                    val_rmse=regression_metrics(
+                        val_truth[:, t], np.mean([r[0] for r in runs], axis=0)
+                    )["rmse"],
+                    rmse=regression_metrics(
+                        test_truth[:, t], np.mean([r[1] for r in runs], axis=0)
+                    )["rmse"],
+                )
+            )  # fmt: skip
+        if baselines is not None:
+            for row in baselines[baselines["target"] == target].itertuples(index=False):
+                records.append(
+                    dict(
+                        target=target, model=row.baseline, key=row.key, kind="baseline",
+                        method="baseline", setting=row.setting, seeds=pd.NA,
+                        val_rmse=float(row.val_rmse), rmse=float(row.rmse),
+                    )
+                )  # fmt: skip
+    frame = pd.DataFrame(records)
+    frame["network"] = frame["kind"] == "network"  # after a baseline of the same RMSE
+    frame["order"] = frame["target"].map({target: i for i, target in enumerate(data.targets)})
+    frame = frame.sort_values(["order", "val_rmse", "network"], kind="stable")
+    frame = frame.reset_index(drop=True)
+    frame["recommended"] = ~frame.duplicated("target")
+    frame["validation RMSE"] = [f"{v:.3f}" for v in frame["val_rmse"]]
+    frame["test RMSE"] = [f"{v:.3f}" for v in frame["rmse"]]
+    columns = ["target", "model", "key", "kind", "method", "setting", "seeds"]
+    columns += ["validation RMSE", "test RMSE", "val_rmse", "rmse", "recommended"]
+    return frame[columns].astype({"seeds": "Int64"})
+
+
+def format_selection(selection: pd.DataFrame, commands: dict[str, str]) -> str:
+    """The markdown of :func:`model_selection` for ``table.md``: every candidate by target,
+    the recommended one marked, and per target how ``chemgraph predict`` uses it
+    (``commands``: :func:`chemgraph.transfer.run._write_selection`'s)."""
+    shown = selection[["target", "model", "setting", "validation RMSE", "test RMSE"]].copy()
+    shown["recommended"] = ["yes" if r else "" for r in selection["recommended"]]
+    lines = [
+        "Model selection: every trained model (its seed ensemble) and every baseline ranked "
+        "on the validation molecules; the lowest validation RMSE is recommended (the test "
+        "RMSE is for reading only: nothing was chosen on it):",
+        "",
+        *_markdown(shown),
+        "",
+    ]
+    for target, command in commands.items():
+        (row,) = selection[(selection["target"] == target) & selection["recommended"]].itertuples()
+        lines.append(f"Recommended for {target}: {row.model} ({row.setting}). Predict: {command}")
+    return "\n".join(lines)

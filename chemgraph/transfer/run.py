@@ -7,7 +7,9 @@ their molecules are read and split.
 
 from __future__ import annotations
 
+import json
 import logging
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ from chemgraph.train.delta import DELTA_STRATEGIES
 from chemgraph.train.metrics import regression_metrics
 from chemgraph.train.plots import plot_label_curve
 from chemgraph.transfer.chains import (
+    STACKED,
     Chain,
     chain_rows,
     pretraining_pool,
@@ -45,14 +48,19 @@ from chemgraph.transfer.config import (
 from chemgraph.transfer.pool import run_chains
 from chemgraph.transfer.report import (
     STRATEGY_LABELS,
+    format_selection,
     format_table,
+    model_selection,
     results_table,
     seed_ensembles,
     test_frame,
+    write_recommended_predictions,
     write_unlabelled,
 )
 
 __all__ = [
+    "RECOMMENDED",
+    "AfterTrainingError",
     "baseline_runs",
     "check_stacking",
     "label_curve",
@@ -164,6 +172,34 @@ def run_transfer(
         pd.DataFrame(partial).to_csv(out / "runs.csv", index=False)
 
     run_chains(chains, data, split, config, out, pretrained_cache, unlabelled, finished)
+    try:
+        return _write_results(data, split, config, out, chains, results, unlabelled, unlabelled_ids)
+    except Exception as error:  # noqa: BLE001 - not the user's: say so, keep what finished
+        raise AfterTrainingError(
+            f"every chain trained ({len(results)}; their checkpoints and runs.csv are in "
+            f"{out}), then writing the results failed: {type(error).__name__}: {error}. This "
+            "is a chemgraph bug: please report it with the traceback"
+        ) from error
+
+
+class AfterTrainingError(RuntimeError):
+    """A transfer run failed after its chains trained: an internal error (never a user's;
+    ``chemgraph`` shows its traceback), whose message says where the finished work is."""
+
+
+def _write_results(
+    data: MultiFidelityData,
+    split: dict[str, np.ndarray],
+    config: TransferConfig,
+    out: Path,
+    chains: list[Chain],
+    results: dict[int, tuple[np.ndarray, np.ndarray, dict[str, Any]]],
+    unlabelled: np.ndarray | None,
+    unlabelled_ids: list[str] | None,
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """Everything :func:`run_transfer` writes once its chains trained: the stacked chains,
+    ``runs.csv``, curves, baselines, predictions, ensembles, the table and the model
+    selection (:func:`_write_selection`)."""
     fingerprints = (
         morgan_fingerprints(list(data.smiles))
         if data.smiles is not None and (config.baselines or config.stack_kernel_ridge)
@@ -190,14 +226,14 @@ def run_transfer(
             frame[target] = truth[:, t]
             frame[f"{target}_pred"] = predicted[:, t]
     predictions = list(frames.values())
-    if unlabelled is not None:
-        write_unlabelled(data, chains, results, unlabelled, unlabelled_ids, out)
     runs = pd.DataFrame(rows)
     runs.to_csv(out / "runs.csv", index=False)  # with the stacked rows, when any
     pd.DataFrame(curves).to_csv(out / "learning_curves.csv", index=False)
-    baselines = None
+    baselines, baseline_unlabelled = None, {}
     if config.baselines:
-        baselines, baseline_frames = baseline_runs(data, split, config.strategies, fingerprints)
+        baselines, baseline_frames, baseline_unlabelled = baseline_runs(
+            data, split, config.strategies, fingerprints, unlabelled
+        )
         baselines.to_csv(out / "baselines.csv", index=False)
     ensembles = seed_ensembles(
         pd.concat(predictions, ignore_index=True), data.high_name, model_label(config.model)
@@ -208,8 +244,69 @@ def run_transfer(
     pd.concat(predictions, ignore_index=True).to_csv(out / "predictions.csv", index=False)
     table = results_table(runs, data.high_name, model_label(config.model), baselines)
     table.to_csv(out / "table.csv", index=False)
-    (out / "table.md").write_text(format_table(table, ensembles) + "\n")
+    selection = model_selection(chains, results, data, split, baselines, config.model)
+    recommended = _write_selection(selection, chains, out)
+    if unlabelled is not None:
+        write_unlabelled(data, chains, results, unlabelled, unlabelled_ids, out)
+        write_recommended_predictions(
+            data, selection, chains, results, unlabelled, unlabelled_ids, baseline_unlabelled,
+            out,
+        )  # fmt: skip
+    (out / "table.md").write_text(
+        format_table(table, ensembles) + "\n\n" + format_selection(selection, recommended) + "\n"
+    )
     return runs, baselines
+
+
+RECOMMENDED = "recommended"
+"""The folder of a run's recommended models, one sub-folder per target
+(:func:`_write_selection`)."""
+
+
+def _write_selection(selection: pd.DataFrame, chains: list[Chain], out: Path) -> dict[str, str]:
+    """Write ``selection.csv`` (:func:`chemgraph.transfer.report.model_selection`),
+    ``recommendation.json`` and, for each target whose recommended model is a trained network
+    that ``chemgraph predict`` can load (not a stacked one, whose kernel ridge the checkpoints
+    do not hold), ``recommended/<target>/model-<k>/best.ckpt``: a copy of each seed's
+    checkpoint, an ensemble folder for ``chemgraph predict --checkpoint``.
+
+    Returns:
+        ``{target: the chemgraph predict command of its recommended model, or why there is
+        none}``.
+    """
+    selection.to_csv(out / "selection.csv", index=False)
+    folder = out / RECOMMENDED
+    if folder.exists():
+        shutil.rmtree(folder)
+    recommendation, commands = {}, {}
+    for row in selection[selection["recommended"]].itertuples(index=False):
+        entry = dict(
+            model=row.model, key=row.key, kind=row.kind, setting=row.setting,
+            validation_rmse=float(row.val_rmse), test_rmse=float(row.rmse),
+        )  # fmt: skip
+        members = [c for c in chains if c.strategy == row.key and row.target in c.names]
+        if row.kind == "network" and row.key not in STACKED.values():
+            for k, chain in enumerate(sorted(members, key=lambda c: c.seed)):
+                target = folder / row.target / f"model-{k}" / "best.ckpt"
+                target.parent.mkdir(parents=True)
+                shutil.copyfile(out / "checkpoints" / chain.stem / "best.ckpt", target)
+            entry["checkpoint"] = str(folder / row.target)
+            commands[row.target] = (
+                f"chemgraph predict --checkpoint {folder / row.target} -i NEW_MOLECULES "
+                "-o PREDICTIONS"
+            )
+        else:
+            what = "a baseline" if row.kind == "baseline" else "a stacked network + kernel ridge"
+            commands[row.target] = (
+                f"none: {what}, which chemgraph predict cannot load; its predictions of this "
+                "table's molecules without high-fidelity labels are in "
+                "predictions_recommended.csv"
+            )
+        entry["predict"] = commands[row.target]
+        recommendation[row.target] = entry
+    text = json.dumps(recommendation, indent=2, ensure_ascii=False)
+    (out / "recommendation.json").write_text(text + "\n", encoding="utf-8")
+    return commands
 
 
 def stacking_needs_smiles(why: str) -> str:
@@ -303,27 +400,31 @@ def baseline_runs(
     split: dict[str, np.ndarray],
     strategies: list[str],
     fingerprints: np.ndarray | None = None,
-) -> tuple[pd.DataFrame, list[pd.DataFrame]]:
+    unlabelled: np.ndarray | None = None,
+) -> tuple[pd.DataFrame, list[pd.DataFrame], dict[str, np.ndarray]]:
     """The baselines of the settings of ``strategies`` on ``split``
     (:func:`chemgraph.train.baselines.transfer_baselines`: the fingerprint ones need
     ``data.smiles``), their test RMSE and MAE and validation RMSE per target, and their test
     predictions.
     ``fingerprints``: the Morgan bits ``[len(data), 2048]`` of every molecule when already
     computed (:func:`chemgraph.train.baselines.morgan_fingerprints` of ``data.smiles``);
-    None = computed here.
+    None = computed here. ``unlabelled``: positions of molecules without high-fidelity labels
+    that every baseline predicts too; None = none.
 
     Returns:
-        ``(rows, predictions)``: rows with ``baseline`` (label), ``key``, ``setting``
-        (``both``, ``inductive``, ``transductive``), ``target``, ``rmse``, ``mae``,
-        ``val_rmse``, ``seconds``;
-        one predictions frame per baseline in the layout of ``predictions.csv`` (``strategy``
-        = the baseline's key, ``seed`` empty).
+        ``(rows, predictions, unlabelled_predictions)``: rows with ``baseline`` (label),
+        ``key``, ``setting`` (``both``, ``inductive``, ``transductive``), ``target``, ``rmse``,
+        ``mae``, ``val_rmse``, ``seconds``; one predictions frame per baseline in the layout of
+        ``predictions.csv`` (``strategy`` = the baseline's key, ``seed`` empty); ``{key:
+        float64 [len(unlabelled), T]}`` (empty without ``unlabelled``).
     """
     started = time.perf_counter()
     if fingerprints is None and data.smiles is not None:
         fingerprints = morgan_fingerprints(list(data.smiles))
     pool = pretraining_pool(data, split, "inductive") if "inductive" in strategies else None
-    predicted = transfer_baselines(data.low.numpy(), data.high.numpy(), fingerprints, split, pool)
+    predicted = transfer_baselines(
+        data.low.numpy(), data.high.numpy(), fingerprints, split, pool, unlabelled=unlabelled
+    )
     seconds = time.perf_counter() - started
     names = baseline_names(data.low_name, data.high_name)
     settings = {key: setting for setting, keys in BASELINES.items() for key in keys}
@@ -346,7 +447,10 @@ def baseline_runs(
             frame[f"{target}_pred"] = values["test"][:, t]
         frames.append(frame)
     log.info("baselines: %d in %.1f s", len(predicted), seconds)
-    return pd.DataFrame(rows), frames
+    others = {
+        key: values["unlabelled"] for key, values in predicted.items() if "unlabelled" in values
+    }
+    return pd.DataFrame(rows), frames, others
 
 
 def transfer_job(

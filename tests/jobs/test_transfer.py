@@ -455,3 +455,37 @@ def test_label_curve_rows_and_plot(data, split, tmp_path):
     assert not (tmp_path / "labels_18" / "curves" / "transductive_seed0_pretrain.png").exists()
     with pytest.raises(ValueError, match="label counts must be in 2..18"):
         label_curve(data, split, config, [19], tmp_path / "bad")
+
+
+def test_model_selection_ranks_networks_and_baselines_on_validation():
+    """The seed ensemble of each strategy and each baseline, by validation RMSE; the best is
+    recommended, a baseline on a tie; the test RMSE plays no part."""
+    from chemgraph.transfer.chains import Chain
+    from chemgraph.transfer.report import model_selection
+
+    high = np.array([[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]])
+    data = MultiFidelityData([None] * 6, np.arange(6), high + 1, high, ["y"])
+    split = {"train": np.array([0, 1]), "val": np.array([2, 3]), "test": np.array([4, 5])}
+    chains = [Chain("transductive", seed, (0,), ("y",), False) for seed in (0, 1)]
+    # the two seeds err by +0.2 and -0.2 on validation: their mean is exact there, and far off
+    # on test (which must not matter)
+    results = {
+        seed: (high[4:], high[4:] + 9.0, {"validation": high[2:4] + sign * 0.2})
+        for seed, sign in ((0, 1), (1, -1))
+    }
+    baselines = pd.DataFrame(
+        [
+            dict(baseline="line", key="linear", setting="transductive", target="y",
+                 val_rmse=0.0, rmse=0.1),
+            dict(baseline="mean", key="mean", setting="both", target="y", val_rmse=1.5, rmse=1.4),
+        ]
+    )  # fmt: skip
+    selection = model_selection(chains, results, data, split, baselines)
+    assert list(selection["key"]) == ["linear", "transductive", "mean"]  # a tie: baseline first
+    assert list(selection["recommended"]) == [True, False, False]
+    network = selection[selection["key"] == "transductive"].iloc[0]
+    assert network["val_rmse"] == pytest.approx(0.0) and network["rmse"] == pytest.approx(9.0)
+    assert network["model"] == "Trans., mean of 2 seeds" and network["seeds"] == 2
+    # without the tie the network wins, whatever its test RMSE
+    baselines.loc[0, "val_rmse"] = 0.01
+    assert model_selection(chains, results, data, split, baselines)["key"][0] == "transductive"

@@ -536,3 +536,50 @@ def test_a_molecule_preparation_with_geometry_is_refused(tmp_path):
         )  # fmt: skip
     with pytest.raises(ConfigError, match="standardize must be one of"):
         _options(tmp_path, standardize="everything")
+
+
+def test_a_table_without_unlabelled_molecules_runs_delta_learning_and_stacking(tmp_path):
+    """Every molecule has its high-fidelity label: the Δ-learning chains correct no unlabelled
+    molecule and the stacked rows predict none (it failed with 'cannot reshape array of size
+    0' after all the training, as a user error)."""
+    labelled = tmp_path / "labelled.csv"
+    pd.read_csv(LABELS).dropna(subset=["fine_logp", "fine_mr"]).to_csv(labelled, index=False)
+    options = _options(tmp_path, seeds=1, delta_learning=True, stack_kernel_ridge=True)
+    options.data = labelled
+    table = transfer_table(options)
+    assert {"Trans. + kernel ridge (stacked Δ)", "Ind."} <= set(table["strategy"])
+    out = tmp_path / "run"
+    assert pd.read_csv(out / "predictions_unlabelled.csv").empty  # its header only
+    assert pd.read_csv(out / "selection.csv")["recommended"].sum() == 2  # one per target
+
+
+def test_the_recommended_network_is_a_folder_predict_loads(tmp_path):
+    """Without baselines the candidates are the trained strategies: the one with the lowest
+    validation RMSE of its seed ensemble is copied to recommended/<target>/ (an ensemble
+    folder), and chemgraph predict with it gives predictions_recommended.csv's values."""
+    table = transfer_table(_options(tmp_path, baselines=False, joint_targets=True))
+    out = tmp_path / "run"
+    selection = pd.read_csv(out / "selection.csv")
+    assert set(selection["kind"]) == {"network"}
+    recommendation = json.loads((out / "recommendation.json").read_text(encoding="utf-8"))
+    assert sorted(recommendation) == ["fine_logp", "fine_mr"]
+    for target, chosen in recommendation.items():
+        rows = selection[selection["target"] == target]
+        best = rows.loc[rows["val_rmse"].idxmin()]
+        assert (chosen["key"], chosen["validation_rmse"]) == (best["key"], best["val_rmse"])
+        members = sorted((out / "recommended" / target).glob("model-*/best.ckpt"))
+        assert len(members) == 2  # both seeds
+        assert chosen["predict"].startswith(
+            f"chemgraph predict --checkpoint {members[0].parents[1]}"
+        )
+    assert "Recommended for fine_logp" in (out / "table.md").read_text(encoding="utf-8")
+    assert set(table["target"]) == {"fine_logp", "fine_mr"}
+    recommended = pd.read_csv(out / "predictions_recommended.csv")
+    # the table's own rows of those molecules: a transductive model reads their cheap labels
+    new = pd.read_csv(LABELS).set_index("id").loc[recommended["id"]].reset_index()
+    new.to_csv(tmp_path / "new.csv", index=False)
+    scored = pd.read_csv(
+        predict_table(out / "recommended" / "fine_logp", tmp_path / "new.csv",
+                      tmp_path / "scored.csv", progress=False).output
+    )  # fmt: skip
+    np.testing.assert_allclose(scored["fine_logp_pred"], recommended["fine_logp_pred"], atol=1e-4)

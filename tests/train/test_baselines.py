@@ -35,6 +35,9 @@ def test_linear_correction_recovers_the_coefficients():
     assert every.weights[:, 1] == pytest.approx([0.5, 3.0])
     assert every.intercept[1] == pytest.approx(0.25)
     np.testing.assert_allclose(every.predict(low[:2])[:, 1], high[:2, 1])
+    # no molecule to correct (e.g. a table without unlabelled molecules): an empty answer
+    assert every.predict(np.zeros((0, 2))).shape == (0, 2)
+    assert same.predict([]).shape == (0, 2)
     with pytest.raises(ValueError, match="molecules for 3 coefficients"):
         LinearCorrection.fit(low[:2], high[:2], same_column=False)
 
@@ -47,6 +50,7 @@ def test_kernel_ridge_interpolates_and_falls_back_to_the_mean():
     np.testing.assert_allclose(model.predict(fingerprints), labels, atol=1e-4)
     unseen = np.zeros((1, 6), dtype=np.uint8)  # similarity 0 to every training molecule
     assert model.predict(unseen)[0, 0] == pytest.approx(12.5)  # the training mean
+    assert model.predict(np.zeros((0, 6), dtype=np.uint8)).shape == (0, 1)  # no molecule
 
 
 def test_transfer_baselines_on_a_split():
@@ -68,5 +72,12 @@ def test_transfer_baselines_on_a_split():
         # the mean predictor: the training molecules' mean, whatever the molecule
         np.testing.assert_allclose(out["mean"][part], np.full((3, 1), high[:6].mean()))
     assert all(v["val"].shape == v["test"].shape == (3, 1) for v in out.values())
+    # molecules without high-fidelity labels predicted too: the same models, other molecules
+    with_unlabelled = transfer_baselines(
+        low, high, fingerprints, split, np.arange(12), unlabelled=np.array([9, 10])
+    )
+    for key, values in with_unlabelled.items():
+        np.testing.assert_allclose(values["unlabelled"][0], out[key]["test"][0])
+    np.testing.assert_allclose(with_unlabelled["linear"]["unlabelled"], high[9:11], atol=1e-10)
     # no fingerprints: the mean and the linear corrections
     assert set(transfer_baselines(low, high, None, split)) == {"mean", "linear", "linear_all"}
