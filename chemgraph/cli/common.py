@@ -46,6 +46,7 @@ __all__ = [
     "add_output_option",
     "add_overwrite_option",
     "add_preparation_options",
+    "add_protocol_option",
     "add_record_file_options",
     "add_record_timeout_option",
     "add_resume_options",
@@ -253,6 +254,12 @@ def add_model_option(parser: argparse.ArgumentParser, help: str) -> None:
     """``--model NAME``: a registered model family (:data:`chemgraph.model_names.
     MODEL_DESCRIPTIONS`); ``help`` gives the default."""
     parser.add_argument("--model", choices=list(MODEL_DESCRIPTIONS), help=help)
+
+
+def add_protocol_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--protocol {default,paper}``: where the settings not given come from (the command's
+    own protocols; ``paper`` = Buterez et al. 2024's); ``help`` says what each holds."""
+    parser.add_argument("--protocol", choices=["default", "paper"], help=help)
 
 
 def add_batch_size_option(

@@ -14,6 +14,7 @@ from chemgraph.cli.common import (
     add_output_option,
     add_overwrite_option,
     add_preparation_options,
+    add_protocol_option,
     add_root_option,
     add_seed_option,
     add_smiles_column_option,
@@ -126,10 +127,9 @@ class TrainCommand(Command):
             "stored in the checkpoint, so predict prepares new molecules the same way",
             defaults=False,
         )
-        parser.add_argument(
-            "--protocol",
-            choices=["default", "paper"],
-            help="optimisation settings: default (AdamW lr 5e-4 with warm-up and cosine decay, "
+        add_protocol_option(
+            parser,
+            "optimisation settings: default (AdamW lr 5e-4 with warm-up and cosine decay, "
             "batch 128, 50 epochs, sized for a CPU; ESA and NSA batch 64, GCN, "
             "GIN and GMoE batch 32 and lr 1e-3) or paper (Buterez et al. 2024 "
             "SI 7: lr 1e-4, batch 128, clipping 0.5, halve the lr after 15 epochs without "

@@ -16,6 +16,7 @@ from chemgraph.cli.common import (
     add_output_option,
     add_overwrite_option,
     add_preparation_options,
+    add_protocol_option,
     add_seeds_option,
     add_smiles_column_option,
     add_workers_option,
@@ -28,16 +29,22 @@ FLAG_NAMES = {"data": "--input", "out": "--output"}
 
 TRANSFER_EPILOG = """\
 examples:
-  chemgraph transfer -i labels.csv --smiles-column smiles \\
+  chemgraph transfer -i labels.csv \\
       --low-fidelity-columns xtb_homo,xtb_lumo --high-fidelity-columns gw_homo,gw_lumo \\
-      --model gin --seeds 3 -o runs/xtb_to_gw
-  chemgraph transfer -i labels.csv --geometry structures.sdf --model esa-3d \\
+      -o runs/xtb_to_gw
+  chemgraph predict --checkpoint runs/xtb_to_gw/recommended/gw_homo \\
+      -i new.csv -o new_predictions.csv
+  chemgraph transfer -i labels.csv --geometry structures.sdf \\
       --low-fidelity-columns dft_gap --high-fidelity-columns gw_gap -o runs/gap_3d
-  chemgraph predict --checkpoint runs/xtb_to_gw/checkpoints/transductive_seed0_gw_homo \\
-      --input new.csv --output new_predictions.csv
+  chemgraph transfer -i labels.csv --protocol paper --model gin ... (Buterez et al.'s settings)
 
 outputs in --output: table.md / table.csv (test RMSE of every strategy, mean ± std over seeds,
-with the baselines of each setting on the same split; table.md also the seed ensembles),
+with the baselines of each setting on the same split, the mean predictor among them; table.md
+also the seed ensembles and the model selection), selection.csv (every trained model's seed
+ensemble and every baseline ranked by validation RMSE, the best recommended),
+recommendation.json, recommended/<target>/ (the recommended network's seed checkpoints, for
+predict --checkpoint), predictions_recommended.csv (the molecules without high-fidelity labels,
+by the recommended model, a baseline too),
 ensembles.csv (test RMSE of each strategy's mean prediction over its seeds; empty with one
 seed), baselines.csv, runs.csv (one row per model), predictions.csv (test molecules: id,
 smiles, labels, predictions), predictions_unlabelled.csv (the molecules without every
@@ -98,7 +105,7 @@ class TransferCommand(Command):
         )
         add_model_option(
             parser,
-            "model family (default: esa-3d; with SMILES choose a bond-graph one, e.g. esa)",
+            "model family (default: esa for a SMILES table, esa-3d with --geometry)",
         )
         parser.add_argument(
             "--featurizer",
@@ -108,12 +115,22 @@ class TransferCommand(Command):
             "--strategies",
             help="comma-separated subset of high_fidelity_only,inductive,transductive",
         )
+        add_protocol_option(
+            parser,
+            "where the settings not given come from: default (a CPU and your table: early "
+            "stopping in both phases within 100 epochs, 3 seeds, batch 64, lr 5e-4, "
+            "Delta-learning) or paper (Buterez et al. 2024: 150 fixed pretraining epochs, up to "
+            "300 fine-tuning epochs, 5 seeds, batch 128, lr 1e-4, no Delta-learning; sized for "
+            "a GPU) (default: default)",
+        )
         parser.add_argument(
             "--delta-learning",
-            action="store_true",
+            action=argparse.BooleanOptionalAction,
             help="fine-tune on the residual of a linear correction of each molecule's "
             "low-fidelity values (its labels, transductive; the pretrained model's prediction, "
-            "inductive) and add the correction back; the checkpoints hold it for predict",
+            "inductive) and add the correction back; the checkpoints hold it for predict, which "
+            "then reads a transductive model's low-fidelity columns from its input (default: "
+            "the protocol's: on with --protocol default)",
         )
         parser.add_argument(
             "--stack-kernel-ridge",
@@ -129,23 +146,22 @@ class TransferCommand(Command):
             "prepares new molecules the same way",
             defaults=False,
         )
-        # defaults: TransferConfig, Buterez et al. 2024's protocol (SI 4, SI 7), sized for a GPU
-        # and 25,000 high-fidelity molecules
-        add_seeds_option(parser, "seeds 0 to N-1 of every strategy (default: 5)")
+        # defaults: chemgraph.transfer.config.TRANSFER_PROTOCOLS
+        add_seeds_option(parser, "seeds 0 to N-1 of every strategy (default: the protocol's)")
         parser.add_argument(
             "--pretrain-epochs", type=int, metavar="N",
-            help="fixed pretraining epochs (default: 150, the paper's, sized for a GPU and "
-            "25,000 high-fidelity molecules; a smaller table on a CPU needs fewer: "
-            "benchmarks/README.md)",
+            help="pretraining epochs: a bound that early stopping ends first with --protocol "
+            "default, a fixed count with paper (default: the protocol's)",
         )  # fmt: skip
         parser.add_argument(
             "--finetune-max-epochs", type=int, metavar="N",
-            help="fine-tuning epoch bound; early stopping ends it (default: 300)",
+            help="fine-tuning epoch bound; early stopping ends it (default: the protocol's)",
         )  # fmt: skip
-        add_batch_size_option(parser, "batch size (default: 128)")
+        add_batch_size_option(parser, "batch size (default: the protocol's)")
         parser.add_argument(
-            "--learning-rate", type=float, help="peak AdamW learning rate (default: 1e-4)"
-        )
+            "--learning-rate", type=float,
+            help="peak AdamW learning rate (default: the protocol's)",
+        )  # fmt: skip
         add_workers_option(
             parser,
             "processes training the strategy/seed/target chains side by side, one torch "
@@ -198,7 +214,8 @@ class TransferCommand(Command):
             "workers": args.workers,
             "standardize": args.standardize,
             "fragments": args.fragments,
-            "delta_learning": True if args.delta_learning else None,
+            "protocol": args.protocol,
+            "delta_learning": args.delta_learning,
             "stack_kernel_ridge": True if args.stack_kernel_ridge else None,
         }
         option_flags = {

@@ -68,8 +68,10 @@ class TransferOptions:
         overwrite: write into a non-empty ``out`` (its files are replaced).
         low_name, high_name: short names of the two levels for the table.
         training: the transfer settings (:class:`~chemgraph.transfer.config.TransferConfig`:
-            ``model``, ``featurizer``, ``strategies``, ``seeds``, epochs, optimisation, the
-            molecule preparation ``standardize`` and ``fragments``).
+            ``protocol``, ``model``, ``featurizer``, ``strategies``, ``seeds``, epochs,
+            optimisation, the molecule preparation ``standardize`` and ``fragments``); given as
+            a mapping without ``model``, the model is ``esa`` for a SMILES table and ``esa-3d``
+            with ``geometry``.
 
     Raises:
         ConfigError: bad settings (columns missing, of different counts or named twice, bad
@@ -142,7 +144,10 @@ class TransferOptions:
             )
         self.split_fractions = fractions
         if isinstance(self.training, dict):
-            self.training = TransferConfig.from_dict(self.training, source="training")
+            # the model family by what the table gives: bond graphs of SMILES, or 3D structures
+            default = "esa" if self.geometry is None else "esa-3d"
+            training = {"model": default, **self.training}
+            self.training = TransferConfig.from_dict(training, source="training")
         kind = get_model_spec(self.training.model).graph_kind
         if kind == "radius" and self.geometry is None:
             bond_models = [n for n in MODEL_DESCRIPTIONS if get_model_spec(n).graph_kind == "bond"]

@@ -3,8 +3,10 @@ low-fidelity labels (not for ``high_fidelity_only``) and fine-tuned on the high-
 labels (:func:`train_chain`); and the stacked Δ-learning model of a Δ-learning chain
 (:func:`stacked_chain`).
 
-Pretraining runs a fixed number of epochs (Buterez et al. 2024: 150) and keeps the last weights;
-a share of the pretraining pool is held out to draw its learning curve. Fine-tuning builds the
+Pretraining stops early on a held-out share of the pretraining pool and keeps its best weights
+(``pretrain_early_stopping``, the ``default`` protocol), or runs a fixed number of epochs and
+keeps the last weights (Buterez et al. 2024: 150; the ``paper`` protocol), the held-out share
+then only drawing its learning curve. Fine-tuning builds the
 same model with a fresh output head, copies every other weight (full fine-tuning;
 ``freeze_encoder`` trains only the head), standardises the high-fidelity labels anew and trains
 with early stopping on the high-fidelity validation set; the best checkpoint is evaluated on
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,11 +123,13 @@ def _fit(
     checkpoint_dir: Path | None,
     batch_size: int,
     progress_bars: bool,
+    budget_hint: str = "raise finetune_max_minutes or finetune_max_epochs",
 ) -> tuple[list[dict[str, float]], int]:
     """Train ``module``. With ``checkpoint_dir``: early stopping on the validation loss, then
     the best weights are loaded (their checkpoint, ``checkpoint_dir/best.ckpt``, is kept for
     ``chemgraph predict``; a Δ-learning module's holds its correction,
-    ``module.delta_learning``); without: the last weights stay. ``progress_bars``: the
+    ``module.delta_learning``); without: the last weights stay. ``budget_hint``: which limits
+    to raise when a phase stops before its first validation. ``progress_bars``: the
     in-epoch progress of :class:`~chemgraph.train.callbacks.EpochProgress` (off in worker
     processes, whose bars would overwrite one another's on one terminal).
 
@@ -141,7 +146,7 @@ def _fit(
     result = fit(
         module,
         data,
-        budget_hint="raise finetune_max_minutes or finetune_max_epochs",
+        budget_hint=budget_hint,
         quiet=True,  # a banner per Trainer would drown the epoch lines
         max_epochs=max_epochs,
         max_minutes=max_minutes,
@@ -388,11 +393,15 @@ def train_chain(
             config, targets, pre_train.labels, config.learning_rate, config.pretrain_max_minutes
         )
         started = time.perf_counter()
-        epochs, pretrain_epochs = _fit(
-            pretrained, pre_train, pre_val, config, max_epochs=config.pretrain_epochs,
-            max_minutes=config.pretrain_max_minutes, seed=seed, checkpoint_dir=None,
-            batch_size=config.batch_size, progress_bars=progress_bars,
-        )  # fmt: skip
+        # early stopping keeps the best weights through a checkpoint, which is not kept
+        with tempfile.TemporaryDirectory(dir=out, prefix=f".{stem}_pretrain-") as scratch:
+            epochs, pretrain_epochs = _fit(
+                pretrained, pre_train, pre_val, config, max_epochs=config.pretrain_epochs,
+                max_minutes=config.pretrain_max_minutes, seed=seed,
+                checkpoint_dir=Path(scratch) if config.pretrain_early_stopping else None,
+                batch_size=config.batch_size, progress_bars=progress_bars,
+                budget_hint="raise pretrain_max_minutes or pretrain_epochs",
+            )  # fmt: skip
         pretrain_seconds = time.perf_counter() - started
         curves += [dict(phase="pretrain", **e) for e in epochs]
         plot_learning_curve(

@@ -23,6 +23,7 @@ from chemgraph.train.module import LR_SCHEDULES
 __all__ = [
     "DELTA_SETTINGS",
     "STRATEGIES",
+    "TRANSFER_PROTOCOLS",
     "TRANSFER_ONLY_SETTINGS",
     "TransferConfig",
     "model_label",
@@ -51,15 +52,45 @@ def turned_off(*names: str) -> str:
     return " and ".join(parts + ([f"set {' and '.join(keys)}"] if keys else []))
 
 
+TRANSFER_PROTOCOLS: dict[str, dict[str, Any]] = {
+    "default": {
+        "seeds": 3, "pretrain_epochs": 100, "pretrain_early_stopping": True,
+        "finetune_max_epochs": 100, "early_stopping_patience": 10, "lr_patience": 5,
+        "batch_size": 64, "learning_rate": 5e-4, "gradient_clip": 1.0, "delta_learning": True,
+    },
+    "paper": {
+        "seeds": 5, "pretrain_epochs": 150, "pretrain_early_stopping": False,
+        "finetune_max_epochs": 300, "early_stopping_patience": 30, "lr_patience": 15,
+        "batch_size": 128, "learning_rate": 1e-4, "gradient_clip": 0.5, "delta_learning": False,
+    },
+}  # fmt: skip
+"""The settings of :class:`TransferConfig` left at None, by ``protocol``: ``"default"``, sized
+for a user's table on a CPU (every phase ends by early stopping on its validation molecules,
+within an upper bound of epochs; 3 seeds; Δ-learning, so that the transfer strategies use each
+molecule's low-fidelity value as an input, as the best baselines do), and ``"paper"``, the
+protocol of Buterez et al. 2024 (arXiv:2402.10793; SI 4: 150 fixed pretraining epochs, 5 seeds;
+SI 7: AdamW lr 1e-4, batch 128, clipping 0.5, early stopping after 30 epochs, the learning
+rate halved after 15), sized for a GPU; the ``dft_to_gw`` recipe runs it. ``delta_learning``
+of a protocol applies when ``strategies`` holds a transfer strategy."""
+
+
 @dataclass
 class TransferConfig(RunConfig):
     """Settings of a transfer-learning run (round-trips through YAML; every setting has a
-    default).
+    default). The settings left at None take the ``protocol``'s values
+    (:data:`TRANSFER_PROTOCOLS`), so ``config.yaml`` records the values used.
 
     Attributes:
+        protocol: ``"default"`` (a CPU and a user's table) or ``"paper"`` (Buterez et al.
+            2024's protocol), the source of every setting left at None.
         strategies: subset of :data:`STRATEGIES`, in table order.
         seeds: number of seeds (0 .. seeds-1); the table reports mean ± std over them.
-        pretrain_epochs: fixed pretraining epochs (Buterez et al. 2024 SI 4: 150).
+        pretrain_epochs: pretraining epochs: an upper bound with ``pretrain_early_stopping``,
+            else a fixed count (Buterez et al. 2024 SI 4: 150).
+        pretrain_early_stopping: stop the pretraining after ``early_stopping_patience`` epochs
+            without a lower loss on its held-out molecules (``pretrain_val_fraction`` of the
+            pool) and keep its best weights; False: ``pretrain_epochs`` fixed epochs, the last
+            weights kept (the paper's).
         pretrain_max_minutes: wall-clock cap of one pretraining (None = none; the run then
             stops early and says so in the log and in ``runs.csv``). A cap makes the results
             depend on the machine's speed and load; None keeps them reproducible.
@@ -85,8 +116,9 @@ class TransferConfig(RunConfig):
             low-fidelity values from the input columns named as the run's
             (:attr:`MultiFidelityData.low_fidelity_columns`). ``high_fidelity_only`` has
             no low-fidelity level to correct, so ``strategies`` must hold a transfer strategy
-            (else refused: it would change nothing). Default False: the low-fidelity level is
-            only the pretraining target (Buterez et al. 2024 Table 5).
+            (else refused: it would change nothing). The ``default`` protocol's: True when
+            ``strategies`` holds a transfer strategy; the ``paper`` protocol's: False, the
+            low-fidelity level only the pretraining target (Buterez et al. 2024 Table 5).
         stack_kernel_ridge: with ``delta_learning``, each transfer strategy also gets a
             stacked Δ-learning row ("+ kernel ridge (stacked Δ)"): ``high ≈ low @ W + b +
             w·model(molecule) + (1 − w)·kernel_ridge(molecule)``, the kernel ridge of the
@@ -145,28 +177,30 @@ class TransferConfig(RunConfig):
             transfer``'s command line, :func:`chemgraph.errors.setting`).
     """
 
+    protocol: str = "default"
     strategies: list[str] = field(default_factory=lambda: list(STRATEGIES))
-    seeds: int = 5
-    pretrain_epochs: int = 150
+    seeds: int | None = None
+    pretrain_epochs: int | None = None
+    pretrain_early_stopping: bool | None = None
     pretrain_max_minutes: float | None = None
-    finetune_max_epochs: int = 300
+    finetune_max_epochs: int | None = None
     finetune_max_minutes: float | None = None
-    early_stopping_patience: int = 30
-    lr_patience: int = 15
+    early_stopping_patience: int | None = None
+    lr_patience: int | None = None
     freeze_encoder: bool = False
     joint_targets: bool = False
-    delta_learning: bool = False
+    delta_learning: bool | None = None
     stack_kernel_ridge: bool = False
     baselines: bool = True
-    batch_size: int = 128
+    batch_size: int | None = None
     finetune_batch_size: int | None = None
-    learning_rate: float = 1e-4
+    learning_rate: float | None = None
     finetune_learning_rate: float | None = None
     weight_decay: float = 1e-2
     lr_schedule: str = "plateau"
     warmup_steps: int | None = None
     final_lr_fraction: float = 0.01
-    gradient_clip: float = 0.5
+    gradient_clip: float | None = None
     pretrain_val_fraction: float = 0.05
     model: str = "esa-3d"
     featurizer: dict[str, Any] | str = field(default_factory=dict)
@@ -196,13 +230,29 @@ class TransferConfig(RunConfig):
     }
 
     def __post_init__(self) -> None:
+        if self.protocol not in TRANSFER_PROTOCOLS:
+            raise ConfigError(
+                f"{setting('protocol')} must be one of {tuple(TRANSFER_PROTOCOLS)}, got "
+                f"{self.protocol!r}"
+            )
+        delta_given = self.delta_learning is not None
+        for name, value in TRANSFER_PROTOCOLS[self.protocol].items():
+            if getattr(self, name) is None:
+                setattr(self, name, value)
+        if not delta_given and not any(s in DELTA_STRATEGIES for s in self.strategies or []):
+            self.delta_learning = False  # the protocol's applies to transfer strategies only
         super().__post_init__()
         unknown = [s for s in self.strategies if s not in STRATEGIES]
         if unknown or not self.strategies:
             raise ConfigError(
                 f"{setting('strategies')} must be a non-empty subset of {STRATEGIES}: {unknown}"
             )
-        for name in ("joint_targets", "baselines", *TRANSFER_ONLY_SETTINGS):
+        for name in (
+            "joint_targets",
+            "baselines",
+            "pretrain_early_stopping",
+            *TRANSFER_ONLY_SETTINGS,
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
         corrections = [name for name in TRANSFER_ONLY_SETTINGS if getattr(self, name)]

@@ -12,6 +12,7 @@ import logging
 import multiprocessing
 import os
 import sys
+import time
 from collections import deque
 from collections.abc import Callable
 from multiprocessing.connection import wait
@@ -24,7 +25,14 @@ import torch
 from chemgraph._interrupts import interrupts_raise
 from chemgraph._processes import WorkerProcess, raise_remote, receive, serve, worker_pool
 from chemgraph.data.multi_fidelity import MultiFidelityData
-from chemgraph.transfer.chains import Chain, train_chain
+from chemgraph.train.inference import predict_graphs
+from chemgraph.transfer.chains import (
+    Chain,
+    build_module,
+    collate,
+    pretraining_pool,
+    train_chain,
+)
 from chemgraph.transfer.config import TransferConfig
 
 __all__ = ["available_cpus", "run_chains"]
@@ -66,7 +74,8 @@ def run_chains(
             (main thread only). On any error the workers are killed at once (they die with
             this process too: :func:`~chemgraph._interrupts.die_with_parent`).
     """
-    workers = min(config.workers, available_cpus(), len(chains))
+    workers = max(1, min(config.workers, available_cpus(), len(chains)))
+    log.info("%s", _plan(chains, data, split, config, workers))
     if workers <= 1:
         for index, chain in enumerate(chains):
             try:
@@ -76,7 +85,6 @@ def run_chains(
                 raise
             finished(index, result)
         return
-    log.info("%d chains in %d worker processes, one torch thread each", len(chains), workers)
     context = multiprocessing.get_context("spawn")
     level = logging.getLogger("chemgraph").getEffectiveLevel()
     pending = deque(enumerate(chains))
@@ -112,6 +120,57 @@ def run_chains(
                     pretrained_cache[chain.key] = pretrained
                 index, worker.index = worker.index, None
                 finished(index, result)
+
+
+def _plan(
+    chains: list[Chain],
+    data: MultiFidelityData,
+    split: dict[str, np.ndarray],
+    config: TransferConfig,
+    workers: int,
+) -> str:
+    """What :func:`run_chains` is about to do, said before any training: the chains, the
+    processes, the epoch bounds and a bound of the time. The time is measured, not guessed: a
+    forward pass over a batch of training molecules on one thread (as each worker trains),
+    times 3 for a training step, times the molecules and epochs of every phase if none stopped
+    early, over the processes; early stopping usually ends each phase far sooner."""
+    first = chains[0]
+    sample = [data.graphs[i] for i in split["train"][: config.batch_size]]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        module = build_module(
+            config, list(first.names), data.high[split["train"]][:, list(first.columns)], 1e-3
+        )
+        started = time.perf_counter()
+        predict_graphs(module, sample, collate(config, module), config.batch_size)
+        per_molecule = 3 * (time.perf_counter() - started) / max(1, len(sample))
+    except Exception:  # noqa: BLE001 - the chain that trains on them reports it, named
+        per_molecule = None
+    finally:
+        torch.set_num_threads(threads)
+    pools = sum(len(pretraining_pool(data, split, c.strategy, list(c.columns))) for c in chains)
+    steps = pools * config.pretrain_epochs
+    steps += len(chains) * len(split["train"]) * config.finetune_max_epochs
+    processes = (
+        "in this process"
+        if workers == 1
+        else f"in {workers} worker processes, one torch thread each"
+    )
+    return (
+        f"{len(chains)} chains {processes} "
+        f"({len(config.strategies)} strategies x {config.seeds} seeds x "
+        f"{len(chains) // (len(config.strategies) * config.seeds)} models); at most "
+        f"{config.pretrain_epochs} pretraining and {config.finetune_max_epochs} fine-tuning "
+        f"epochs each"
+        + (
+            ""
+            if per_molecule is None
+            else f": about {per_molecule * steps / workers / 60:.0f} minutes on this machine if "
+            "no phase stopped early"
+            + (", which early stopping usually prevents" if config.pretrain_early_stopping else "")
+        )
+    )
 
 
 class _ChainWorker(WorkerProcess):

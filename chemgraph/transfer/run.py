@@ -161,10 +161,13 @@ def run_transfer(
 
     def finished(index: int, result: tuple[np.ndarray, np.ndarray, dict[str, Any]]) -> None:
         results[index] = result
-        chain, (truth, predicted, _) = chains[index], result
+        chain, record = chains[index], result[2]
         for t, target in enumerate(chain.names):
-            rmse = regression_metrics(truth[:, t], predicted[:, t])["rmse"]
-            log.info("%s seed %d %s: test RMSE %.4f", chain.strategy, chain.seed, target, rmse)
+            log.info(
+                "chain %d of %d done (%s seed %d %s): validation RMSE %.4f",
+                len(results), len(chains), chain.strategy, chain.seed, target,
+                record["val_rmse"][t],
+            )  # fmt: skip
         # partial results survive, in chain order whatever order the chains finish in
         partial = [
             row for i in sorted(results) for row in chain_rows(chains[i], results[i], config.model)

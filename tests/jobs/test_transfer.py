@@ -170,9 +170,9 @@ def test_results_table_mean_and_sample_std():
 
 def test_tiny_end_to_end_run(data, split, tmp_path):
     config = TransferConfig(
-        seeds=2, pretrain_epochs=2, finetune_max_epochs=2, batch_size=16, learning_rate=1e-3,
-        pretrain_val_fraction=0.2, featurizer=FEATURIZER.to_dict(), model_options=TINY_MODEL,
-        progress=False, workers=1,
+        protocol="paper", seeds=2, pretrain_epochs=2, finetune_max_epochs=2, batch_size=16,
+        learning_rate=1e-3, pretrain_val_fraction=0.2, featurizer=FEATURIZER.to_dict(),
+        model_options=TINY_MODEL, progress=False, workers=1,
     )  # fmt: skip
     runs, baselines = run_transfer(data, split, config, tmp_path)
     assert len(runs) == 2 * 3 * 2  # seeds x strategies x targets
@@ -489,3 +489,35 @@ def test_model_selection_ranks_networks_and_baselines_on_validation():
     # without the tie the network wins, whatever its test RMSE
     baselines.loc[0, "val_rmse"] = 0.01
     assert model_selection(chains, results, data, split, baselines)["key"][0] == "transductive"
+
+
+def test_the_run_says_its_plan_first_and_each_chain_as_it_ends(data, split, tmp_path, caplog):
+    """Before any training: the chains, processes, epoch bounds and a time bound; then a plain
+    line per finished chain (what a log file of a long run shows)."""
+    config = TransferConfig(
+        seeds=1, pretrain_epochs=2, finetune_max_epochs=2, batch_size=16, learning_rate=1e-3,
+        pretrain_val_fraction=0.2, featurizer=FEATURIZER.to_dict(), model_options=TINY_MODEL,
+        progress=False, workers=1,
+    )  # fmt: skip
+    with caplog.at_level("INFO", logger="chemgraph"):
+        run_transfer(data, split, config, tmp_path)
+    plan = [m for m in caplog.messages if m.startswith("6 chains in this process")]
+    done = [m for m in caplog.messages if m.startswith("chain ")]
+    assert len(plan) == 1 and caplog.messages.index(plan[0]) < caplog.messages.index(done[0])
+    assert "(3 strategies x 1 seeds x 2 models); at most 2 pretraining and 2 fine-tuning" in plan[0]
+    assert "minutes on this machine if no phase stopped early" in plan[0]
+    assert [m.split(" done")[0] for m in done] == [f"chain {k} of 6" for k in range(1, 7)]
+
+
+def test_pretraining_stops_early_on_its_held_out_molecules(data, split, tmp_path):
+    """The default protocol: pretraining epochs are a bound, not a count (the paper's fixed
+    count in test_tiny_end_to_end_run)."""
+    config = TransferConfig(
+        seeds=1, strategies=["transductive"], pretrain_epochs=40, early_stopping_patience=1,
+        finetune_max_epochs=1, batch_size=16, learning_rate=0.5, pretrain_val_fraction=0.2,
+        featurizer=FEATURIZER.to_dict(), model_options=TINY_MODEL, progress=False, workers=1,
+    )  # fmt: skip
+    assert config.pretrain_early_stopping
+    runs, _ = run_transfer(data, split, config, tmp_path)
+    assert (runs["pretrain_epochs"] < 40).all()
+    assert not list(tmp_path.glob(".*_pretrain-*"))  # its scratch checkpoint is gone

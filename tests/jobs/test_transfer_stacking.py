@@ -69,10 +69,13 @@ def test_stacking_needs_delta_learning_a_transfer_strategy_and_smiles(tmp_path):
     """Refused in the words of a configuration (the recipe's, a YAML file's); ``chemgraph
     transfer`` names its flags instead (test_transfer_table.py)."""
     with pytest.raises(ConfigError) as error:
-        TransferConfig(stack_kernel_ridge=True)
+        TransferConfig(stack_kernel_ridge=True, delta_learning=False)
     assert str(error.value) == (
         "stack_kernel_ridge blends two Δ-learning models: it needs delta_learning: true"
     )
+    assert TransferConfig(stack_kernel_ridge=True).delta_learning  # the default protocol's
+    with pytest.raises(ConfigError, match="it needs delta_learning: true"):
+        TransferConfig(stack_kernel_ridge=True, protocol="paper")  # the paper has none
     # high_fidelity_only has no correction to stack on: a silent no-op otherwise
     with pytest.raises(ConfigError) as error:
         TransferConfig(

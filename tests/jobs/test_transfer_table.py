@@ -65,7 +65,9 @@ def test_transfer_on_a_smiles_table_keeps_every_fine_tuned_model_for_predict(tmp
     assert len(folders) == 3 * 2 * 2  # strategies x seeds x targets (one chain per target)
     new = tmp_path / "new.csv"
     rows = unlabelled[unlabelled.strategy == "transductive"].reset_index(drop=True)
-    pd.DataFrame({"smiles": rows["smiles"]}).to_csv(new, index=False)
+    # the table's rows of those molecules: a transductive Δ-learning model reads their cheap
+    # labels (the default protocol's Δ-learning)
+    pd.read_csv(LABELS).set_index("id").loc[rows["id"]].to_csv(new)
     predicted = [
         pd.read_csv(
             predict_table(
@@ -106,7 +108,7 @@ def test_one_seed_gives_an_undefined_spread_never_zero(tmp_path, monkeypatch):
     stored = load_checkpoint(checkpoint).hparams["train_fingerprints"]
     assert len(TrainingFingerprints.from_dict(stored)) == 12
     new = tmp_path / "new.csv"
-    labels.reset_index()[["smiles"]].to_csv(new, index=False)
+    labels.reset_index()[["smiles", "cheap_logp"]].to_csv(new, index=False)
     scored = pd.read_csv(
         predict_table(checkpoint, new, tmp_path / "new_out.csv", progress=False).output
     )
@@ -270,7 +272,7 @@ def _refused(out: Path, capsys, *arguments: str) -> str:
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        (["--stack-kernel-ridge"],
+        (["--no-delta-learning", "--stack-kernel-ridge"],
          "--stack-kernel-ridge blends two Δ-learning models: it needs --delta-learning"),
         (["--delta-learning", "--stack-kernel-ridge", "--strategies", "high_fidelity_only"],
          "--delta-learning and --stack-kernel-ridge apply to the transfer strategies (inductive, "
@@ -438,18 +440,48 @@ def test_cli_quiet_prints_no_table_and_strategies_may_have_spaces(tmp_path, caps
 
 
 def test_transfer_help_gives_the_defaults_the_run_uses(capsys):
+    """--help states each protocol's values, as TRANSFER_PROTOCOLS holds them."""
     from chemgraph.cli import main
     from chemgraph.transfer.config import TransferConfig
 
     with pytest.raises(SystemExit):
         main(["transfer", "--help"])
-    text = " ".join(capsys.readouterr().out.split())
-    defaults = TransferConfig()
-    assert f"every strategy (default: {defaults.seeds})" in text
-    assert f"(default: {defaults.pretrain_epochs}, the paper's" in text
-    assert f"(default: {defaults.finetune_max_epochs})" in text
-    assert f"batch size (default: {defaults.batch_size})" in text
-    assert "learning rate (default: 1e-4)" in text and defaults.learning_rate == 1e-4
+    # argparse may wrap a line after a hyphen
+    text = " ".join(capsys.readouterr().out.split()).replace("Delta- learning", "Delta-learning")
+    default, paper = TransferConfig(), TransferConfig(protocol="paper")
+
+    def rate(value: float) -> str:  # 5e-4, as the help writes it
+        return f"{value:.0e}".replace("e-0", "e-")
+
+    assert (
+        f"early stopping in both phases within {default.pretrain_epochs} epochs, "
+        f"{default.seeds} seeds, batch {default.batch_size}, lr {rate(default.learning_rate)}, "
+        "Delta-learning"
+    ) in text
+    assert default.pretrain_epochs == default.finetune_max_epochs and default.delta_learning
+    assert default.pretrain_early_stopping and not paper.pretrain_early_stopping
+    assert (
+        f"{paper.pretrain_epochs} fixed pretraining epochs, up to {paper.finetune_max_epochs} "
+        f"fine-tuning epochs, {paper.seeds} seeds, batch {paper.batch_size}, lr "
+        f"{rate(paper.learning_rate)}, no Delta-learning"
+    ) in text
+    assert not paper.delta_learning
+    assert "(default: esa for a SMILES table, esa-3d with --geometry)" in text
+
+
+def test_a_smiles_table_runs_naming_only_its_columns(tmp_path):
+    """No --model: a SMILES table gets the 2D ESA, a geometry file the 3D one (the default was
+    esa-3d, which refused a SMILES table)."""
+    options = TransferOptions(
+        data=LABELS, low_fidelity_columns="cheap_logp", high_fidelity_columns="fine_logp",
+        out=tmp_path / "run", training={},
+    )  # fmt: skip
+    assert options.training.model == "esa" and options.training.protocol == "default"
+    with_structures = TransferOptions(
+        data=LABELS, low_fidelity_columns="cheap_logp", high_fidelity_columns="fine_logp",
+        out=tmp_path / "run", geometry=tmp_path / "structures.sdf", training={},
+    )  # fmt: skip
+    assert with_structures.training.model == "esa-3d"
 
 
 def test_too_few_labelled_molecules_refused_before_out_is_touched(tmp_path, capsys):

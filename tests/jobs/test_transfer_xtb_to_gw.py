@@ -92,7 +92,8 @@ def test_xtb_labels_transfer_to_gw(molecules, tmp_path, capsys):
     unlabelled = pd.read_csv(out / "predictions_unlabelled.csv")
     new = tmp_path / "new.csv"
     mine = unlabelled[unlabelled["strategy"] == "transductive"].reset_index(drop=True)
-    mine[["id", "smiles"]].to_csv(new, index=False)
+    # with the cheap labels, which the transductive Δ-learning model reads
+    merged.set_index("id").loc[mine["id"], ["smiles", "xtb_homo", "xtb_lumo"]].to_csv(new)
     scored = tmp_path / "scored.csv"
     path = out / "checkpoints" / "transductive_seed0_gw_homo" / "best.ckpt"
     assert main(["predict", "--checkpoint", str(path), "--input", str(new), "--output",
