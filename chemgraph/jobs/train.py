@@ -80,7 +80,8 @@ def train(config: TrainingConfig, overwrite: bool = False) -> dict[str, dict[str
     """Featurize the table, split, train with Lightning, evaluate the best checkpoint.
 
     Writes to ``config.out``: ``rejected.csv`` (row, input, reason), ``best.ckpt``,
-    ``metrics.json`` (``{"val": {...}, "test": {...}, "epochs_trained": n}``, and for a
+    ``metrics.json`` (``{"val": {...}, "test": {...}, "mean_predictor": {...}, "epochs_trained":
+    n}``, and for a
     mixture of experts ``"experts"``: per training epoch, the expert usage ``[layer][expert]``
     and the importance and load CV² per layer; RMSE/MAE/R² in
     the targets' units, or ROC-AUC/PR-AUC/MCC/balanced accuracy/accuracy, averaged over tasks,
@@ -585,7 +586,8 @@ def _evaluate(
     device: the whole splits, also after a DDP fit (whose samplers shard and pad them).
 
     ``metrics[split]`` holds each metric's mean over tasks, ``metrics["per_task"][split]`` the
-    table of :func:`chemgraph.train.metrics.per_task_metrics`."""
+    table of :func:`chemgraph.train.metrics.per_task_metrics`, ``metrics["mean_predictor"]
+    [split]`` the mean metrics of predicting the training labels' mean for every molecule."""
     metrics: dict = {}
     per_task: dict = {}
     frames = []
@@ -602,6 +604,20 @@ def _evaluate(
         metrics[name] = mean_over_tasks(per_task[name])
         frames.append(_prediction_frame(name, parts[name], predicted, config.target_columns))
     metrics["per_task"] = per_task
+    # the simplest baseline: every molecule gets the training labels' mean (a probability of
+    # class 1 for classification)
+    train_mean = np.nanmean(parts["train"].labels.numpy(), axis=0)
+    metrics["mean_predictor"] = {
+        name: mean_over_tasks(
+            per_task_metrics(
+                parts[name].labels.numpy(),
+                np.broadcast_to(train_mean, parts[name].labels.shape),
+                config.task,
+                config.target_columns,
+            )
+        )
+        for name in ("val", "test")
+    }
     metrics["epochs_trained"] = fitted.trainer.current_epoch
     history = getattr(fitted.module.model, "expert_history", None)
     if history:  # a mixture of experts: its routing per epoch and layer

@@ -288,7 +288,9 @@ def _notes(split: str, per_task: dict[str, dict]) -> list[str]:
 def format_metrics(metrics: dict) -> str:
     """What ``chemgraph train`` prints: the metrics of
     :func:`chemgraph.jobs.train.train` (``{"val": {...}, "test": {...}}``, optionally
-    ``"per_task": {split: {target: {...}}}``) as plain text.
+    ``"per_task": {split: {target: {...}}}`` and ``"mean_predictor": {split: {...}}``, the
+    metrics of predicting the training mean, printed as a last row of the test split) as plain
+    text.
 
     For classification, a headline with the test ROC-AUC (and PR-AUC with its chance level when
     a task is imbalanced); then a table of the mean metrics, one row per split (4 decimals,
@@ -302,9 +304,13 @@ def format_metrics(metrics: dict) -> str:
     headline = _headline(splits[-1], metrics[splits[-1]], per_task.get(splits[-1]))
     if headline:
         lines.append(headline)
-    lines.append(f"{'split':<6}" + "".join(f"{_SHOWN[n]:>10}" for n in names))
-    for split in splits:
-        lines.append(f"{split:<6}" + "".join(_number(metrics[split][n], 10) for n in names))
+    rows = [(split, metrics[split]) for split in splits]
+    if "mean_predictor" in metrics:  # the simplest baseline, on the same molecules
+        rows.append((f"{splits[-1]}, mean predictor", metrics["mean_predictor"][splits[-1]]))
+    width = max(6, *(len(label) + 2 for label, _ in rows))
+    lines.append(f"{'split':<{width}}" + "".join(f"{_SHOWN[n]:>10}" for n in names))
+    for label, values in rows:
+        lines.append(f"{label:<{width}}" + "".join(_number(values[n], 10) for n in names))
     if len(per_task.get("test", {})) > 1:
         lines += ["", "per task (test split):", *_per_task_table(per_task["test"])]
     for split in splits:

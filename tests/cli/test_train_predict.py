@@ -8,6 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -128,6 +129,16 @@ def test_train_then_predict(tmp_path, table, task, target, metric_names, model):
     predictions = pd.read_csv(out / "predictions.csv")
     assert set(predictions["split"]) == {"val", "test"}
     assert len(predictions) == 6  # 10% + 10% of 30 valid molecules
+    # the mean predictor: the training molecules' mean label for every molecule (the valid
+    # rows of the table that are neither validation nor test rows trained)
+    labels = pd.read_csv(data).drop(index=list(INVALID))
+    train_mean = labels.drop(index=predictions["row"])[target].mean()
+    test = predictions[predictions["split"] == "test"][target]
+    if task == "regression":
+        rmse = float(np.sqrt(np.mean((test - train_mean) ** 2)))
+        assert metrics["mean_predictor"]["test"]["rmse"] == pytest.approx(rmse, rel=1e-5)
+    else:  # one probability for every molecule: no ranking
+        assert metrics["mean_predictor"]["test"]["roc_auc"] in (0.5, None)
     for name in ["best.ckpt", "learning_curve.png", "config.yaml"]:
         assert (out / name).stat().st_size > 0
     assert (out / "parity.png").exists() == (task == "regression")

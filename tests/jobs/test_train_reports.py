@@ -117,6 +117,21 @@ def test_format_metrics_leads_with_roc_auc_and_pr_auc_on_imbalanced_tasks():
     assert len(lines) == 11  # plain accuracy is in metrics.json only
 
 
+def test_format_metrics_ends_with_the_mean_predictor():
+    metrics = {
+        "val": {"rmse": 0.5, "mae": 0.4, "r2": 0.8},
+        "test": {"rmse": 0.6, "mae": 0.5, "r2": 0.7},
+        "mean_predictor": {
+            "val": {"rmse": 1.3, "mae": 1.1, "r2": -0.01},
+            "test": {"rmse": 1.2, "mae": 1.0, "r2": -0.02},
+        },
+    }
+    lines = format_metrics(metrics).splitlines()
+    assert lines[-1].split() == ["test,", "mean", "predictor", "1.2000", "1.0000", "-0.0200"]
+    assert lines[2].split() == ["test", "0.6000", "0.5000", "0.7000"]
+    assert len({len(line) for line in lines}) == 1  # right-aligned columns under the header
+
+
 def test_format_metrics_of_a_balanced_single_task():
     truth = np.array([1, 1, 0, 0.0])
     text = format_metrics(_report(truth, np.array([0.9, 0.4, 0.6, 0.1]), ["active"]))
