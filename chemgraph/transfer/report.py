@@ -20,7 +20,9 @@ from chemgraph.transfer.chains import STACKED, Chain
 from chemgraph.transfer.config import model_label
 
 __all__ = [
+    "BOOTSTRAP_SAMPLES",
     "KERNEL_RIDGE_ALONE",
+    "SELECTION_ORDER",
     "SETTINGS",
     "STRATEGY_LABELS",
     "format_selection",
@@ -417,12 +419,13 @@ def write_recommended_predictions(
     results: dict[int, tuple[np.ndarray, np.ndarray, dict[str, Any]]],
     unlabelled: np.ndarray,
     ids: list[str],
-    baselines: dict[str, np.ndarray],
+    baselines: dict[str, dict[str, np.ndarray]],
     out: Path,
 ) -> None:
     """``predictions_recommended.csv``: the molecules ``unlabelled`` predicted, per target, by
     its recommended model (:func:`model_selection`): a trained strategy's mean over seeds, or
-    a baseline's prediction (``baselines``: ``{key: [len(unlabelled), T]}``); columns ``id``,
+    a baseline's prediction (``baselines``: ``{key: {"unlabelled": [len(unlabelled), T]}}``);
+    columns ``id``,
     ``smiles`` (when known), per target ``<target>_pred`` and ``<target>_model`` (its
     label)."""
     frame = pd.DataFrame({"id": [ids[i] for i in unlabelled]})
@@ -430,7 +433,7 @@ def write_recommended_predictions(
         frame["smiles"] = [data.smiles[i] for i in unlabelled]
     for row in selection[selection["recommended"]].itertuples(index=False):
         if row.kind == "baseline":
-            values = baselines[row.key][:, data.targets.index(row.target)]
+            values = baselines[row.key]["unlabelled"][:, data.targets.index(row.target)]
         else:
             values = np.mean(
                 [
@@ -445,40 +448,66 @@ def write_recommended_predictions(
     frame.to_csv(out / "predictions_recommended.csv", index=False)
 
 
+SELECTION_ORDER = (
+    "mean", "linear", "linear_all", "low_model_linear", "kernel_ridge", "delta", "delta_all",
+    "low_model_delta", "transductive", "transductive_stacked", "inductive",
+    "inductive_stacked", "high_fidelity_only",
+)  # fmt: skip
+"""The candidates of :func:`model_selection` from the simplest to the most complex: the
+baselines by their number of fitted parameters, then the networks, those that use more of
+the cheap labels first (transductive, inductive, then the high-fidelity labels alone, the
+order Buterez et al. 2024 find them in)."""
+
+BOOTSTRAP_SAMPLES = 1000
+"""Resamples of the validation molecules for :func:`model_selection`'s standard errors."""
+
+
 def model_selection(
     chains: list[Chain],
     results: dict[int, tuple[np.ndarray, np.ndarray, dict[str, Any]]],
     data: MultiFidelityData,
     split: dict[str, np.ndarray],
     baselines: pd.DataFrame | None,
+    baseline_predictions: dict[str, dict[str, np.ndarray]] | None,
     model: str = "esa",
 ) -> pd.DataFrame:
     """Every trained model and every baseline ranked on the validation molecules, per target,
-    the one with the lowest validation RMSE recommended (on a tie, the baseline: the simpler
-    model). A trained strategy is its seed ensemble (the mean of its seeds' predictions, what
-    ``chemgraph predict`` gives with every seed's checkpoint). The test RMSE is reported for
-    reading only: nothing is chosen on it. The validation molecules also chose each network's
-    epoch, each kernel ridge's ``alpha`` and each stacking weight, so every validation RMSE is
-    a little optimistic, all alike.
+    and the one to use recommended by the one-standard-error rule (Hastie, Tibshirani and
+    Friedman, "The Elements of Statistical Learning", 2nd ed. 2009, section 7.10): the lowest
+    validation RMSE, unless a simpler candidate (:data:`SELECTION_ORDER`) is within one
+    standard error of it: the standard error of the two candidates' RMSE difference over
+    :data:`BOOTSTRAP_SAMPLES` paired resamples of the validation molecules (seed 0). A few
+    dozen validation molecules cannot tell apart models whose RMSE differs by less; the
+    rule then keeps the simpler one rather than the one the noise favoured. A trained strategy
+    is its seed ensemble (the mean of its seeds' predictions, what ``chemgraph predict`` gives
+    with every seed's checkpoint). The test RMSE is reported for reading only: nothing is
+    chosen on it. The validation molecules also chose each network's epoch, each kernel
+    ridge's ``alpha`` and each stacking weight, so every validation RMSE is a little
+    optimistic.
 
     Args:
         chains, results: the chains of a run and their ``(truth, predicted, record)``
             (:func:`chemgraph.transfer.chains.train_chain`; ``record["validation"]``).
         data, split: the molecules and the split the chains trained on.
-        baselines: rows of :func:`chemgraph.transfer.run.baseline_runs` (``val_rmse``,
-            ``rmse``); None = the trained models only.
+        baselines: rows of :func:`chemgraph.transfer.run.baseline_runs` (``baseline``,
+            ``key``, ``setting``, ``target``, ``rmse``); None = the trained models only.
+        baseline_predictions: the baselines' predictions, ``{key: {"val": [n_val, T]}}``.
         model: the model family (the ``method`` of the trained rows).
 
     Returns:
         One row per target and candidate: ``target``, ``model`` (its label), ``key`` (the
         strategy as ``runs.csv`` names it, or the baseline's key), ``kind`` (``"network"`` or
         ``"baseline"``), ``method``, ``setting``, ``seeds`` (missing for a baseline),
-        ``validation RMSE`` and ``test RMSE`` (text), ``val_rmse``, ``rmse`` and
-        ``recommended`` (bool, one per target), best validation RMSE first.
+        ``validation RMSE`` and ``test RMSE`` (text), ``val_rmse``, ``val_se`` (the standard
+        error of its RMSE difference from the best), ``rmse`` and ``recommended`` (bool, one
+        per target), best validation RMSE first.
     """
     labels = {"high_fidelity_only": data.high_name, **STRATEGY_LABELS}
     val_truth, test_truth = (data.high[split[name]].numpy() for name in ("val", "test"))
-    records = []
+    resamples = np.random.default_rng(0).integers(
+        0, len(split["val"]), (BOOTSTRAP_SAMPLES, len(split["val"]))
+    )
+    frames = []
     for t, target in enumerate(data.targets):
         members: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
         for index, chain in enumerate(chains):
@@ -488,21 +517,19 @@ def model_selection(
                 members.setdefault(chain.strategy, []).append(
                     (record["validation"][:, column], predicted[:, column])
                 )
+        records, validation = [], []
         for strategy, runs in members.items():
             seeds = len(runs)
             method = model_label(model) + (
                 " + kernel ridge" if strategy in STACKED.values() else ""
             )
+            validation.append(np.mean([r[0] for r in runs], axis=0))
             records.append(
                 dict(
                     target=target,
                     model=labels[strategy] + (f", mean of {seeds} seeds" if seeds > 1 else ""),
-                    key=strategy, kind="network",
-                    method=method,
-                    setting=SETTINGS[strategy], seeds=seeds,
-                    val_rmse=regression_metrics(
-                        val_truth[:, t], np.mean([r[0] for r in runs], axis=0)
-                    )["rmse"],
+                    key=strategy, kind="network", method=method, setting=SETTINGS[strategy],
+                    seeds=seeds,
                     rmse=regression_metrics(
                         test_truth[:, t], np.mean([r[1] for r in runs], axis=0)
                     )["rmse"],
@@ -510,23 +537,35 @@ def model_selection(
             )  # fmt: skip
         if baselines is not None:
             for row in baselines[baselines["target"] == target].itertuples(index=False):
+                validation.append(baseline_predictions[row.key]["val"][:, t])
                 records.append(
                     dict(
                         target=target, model=row.baseline, key=row.key, kind="baseline",
                         method="baseline", setting=row.setting, seeds=pd.NA,
-                        val_rmse=float(row.val_rmse), rmse=float(row.rmse),
+                        rmse=float(row.rmse),
                     )
                 )  # fmt: skip
-    frame = pd.DataFrame(records)
-    frame["network"] = frame["kind"] == "network"  # after a baseline of the same RMSE
-    frame["order"] = frame["target"].map({target: i for i, target in enumerate(data.targets)})
-    frame = frame.sort_values(["order", "val_rmse", "network"], kind="stable")
-    frame = frame.reset_index(drop=True)
-    frame["recommended"] = ~frame.duplicated("target")
+        frame = pd.DataFrame(records)
+        errors = (np.asarray(validation, dtype=np.float64) - val_truth[:, t]) ** 2  # [C, n_val]
+        frame["val_rmse"] = np.sqrt(errors.mean(axis=1))
+        best = int(frame["val_rmse"].idxmin())
+        resampled = np.sqrt(errors[:, resamples].mean(axis=2))  # [C, samples]
+        frame["val_se"] = (resampled - resampled[best]).std(axis=1, ddof=1)
+        close = frame["val_rmse"] - frame.loc[best, "val_rmse"] <= frame["val_se"]
+        simplicity = frame["key"].map({key: i for i, key in enumerate(SELECTION_ORDER)})
+        chosen = (
+            frame[close]
+            .assign(order=simplicity[close])
+            .sort_values(["order", "val_rmse"], kind="stable")
+            .index[0]
+        )
+        frame["recommended"] = frame.index == chosen
+        frames.append(frame.sort_values("val_rmse", kind="stable"))
+    frame = pd.concat(frames, ignore_index=True)
     frame["validation RMSE"] = [f"{v:.3f}" for v in frame["val_rmse"]]
     frame["test RMSE"] = [f"{v:.3f}" for v in frame["rmse"]]
     columns = ["target", "model", "key", "kind", "method", "setting", "seeds"]
-    columns += ["validation RMSE", "test RMSE", "val_rmse", "rmse", "recommended"]
+    columns += ["validation RMSE", "test RMSE", "val_rmse", "val_se", "rmse", "recommended"]
     return frame[columns].astype({"seeds": "Int64"})
 
 

@@ -232,9 +232,9 @@ def _write_results(
     runs = pd.DataFrame(rows)
     runs.to_csv(out / "runs.csv", index=False)  # with the stacked rows, when any
     pd.DataFrame(curves).to_csv(out / "learning_curves.csv", index=False)
-    baselines, baseline_unlabelled = None, {}
+    baselines, baseline_predictions = None, {}
     if config.baselines:
-        baselines, baseline_frames, baseline_unlabelled = baseline_runs(
+        baselines, baseline_frames, baseline_predictions = baseline_runs(
             data, split, config.strategies, fingerprints, unlabelled
         )
         baselines.to_csv(out / "baselines.csv", index=False)
@@ -247,12 +247,14 @@ def _write_results(
     pd.concat(predictions, ignore_index=True).to_csv(out / "predictions.csv", index=False)
     table = results_table(runs, data.high_name, model_label(config.model), baselines)
     table.to_csv(out / "table.csv", index=False)
-    selection = model_selection(chains, results, data, split, baselines, config.model)
+    selection = model_selection(
+        chains, results, data, split, baselines, baseline_predictions, config.model
+    )
     recommended = _write_selection(selection, chains, out)
     if unlabelled is not None:
         write_unlabelled(data, chains, results, unlabelled, unlabelled_ids, out)
         write_recommended_predictions(
-            data, selection, chains, results, unlabelled, unlabelled_ids, baseline_unlabelled,
+            data, selection, chains, results, unlabelled, unlabelled_ids, baseline_predictions,
             out,
         )  # fmt: skip
     (out / "table.md").write_text(
@@ -404,7 +406,7 @@ def baseline_runs(
     strategies: list[str],
     fingerprints: np.ndarray | None = None,
     unlabelled: np.ndarray | None = None,
-) -> tuple[pd.DataFrame, list[pd.DataFrame], dict[str, np.ndarray]]:
+) -> tuple[pd.DataFrame, list[pd.DataFrame], dict[str, dict[str, np.ndarray]]]:
     """The baselines of the settings of ``strategies`` on ``split``
     (:func:`chemgraph.train.baselines.transfer_baselines`: the fingerprint ones need
     ``data.smiles``), their test RMSE and MAE and validation RMSE per target, and their test
@@ -418,8 +420,9 @@ def baseline_runs(
         ``(rows, predictions, unlabelled_predictions)``: rows with ``baseline`` (label),
         ``key``, ``setting`` (``both``, ``inductive``, ``transductive``), ``target``, ``rmse``,
         ``mae``, ``val_rmse``, ``seconds``; one predictions frame per baseline in the layout of
-        ``predictions.csv`` (``strategy`` = the baseline's key, ``seed`` empty); ``{key:
-        float64 [len(unlabelled), T]}`` (empty without ``unlabelled``).
+        ``predictions.csv`` (``strategy`` = the baseline's key, ``seed`` empty); every
+        baseline's predictions (:func:`chemgraph.train.baselines.transfer_baselines`: ``{key:
+        {"val", "test", "unlabelled" (with ``unlabelled``): float64 [n, T]}}``).
     """
     started = time.perf_counter()
     if fingerprints is None and data.smiles is not None:
@@ -450,10 +453,7 @@ def baseline_runs(
             frame[f"{target}_pred"] = values["test"][:, t]
         frames.append(frame)
     log.info("baselines: %d in %.1f s", len(predicted), seconds)
-    others = {
-        key: values["unlabelled"] for key, values in predicted.items() if "unlabelled" in values
-    }
-    return pd.DataFrame(rows), frames, others
+    return pd.DataFrame(rows), frames, predicted
 
 
 def transfer_job(

@@ -457,38 +457,57 @@ def test_label_curve_rows_and_plot(data, split, tmp_path):
         label_curve(data, split, config, [19], tmp_path / "bad")
 
 
-def test_model_selection_ranks_networks_and_baselines_on_validation():
-    """The seed ensemble of each strategy and each baseline, by validation RMSE; the best is
-    recommended, a baseline on a tie; the test RMSE plays no part."""
+def test_model_selection_ranks_on_validation_and_keeps_the_simpler_within_one_se():
+    """Every strategy's seed ensemble and every baseline by validation RMSE; the recommended
+    one is the simplest within one bootstrap standard error of the best; the test RMSE plays
+    no part."""
     from chemgraph.transfer.chains import Chain
     from chemgraph.transfer.report import model_selection
 
-    high = np.array([[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]])
-    data = MultiFidelityData([None] * 6, np.arange(6), high + 1, high, ["y"])
-    split = {"train": np.array([0, 1]), "val": np.array([2, 3]), "test": np.array([4, 5])}
+    rng = np.random.default_rng(0)
+    n_val = 40
+    high = rng.normal(size=(2 + n_val + 2, 1))
+    data = MultiFidelityData([None] * len(high), np.arange(len(high)), high + 1, high, ["y"])
+    val = np.arange(2, 2 + n_val)
+    split = {"train": np.array([0, 1]), "val": val, "test": np.array([42, 43])}
     chains = [Chain("transductive", seed, (0,), ("y",), False) for seed in (0, 1)]
-    # the two seeds err by +0.2 and -0.2 on validation: their mean is exact there, and far off
-    # on test (which must not matter)
-    results = {
-        seed: (high[4:], high[4:] + 9.0, {"validation": high[2:4] + sign * 0.2})
-        for seed, sign in ((0, 1), (1, -1))
-    }
-    baselines = pd.DataFrame(
-        [
-            dict(baseline="line", key="linear", setting="transductive", target="y",
-                 val_rmse=0.0, rmse=0.1),
-            dict(baseline="mean", key="mean", setting="both", target="y", val_rmse=1.5, rmse=1.4),
-        ]
-    )  # fmt: skip
-    selection = model_selection(chains, results, data, split, baselines)
-    assert list(selection["key"]) == ["linear", "transductive", "mean"]  # a tie: baseline first
-    assert list(selection["recommended"]) == [True, False, False]
-    network = selection[selection["key"] == "transductive"].iloc[0]
-    assert network["val_rmse"] == pytest.approx(0.0) and network["rmse"] == pytest.approx(9.0)
-    assert network["model"] == "Trans., mean of 2 seeds" and network["seeds"] == 2
-    # without the tie the network wins, whatever its test RMSE
-    baselines.loc[0, "val_rmse"] = 0.01
-    assert model_selection(chains, results, data, split, baselines)["key"][0] == "transductive"
+    noise, other = rng.normal(size=(2, n_val, 1))
+    network_error = 0.5 * noise  # the seeds' mean; each seed off by a further +-0.3
+
+    def run():
+        return {
+            seed: (high[42:], high[42:] + 9.0, {"validation": high[val] + network_error + shift})
+            for seed, shift in ((0, 0.3), (1, -0.3))
+        }
+
+    def baselines(line_error: np.ndarray):
+        rows = pd.DataFrame(
+            [
+                dict(baseline="line", key="linear", setting="transductive", target="y", rmse=0.1),
+                dict(baseline="mean", key="mean", setting="both", target="y", rmse=1.4),
+            ]
+        )
+        predictions = {
+            "linear": {"val": high[val] + line_error},
+            "mean": {"val": np.full((n_val, 1), 5.0)},
+        }
+        return rows, predictions
+
+    # the line's validation errors as large as the network's, 5% more: within one standard
+    # error of the difference (a few dozen molecules cannot tell them apart): the simpler line
+    line_error = 0.5 * other * 1.05 * np.sqrt(np.mean(noise**2) / np.mean(other**2))
+    selection = model_selection(chains, run(), data, split, *baselines(line_error))
+    assert list(selection["key"]) == ["transductive", "linear", "mean"]  # by validation RMSE
+    assert selection["val_rmse"][1] == pytest.approx(1.05 * selection["val_rmse"][0])
+    assert selection["rmse"][0] == pytest.approx(9.0)  # the test RMSE: reported, not used
+    assert (
+        selection["val_se"][0] == 0.0 and selection["val_se"][1] > 0.05 * selection["val_rmse"][0]
+    )
+    assert list(selection.loc[selection["recommended"], "key"]) == ["linear"]
+    # a line twice as far off: beyond one standard error, the best (the network) wins
+    selection = model_selection(chains, run(), data, split, *baselines(2 * line_error))
+    assert list(selection.loc[selection["recommended"], "key"]) == ["transductive"]
+    assert selection.loc[0, "model"] == "Trans., mean of 2 seeds" and selection["seeds"][0] == 2
 
 
 def test_the_run_says_its_plan_first_and_each_chain_as_it_ends(data, split, tmp_path, caplog):
