@@ -68,13 +68,14 @@ class TransferCommand(Command):
     name = "transfer"
     help = "pretrain on cheap (low-fidelity) labels, fine-tune on expensive ones, on your table"
     description = (
-        "Transfer learning across levels of theory (Buterez et al. 2024): for each strategy "
-        "(high_fidelity_only, inductive: pretrain on the low-fidelity labels of every molecule "
-        "but the high-fidelity test molecules; transductive: of every molecule) and seed, "
-        "pretrain on the low-fidelity columns, fine-tune on the high-fidelity columns; "
-        "missing labels are empty cells (most molecules may have only the cheap ones). Bond "
-        "graphs of the SMILES for any bond-graph model, or radius graphs of 3D structures "
-        "(--geometry) for esa-3d."
+        "Transfer learning from cheap (low-fidelity) to accurate (high-fidelity) labels on your "
+        "table (Buterez et al. 2024). Three strategies, each for every seed: "
+        "high_fidelity_only trains on the accurate labels alone; inductive pretrains on the "
+        "cheap labels of every molecule except the accurate test molecules, then fine-tunes; "
+        "transductive pretrains on the cheap labels of every molecule, then fine-tunes. "
+        "Missing labels are empty cells. Bond graphs of the SMILES (esa by default), or radius "
+        "graphs of 3D structures with --geometry (esa-3d). The strategies and the baselines are "
+        "ranked on the validation molecules and one is recommended per target."
     )
     epilog = TRANSFER_EPILOG
     formatter_class = ExamplesHelpFormatter
