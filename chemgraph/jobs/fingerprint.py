@@ -37,7 +37,6 @@ and neither a mean nor a common column of them means anything; embed with one me
 from __future__ import annotations
 
 import os
-import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +48,6 @@ import pyarrow.parquet as pq
 import torch
 
 from chemgraph._files import atomic_path, write_parquet_atomically
-from chemgraph._interrupts import Interrupted
 from chemgraph.errors import ConfigError
 from chemgraph.library.scoring import LibraryRun, shard_table
 from chemgraph.train.ensemble import Ensemble, checkpoint_files
@@ -161,16 +159,9 @@ def fingerprint_table(
         [("row", pa.int64()), ("id", pa.string()), ("input", pa.string()), ("smiles", pa.string()),
          ("embedding", pa.list_(pa.float32(), width)), ("error", pa.string())]
     )  # fmt: skip
-    try:
+    with run.keeping_work():  # while featurizing or embedding: the work folder is kept
         run.start(model, {"command": "fingerprint"})
         run.score(_ShardEmbeddings(run, model, schema, options.batch_size), "embed")
-    except Interrupted as stop:  # while featurizing or embedding: the work folder is kept
-        name = signal.Signals(stop.signum).name
-        raise Interrupted(
-            stop.signum,
-            f"stopped by {name}; the finished shards are kept in {run.work}: run the same "
-            "command with --resume to continue",
-        ) from None
     output.parent.mkdir(parents=True, exist_ok=True)
     temporary = atomic_path(output)
     records = embedded = 0

@@ -88,7 +88,6 @@ from __future__ import annotations
 import gzip
 import logging
 import os
-import signal
 from collections.abc import Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
@@ -102,7 +101,6 @@ import pyarrow.parquet as pq
 import torch
 
 from chemgraph._files import atomic_path, write_parquet_atomically
-from chemgraph._interrupts import Interrupted
 from chemgraph.data.applicability import (
     DEFAULT_SIMILARITY_THRESHOLD,
     FINGERPRINT,
@@ -283,7 +281,7 @@ def predict_table(
     if top_target not in models.targets:
         raise ValueError(f"top target {top_target!r} is not one of the targets {models.targets}")
     top = options.top
-    try:
+    with run.keeping_work():  # while featurizing or scoring: the work folder is kept
         run.start(
             models,
             {"similarity_threshold": options.similarity_threshold},
@@ -296,13 +294,6 @@ def predict_table(
         schema = _schema(models)
         task = _ShardScores(run, models, schema, options.batch_size, options.similarity_threshold)
         run.score(task, "predict")
-    except Interrupted as stop:  # while featurizing or scoring: the work folder is kept
-        name = signal.Signals(stop.signum).name
-        raise Interrupted(
-            stop.signum,
-            f"stopped by {name}; the finished shards are kept in {run.work}: run the same "
-            "command with --resume to continue",
-        ) from None
     summary = _write_output(
         run.tables(), schema, output, suffix, top, f"{top_target}_pred", options.ascending
     )

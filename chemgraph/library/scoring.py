@@ -15,9 +15,11 @@ dask.distributed tasks) into the rows of :func:`shard_table`.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import shutil
+import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
@@ -30,7 +32,7 @@ import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
 from chemgraph._files import file_digest
-from chemgraph._interrupts import interrupts_raise
+from chemgraph._interrupts import Interrupted, interrupts_raise
 from chemgraph._output import resumable_folder
 from chemgraph.chem import MoleculePreparation
 from chemgraph.data.applicability import FINGERPRINT
@@ -198,6 +200,21 @@ class LibraryRun:
         self.counts: dict[str, Any] = manifest["counts"]
         self.shards = self.counts["shards"]
         self.parts.mkdir(exist_ok=True)
+
+    @contextlib.contextmanager
+    def keeping_work(self) -> Iterator[None]:
+        """Within the block (featurizing a file, scoring its shards), SIGINT or SIGTERM raises
+        :class:`~chemgraph._interrupts.Interrupted` with the message a user needs: the finished
+        shards are kept in :attr:`work` and ``--resume`` continues (``chemgraph`` prints it)."""
+        try:
+            yield
+        except Interrupted as stop:
+            name = signal.Signals(stop.signum).name
+            raise Interrupted(
+                stop.signum,
+                f"stopped by {name}; the finished shards are kept in {self.work}: run the same "
+                "command with --resume to continue",
+            ) from None
 
     def part(self, shard: int) -> Path:
         """Where a task writes the part of ``shard`` (atomically)."""
