@@ -241,7 +241,14 @@ def test_a_classification_run_writes_per_task_metrics_and_its_plots(tmp_path):
         metrics = train(config)
     assert any("task 'never'" in str(w.message) for w in caught)
     written = json.loads((out / "metrics.json").read_text())
-    assert list(written) == ["val", "test", "per_task", "epochs_trained", "duplicates"]
+    assert list(written) == [
+        "val",
+        "test",
+        "per_task",
+        "mean_predictor",
+        "epochs_trained",
+        "duplicates",
+    ]
     assert list(written["per_task"]["test"]) == ["active", "never"]
     never = written["per_task"]["test"]["never"]
     assert never["n"] == 4 and never["positives"] == 0 and never["roc_auc"] is None
