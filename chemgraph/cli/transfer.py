@@ -42,9 +42,9 @@ outputs in --output: table.md / table.csv (test RMSE of every strategy, mean ± 
 with the baselines of each setting on the same split, the mean predictor among them; table.md
 also the seed ensembles and the model selection), selection.csv (every trained model's seed
 ensemble and every baseline ranked by validation RMSE, the best recommended),
-recommendation.json, recommended/<target>/ (the recommended network's seed checkpoints, for
-predict --checkpoint), predictions_recommended.csv (the molecules without high-fidelity labels,
-by the recommended model, a baseline too),
+recommendation.json, recommended/<target>/ (the recommended model for predict --checkpoint:
+a network's seed checkpoints, or a baseline's best.ckpt), predictions_recommended.csv (the
+molecules without high-fidelity labels, by the recommended model),
 ensembles.csv (test RMSE of each strategy's mean prediction over its seeds; empty with one
 seed), baselines.csv, runs.csv (one row per model), predictions.csv (test molecules: id,
 smiles, labels, predictions), predictions_unlabelled.csv (the molecules without every

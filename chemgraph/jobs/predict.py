@@ -345,8 +345,11 @@ def _score_shard(
 
     def scores(graphs: Any, features: pa.Table) -> dict[str, Any]:
         similarity = np.full(len(features), np.nan, dtype=np.float32)
+        bits = None
+        if models.fingerprints is not None or models.reads_fingerprints:
+            bits = _fingerprint_bits(features)
         if models.fingerprints is not None:
-            similarity = models.fingerprints.max_similarity(_fingerprint_bits(features))
+            similarity = models.fingerprints.max_similarity(bits)
             # a 3D structure whose bonds RDKit could not determine has no molecule to compare
             similarity[features["smiles"].to_numpy(zero_copy_only=False) == ""] = np.nan
         low, errors = None, {}
@@ -357,25 +360,29 @@ def _score_shard(
         in_domain = pd.array(similarity >= threshold, dtype="boolean")
         in_domain[np.isnan(similarity)] = pd.NA
         return {
-            **models.predict(graphs, batch_size, low),
+            **models.predict(graphs, batch_size, low, bits),
             "max_similarity_to_train": similarity,
             "in_domain": in_domain,
             **errors,
         }
 
-    wanted = [FINGERPRINT.name] if models.fingerprints is not None else []
+    wanted = (
+        [FINGERPRINT.name] if models.fingerprints is not None or models.reads_fingerprints else []
+    )
     return shard_table(folder, shard, scores, wanted + models.low_fidelity_columns)
 
 
 def _low_fidelity_use(models: Ensemble) -> str:
-    """Why ``models`` read input columns (a transductive Δ-learning model), for the error of
-    an input without them; "" when they read none."""
+    """Why ``models`` read input columns (a transductive Δ-learning model or baseline), for
+    the error of an input without them; "" when they read none."""
     columns = models.low_fidelity_columns
     if not columns:
         return ""
+    baseline = models.modules[0].hparams.get("baseline")
+    what = "Δ-learning model" if baseline is None else f"baseline ({baseline})"
     return (
-        f"{models.files[0]} is a transductive Δ-learning model of chemgraph transfer: its "
-        f"prediction adds a linear correction of each molecule's own low-fidelity value(s) "
+        f"{models.files[0]} is a transductive {what} of chemgraph transfer: its "
+        f"prediction is a linear correction of each molecule's own low-fidelity value(s) "
         f"{columns}, read from the input; add the column(s) (a record with an empty cell gets "
         "an error), or score with the run's inductive checkpoints, which predict those values "
         "themselves"
@@ -392,8 +399,8 @@ def _low_fidelity_errors(
     for row in missing:
         absent = ", ".join(c for c, gone in zip(columns, row) if gone)
         errors.append(
-            f"no low-fidelity value in {absent}: this transductive Δ-learning model corrects "
-            "the molecule's own value"
+            f"no low-fidelity value in {absent}: this transductive model corrects the "
+            "molecule's own value"
             if absent
             else None
         )

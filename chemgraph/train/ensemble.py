@@ -22,7 +22,7 @@ from chemgraph.featurize import FeaturizerPreset, RadiusGraphFeaturizer
 from chemgraph.models import get_model_spec
 from chemgraph.train.checkpoint import load_checkpoint
 from chemgraph.train.inference import model_inputs, predict_graphs
-from chemgraph.train.predictors import PropertyPredictorBase
+from chemgraph.train.predictors import BaselinePredictor, PropertyPredictorBase
 
 __all__ = ["Ensemble", "checkpoint_files", "ensemble_statistics"]
 
@@ -108,13 +108,15 @@ def _member(checkpoint: Path) -> int | None:
     return int(suffix) if suffix.isdigit() else None
 
 
-def _inputs_and_outputs(module: PropertyPredictorBase) -> dict[str, Any]:
-    """What the members of an ensemble must share: targets, task, featurization and, for
-    Δ-learning models, the strategy and the low-fidelity values corrected."""
+def _inputs_and_outputs(module: PropertyPredictorBase | BaselinePredictor) -> dict[str, Any]:
+    """What the members of an ensemble must share: targets, task, featurization, the baseline
+    (a network's is None) and, for Δ-learning models, the strategy and the low-fidelity values
+    corrected."""
     hparams = module.hparams
     delta = module.delta_learning
     return {
         "target_columns": list(hparams.target_columns),
+        "baseline": hparams.get("baseline"),
         "task": hparams.task,
         "featurizer": hparams.featurizer,
         "preparation": module.preparation,
@@ -132,7 +134,9 @@ class Ensemble:
     (:class:`chemgraph.train.delta.DeltaLearning`) predicts its residual plus the linear
     correction of the molecule's low-fidelity values: given ones (transductive;
     :attr:`low_fidelity_columns` names them) or its pretrained model's (inductive); the mean and
-    spread are those of the members' full predictions.
+    spread are those of the members' full predictions. A baseline that ``chemgraph transfer``
+    recommended (:class:`~chemgraph.train.predictors.BaselinePredictor`) predicts from the
+    molecules' Morgan fingerprints and, for a transductive one, their low-fidelity values.
 
     An ensemble pickles as its checkpoint files, their sha256 and the device asked for, not as
     its weights: a worker process or a dask.distributed worker that receives one loads the
@@ -145,8 +149,10 @@ class Ensemble:
 
     Attributes:
         low_fidelity_columns: the input columns every prediction needs (:meth:`predict`'s
-            ``low_fidelity``): a transductive Δ-learning model's low-fidelity values; empty
-            for the others.
+            ``low_fidelity``): a transductive Δ-learning model's or baseline's low-fidelity
+            values; empty for the others.
+        reads_fingerprints: a baseline that predicts from the molecules' Morgan fingerprints
+            (:meth:`predict`'s ``fingerprints``).
         stacked: the members whose transfer run also stacked them with a kernel ridge it did
             not store (:attr:`chemgraph.train.delta.DeltaLearning.stacked`), so their
             prediction is the run's plain row, not its stacked one
@@ -160,9 +166,9 @@ class Ensemble:
 
     Raises:
         ValueError: a checkpoint that is not a property checkpoint, or members that differ in
-            targets, task, featurizer, molecule preparation (standardisation, fragments) or
-            Δ-learning (strategy, low-fidelity columns); when unpickled, a checkpoint whose
-            bytes differ from those of the pickled one.
+            targets, task, featurizer, molecule preparation (standardisation, fragments),
+            baseline or Δ-learning (strategy, low-fidelity columns); when unpickled, a
+            checkpoint whose bytes differ from those of the pickled one.
     """
 
     def __init__(self, files: list[Path], device: str | torch.device | None = None) -> None:
@@ -182,8 +188,17 @@ class Ensemble:
                         "ensemble's members must predict the same targets from the same features"
                     )
         self.targets: list[str] = list(first.target_columns)
-        delta = self.modules[0].delta_learning
-        self.low_fidelity_columns: list[str] = [] if delta is None else delta.input_columns
+        delta, baseline = self.modules[0].delta_learning, self.modules[0]
+        self.low_fidelity_columns: list[str] = (
+            delta.input_columns
+            if delta is not None
+            else baseline.low_fidelity_columns
+            if isinstance(baseline, BaselinePredictor)
+            else []
+        )
+        self.reads_fingerprints = isinstance(baseline, BaselinePredictor) and (
+            baseline.baseline.needs_fingerprints
+        )
         self.stacked: list[Path] = [
             f
             for f, m in zip(files, self.modules)
@@ -231,7 +246,11 @@ class Ensemble:
         return [f"{target}{suffix}" for target in self.targets for suffix in suffixes]
 
     def predict(
-        self, graphs: dgl.DGLGraph, batch_size: int, low_fidelity: np.ndarray | None = None
+        self,
+        graphs: dgl.DGLGraph,
+        batch_size: int,
+        low_fidelity: np.ndarray | None = None,
+        fingerprints: np.ndarray | None = None,
     ) -> dict[str, np.ndarray]:
         """``{column: float32 [N]}`` for :meth:`columns` from the batched graph of ``N``
         molecules: each member's predictions, their mean and (ensembles) their sample standard
@@ -244,12 +263,18 @@ class Ensemble:
             low_fidelity: ``float [N, S]``, the values of :attr:`low_fidelity_columns` (a
                 transductive Δ-learning ensemble; a NaN gives NaN predictions for that
                 molecule); None for the others.
+            fingerprints: ``uint8 [N, 2048]`` Morgan bits, for a baseline that reads them
+                (:attr:`reads_fingerprints`).
 
         Raises:
-            ValueError: a transductive Δ-learning ensemble without ``low_fidelity``.
+            ValueError: a transductive Δ-learning ensemble without ``low_fidelity``, or a
+                baseline without the inputs it reads.
         """
         predictions = []
         for module in self.modules:
+            if isinstance(module, BaselinePredictor):
+                predictions.append(module.predict(fingerprints, low_fidelity))
+                continue
             predicted = predict_graphs(module, *model_inputs(module, graphs), batch_size)
             if module.delta_learning is not None:  # the residual, plus the correction
                 predicted = module.delta_learning.add_to(
