@@ -16,7 +16,8 @@ radius graphs with the checkpoint's own featurizer (cutoff, Gaussian basis, elem
 cap, per-atom distance sums) and every atom as given, as ``chemgraph transfer`` made them. A
 file of SMILES is refused: such a model was trained on the structures of a geometry file, and
 conformers chemgraph would embed from SMILES are not those structures. A record without 3D
-coordinates (a 2D SDF record), a 3D SDF record without all its hydrogens, an element without a
+coordinates (a 2D SDF record), a 3D SDF record without all its hydrogens, a periodic
+extended-XYZ frame (a cell with ``pbc``: not a molecule in vacuum), an element without a
 column of the featurizer's element one-hot, or a record that cannot be read gets an error row
 with the reason. Its ``smiles`` is that of the molecule of the structure (an SDF record's bonds;
 an XYZ frame's bonds as RDKit determines them from the geometry and the comment line's
