@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 import torch
 import yaml
 
+from chemgraph._interrupts import Interrupted
 from chemgraph._output import check_output_folder
 from chemgraph.chem import MoleculePreparation, mols_from_smiles
 from chemgraph.data import (
@@ -67,19 +68,23 @@ __all__ = ["OUTPUT_FILES", "ensemble_member", "infer_task", "train", "train_ense
 log = logging.getLogger(__name__)
 
 OUTPUT_FILES = (
-    "best.ckpt", "metrics.json", "predictions.csv", "rejected.csv", "learning_curve.png",
-    "parity.png", "residuals.png", "roc_curve.png", "pr_curve.png", "confusion_matrix.png",
-    "config.yaml",
+    "best.ckpt", "last.ckpt", "metrics.json", "predictions.csv", "rejected.csv",
+    "learning_curve.png", "parity.png", "residuals.png", "roc_curve.png", "pr_curve.png",
+    "confusion_matrix.png", "config.yaml",
 )  # fmt: skip
 """The files :func:`train` writes to ``config.out`` (those of an earlier run are replaced)."""
 
 SPLITS = ("train", "val", "test")
 
 
-def train(config: TrainingConfig, overwrite: bool = False) -> dict[str, dict[str, float]]:
+def train(
+    config: TrainingConfig, overwrite: bool = False, resume: bool = False
+) -> dict[str, dict[str, float]]:
     """Featurize the table, split, train with Lightning, evaluate the best checkpoint.
 
     Writes to ``config.out``: ``rejected.csv`` (row, input, reason), ``best.ckpt``,
+    ``last.ckpt`` (the whole state of the fit after its last validation, from which
+    ``resume`` continues an interrupted run: :func:`chemgraph.train.fit.fit`),
     ``metrics.json`` (``{"val": {...}, "test": {...}, "mean_predictor": {...}, "epochs_trained":
     n}``, and for a
     mixture of experts ``"experts"``: per training epoch, the expert usage ``[layer][expert]``
@@ -97,6 +102,11 @@ def train(config: TrainingConfig, overwrite: bool = False) -> dict[str, dict[str
     ``config.progress``, progress is logged (INFO) and shown within each epoch
     (:class:`chemgraph.train.callbacks.EpochProgress`).
 
+    ``resume`` continues the interrupted run of the same settings in ``config.out`` (its
+    ``config.yaml`` and ``last.ckpt``): the table is featurized and split again as before, and
+    the fit goes on from ``last.ckpt``; on one process it ends as the uninterrupted run would
+    have (the same weights at a fixed thread count).
+
     With ``config.devices > 1`` only the fit is distributed (DDP over forked processes,
     :func:`chemgraph.train.trainer.make_trainer`); this process does everything else, and
     evaluates the best checkpoint on the whole validation and test splits on one device.
@@ -105,16 +115,21 @@ def train(config: TrainingConfig, overwrite: bool = False) -> dict[str, dict[str
         The metrics written to ``metrics.json``.
 
     Raises:
-        ValueError: a non-empty ``config.out`` without ``overwrite``, bad settings, missing
+        ValueError: a non-empty ``config.out`` without ``overwrite``, ``resume`` without an
+            interrupted run of the same settings there (the message says which differ), bad
+            settings, missing
             columns, too few valid molecules to split, an empty split, non-binary
             classification labels, training stopped before its first validation, or a
             ``chemgraph featurize`` folder the model cannot use (:func:`_read_featurized`).
     """
-    check_output_folder(config.out, "--output", overwrite, "--overwrite")
     out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
-    for name in OUTPUT_FILES:  # a rerun into the same folder must not leave stale results
-        (out / name).unlink(missing_ok=True)
+    if resume:
+        _check_resumable(out)
+    else:
+        check_output_folder(config.out, "--output", overwrite, "--overwrite")
+        out.mkdir(parents=True, exist_ok=True)
+        for name in OUTPUT_FILES:  # a rerun into the same folder must not leave stale results
+            (out / name).unlink(missing_ok=True)
     L.seed_everything(config.seed, workers=True, verbose=False)
     if config.protocol == "paper":
         log.info(
@@ -125,9 +140,21 @@ def train(config: TrainingConfig, overwrite: bool = False) -> dict[str, dict[str
     dataset, preset, source = _featurize(config, out)
     if config.task is None:
         config = replace(config, task=infer_task(dataset.labels, config.target_columns))
-    (out / "config.yaml").write_text(yaml.safe_dump(_recorded(config), sort_keys=False))
+    recorded = yaml.safe_dump(_recorded(config), sort_keys=False)
+    if resume:
+        _check_same_settings(out, recorded)
+    (out / "config.yaml").write_text(recorded)
     parts, duplicates = _split(config, dataset, _predefined_parts(config, source, dataset))
-    fitted = _fit(config, parts, preset, out)
+    try:
+        fitted = _fit(config, parts, preset, out, out / "last.ckpt" if resume else None)
+    except Interrupted as stop:
+        if not (out / "last.ckpt").is_file():
+            raise
+        raise Interrupted(
+            stop.signum,
+            f"{stop}; the fit so far is kept in {out / 'last.ckpt'}: run the same command "
+            "with --resume to continue it",
+        ) from None
     metrics, predictions = _evaluate(config, fitted, parts)
     metrics["duplicates"] = duplicates.to_dict()
     if config.init_from is not None:
@@ -502,13 +529,44 @@ class _Fitted:
     history: LossHistory
 
 
+def _check_resumable(out: Path) -> None:
+    """Raises ValueError: ``out`` holds no interrupted run to resume (no ``last.ckpt`` or no
+    ``config.yaml``), or a finished one (``metrics.json``)."""
+    missing = [name for name in ("config.yaml", "last.ckpt") if not (out / name).is_file()]
+    if missing:
+        raise ValueError(
+            f"--resume: {out} holds no interrupted chemgraph train run (no {' or '.join(missing)}"
+            "); start it without --resume"
+        )
+    if (out / "metrics.json").is_file():
+        raise ValueError(
+            f"--resume: the run in {out} finished (metrics.json); nothing to resume (--overwrite "
+            "trains again)"
+        )
+
+
+def _check_same_settings(out: Path, recorded: str) -> None:
+    """Raises ValueError: the settings ``recorded`` (``config.yaml``'s text) differ from those of
+    the interrupted run in ``out``; the message names the settings."""
+    before = yaml.safe_load((out / "config.yaml").read_text())
+    now = yaml.safe_load(recorded)
+    changed = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
+    if changed:
+        raise ValueError(
+            f"--resume: the settings differ from those of the interrupted run in {out} "
+            f"({', '.join(changed)}); resume with the same ones, or start again with --overwrite"
+        )
+
+
 def _fit(
     config: TrainingConfig,
     parts: dict[str, MoleculeDataset],
     preset: FeaturizerPreset,
     out: Path,
+    resume_from: Path | None = None,
 ) -> _Fitted:
-    """Build the model, train it with early stopping, load the best checkpoint's weights.
+    """Build the model, train it with early stopping (from ``resume_from``, the last checkpoint
+    of an interrupted run, when given), load the best checkpoint's weights.
 
     Raises:
         ValueError: training stopped before its first validation.
@@ -552,6 +610,8 @@ def _fit(
         max_minutes=config.max_time_minutes,
         gradient_clip=config.gradient_clip,
         checkpoint_dir=out,
+        keep_last=True,
+        resume_from=resume_from,
         early_stopping_patience=config.early_stopping_patience,
         callbacks=[*progress, history],
         accelerator=config.accelerator,

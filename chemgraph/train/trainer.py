@@ -24,6 +24,8 @@ from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.strategies import DDPStrategy
 from lightning.pytorch.strategies.launchers.multiprocessing import _MultiProcessingLauncher
 
+from chemgraph.train.callbacks import RandomStates
+
 __all__ = ["hide_lightning_info", "make_trainer", "quiet_third_party_warnings", "resolve_precision"]
 
 _LIGHTNING_INFO = "lightning.pytorch.utilities.rank_zero"
@@ -143,6 +145,7 @@ def make_trainer(
     val_check_interval: int | None = None,
     gradient_clip: float | None = None,
     checkpoint_dir: str | Path | None = None,
+    keep_last: bool = False,
     early_stopping_patience: int | None = None,
     callbacks: Sequence[L.Callback] = (),
     accelerator: str = "auto",
@@ -174,6 +177,10 @@ def make_trainer(
         checkpoint_dir: keep the weights of the lowest ``val_loss`` as
             ``<checkpoint_dir>/best.ckpt`` (replacing a file of that name); None = write no
             checkpoint (the last weights stay in the module).
+        keep_last: also keep ``<checkpoint_dir>/last.ckpt``, written after every validation:
+            the whole state of the fit (weights, optimiser, schedulers, loops, callbacks and
+            the random generators, :class:`chemgraph.train.callbacks.RandomStates`), from
+            which :func:`chemgraph.train.fit.fit` resumes an interrupted fit.
         early_stopping_patience: stop after this many validations without a lower
             ``val_loss`` (None = never stop early).
         callbacks: further callbacks (e.g. :mod:`chemgraph.train.callbacks`).
@@ -207,9 +214,12 @@ def make_trainer(
                 monitor="val_loss",
                 mode="min",
                 save_top_k=1,
+                save_last=keep_last,
                 enable_version_counter=False,
             )  # fmt: skip
         )
+        if keep_last:
+            every.append(RandomStates())
     try:
         return L.Trainer(
             max_epochs=max_epochs,
