@@ -116,15 +116,18 @@ class ReactOptions:
         try:
             return load_reaction_centre_model(path)
         except ValueError as error:
-            hint = "a GRAT translator checkpoint needs --decoder generate"
-            try:  # a Lightning checkpoint: say which kind it is
+            hint = ""
+            try:  # another chemgraph checkpoint: say which kind it is
                 stored = torch.load(path, map_location="cpu", weights_only=True)
-                if checkpoint_kind(stored.get("hyper_parameters", {})) == "property":
-                    hint = "it is a property-prediction checkpoint of chemgraph train: use it "
-                    hint += "with chemgraph predict"
-            except Exception:  # noqa: BLE001  (not a checkpoint either: keep the first hint)
+                hint = (
+                    "; it is a property-prediction checkpoint of chemgraph train: use it with "
+                    "chemgraph predict"
+                    if checkpoint_kind(stored["hyper_parameters"]) == "property"
+                    else "; a GRAT translator checkpoint needs --decoder generate"
+                )
+            except Exception:  # noqa: BLE001  (damaged, or not chemgraph's: the error says)
                 pass
-            raise ConfigError(f"{error}; {hint}") from error
+            raise ConfigError(f"{error}{hint}") from error
 
 
 def react(reaction: str, options: ReactOptions | None = None) -> ReactionPrediction:
@@ -173,8 +176,10 @@ def react_file(
     overwrite: bool = False,
     id_column: str | None = None,
 ) -> tuple[pd.DataFrame, dict[str, float] | None]:
-    """The products of every reaction of a file, written to the CSV ``output``
-    (``chemgraph react --input FILE --output OUT``): the table of
+    """The products of every reaction of a file, written to the CSV ``output`` as they are
+    predicted (``chemgraph react --input FILE --output OUT``; ``output`` is opened before any
+    reaction is predicted, as ``OUTPUT.partial``, renamed when complete: a run that stops keeps
+    its rows so far there): the table of
     :func:`chemgraph.reactions.translator_prediction.predict_file` (generate) or
     :func:`chemgraph.reactions.reaction_centre.predict_reaction_file` (centre).
     ``id_column``: the table's identifier column for the output's ``id`` (default: a column
@@ -185,6 +190,9 @@ def react_file(
         ConfigError: see :class:`ReactOptions`; ``output`` not ``.csv``/``.csv.gz``; no such
             input; an input without reactions; an ``id_column`` the input lacks; an existing
             ``output`` without ``overwrite``.
+        OSError: ``output`` cannot be written (before any reaction is predicted).
+        ValueError: ``OUTPUT.partial`` exists without ``overwrite`` (another run is writing
+            ``output``, or one that stopped left its rows there).
     """
     options = ReactOptions() if options is None else options
     if not str(output).endswith((".csv", ".csv.gz")):
@@ -208,9 +216,9 @@ def react_file(
         if options.decoder == "centre":
             return predict_reaction_file(
                 options.centre_model(), input_path, output, options.top_k, options.workers,
-                id_column,
+                id_column, overwrite,
             )  # fmt: skip
         return predict_file(
             options.checkpoint_file, input_path, output, options.top_k, options.beam_width,
-            options.batch_size, id_column,
+            options.batch_size, id_column, overwrite,
         )  # fmt: skip
