@@ -41,7 +41,7 @@ from chemgraph.errors import ConfigError
 from chemgraph.featurize import FeaturizerPreset, RadiusGraphFeaturizer
 from chemgraph.graphs.shards import load_shard_batch
 from chemgraph.library.featurize import featurize_library
-from chemgraph.library.output import read_manifest
+from chemgraph.library.output import read_manifest, shard_name
 from chemgraph.library.records import FeaturizeOptions, check_input_format
 from chemgraph.train.ensemble import Ensemble
 from chemgraph.train.inference import run_shard_tasks
@@ -248,10 +248,19 @@ class LibraryRun:
         if self.models is None:
             raise RuntimeError("LibraryRun.score before LibraryRun.start")
         workers = self.workers if self.models.device.type == "cpu" else 1
-        tasks = run_shard_tasks(task, todo, workers, self.dask_scheduler)
+        tasks = run_shard_tasks(task, todo, workers, self.dask_scheduler, self._shard_rows)
         with closing(bar), interrupts_raise(), closing(tasks):
             for records in tasks:
                 bar.update(records)
+
+    def _shard_rows(self, shard: int) -> str | None:
+        """The input rows of a featurized shard, for a message (None when unreadable)."""
+        try:
+            rows = pq.read_table(self.folder / "features" / f"{shard_name(shard)}.parquet",
+                                 columns=["row"])["row"]  # fmt: skip
+        except (OSError, pa.ArrowException):
+            return None
+        return f"input rows {rows[0]}-{rows[-1]}" if len(rows) else "no featurized record"
 
     def tables(self) -> Iterator[pa.Table]:
         """The parts, one table per shard in shard order (so rows in input order)."""
