@@ -31,7 +31,6 @@ react`` starts without it.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import signal
 import time
@@ -51,7 +50,6 @@ from chemgraph.batches.reaction_centre import (
     MoleculeArrays,
     molecule_arrays,
     reaction_centre_batch,
-    unknown_elements,
 )
 from chemgraph.chem.reaction_edits import Edit
 from chemgraph.chem.validity import ReactionInputs
@@ -66,11 +64,8 @@ from chemgraph.models.reaction_centre import (
     ReactionCentreScorer,
 )
 from chemgraph.reactions.predictions import (
-    Decoded,
     ReactionPrediction,
-    Records,
     top_k_metrics,
-    write_predictions,
 )
 from chemgraph.train.calibration import (
     PlattScaling,
@@ -93,7 +88,6 @@ __all__ = [
     "evaluate_reaction_centre",
     "grouped_log_softmax",
     "load_reaction_centre_model",
-    "predict_reaction_file",
     "product_probabilities",
     "ranker_batch",
     "reaction_candidates",
@@ -748,87 +742,3 @@ def evaluate_reaction_centre(
     metrics["top1_ece"] = expected_calibration_error(confidence, right)
     metrics["calibration"] = reliability_table(confidence, right)
     return metrics, predictions
-
-
-def predict_reaction_file(
-    model: ReactionCentreModel,
-    input_path: str | Path,
-    output: str | Path,
-    top_k: int = 5,
-    workers: int = 1,
-    id_column: str | None = None,
-    overwrite: bool = False,
-) -> tuple[Any, dict[str, float] | None]:
-    """``chemgraph react --input`` with the reaction-centre model.
-
-    Reads the file as :func:`chemgraph.reactions.translator_prediction.predict_file` does (one
-    reaction SMILES a line, or a ``.csv``/``.tsv`` with a reaction column; atom maps optional)
-    and writes the same table, as it goes
-    (:func:`chemgraph.reactions.predictions.write_predictions`: ``output`` is opened before any
-    reaction is predicted): ``row``, ``id`` (``id_column``: see
-    :func:`chemgraph.data.reactions.reaction_ids`), ``reaction``, ``target``, ``target_rank``,
-    ``top1_invalid`` (False when a candidate was valid, missing when none was), ``prediction_k``
-    and ``score_k`` (the ranker's probability) for ``k`` up to ``top_k``, ``error``; plus
-    ``edits_1`` (the reaction centre of the top prediction: ``i-j:class`` with 0-based atom
-    indices of the input as written, ``;``-joined) and ``unknown_elements`` (the reactants' and
-    reagents' elements outside :data:`chemgraph.batches.reaction_centre.ELEMENTS`,
-    space-separated: a warning names their rows, whose predictions lie outside the model's
-    training domain). ``workers``: processes that enumerate the candidates, started once for
-    the file; ``overwrite``: write over an ``OUTPUT.partial`` an earlier run left.
-
-    Returns:
-        The table and the :func:`chemgraph.reactions.predictions.top_k_metrics` of the
-        reactions that hold products (None when none does).
-
-    Raises:
-        OSError: ``input_path`` cannot be read, or ``output`` cannot be written; ValueError: a
-            table without a reaction column, or without ``id_column``; see
-            :func:`~chemgraph.reactions.predictions.write_predictions`.
-    """
-    from chemgraph.chem.reaction_edits import BOND_CLASSES
-    from chemgraph.chem.reactions import ReactionParseError
-    from chemgraph.data.reaction_centre import reaction_centre_example
-    from chemgraph.data.reactions import reaction_ids, reaction_records
-
-    ids = reaction_ids(input_path, id_column)
-    flagged: list[int] = []
-
-    def decode(block: Records, pool: Any) -> Decoded:
-        examples, kept, errors = [], [], {}
-        for row, text, reason in block:
-            if reason is None:
-                try:
-                    examples.append(
-                        reaction_centre_example(text, model.config.max_distance, with_edits=False)
-                    )
-                    kept.append(row)
-                    continue
-                except ReactionParseError as error:
-                    reason = error.reason
-            errors[row] = reason
-        predictions = model.predict(examples, top_k=top_k, pool=pool)
-        unknown = [" ".join(unknown_elements(example.reaction.inputs)) for example in examples]
-        flagged.extend(row for row, elements in zip(kept, unknown) if elements)
-        edits = [
-            ";".join(f"{i}-{j}:{BOND_CLASSES[c]}" for i, j, c in p.edits[0]) if p.edits else ""
-            for p in predictions
-        ]
-        return errors, kept, examples, predictions, {"edits_1": edits, "unknown_elements": unknown}
-
-    with candidate_workers(workers) as pool:
-        written = write_predictions(
-            reaction_records(input_path), output, functools.partial(decode, pool=pool), top_k,
-            ids, extra=("edits_1", "unknown_elements"), overwrite=overwrite,
-        )  # fmt: skip
-    if flagged:
-        rows = ", ".join(map(str, flagged[:5])) + (", ..." if len(flagged) > 5 else "")
-        subject = (
-            f"1 reaction (row {rows}) holds"
-            if len(flagged) == 1
-            else f"{len(flagged)} reactions (rows {rows}) hold"
-        )
-        log.warning(
-            "%s elements without an atom feature of the model's own (column "
-            "unknown_elements): predicted outside its training domain", subject,
-        )  # fmt: skip
-    return written
