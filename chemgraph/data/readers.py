@@ -407,7 +407,12 @@ def _text_table_records(
                 if not any(field.strip() for field in fields):
                     yield Record(row, str(row), "", "blank", labels=absent)
                     continue
-                identifier = escaped(
+                error = None
+                if _UNDECODED.search("".join(fields)):  # rare: refused, its fields escaped
+                    error = not_utf8([(f"column {name!r}", field)
+                                      for name, field in zip(header, fields)])  # fmt: skip
+                    fields = [escaped(field) for field in fields]
+                identifier = (
                     fields[id_at].strip() if id_at is not None and id_at < len(fields) else ""
                 )
                 if len(fields) > len(header):
@@ -415,15 +420,11 @@ def _text_table_records(
                         f"malformed row: {len(fields)} fields where the header has "
                         f"{len(header)} (an unquoted {separator!r} in a field?)"
                     )
-                    text = escaped(separator.join(fields))
+                    text = separator.join(fields)
                     yield Record(row, identifier or str(row), text, error=error, labels=absent)
                     continue
-                error = not_utf8([(f"column {name!r}", field)
-                                  for name, field in zip(header, fields)])  # fmt: skip
-                smiles = escaped(fields[smiles_at]) if smiles_at < len(fields) else ""
-                labels = tuple(
-                    escaped(fields[at]) if at < len(fields) else None for at in labels_at
-                )
+                smiles = fields[smiles_at] if smiles_at < len(fields) else ""
+                labels = tuple(fields[at] if at < len(fields) else None for at in labels_at)
                 yield Record(row, identifier or str(row), smiles, error=error, labels=labels)
         except csv.Error as error:
             raise ValueError(f"{path}, line {reader.line_num}: unreadable table: {error}") from None
