@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,7 +24,7 @@ import torch
 import yaml
 
 from chemgraph._interrupts import Interrupted
-from chemgraph._output import check_output_folder
+from chemgraph._output import check_output_folder, claimed_folder
 from chemgraph.chem import MoleculePreparation, mols_from_smiles
 from chemgraph.data import (
     Duplicates,
@@ -120,14 +121,20 @@ def train(
             settings, missing
             columns, too few valid molecules to split, an empty split, non-binary
             classification labels, training stopped before its first validation, or a
-            ``chemgraph featurize`` folder the model cannot use (:func:`_read_featurized`).
+            ``chemgraph featurize`` folder the model cannot use (:func:`_read_featurized`),
+            a folder another run is writing to (:func:`chemgraph._output.claim_folder`).
     """
+    with claimed_folder(config.out, "--output"):
+        return _train(config, overwrite, resume)
+
+
+def _train(config: TrainingConfig, overwrite: bool, resume: bool) -> dict[str, dict[str, float]]:
+    """:func:`train` in its claimed output folder."""
     out = Path(config.out)
     if resume:
         _check_resumable(out)
     else:
         check_output_folder(config.out, "--output", overwrite, "--overwrite")
-        out.mkdir(parents=True, exist_ok=True)
         for name in OUTPUT_FILES:  # a rerun into the same folder must not leave stale results
             (out / name).unlink(missing_ok=True)
     L.seed_everything(config.seed, workers=True, verbose=False)
@@ -201,13 +208,27 @@ def train_ensemble(config: TrainingConfig, size: int, overwrite: bool = False) -
     """
     if size < 2:
         raise ValueError(f"an ensemble needs at least 2 models, got {size}")
+    with claimed_folder(config.out, "--output"):
+        return _train_ensemble(config, size, overwrite)
+
+
+def _train_ensemble(config: TrainingConfig, size: int, overwrite: bool) -> dict:
+    """:func:`train_ensemble` in its claimed output folder."""
     check_output_folder(config.out, "--output", overwrite, "--overwrite")
     out = Path(config.out)
     for name in OUTPUT_FILES:
         (out / name).unlink(missing_ok=True)
-    for folder in out.glob("model-*"):  # an earlier ensemble's members beyond this one's
+    for folder in out.glob("model-*"):
         index = folder.name.removeprefix("model-")
-        if folder.is_dir() and index.isdigit() and int(index) >= size:
+        if not index.isdigit():
+            continue
+        if folder.is_symlink():  # never followed: the members are written inside out only
+            log.warning(
+                "removed %s, a symbolic link to %s: the members of an ensemble are written in "
+                "%s itself", folder, os.readlink(folder), out,
+            )  # fmt: skip
+            folder.unlink()
+        elif folder.is_dir() and int(index) >= size:  # an earlier, larger ensemble's member
             shutil.rmtree(folder)
     members = [ensemble_member(config, index) for index in range(size)]
     member_metrics = [train(member, overwrite=True) for member in members]

@@ -44,7 +44,14 @@ from chemgraph.train.predictors import (
 if TYPE_CHECKING:
     import lightning as L
 
-__all__ = ["KINDS", "best_checkpoint_path", "checkpoint_kind", "load_checkpoint", "load_weights"]
+__all__ = [
+    "KINDS",
+    "best_checkpoint_path",
+    "checkpoint_kind",
+    "load_checkpoint",
+    "load_weights",
+    "read_checkpoint_file",
+]
 
 Kind = Literal["property", "reaction"]
 
@@ -60,8 +67,9 @@ _USE = {
 }
 
 
-def _read(path: str | Path, keys: tuple[str, ...]) -> dict[str, Any]:
-    """The checkpoint dict of ``path``, on the CPU, holding ``keys``.
+def read_checkpoint_file(path: str | Path, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The checkpoint dict of ``path``, on the CPU, holding ``keys``, read with
+    ``torch.load(..., weights_only=True)``; why a file cannot be read is said in one line.
 
     Raises:
         FileNotFoundError: no such file.
@@ -131,7 +139,7 @@ def load_checkpoint(
         ValueError: not a chemgraph checkpoint, or one of the other kind (the message says
             which command takes it).
     """
-    checkpoint = _read(path, ("hyper_parameters", "state_dict"))
+    checkpoint = read_checkpoint_file(path, ("hyper_parameters", "state_dict"))
     parameters = checkpoint["hyper_parameters"]
     if parameters.get("kind") == BASELINE_KIND and kind in (None, "property"):
         return BaselinePredictor(parameters, BaselineModel.from_dict(checkpoint["baseline"]))
@@ -193,7 +201,7 @@ def load_weights(module: torch.nn.Module, path: str | Path) -> None:
             ``state_dict``.
         RuntimeError: the weights do not fit ``module``.
     """
-    module.load_state_dict(_read(path, ("state_dict",))["state_dict"])
+    module.load_state_dict(read_checkpoint_file(path, ("state_dict",))["state_dict"])
 
 
 def best_checkpoint_path(trainer: L.Trainer, hint: str) -> Path:

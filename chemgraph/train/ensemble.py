@@ -220,11 +220,15 @@ class Ensemble:
         """Warn that the similarity columns stay empty, when a checkpoint holds no training
         fingerprints (:func:`predict_table` does so once the user's options are checked)."""
         if self.missing_fingerprints:
-            log.warning(
-                "no training fingerprints in %s (written before chemgraph stored them): "
-                "max_similarity_to_train and in_domain are left empty",
-                ", ".join(self.missing_fingerprints),
+            why = (
+                "trained on 3D structures without SMILES, which give no fingerprints"
+                if isinstance(self.featurizer, RadiusGraphFeaturizer)
+                else "written before chemgraph stored them"
             )
+            log.warning(
+                "no training fingerprints in %s (%s): max_similarity_to_train and in_domain "
+                "are left empty", ", ".join(self.missing_fingerprints), why,
+            )  # fmt: skip
 
     def note_stacked_members(self) -> None:
         """Say in one line (a warning) that the :attr:`stacked` members give the network's

@@ -255,3 +255,28 @@ def test_a_periodic_frame_is_refused_naming_its_cell_never_made_a_molecule(run, 
     assert pd.isna(table["error"][2]) and table["smiles"][2] == "CCO"
     with pytest.raises(MoleculeParseError, match="periodic structure"):
         record_structure(Record(0, "bulk", frames[0], "xyz"))
+
+
+def test_a_3d_checkpoint_without_fingerprints_is_not_blamed_on_an_old_chemgraph(
+    run, tmp_path, caplog
+):
+    """A transfer --geometry run without SMILES stores no training fingerprints (there are no
+    molecules to take them of): the warning says so, not "written before chemgraph stored
+    them" (issue 45)."""
+    import logging
+
+    import torch
+
+    out, sdf = run
+    stored = torch.load(_checkpoint(out, 0), weights_only=True)
+    stored["hyper_parameters"]["train_fingerprints"] = None  # as such a run writes it
+    checkpoint = tmp_path / "structures_only.ckpt"
+    torch.save(stored, checkpoint)
+    with caplog.at_level(logging.WARNING, logger="chemgraph"):
+        _, table = _predict(checkpoint, sdf, tmp_path / "out.csv")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [
+        f"no training fingerprints in {checkpoint} (trained on 3D structures without SMILES, "
+        "which give no fingerprints): max_similarity_to_train and in_domain are left empty"
+    ]
+    assert table["in_domain"].isna().all() and table["fine_logp_pred"].notna().all()

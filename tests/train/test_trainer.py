@@ -9,6 +9,7 @@ import re
 import signal
 import warnings
 from fractions import Fraction
+from pathlib import Path
 
 import lightning as L
 import pytest
@@ -444,3 +445,53 @@ def test_a_fit_stopped_by_sigterm_resumes_from_its_last_checkpoint_as_if_never_s
     best = [torch.load(folder / "best.ckpt", weights_only=True) for folder in folders]
     for name, tensor in best[0]["state_dict"].items():
         torch.testing.assert_close(best[1]["state_dict"][name], tensor, rtol=0, atol=0)
+
+
+def test_the_best_checkpoint_is_written_beside_itself_and_renamed_never_copied_over(
+    tmp_path, monkeypatch
+):
+    """Lightning wrote best.ckpt through the system's temporary folder and moved it: a full
+    (or missing) temporary folder failed the fit, and on another file system the move is a
+    copy over the earlier best.ckpt, which a kill or a full disk then destroys (issue 45)."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-temporary-folder"))
+    out = tmp_path / "run"
+    trainer = make_trainer(max_epochs=2, checkpoint_dir=out, accelerator="cpu")
+    trainer.fit(_Linear(), _loader(), _loader())
+    best = out / "best.ckpt"
+    assert torch.load(best, weights_only=True)["state_dict"]  # written, and readable
+    earlier = best.read_bytes()
+
+    def full_disk(checkpoint, path):  # writes half a file, then the disk is full
+        with open(path, "wb") as handle:
+            handle.write(earlier[: len(earlier) // 2])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        trainer.save_checkpoint(best)
+    assert best.read_bytes() == earlier  # the last good model is whole
+    assert sorted(p.name for p in out.iterdir()) == ["best.ckpt"]  # no temporary left
+
+
+def test_the_reaction_centre_model_is_saved_atomically_too(tmp_path, monkeypatch):
+    from chemgraph.reactions.reaction_centre import save_reaction_centre_model
+
+    model = tmp_path / "model.pt"
+    model.write_bytes(b"the earlier model")
+
+    class _Model:  # what save_reaction_centre_model reads of a model
+        scorer = ranker = torch.nn.Linear(2, 1)
+        config = type("Config", (), {"to_dict": lambda self: {}})()
+        settings: dict = {}
+
+    def full_disk(checkpoint, path):
+        Path(path).write_bytes(b"half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        save_reaction_centre_model(model, _Model())
+    assert model.read_bytes() == b"the earlier model"
+    assert [p.name for p in tmp_path.iterdir()] == ["model.pt"]
