@@ -339,7 +339,7 @@ def _similarity_threshold(models: Ensemble, given: float | None) -> tuple[float,
         return DEFAULT_SIMILARITY_THRESHOLD, ""
     if models.fingerprints.similarity_threshold is None:
         return DEFAULT_SIMILARITY_THRESHOLD, (
-            f"no calibrated similarity threshold in {', '.join(map(str, models.files))} "
+            f"no calibrated similarity threshold in {', '.join(models.missing_threshold)} "
             "(written before chemgraph calibrated it on the training set): in_domain is "
             f"max_similarity_to_train >= {DEFAULT_SIMILARITY_THRESHOLD}, the former default "
             "(--similarity-threshold sets another)"

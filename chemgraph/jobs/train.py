@@ -97,8 +97,11 @@ def train(config: TrainingConfig, overwrite: bool = False) -> dict[str, dict[str
     the targets' units, or ROC-AUC/PR-AUC/MCC/balanced accuracy/accuracy, averaged over tasks,
     and ``"per_task"``: the same per split and task; ``"duplicates"``: the molecules given in
     more than one row, :meth:`chemgraph.data.Duplicates.to_dict`, whose rows the split kept
-    together; NaN written as null), ``predictions.csv``
-    (split, row, smiles, each target and its ``_pred`` column), ``learning_curve.png``, plots of
+    together; ``"applicability_domain"``: the similarity threshold calibrated on the training
+    set and the validation metrics in and out of the domain, :func:`_validation_reliability`;
+    NaN written as null), ``predictions.csv``
+    (split, row, smiles, each target and its ``_pred`` column, ``max_similarity_to_train``
+    and ``in_domain``), ``learning_curve.png``, plots of
     the test split (``parity.png`` and ``residuals.png`` for regression, ``roc_curve.png``,
     ``pr_curve.png`` and ``confusion_matrix.png`` for classification) and ``config.yaml`` (the
     settings, with ``task`` decided when it was None). These files of an earlier run in
@@ -170,7 +173,9 @@ def train_ensemble(config: TrainingConfig, size: int, overwrite: bool = False) -
     ``predictions.csv`` (split, row, smiles, each target, its ``_pred`` column = the members'
     mean prediction, in the targets' units or as a probability of class 1, and its ``_std``
     column = the members' sample standard deviation, ``ddof=1``), ``metrics.json`` (the metrics of
-    :func:`train` computed from the mean prediction, plus ``"ensemble_size"`` and
+    :func:`train` computed from the mean prediction, ``"spread_vs_error"`` (the Spearman
+    correlation of the spread with the absolute error on the validation split,
+    :func:`_validation_reliability`), ``"ensemble_size"`` and
     ``"members"``: each member's ``val`` and ``test`` metrics), the test-split plots and
     ``config.yaml`` (the settings of ``config``, with ``task`` decided: ``chemgraph train
     --config <config.out>/config.yaml --ensemble K`` repeats the run). Member folders of an

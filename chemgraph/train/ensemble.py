@@ -163,6 +163,8 @@ class Ensemble:
             once) with their calibrated similarity threshold
             (:meth:`~chemgraph.data.applicability.TrainingFingerprints.concatenate`); None when
             a member holds none.
+        missing_threshold: the checkpoints whose fingerprints were stored without a calibrated
+            similarity threshold (written before chemgraph calibrated it).
         label_range: a regression's training labels' range per target, covering every
             member's (:meth:`~chemgraph.data.applicability.TrainingLabelRange.union`); None for
             classification or when a member holds none.
@@ -206,6 +208,11 @@ class Ensemble:
         stored = [m.hparams.get("train_fingerprints") for m in self.modules]
         missing = [str(f) for f, values in zip(files, stored) if values is None]
         self.missing_fingerprints = missing
+        self.missing_threshold = [
+            str(f)
+            for f, values in zip(files, stored)
+            if values is not None and values.get("similarity_threshold") is None
+        ]
         self.fingerprints: TrainingFingerprints | None = None
         if not missing:
             parts = [TrainingFingerprints.from_dict(values) for values in stored]
