@@ -19,7 +19,7 @@ training neighbour than 95% of the training molecules are to theirs is flagged. 
 neighbours are depends on the training set (small QM9 molecules set few bits; a 400-molecule
 set is sparser than a 2,000-molecule one), which a fixed threshold cannot follow: measured, and
 the percentile chosen on validation splits, in ``benchmarks/README.md``
-("Applicability domain"). Checkpoints written before chemgraph calibrated it fall back to
+(``applicability_domain.py``). Checkpoints written before chemgraph calibrated it fall back to
 :data:`DEFAULT_SIMILARITY_THRESHOLD` (0.3): pairs of unrelated drug-like molecules score below
 about 0.3 (``benchmarks/README.md``, "Scoring a library").
 
@@ -66,7 +66,7 @@ DEFAULT_SIMILARITY_THRESHOLD = 0.3
 
 #: Percentile of the training molecules' leave-one-out nearest-neighbour similarities that is
 #: the calibrated threshold (chosen on validation splits: ``benchmarks/README.md``,
-#: "Applicability domain").
+#: ``applicability_domain.py``).
 THRESHOLD_PERCENTILE = 5.0
 
 #: The most training molecules whose leave-one-out similarity the calibration computes (each
