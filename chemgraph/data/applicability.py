@@ -118,9 +118,9 @@ class TrainingFingerprints:
         members), identical fingerprints kept once.
 
         Its threshold is the smallest of the parts' (the members of ``chemgraph train
-        --ensemble`` share one training set, hence one threshold): the union's own calibrated
-        threshold is at least that, since every molecule's nearest neighbour in the union is
-        at least as close as in its part. None when a part has none.
+        --ensemble`` share one training set, hence one threshold), the most inclusive: a
+        molecule's nearest neighbour among all the members' training molecules is at least as
+        close as among any one member's. None when a part has none.
         """
         thresholds = [part.similarity_threshold for part in parts]
         threshold = None if None in thresholds else min(thresholds)
