@@ -40,7 +40,12 @@ from chemgraph.data import (
     warn_single_class,
     write_rejected,
 )
-from chemgraph.data.applicability import TrainingFingerprints
+from chemgraph.data.applicability import (
+    DEFAULT_SIMILARITY_THRESHOLD,
+    FINGERPRINT,
+    TrainingFingerprints,
+    TrainingLabelRange,
+)
 from chemgraph.data.datasets import DataSource, dataset_card, list_datasets, read_data
 from chemgraph.data.labels import label_outliers
 from chemgraph.featurize import FeaturizerPreset, get_preset
@@ -52,7 +57,12 @@ from chemgraph.train.config import TrainingConfig, paper_protocol_differences
 from chemgraph.train.ensemble import ensemble_statistics
 from chemgraph.train.finetune import load_pretrained, transfer_weights
 from chemgraph.train.fit import fit
-from chemgraph.train.metrics import mean_over_tasks, per_task_metrics
+from chemgraph.train.metrics import (
+    domain_metrics,
+    mean_over_tasks,
+    per_task_metrics,
+    spread_error_correlation,
+)
 from chemgraph.train.module import PropertyPredictionModule, build_property_module
 from chemgraph.train.plots import (
     plot_confusion_matrices,
@@ -93,8 +103,11 @@ def train(
     the targets' units, or ROC-AUC/PR-AUC/MCC/balanced accuracy/accuracy, averaged over tasks,
     and ``"per_task"``: the same per split and task; ``"duplicates"``: the molecules given in
     more than one row, :meth:`chemgraph.data.Duplicates.to_dict`, whose rows the split kept
-    together; NaN written as null), ``predictions.csv``
-    (split, row, smiles, each target and its ``_pred`` column), ``learning_curve.png``, plots of
+    together; ``"applicability_domain"``: the similarity threshold calibrated on the training
+    set and the validation metrics in and out of the domain, :func:`_validation_reliability`;
+    NaN written as null), ``predictions.csv``
+    (split, row, smiles, each target and its ``_pred`` column, ``max_similarity_to_train``
+    and ``in_domain``), ``learning_curve.png``, plots of
     the test split (``parity.png`` and ``residuals.png`` for regression, ``roc_curve.png``,
     ``pr_curve.png`` and ``confusion_matrix.png`` for classification) and ``config.yaml`` (the
     settings, with ``task`` decided when it was None). These files of an earlier run in
@@ -152,8 +165,11 @@ def _train(config: TrainingConfig, overwrite: bool, resume: bool) -> dict[str, d
         _check_same_settings(out, recorded)
     (out / "config.yaml").write_text(recorded)
     parts, duplicates = _split(config, dataset, _predefined_parts(config, source, dataset))
+    fingerprints = _training_fingerprints(parts["train"], config.preparation)
     try:
-        fitted = _fit(config, parts, preset, out, out / "last.ckpt" if resume else None)
+        fitted = _fit(
+            config, parts, preset, out, fingerprints, out / "last.ckpt" if resume else None
+        )
     except Interrupted as stop:
         if not (out / "last.ckpt").is_file():
             raise
@@ -162,7 +178,8 @@ def _train(config: TrainingConfig, overwrite: bool, resume: bool) -> dict[str, d
             f"{stop}; the fit so far is kept in {out / 'last.ckpt'}: run the same command "
             "with --resume to continue it",
         ) from None
-    metrics, predictions = _evaluate(config, fitted, parts)
+    metrics, predictions = _evaluate(config, fitted, parts, fingerprints)
+    metrics.update(_validation_reliability(predictions, config, _threshold(fingerprints)))
     metrics["duplicates"] = duplicates.to_dict()
     if config.init_from is not None:
         metrics["init_from"] = _init_from_record(config)
@@ -192,7 +209,9 @@ def train_ensemble(config: TrainingConfig, size: int, overwrite: bool = False) -
     ``predictions.csv`` (split, row, smiles, each target, its ``_pred`` column = the members'
     mean prediction, in the targets' units or as a probability of class 1, and its ``_std``
     column = the members' sample standard deviation, ``ddof=1``), ``metrics.json`` (the metrics of
-    :func:`train` computed from the mean prediction, plus ``"ensemble_size"`` and
+    :func:`train` computed from the mean prediction, ``"spread_vs_error"`` (the Spearman
+    correlation of the spread with the absolute error on the validation split,
+    :func:`_validation_reliability`), ``"ensemble_size"`` and
     ``"members"``: each member's ``val`` and ``test`` metrics), the test-split plots and
     ``config.yaml`` (the settings of ``config``, with ``task`` decided: ``chemgraph train
     --config <config.out>/config.yaml --ensemble K`` repeats the run). Member folders of an
@@ -244,6 +263,8 @@ def _train_ensemble(config: TrainingConfig, size: int, overwrite: bool) -> dict:
         per_task[name] = per_task_metrics(truth, predicted, task, config.target_columns)
         metrics[name] = mean_over_tasks(per_task[name])
     metrics["per_task"] = per_task
+    threshold = member_metrics[0]["applicability_domain"]["similarity_threshold"]
+    metrics.update(_validation_reliability(predictions, replace(config, task=task), threshold))
     metrics["duplicates"] = member_metrics[0]["duplicates"]  # one split for every member
     if config.init_from is not None:
         metrics["init_from"] = _init_from_record(config)
@@ -584,10 +605,13 @@ def _fit(
     parts: dict[str, MoleculeDataset],
     preset: FeaturizerPreset,
     out: Path,
+    fingerprints: TrainingFingerprints,
     resume_from: Path | None = None,
 ) -> _Fitted:
     """Build the model, train it with early stopping (from ``resume_from``, the last checkpoint
-    of an interrupted run, when given), load the best checkpoint's weights.
+    of an interrupted run, when given), load the best checkpoint's weights. The checkpoint
+    also holds the training molecules' ``fingerprints`` (with their calibrated similarity
+    threshold) and, for regression, the training labels' range.
 
     Raises:
         ValueError: training stopped before its first validation.
@@ -600,7 +624,12 @@ def _fit(
         warmup_steps=config.warmup_steps, lr_patience=config.lr_patience,
         max_minutes=config.max_time_minutes, fragments=config.fragments,
         standardize=config.standardize,
-        train_fingerprints=_training_fingerprints(parts["train"], config.preparation),
+        train_fingerprints=fingerprints.to_dict(),
+        train_label_range=(
+            TrainingLabelRange.from_labels(parts["train"].labels).to_dict()
+            if config.task == "regression"
+            else None
+        ),
     )  # fmt: skip
     if config.init_from is not None:
         pretrained = load_pretrained(config.init_from)
@@ -652,19 +681,68 @@ def _init_from_record(config: TrainingConfig) -> dict:
     }
 
 
-def _training_fingerprints(part: MoleculeDataset, preparation: MoleculePreparation) -> dict:
-    """The packed Morgan fingerprints of the training molecules, for the checkpoint
-    (:class:`chemgraph.data.applicability.TrainingFingerprints`); each SMILES parsed and
-    prepared as it was featurized, so every one parses."""
-    mols = [preparation(mol) for mol in mols_from_smiles(part.smiles)]
-    return TrainingFingerprints.from_mols(mols).to_dict()
+def _prepared_mols(part: MoleculeDataset, preparation: MoleculePreparation) -> list:
+    """The molecules of ``part``, each SMILES parsed and prepared as it was featurized (so
+    every one parses)."""
+    return [preparation(mol) for mol in mols_from_smiles(part.smiles)]
+
+
+def _training_fingerprints(
+    part: MoleculeDataset, preparation: MoleculePreparation
+) -> TrainingFingerprints:
+    """The Morgan fingerprints of the training molecules with their calibrated similarity
+    threshold, for the checkpoint and the validation split's applicability domain
+    (:class:`chemgraph.data.applicability.TrainingFingerprints`)."""
+    return TrainingFingerprints.from_mols(_prepared_mols(part, preparation))
+
+
+def _threshold(fingerprints: TrainingFingerprints) -> float:
+    """The threshold of ``in_domain`` ``chemgraph predict`` uses for these fingerprints: the
+    calibrated one, else (a single training molecule) the fallback of old checkpoints."""
+    calibrated = fingerprints.similarity_threshold
+    return DEFAULT_SIMILARITY_THRESHOLD if calibrated is None else calibrated
+
+
+def _validation_reliability(
+    predictions: pd.DataFrame, config: TrainingConfig, threshold: float
+) -> dict:
+    """``metrics.json``'s record of how the error of the validation molecules (the rows of
+    ``predictions`` whose ``split`` is ``val``) follows what ``chemgraph predict`` reports
+    with a prediction: ``"applicability_domain"``: the calibrated ``similarity_threshold`` and
+    the ``val`` metrics of the molecules in and out of the domain
+    (:func:`chemgraph.train.metrics.domain_metrics`); for an ensemble (``<target>_std``
+    columns) also ``"spread_vs_error"``: ``{"val": {target: {"molecules", "spearman"}}}``
+    (:func:`chemgraph.train.metrics.spread_error_correlation`)."""
+    val = predictions[predictions["split"] == "val"]
+    targets = config.target_columns
+    truth = val[targets].to_numpy(dtype=float)
+    predicted = val[[f"{t}_pred" for t in targets]].to_numpy(dtype=float)
+    in_domain = val["in_domain"].to_numpy(dtype=bool)
+    record: dict = {
+        "applicability_domain": {
+            "similarity_threshold": threshold,
+            "val": domain_metrics(truth, predicted, in_domain, config.task, targets),
+        }
+    }
+    if f"{targets[0]}_std" in val:
+        spread = val[[f"{t}_std" for t in targets]].to_numpy(dtype=float)
+        record["spread_vs_error"] = {
+            "val": spread_error_correlation(truth, predicted, spread, targets)
+        }
+    return record
 
 
 def _evaluate(
-    config: TrainingConfig, fitted: _Fitted, parts: dict[str, MoleculeDataset]
+    config: TrainingConfig,
+    fitted: _Fitted,
+    parts: dict[str, MoleculeDataset],
+    fingerprints: TrainingFingerprints,
 ) -> tuple[dict, pd.DataFrame]:
     """Metrics and predictions of the validation and test sets (targets' units), on one
-    device: the whole splits, also after a DDP fit (whose samplers shard and pad them).
+    device: the whole splits, also after a DDP fit (whose samplers shard and pad them). The
+    predictions hold each molecule's ``max_similarity_to_train`` to the training
+    ``fingerprints`` and ``in_domain`` (at their calibrated threshold), as ``chemgraph
+    predict`` reports them.
 
     ``metrics[split]`` holds each metric's mean over tasks, ``metrics["per_task"][split]`` the
     table of :func:`chemgraph.train.metrics.per_task_metrics`, ``metrics["mean_predictor"]
@@ -683,7 +761,11 @@ def _evaluate(
         truth = parts[name].labels.numpy()
         per_task[name] = per_task_metrics(truth, predicted, config.task, config.target_columns)
         metrics[name] = mean_over_tasks(per_task[name])
-        frames.append(_prediction_frame(name, parts[name], predicted, config.target_columns))
+        frame = _prediction_frame(name, parts[name], predicted, config.target_columns)
+        bits = FINGERPRINT.featurize(_prepared_mols(parts[name], config.preparation))
+        frame["max_similarity_to_train"] = fingerprints.max_similarity(bits)
+        frame["in_domain"] = frame["max_similarity_to_train"] >= _threshold(fingerprints)
+        frames.append(frame)
     metrics["per_task"] = per_task
     # the simplest baseline: every molecule gets the training labels' mean (a probability of
     # class 1 for classification)

@@ -17,7 +17,7 @@ import torch
 
 from chemgraph._dgl import dgl
 from chemgraph._files import file_digest
-from chemgraph.data.applicability import TrainingFingerprints
+from chemgraph.data.applicability import TrainingFingerprints, TrainingLabelRange
 from chemgraph.featurize import FeaturizerPreset, RadiusGraphFeaturizer
 from chemgraph.models import get_model_spec
 from chemgraph.train.checkpoint import load_checkpoint
@@ -148,6 +148,8 @@ class Ensemble:
             by each process an ensemble is unpickled in).
 
     Attributes:
+        targets, task: the members' targets and task (``"regression"`` or
+            ``"classification"``).
         low_fidelity_columns: the input columns every prediction needs (:meth:`predict`'s
             ``low_fidelity``): a transductive Δ-learning model's or baseline's low-fidelity
             values; empty for the others.
@@ -163,6 +165,15 @@ class Ensemble:
             Gaussian basis, elements, as trained).
         preparation: the molecule preparation of training (bond graphs; radius graphs use the
             structures as given).
+        fingerprints: the training molecules' fingerprints of every member (identical ones
+            once) with their calibrated similarity threshold
+            (:meth:`~chemgraph.data.applicability.TrainingFingerprints.concatenate`); None when
+            a member holds none.
+        missing_threshold: the checkpoints whose fingerprints were stored without a calibrated
+            similarity threshold (written before chemgraph calibrated it).
+        label_range: a regression's training labels' range per target, covering every
+            member's (:meth:`~chemgraph.data.applicability.TrainingLabelRange.union`); None for
+            classification or when a member holds none.
 
     Raises:
         ValueError: a checkpoint that is not a property checkpoint, or members that differ in
@@ -188,6 +199,7 @@ class Ensemble:
                         "ensemble's members must predict the same targets from the same features"
                     )
         self.targets: list[str] = list(first.target_columns)
+        self.task: str = first.task
         delta, baseline = self.modules[0].delta_learning, self.modules[0]
         self.low_fidelity_columns: list[str] = (
             delta.input_columns
@@ -211,10 +223,25 @@ class Ensemble:
         stored = [m.hparams.get("train_fingerprints") for m in self.modules]
         missing = [str(f) for f, values in zip(files, stored) if values is None]
         self.missing_fingerprints = missing
+        self.missing_threshold = [
+            str(f)
+            for f, values in zip(files, stored)
+            if values is not None and values.get("similarity_threshold") is None
+        ]
         self.fingerprints: TrainingFingerprints | None = None
         if not missing:
             parts = [TrainingFingerprints.from_dict(values) for values in stored]
             self.fingerprints = TrainingFingerprints.concatenate(parts)
+        ranges = [m.hparams.get("train_label_range") for m in self.modules]
+        regression = first.task == "regression"
+        self.missing_label_range = [
+            str(f) for f, values in zip(files, ranges) if regression and values is None
+        ]
+        self.label_range: TrainingLabelRange | None = None
+        if regression and not self.missing_label_range:
+            self.label_range = TrainingLabelRange.union(
+                [TrainingLabelRange.from_dict(values) for values in ranges]
+            )
 
     def warn_missing_fingerprints(self) -> None:
         """Warn that the similarity columns stay empty, when a checkpoint holds no training
@@ -229,6 +256,17 @@ class Ensemble:
                 "no training fingerprints in %s (%s): max_similarity_to_train and in_domain "
                 "are left empty", ", ".join(self.missing_fingerprints), why,
             )  # fmt: skip
+
+    def warn_missing_label_range(self) -> None:
+        """Warn that the ``<target>_outside_training_range`` columns stay empty, when a
+        regression checkpoint holds no training label range (:func:`predict_table` does so once
+        the user's options are checked)."""
+        if self.missing_label_range:
+            log.warning(
+                "no training label range in %s (written before chemgraph stored it): "
+                "the _outside_training_range columns are left empty",
+                ", ".join(self.missing_label_range),
+            )
 
     def note_stacked_members(self) -> None:
         """Say in one line (a warning) that the :attr:`stacked` members give the network's

@@ -153,6 +153,8 @@ class PropertyPredictor(PropertyPredictorBase, torch.nn.Module):
         model: registered model family (:data:`chemgraph.models.MODELS`).
         train_fingerprints: the training molecules' packed Morgan fingerprints (applicability
             domain) or None.
+        train_label_range: a regression's smallest and largest training label per target
+            (:class:`chemgraph.data.applicability.TrainingLabelRange`) or None.
         **training: the training settings the checkpoint holds besides (learning rate,
             schedule, ...; see :class:`chemgraph.train.module.PropertyPredictionModule`): kept
             in ``hparams``, not used.
@@ -175,13 +177,15 @@ class PropertyPredictor(PropertyPredictorBase, torch.nn.Module):
         standardize: str = "none",
         model: str = "esa",
         train_fingerprints: dict | None = None,
+        train_label_range: dict | None = None,
         **training: Any,
     ) -> None:
         super().__init__()
         self.hparams = HyperParameters(
             model_config=model_config, task=task, target_columns=target_columns,
             featurizer=featurizer, scaler=scaler, fragments=fragments, standardize=standardize,
-            model=model, train_fingerprints=train_fingerprints, **training,
+            model=model, train_fingerprints=train_fingerprints,
+            train_label_range=train_label_range, **training,
         )  # fmt: skip
         self._build(model, model_config, task, scaler)
 

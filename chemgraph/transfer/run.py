@@ -340,7 +340,8 @@ BASELINE_HYPER_PARAMETERS = (
 )  # fmt: skip
 """What a baseline checkpoint copies from a network checkpoint of its run, so that ``chemgraph
 predict`` featurizes molecules for it as for the networks (the same records accepted and
-rejected) and judges their applicability domain on the same training molecules."""
+rejected) and judges their applicability domain on the same training molecules (with their
+calibrated threshold); the training labels' range of its target is copied too."""
 
 
 def _write_baseline(
@@ -363,6 +364,10 @@ def _write_baseline(
     network_parameters = torch.load(network, "cpu", weights_only=True)["hyper_parameters"]
     reads = [low_columns[i] for i in model.reads]
     parameters = {key: network_parameters.get(key) for key in BASELINE_HYPER_PARAMETERS}
+    label_range = network_parameters.get("train_label_range")  # per network target
+    if label_range is not None:
+        column = list(network_parameters["target_columns"]).index(target)
+        parameters["train_label_range"] = {key: [v[column]] for key, v in label_range.items()}
     parameters.update(
         kind=BASELINE_KIND, baseline=label, task="regression", target_columns=[target],
         low_fidelity_columns=reads,

@@ -291,8 +291,8 @@ def test_predict_keeps_every_records_input_and_rejects_dummy_atoms(tmp_path, cap
 
 
 def test_predict_quiet_prints_only_warnings():
-    """--quiet: no summary on stdout; the warning that the checkpoint holds no training
-    fingerprints still reaches stderr."""
+    """--quiet: no summary on stdout; the warnings that the checkpoint holds no training
+    fingerprints and no training label range still reach stderr."""
     checkpoint = Path(__file__).parents[1] / "fixtures" / "checkpoints" / "esa.ckpt"
     library = Path(__file__).parents[1] / "fixtures" / "predict" / "bad_records.csv"
     with tempfile.TemporaryDirectory() as folder:
@@ -305,7 +305,8 @@ def test_predict_quiet_prints_only_warnings():
         assert result.returncode == 0, result.stderr
         assert result.stdout == ""
         assert result.stderr.startswith("warning: no training fingerprints in ")
-        assert result.stderr.count("\n") == 1
+        assert result.stderr.splitlines()[1].startswith("warning: no training label range in ")
+        assert result.stderr.count("\n") == 2
         assert len(pd.read_csv(output)) == 5
 
 
