@@ -19,7 +19,6 @@ from pathlib import Path
 import lightning as L
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 import torch
 import yaml
 
@@ -49,12 +48,15 @@ from chemgraph.data.applicability import (
 from chemgraph.data.datasets import DataSource, dataset_card, list_datasets, read_data
 from chemgraph.data.labels import label_outliers
 from chemgraph.featurize import FeaturizerPreset, get_preset
-from chemgraph.graphs.shards import load_shard
-from chemgraph.library.output import read_manifest, shard_name
+from chemgraph.library.training_set import (
+    featurize_folder,
+    prepared_as_the_folder,
+    read_featurized,
+)
 from chemgraph.models import get_model_spec
 from chemgraph.train.callbacks import EpochProgress, LossHistory
 from chemgraph.train.config import TrainingConfig, paper_protocol_differences
-from chemgraph.train.ensemble import ensemble_statistics
+from chemgraph.train.ensemble import mean_prediction_frame
 from chemgraph.train.finetune import load_pretrained, transfer_weights
 from chemgraph.train.fit import fit
 from chemgraph.train.metrics import (
@@ -131,11 +133,11 @@ def train(
     Raises:
         ValueError: a non-empty ``config.out`` without ``overwrite``, ``resume`` without an
             interrupted run of the same settings there (the message says which differ), bad
-            settings, missing
-            columns, too few valid molecules to split, an empty split, non-binary
-            classification labels, training stopped before its first validation, or a
-            ``chemgraph featurize`` folder the model cannot use (:func:`_read_featurized`),
-            a folder another run is writing to (:func:`chemgraph._output.claim_folder`).
+            settings, missing columns, too few valid molecules to split, an empty split,
+            non-binary classification labels, training stopped before its first validation,
+            a ``chemgraph featurize`` folder the model cannot use
+            (:func:`chemgraph.library.training_set.read_featurized`), or a folder another run
+            is writing to (:func:`chemgraph._output.claim_folder`).
     """
     with claimed_folder(config.out, "--output"):
         return _train(config, overwrite, resume)
@@ -156,7 +158,7 @@ def _train(config: TrainingConfig, overwrite: bool, resume: bool) -> dict[str, d
             "protocol paper (Buterez et al. 2024, SI 7), with these differences: %s",
             "; ".join(paper_protocol_differences(config)),
         )
-    config = _prepared_as_the_folder(config)
+    config = prepared_as_the_folder(config)
     dataset, preset, source = _featurize(config, out)
     if config.task is None:
         config = replace(config, task=infer_task(dataset.labels, config.target_columns))
@@ -253,7 +255,7 @@ def _train_ensemble(config: TrainingConfig, size: int, overwrite: bool) -> dict:
     member_metrics = [train(member, overwrite=True) for member in members]
     task = yaml.safe_load((Path(members[0].out) / "config.yaml").read_text())["task"]
     frames = [pd.read_csv(Path(member.out) / "predictions.csv") for member in members]
-    predictions = _mean_prediction_frame(frames, config.target_columns)
+    predictions = mean_prediction_frame(frames, config.target_columns)
     metrics: dict = {}
     per_task: dict = {}
     for name in ("val", "test"):
@@ -277,24 +279,6 @@ def _train_ensemble(config: TrainingConfig, size: int, overwrite: bool) -> dict:
     (out / "config.yaml").write_text(yaml.safe_dump(_recorded(config), sort_keys=False))
     _plot_test_split(config, out, predictions)
     return metrics
-
-
-def _mean_prediction_frame(frames: list[pd.DataFrame], targets: list[str]) -> pd.DataFrame:
-    """The members' :func:`_prediction_frame` tables (same rows, same order) with each
-    ``<target>_pred`` replaced by the members' mean and a ``<target>_std`` column added.
-
-    Raises:
-        ValueError: the members' rows differ (not one split).
-    """
-    first = frames[0]
-    for frame in frames[1:]:
-        if not frame[["split", "row"]].equals(first[["split", "row"]]):
-            raise ValueError("the ensemble's members were evaluated on different rows")
-    mean = first.drop(columns=[f"{t}_pred" for t in targets])
-    for target in targets:
-        stacked = np.stack([frame[f"{target}_pred"].to_numpy(dtype=float) for frame in frames])
-        mean[f"{target}_pred"], mean[f"{target}_std"] = ensemble_statistics(stacked)
-    return mean
 
 
 def _recorded(config: TrainingConfig) -> dict:
@@ -343,14 +327,15 @@ def _featurize(
 ) -> tuple[MoleculeDataset, FeaturizerPreset, DataSource]:
     """Read the data (a table or SDF file, or a registered dataset), featurize it, write
     ``rejected.csv``; also return what was read. A ``chemgraph featurize`` folder is read as
-    it is (:func:`_read_featurized`), not featurized again.
+    it is (:func:`chemgraph.library.training_set.read_featurized`), not featurized again.
 
     Raises:
-        ValueError: fewer than 10 valid molecules; see :func:`_read_featurized`.
+        ValueError: fewer than 10 valid molecules; see
+            :func:`chemgraph.library.training_set.read_featurized`.
     """
-    preset = get_preset(config.featurizer)  # a folder's, when it is one (_read_featurized)
-    if _featurize_folder(config) is not None:
-        source, dataset, rejected = _read_featurized(config)
+    preset = get_preset(config.featurizer)  # a folder's, when it is one (read_featurized)
+    if featurize_folder(config) is not None:
+        source, dataset, rejected = read_featurized(config)
     else:
         source = read_data(config.data, config.data_root, config.smiles_column)
         source = source.head(config.max_rows)
@@ -384,134 +369,6 @@ def _featurize(
             f"({len(rejected)} rejected{first})"
         )
     return dataset, preset, source
-
-
-def _featurize_folder(config: TrainingConfig) -> Path | None:
-    """``config.data`` as a ``chemgraph featurize`` folder: a folder that is not a registered
-    dataset's name (a name wins over a folder in the working directory, as in
-    :func:`~chemgraph.data.datasets.read_data`); None when it is not one."""
-    folder = Path(config.data)
-    return folder if folder.is_dir() and str(config.data) not in list_datasets() else None
-
-
-def _prepared_as_the_folder(config: TrainingConfig) -> TrainingConfig:
-    """With ``config.data`` a ``chemgraph featurize`` folder, ``config`` with the folder's
-    molecule preparation (standardize, fragments), which the checkpoint then stores, so that
-    ``predict`` prepares new molecules as the folder's were; ``config`` itself otherwise.
-
-    Raises:
-        ValueError: ``config`` asks for another preparation than the folder's.
-    """
-    folder = _featurize_folder(config)
-    if folder is None:
-        return config
-    options = read_manifest(folder)["options"]
-    prepared = MoleculePreparation(
-        standardize=options["standardize"], fragments=options.get("fragments", "keep")
-    )
-    if config.preparation not in (MoleculePreparation(), prepared):
-        raise ValueError(
-            f"{config.data} holds molecules prepared with standardize {prepared.standardize}, "
-            f"fragments {prepared.fragments}, not standardize {config.standardize}, fragments "
-            f"{config.fragments} as asked; featurize the data again with `chemgraph featurize "
-            f"DATA --standardize {config.standardize} --fragments {config.fragments}`, or "
-            "leave out --standardize and --fragments to train on the folder's molecules"
-        )
-    return replace(config, standardize=prepared.standardize, fragments=prepared.fragments)
-
-
-def _read_featurized(
-    config: TrainingConfig,
-) -> tuple[DataSource, MoleculeDataset, pd.DataFrame]:
-    """The molecules of a ``chemgraph featurize`` folder (``config.data``) with the labels of
-    ``config.target_columns`` (its ``--target-columns``), as :func:`featurize_table` would give
-    them: rows are the source file's rows, the folder's ``rejected.csv`` are the rejected
-    records, and a molecule whose targets are all missing is rejected as ``"all targets
-    missing: ..."``. ``smiles`` are the folder's canonical SMILES (of the prepared molecule).
-
-    Returns:
-        ``(source, dataset, rejected)``: ``source.table`` holds ``row``, ``id``, ``smiles`` and
-        the targets of every featurized record, ``source.rejected`` the folder's rejects.
-
-    Raises:
-        ValueError: not a complete featurize folder, no graphs, graphs with conformers (3D;
-            ``train`` fits 2D models), another featurizer preset than the model's, or a target
-            that is not one of the folder's label columns.
-    """
-    folder = Path(config.data)
-    manifest = read_manifest(folder)
-    options = manifest["options"]
-    again = f"featurize the data again with `chemgraph featurize DATA --graphs {config.featurizer}"
-    labels = ",".join(config.target_columns)
-    if options["graphs"] is None:
-        raise ValueError(
-            f"{folder} holds no graphs (featurized with --graphs none); {again} "
-            f"--target-columns {labels} --output NEW_FOLDER`"
-        )
-    if options["conformers"]:
-        raise ValueError(
-            f"{folder} holds 3D graphs with explicit hydrogens (featurized with --conformers "
-            f"{options['conformers']}); chemgraph train fits 2D models: {again} "
-            f"--target-columns {labels} --output NEW_FOLDER` (without --conformers)"
-        )
-    wanted = get_preset(config.featurizer)
-    if manifest["graph_featurizer"] != json.loads(json.dumps(wanted.to_dict())):
-        raise ValueError(
-            f"{folder} holds graphs of the {manifest['graph_featurizer']['name']!r} preset but "
-            f"{config.model} is trained here on the {wanted.name!r} preset ({wanted.to_dict()}); "
-            f"{again} --target-columns {labels} --output NEW_FOLDER`, or pass --featurizer "
-            f"{manifest['graph_featurizer']['name']} if {config.model} takes it"
-        )
-    kept = options.get("label_columns", [])
-    missing = [name for name in config.target_columns if name not in kept]
-    if missing:
-        raise ValueError(
-            f"target columns {missing} are not label columns of {folder} (it has "
-            f"{kept or 'none'}); {again} --target-columns {labels} --output NEW_FOLDER`"
-        )
-    graphs: list = []
-    tables = []
-    for shard in range(manifest["counts"]["shards"]):
-        name = shard_name(shard)
-        shard_graphs, rows = load_shard(folder / "graphs" / f"{name}.bin")
-        features = pq.read_table(
-            folder / "features" / f"{name}.parquet",
-            columns=["row", "id", "smiles", *config.target_columns],
-        ).to_pandas()
-        if rows.tolist() != features["row"].tolist():
-            raise ValueError(f"{folder}: graphs/{name}.bin and features/{name}.parquet differ")
-        graphs += shard_graphs
-        tables.append(features)
-    table = pd.concat(tables, ignore_index=True)
-    rejected = pd.read_csv(folder / "rejected.csv", dtype=str, keep_default_na=False)
-    rejected["row"] = rejected["row"].astype(np.int64)
-    if config.max_rows is not None:
-        keep = (table["row"] < config.max_rows).to_numpy()
-        graphs = [graph for graph, kept_row in zip(graphs, keep) if kept_row]
-        table = table[keep].reset_index(drop=True)
-        rejected = rejected[rejected["row"] < config.max_rows].reset_index(drop=True)
-    values = table[config.target_columns].to_numpy(dtype=np.float64)
-    unlabelled = np.isnan(values).all(axis=1)
-    source = DataSource(
-        table=table,
-        rows=table["row"].to_numpy(dtype=np.int64),
-        rejected=rejected,
-        description=f"{folder} (chemgraph featurize output of {manifest['input']})",
-    )
-    keep = np.flatnonzero(~unlabelled)
-    dataset = MoleculeDataset(
-        graphs=[graphs[index] for index in keep],
-        labels=torch.from_numpy(values[keep]),
-        rows=source.rows[keep],
-        smiles=table["smiles"].iloc[keep].tolist(),
-        target_columns=list(config.target_columns),
-    )
-    reason = f"all targets missing: {', '.join(config.target_columns)}"
-    unused = table[unlabelled]
-    not_used = pd.DataFrame(
-        {"row": unused["row"], "id": unused["id"], "input": unused["smiles"], "reason": reason}
-    )
-    return source, dataset, not_used
 
 
 def _split(

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 
 from chemgraph._dgl import dgl
@@ -24,7 +25,7 @@ from chemgraph.train.checkpoint import load_checkpoint
 from chemgraph.train.inference import model_inputs, predict_graphs
 from chemgraph.train.predictors import BaselinePredictor, PropertyPredictorBase
 
-__all__ = ["Ensemble", "checkpoint_files", "ensemble_statistics"]
+__all__ = ["Ensemble", "checkpoint_files", "ensemble_statistics", "mean_prediction_frame"]
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,25 @@ def ensemble_statistics(stacked: np.ndarray) -> tuple[np.ndarray, np.ndarray | N
     """
     mean = stacked.mean(axis=0)
     return mean, (stacked.std(axis=0, ddof=1) if len(stacked) > 1 else None)
+
+
+def mean_prediction_frame(frames: list[pd.DataFrame], targets: list[str]) -> pd.DataFrame:
+    """The members' prediction tables (columns ``split``, ``row``, ``<target>_pred``, ...;
+    same rows, same order; ``chemgraph train --ensemble``'s ``predictions.csv``) with each
+    ``<target>_pred`` replaced by the members' mean and a ``<target>_std`` column added.
+
+    Raises:
+        ValueError: the members' rows differ (not one split).
+    """
+    first = frames[0]
+    for frame in frames[1:]:
+        if not frame[["split", "row"]].equals(first[["split", "row"]]):
+            raise ValueError("the ensemble's members were evaluated on different rows")
+    mean = first.drop(columns=[f"{t}_pred" for t in targets])
+    for target in targets:
+        stacked = np.stack([frame[f"{target}_pred"].to_numpy(dtype=float) for frame in frames])
+        mean[f"{target}_pred"], mean[f"{target}_std"] = ensemble_statistics(stacked)
+    return mean
 
 
 def checkpoint_files(checkpoints: str | Path | Sequence[str | Path]) -> list[Path]:
