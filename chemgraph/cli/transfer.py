@@ -119,7 +119,7 @@ class TransferCommand(Command):
         add_protocol_option(
             parser,
             "where the settings not given come from: default (a CPU and your table: early "
-            "stopping in both phases within 100 epochs, 3 seeds, batch 64, lr 5e-4, "
+            "stopping in both phases within 100 epochs, 2 seeds, batch 64, lr 5e-4, "
             "Delta-learning) or paper (Buterez et al. 2024: 150 fixed pretraining epochs, up to "
             "300 fine-tuning epochs, 5 seeds, batch 128, lr 1e-4, no Delta-learning; sized for "
             "a GPU) (default: default)",
