@@ -141,11 +141,11 @@ def mapped_reaction(text: str) -> MappedReaction:
 
     Raises:
         ReactionParseError: the text is not a reaction SMILES, a field does not parse, the
-            reactants field is empty (even with reagents: they give no atom to a product), or a
+            reactants field is empty (even with reagents: there is nothing to react), or a
             product atom is unmapped or mapped to no input atom.
     """
     reactants, reagents, products = split_reaction_smiles(text)
-    if not reactants:  # reagents give no atom to a product: nothing could react
+    if not reactants:  # reagents alone: nothing to react
         raise ReactionParseError("the reactants field is empty", text)
     left = ".".join(part for part in (reactants, reagents) if part)
     inputs = Chem.MolFromSmiles(left)
