@@ -19,9 +19,10 @@ reaction give" none is: a product is **valid** here only when
    89, 5966 (1967)), no triple bond in a ring of fewer than 8 atoms (cyclooctyne is the
    smallest isolable cycloalkyne: A. T. Blomquist, L. H. Liu, J. Am. Chem. Soc. 75, 2153
    (1953)), and no double or aromatic bond shared by a three-membered ring and another ring (a
-   cyclopropene fused at its double bond, cyclopropabenzene: strain energies above 50 kcal/mol,
-   K. B. Wiberg, Angew. Chem. Int. Ed. Engl. 25, 312 (1986); such molecules are made only by
-   dedicated routes, never as the outcome of the reactions a model predicts). RDKit keeps no
+   cyclopropene fused at its double bond, cyclopropabenzene: cyclopropene alone holds about 54
+   kcal/mol of strain, K. B. Wiberg, Angew. Chem. Int. Ed. Engl. 25, 312 (1986), and a ring
+   fused at its double bond adds more; such molecules are made only by dedicated routes, never
+   as the outcome of the reactions a model predicts, and USPTO-MIT records none). RDKit keeps no
    E/Z label on a double bond in a ring of fewer than 8 atoms, so a written *trans* label there
    cannot occur; the rule covers the trans bonds a ring system forces;
 6. when the product's atoms are mapped to the inputs (the reaction-centre model's candidates:
