@@ -7,7 +7,7 @@ processes from ``resource.getrusage(RUSAGE_CHILDREN)``), and writes one markdown
 table: every row of the run's ``table.csv``, the model it recommends (``recommendation.json``,
 ``selection.csv``, ``recommended/``) and a check that ``chemgraph predict`` scores new molecules
 with the recommended model (or the transductive seed-0 checkpoint when the recommendation is a
-baseline or there is none).
+stacked network, which predict cannot load, or there is none).
 
 =========  ===================================  =====================  ======================
 name       source (``../shared/data/``)          low fidelity           high fidelity (kept)
@@ -361,7 +361,7 @@ def recommendation(run: Path) -> tuple[dict, list[str]]:
         lines.append("|---|---|---|---|---|---|")
         for target, r in rec.items():
             ckpt = r.get("checkpoint")
-            where = os.path.relpath(ckpt, run) if ckpt else "none (a baseline)"
+            where = os.path.relpath(ckpt, run) if ckpt else "none (a stacked network)"
             lines.append(
                 f"| {target} | {r.get('model')} | {r.get('kind')} | "
                 f"{r.get('validation_rmse', float('nan')):.3f} | "
@@ -400,7 +400,7 @@ def check_predict(name: str, table_path: Path, run: Path, rec: dict, folder: Pat
     for target in targets:
         r = rec.get(target, {})
         ckpt = r.get("checkpoint")
-        if r.get("kind") == "network" and ckpt and Path(ckpt).exists():
+        if ckpt and Path(ckpt).exists():  # a network's seeds or a baseline's checkpoint
             checks.append((target, Path(ckpt), True))
             continue
         seed0 = sorted((run / "checkpoints").glob("transductive_seed0*"))
@@ -418,7 +418,7 @@ def check_predict(name: str, table_path: Path, run: Path, rec: dict, folder: Pat
             if recommended
             else (
                 "the transductive seed-0 checkpoint ("
-                + ("the recommendation is a baseline" if rec.get(target) else "no recommendation")
+                + ("the recommendation is stacked" if rec.get(target) else "no recommendation")
                 + ")"
             )
         )

@@ -3,18 +3,21 @@ compressed files.
 
 A bottom module: imports nothing of chemgraph, and every layer may import it. Everything
 chemgraph writes that a later run reads (shards, feature tables, manifests, predictions,
-downloads, caches) is written to :func:`atomic_path` and renamed into place with
-``os.replace``, so a reader never sees half a file.
+checkpoints, downloads, caches) is written to :func:`atomic_path` and renamed into place with
+``os.replace`` (:func:`replacing`), so a reader never sees half a file and a write that fails
+leaves the earlier file whole.
 """
 
 from __future__ import annotations
 
 import bz2
+import contextlib
 import functools
 import gzip
 import hashlib
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -25,6 +28,7 @@ __all__ = [
     "atomic_path",
     "file_digest",
     "open_compressed",
+    "replacing",
     "write_parquet_atomically",
     "write_text_atomically",
 ]
@@ -42,20 +46,33 @@ def atomic_path(path: str | os.PathLike[str]) -> Path:
     return path.with_name(f".{path.name}.tmp-{socket.gethostname()}-{os.getpid()}")
 
 
+@contextlib.contextmanager
+def replacing(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield :func:`atomic_path` of ``path`` to be written; when the block ends, rename it to
+    ``path`` (``os.replace``: atomic, on the same file system, never a copy), or, when the
+    block raises (a full disk, an interrupt), remove it: ``path`` then keeps its earlier
+    content whole."""
+    temporary = atomic_path(path)
+    try:
+        yield temporary
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    os.replace(temporary, path)
+
+
 def write_text_atomically(text: str, path: str | os.PathLike[str]) -> None:
     """Write UTF-8 ``text`` to ``path`` through :func:`atomic_path`."""
-    temporary = atomic_path(path)
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
+    with replacing(path) as temporary:
+        temporary.write_text(text, encoding="utf-8")
 
 
 def write_parquet_atomically(table: pa.Table, path: str | os.PathLike[str]) -> None:
     """Write an Arrow table to the Parquet file ``path`` through :func:`atomic_path`."""
     import pyarrow.parquet as pq
 
-    temporary = atomic_path(path)
-    pq.write_table(table, temporary)
-    os.replace(temporary, path)
+    with replacing(path) as temporary:
+        pq.write_table(table, temporary)
 
 
 def file_digest(path: str | os.PathLike[str], algorithm: str = "sha256") -> str:

@@ -52,3 +52,38 @@ def test_without_dask_distributed_the_error_says_what_to_install(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_distributed)
     with pytest.raises(MissingDependencyError, match=r"pip install 'chemgraph\[dask\]'"):
         next(run_on_dask(_shard_and_key, [(0, 1)], "tcp://127.0.0.1:1", "test-shard"))
+
+
+def _dies_on_shard_3(shard):
+    import os
+
+    if shard == 3:
+        os._exit(1)  # as the nanny's kill of a worker past its memory limit
+    return shard
+
+
+def test_a_shard_whose_workers_die_is_named_with_its_records_and_memory_as_the_cause():
+    """dask's KilledWorker traceback named only a task key; the error names the shard and what
+    it holds, says memory is the likely cause and that --resume continues (issue 45)."""
+    import dask
+
+    from chemgraph._dask import WorkersDied
+
+    distributed = pytest.importorskip("distributed")
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": 0}),
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+    ):
+        results = run_on_dask(
+            _dies_on_shard_3, [(shard,) for shard in range(5)], cluster.scheduler_address,
+            "test-shard", describe=lambda shard: f"input rows {shard * 10}-{shard * 10 + 9}",
+        )  # fmt: skip
+        with pytest.raises(WorkersDied) as died, contextlib.closing(results):
+            list(results)
+    assert died.value.shard == 3
+    message = str(died.value)
+    assert message.startswith("shard 3 (input rows 30-39): every dask worker that ran it died (1")
+    assert "The likely cause is memory" in message and "--memory-limit" in message
+    assert message.endswith("run the same command with --resume to continue")

@@ -552,7 +552,12 @@ def atoms_from_xyz_block(block: str) -> tuple[np.ndarray, np.ndarray, dict[str, 
     Raises:
         MoleculeParseError: ``"XYZ parse error: <what>"`` (an unknown element symbol, a
             coordinate that is not a number, fewer atom lines than the count, coordinates
-            that are not finite), or ``"empty record (no atoms)"``.
+            that are not finite), ``"empty record (no atoms)"``, or a periodic frame (a
+            ``pbc`` with a periodic direction, e.g. ``Lattice=... pbc="T T T"``): the 3D models
+            of chemgraph's commands read molecules in vacuum, and a molecule's radius graph of
+            such a frame would drop its cell (the periodic radius graph of
+            :func:`chemgraph.graphs.periodic_radius_graph` is for crystals and surfaces,
+            :mod:`chemgraph.data.datasets.oc20`).
     """
     from ase.io import read
 
@@ -568,6 +573,14 @@ def atoms_from_xyz_block(block: str) -> tuple[np.ndarray, np.ndarray, dict[str, 
     coordinates = np.asarray(atoms.positions, dtype=np.float64).reshape(-1, 3)
     if not np.isfinite(coordinates).all():
         raise MoleculeParseError("XYZ parse error: coordinates that are not finite numbers")
+    if atoms.pbc.any():
+        pbc = " ".join("T" if p else "F" for p in atoms.pbc)
+        lengths = ", ".join(f"{length:g}" for length in atoms.cell.lengths())
+        raise MoleculeParseError(
+            f'a periodic structure (pbc="{pbc}", cell lengths {lengths} Å): chemgraph\'s 3D '
+            "models read molecules in vacuum, and a molecule's radius graph would drop the "
+            'cell; give the molecule without Lattice and pbc (or pbc="F F F")'
+        )
     return numbers, coordinates, dict(atoms.info)
 
 

@@ -128,18 +128,24 @@ def add_overwrite_option(
     parser.add_argument("--overwrite", action="store_true", help=help)
 
 
-def add_resume_options(parser: argparse.ArgumentParser, resume: str, overwrite: str) -> None:
+def add_resume_options(
+    parser: argparse.ArgumentParser, resume: str, overwrite: str | None = None
+) -> None:
     """``--resume`` and ``--overwrite``, which exclude each other, for a command whose run can
     be interrupted and continued.
 
     Args:
         parser: the command's parser.
         resume: the help of ``--resume`` (where the interrupted run is kept).
-        overwrite: the help of ``--overwrite`` (what it removes).
+        overwrite: the help of ``--overwrite`` (what it removes); None = that of
+            :func:`add_overwrite_option`.
     """
     again = parser.add_mutually_exclusive_group()
     again.add_argument("--resume", action="store_true", help=resume)
-    add_overwrite_option(again, overwrite)
+    if overwrite is None:
+        add_overwrite_option(again)
+    else:
+        add_overwrite_option(again, overwrite)
 
 
 def add_root_option(parser: argparse.ArgumentParser, help: str, dest: str = "root") -> None:

@@ -29,7 +29,9 @@ examples:
 
 output columns: row, id, input (the record as given: its SMILES as written, an SDF record's title
 line), smiles (canonical), <target>_pred (and <target>_std for an ensemble: the members' sample
-standard deviation, ddof=1), max_similarity_to_train, in_domain, error: one row per input
+standard deviation, ddof=1), max_similarity_to_train, in_domain (at the threshold calibrated on
+the training set, or --similarity-threshold), <target>_outside_training_range (regression: the
+prediction is below the smallest or above the largest training label), error: one row per input
 record, in input order; records that could not be featurized (invalid SMILES, a dummy atom '*',
 ...; smiles is then empty) or lack a low-fidelity value that a transductive delta-learning
 checkpoint of chemgraph transfer reads from the input keep their row and their input, with the
@@ -59,7 +61,9 @@ class PredictCommand(Command):
         "exactly as in training, or take the graph shards of a chemgraph featurize output "
         "folder as they are, and write one row per record with the predictions, the record's "
         "greatest Tanimoto similarity to the training molecules (Morgan radius 2, 2048 bits) "
-        "and whether it reaches --similarity-threshold (the applicability domain)."
+        "and whether it reaches the similarity threshold calibrated on the training set (the "
+        "applicability domain), and whether each prediction lies outside the training labels' "
+        "range."
     )
     epilog = PREDICT_EPILOG
     formatter_class = ExamplesHelpFormatter
@@ -94,8 +98,10 @@ class PredictCommand(Command):
             "--similarity-threshold",
             type=float,
             help="in_domain is max_similarity_to_train >= this: a Tanimoto similarity of "
-            "Morgan radius-2, 2048-bit fingerprints, which unrelated molecules rarely reach "
-            "(default: 0.3)",
+            "Morgan radius-2, 2048-bit fingerprints (default: the threshold calibrated on the "
+            "training set and stored in the checkpoint, the 5th percentile of the training "
+            "molecules' similarities to their nearest other training molecule; "
+            "0.3 for a checkpoint written before chemgraph calibrated it)",
         )
 
     def run(self, args: argparse.Namespace) -> int:
@@ -124,7 +130,10 @@ class PredictCommand(Command):
         if args.quiet:  # the rows' errors are in the output; warnings were logged
             return 0
         if summary.out_of_domain is not None:
-            domain = f"{summary.out_of_domain:,} predicted outside the applicability domain"
+            domain = (
+                f"{summary.out_of_domain:,} predicted outside the applicability domain "
+                f"(max_similarity_to_train < {summary.similarity_threshold:.3f})"
+            )
         elif summary.predicted:
             domain = "applicability domain unknown (the checkpoint holds no training fingerprints)"
         else:
@@ -141,6 +150,9 @@ class PredictCommand(Command):
             if ".csv" in str(args.input).lower():
                 failed += " (as pandas.read_csv(..., skip_blank_lines=False) numbers them)"
         print(f"predicted {summary.predicted:,} of {summary.records:,} records; {failed}; {domain}")
+        if summary.outside_training_range is not None:
+            counts = ", ".join(f"{t} {n:,}" for t, n in summary.outside_training_range.items())
+            print(f"predictions outside the training labels' range: {counts}")
         if summary.without_smiles:
             print(
                 f"{summary.without_smiles:,} predicted structures have no SMILES (RDKit could "

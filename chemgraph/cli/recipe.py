@@ -64,7 +64,7 @@ class RecipeCommand(Command):
             rows = [(name, recipe.description) for name, recipe in RECIPES.items()]
             print("\n".join(table_lines(rows, output_width(), wrap=True)))
             return 0
-        from chemgraph._output import check_output_folder
+        from chemgraph._output import check_output_folder, claimed_folder
         from chemgraph.errors import ConfigError
         from chemgraph.recipes.registry import (
             get_recipe,
@@ -89,8 +89,9 @@ class RecipeCommand(Command):
             overrides = merge_settings(overrides, {"progress": False})
         config = with_overrides(args.name, args.config, overrides)
         out = args.out or recipe_settings(args.name, config).get("out") or f"runs/{args.name}"
-        check_output_folder(out, "--output", args.overwrite, "--overwrite")
-        module.run(config=config, seeds=args.seeds, out=out)
+        with claimed_folder(out, "--output"):
+            check_output_folder(out, "--output", args.overwrite, "--overwrite")
+            module.run(config=config, seeds=args.seeds, out=out)
         return 0
 
 

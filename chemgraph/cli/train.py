@@ -12,9 +12,9 @@ from chemgraph.cli.common import (
     add_max_time_option,
     add_model_option,
     add_output_option,
-    add_overwrite_option,
     add_preparation_options,
     add_protocol_option,
+    add_resume_options,
     add_root_option,
     add_seed_option,
     add_smiles_column_option,
@@ -156,7 +156,12 @@ class TrainCommand(Command):
         add_output_option(
             parser, "output folder, new or empty (see --overwrite)", dest="out", aliases=("--out",)
         )
-        add_overwrite_option(parser)
+        add_resume_options(
+            parser,
+            "continue the interrupted run in --output (stopped by Ctrl-C, SIGTERM or a "
+            "scheduler) from its last.ckpt, with the same settings: it ends as the "
+            "uninterrupted run would have",
+        )
         parser.add_argument(
             "--ensemble",
             type=int,
@@ -234,10 +239,13 @@ class TrainCommand(Command):
             if missing:
                 raise ConfigError(f"chemgraph train needs {' and '.join(missing)}")
             config = TrainingConfig.from_dict({k: v for k, v in overrides.items() if v is not None})
+        if args.resume and args.ensemble is not None:
+            raise ConfigError("--resume continues one model's run, not an --ensemble's")
         # the job names the folder by its configuration key's flag; the user's is -o/--output
-        check_output_folder(config.out, "--output", args.overwrite, "--overwrite")
+        if not args.resume:
+            check_output_folder(config.out, "--output", args.overwrite, "--overwrite")
         if args.ensemble is None:
-            print(format_metrics(train(config, overwrite=args.overwrite)))
+            print(format_metrics(train(config, overwrite=args.overwrite, resume=args.resume)))
         else:
             ensemble = train_ensemble(config, args.ensemble, overwrite=args.overwrite)
             seeds = [ensemble_member(config, index).seed for index in range(args.ensemble)]

@@ -42,9 +42,9 @@ outputs in --output: table.md / table.csv (test RMSE of every strategy, mean ± 
 with the baselines of each setting on the same split, the mean predictor among them; table.md
 also the seed ensembles and the model selection), selection.csv (every trained model's seed
 ensemble and every baseline ranked by validation RMSE, the best recommended),
-recommendation.json, recommended/<target>/ (the recommended network's seed checkpoints, for
-predict --checkpoint), predictions_recommended.csv (the molecules without high-fidelity labels,
-by the recommended model, a baseline too),
+recommendation.json, recommended/<target>/ (the recommended model for predict --checkpoint:
+a network's seed checkpoints, or a baseline's best.ckpt), predictions_recommended.csv (the
+molecules without high-fidelity labels, by the recommended model),
 ensembles.csv (test RMSE of each strategy's mean prediction over its seeds; empty with one
 seed), baselines.csv, runs.csv (one row per model), predictions.csv (test molecules: id,
 smiles, labels, predictions), predictions_unlabelled.csv (the molecules without every
@@ -119,7 +119,7 @@ class TransferCommand(Command):
         add_protocol_option(
             parser,
             "where the settings not given come from: default (a CPU and your table: early "
-            "stopping in both phases within 100 epochs, 3 seeds, batch 64, lr 5e-4, "
+            "stopping in both phases within 100 epochs, 2 seeds, batch 64, lr 5e-4, "
             "Delta-learning) or paper (Buterez et al. 2024: 150 fixed pretraining epochs, up to "
             "300 fine-tuning epochs, 5 seeds, batch 128, lr 1e-4, no Delta-learning; sized for "
             "a GPU) (default: default)",

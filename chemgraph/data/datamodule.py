@@ -12,7 +12,7 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 
 from chemgraph._dgl import dgl
 
-__all__ = ["MoleculeDataModule", "SizeBucketBatchSampler", "collate_graphs"]
+__all__ = ["MoleculeDataModule", "SeededShuffleSampler", "SizeBucketBatchSampler", "collate_graphs"]
 
 BatchBuilder = Callable[[dgl.DGLGraph], Any]
 
@@ -48,7 +48,9 @@ class SizeBucketBatchSampler(Sampler[list[int]]):
         sizes: a size per item (e.g. atoms + bonds of each graph).
         batch_size: items per batch (the last batch of a pool may be smaller).
         seed: seeds epoch ``k``'s shuffle with ``seed + k``; epochs count the iterations of
-            this sampler, so a run is reproducible.
+            this sampler, unless Lightning sets the epoch (:meth:`set_epoch`), so a run is
+            reproducible, and a run resumed from a checkpoint draws the batches of the
+            uninterrupted run.
         pool_batches: batches per sorted pool; 1 = plain shuffled batches.
 
     Raises:
@@ -73,6 +75,16 @@ class SizeBucketBatchSampler(Sampler[list[int]]):
         full, rest = divmod(len(self.sizes), pool)
         return full * self.pool_batches + -(-rest // self.batch_size)
 
+    def set_epoch(self, epoch: int) -> None:
+        """Draw epoch ``epoch``'s batches next."""
+        self.epoch = epoch
+
+    @property
+    def sampler(self) -> SizeBucketBatchSampler:
+        """Itself: Lightning sets the epoch (``set_epoch``) of a batch sampler's ``sampler`` at
+        the start of every training epoch."""
+        return self
+
     def __iter__(self) -> Iterator[list[int]]:
         generator = torch.Generator().manual_seed(self.seed + self.epoch)
         self.epoch += 1
@@ -90,6 +102,33 @@ class SizeBucketBatchSampler(Sampler[list[int]]):
             yield batches[index]
 
 
+class SeededShuffleSampler(Sampler[int]):
+    """Every index once per epoch, in epoch ``k``'s random order seeded with ``seed + k``: a run
+    is reproducible, and a run resumed from a checkpoint draws the order of the uninterrupted
+    run (Lightning sets the epoch, :meth:`set_epoch`; outside Lightning epochs count the
+    iterations).
+
+    Args:
+        size: the number of items.
+        seed: the seed of epoch 0.
+    """
+
+    def __init__(self, size: int, seed: int = 0) -> None:
+        self.size, self.seed, self.epoch = size, seed, 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def set_epoch(self, epoch: int) -> None:
+        """Draw epoch ``epoch``'s order next."""
+        self.epoch = epoch
+
+    def __iter__(self) -> Iterator[int]:
+        generator = torch.Generator().manual_seed(self.seed + self.epoch)
+        self.epoch += 1
+        return iter(torch.randperm(self.size, generator=generator).tolist())
+
+
 class MoleculeDataModule(L.LightningDataModule):
     """Train/validation/test loaders over datasets of ``(graph, labels)`` items.
 
@@ -104,9 +143,11 @@ class MoleculeDataModule(L.LightningDataModule):
 
     With ``size_buckets``, training batches are drawn by :class:`SizeBucketBatchSampler`
     (graphs of about one size per batch) when the training set has ``graphs``
-    (:class:`chemgraph.data.MoleculeDataset`) and the run is on one process; otherwise (or under
-    distributed training, where Lightning shards a plain sampler) they are plain shuffled
-    batches.
+    (:class:`chemgraph.data.MoleculeDataset`) and the run is on one process; otherwise they are
+    plain shuffled batches (:class:`SeededShuffleSampler`; under distributed training a plain
+    shuffle, which Lightning shards). On one process each epoch's batches depend on the seed
+    and the epoch alone, so a fit resumed from its last checkpoint trains as the uninterrupted
+    one.
     """
 
     def __init__(
@@ -148,9 +189,11 @@ class MoleculeDataModule(L.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         graphs = getattr(self.train, "graphs", None)
         trainer = self.trainer
-        distributed = trainer is not None and trainer.world_size > 1
-        if graphs is None or distributed or not self.size_buckets:
+        if trainer is not None and trainer.world_size > 1:  # Lightning shards a plain shuffle
             return self.loader(self.train, shuffle=True)
+        if graphs is None or not self.size_buckets:
+            sampler = SeededShuffleSampler(len(self.train), self.seed)
+            return self._data_loader(self.train, batch_size=self.batch_size, sampler=sampler)
         sizes = [graph.num_nodes() + graph.num_edges() for graph in graphs]
         sampler = SizeBucketBatchSampler(sizes, self.batch_size, self.seed)
         return self._data_loader(self.train, batch_sampler=sampler)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import io
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -43,8 +44,8 @@ from chemgraph.batches.reaction import (
 from chemgraph.chem.graph_codec import GraphEncodingError
 from chemgraph.chem.reactions import Reaction, ReactionParseError, parse_reaction_smiles
 from chemgraph.data.datasets.base import rejected_frame
-from chemgraph.data.datasets.download import open_text
-from chemgraph.data.readers import pick_id_column
+from chemgraph.data.datasets.download import open_binary
+from chemgraph.data.readers import check_header, escaped, not_utf8, pick_id_column, text_stream
 
 __all__ = [
     "REACTION_COLUMNS",
@@ -106,26 +107,31 @@ def reaction_records(
         ``(row, text, reason)``: the 0-based line number (text file) or data row (table), the
         reaction SMILES (text after its first whitespace dropped), and None, or why the record
         holds no reaction (then ``text`` is the reaction field as read, ``""`` or blanks for an
-        empty one, or the row as read when it has no such field). Blank lines and rows are
-        skipped.
+        empty one, or the row as read when it has no such field), such as bytes that are not
+        UTF-8 in the line or any field of the row
+        (:func:`chemgraph.data.readers.not_utf8`; ``text`` shows them as ``\\xNN``). Blank
+        lines and rows are skipped.
 
     Raises:
         OSError: the file cannot be read.
         ValueError: a table whose header names no reaction column (the accepted names and the
-            header are given).
+            header are given), or names a column twice
+            (:func:`chemgraph.data.readers.check_header`).
     """
     path = Path(path)
     delimiter = _table_delimiter(path)
-    with open_text(path) as lines:
+    with _open(path) as lines:
         if delimiter is None:
             for row, line in enumerate(lines):
                 if limit is not None and row >= limit:
                     break
                 if line.strip():
-                    yield row, _first_field(line), None
+                    reason = not_utf8([(f"line {row + 1}", line)])
+                    yield row, escaped(_first_field(line)), reason
             return
         reader = csv.reader(lines, delimiter=delimiter)
         header = next(reader, [])
+        check_header(header, path)
         names = [name.strip().lower() for name in header]
         found = [name for name in REACTION_COLUMNS if name in names]
         if not found:
@@ -139,7 +145,11 @@ def reaction_records(
                 break
             if not any(field.strip() for field in fields):
                 continue
-            if column >= len(fields):
+            reason = not_utf8([(f"column {name!r}", field) for name, field in zip(header, fields)])
+            if reason is not None:
+                record = fields[column] if column < len(fields) else delimiter.join(fields)
+                yield row, escaped(record), reason
+            elif column >= len(fields):
                 record = delimiter.join(fields)
                 reason = f"no {header[column].strip()!r} field: {len(fields)} of {len(header)}"
                 yield row, record, reason
@@ -176,16 +186,26 @@ def reaction_ids(path: str | Path, id_column: str | None = None) -> dict[int, st
                 "holds one reaction SMILES a line"
             )
         return {}
-    with open_text(path) as lines:
+    with _open(path) as lines:
         reader = csv.reader(lines, delimiter=delimiter)
         header = [name.strip() for name in next(reader, [])]
+        check_header(header, path)
         column = pick_id_column(header, id_column, path)
         if column is None:
             return {}
         at = header.index(column)
         return {
-            row: fields[at].strip() if at < len(fields) else "" for row, fields in enumerate(reader)
+            row: escaped(fields[at].strip()) if at < len(fields) else ""
+            for row, fields in enumerate(reader)
         }
+
+
+def _open(path: Path) -> io.TextIOWrapper:
+    """A file of reactions (plain, compressed or an archive of one file,
+    :func:`chemgraph.data.datasets.download.open_binary`) as every user's file is read
+    (:func:`chemgraph.data.readers.text_stream`: UTF-8, bytes that are not UTF-8 kept for the
+    record's reason), with universal newlines."""
+    return text_stream(open_binary(path), newline=None)
 
 
 def read_reaction_file(

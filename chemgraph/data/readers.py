@@ -28,29 +28,61 @@ table row whose every field is empty or whitespace (``""`` or ``",,"``), an SDF 
 nothing before its ``$$$$``. Parquet rows are never blank: a null SMILES is an empty SMILES. A
 table row with more fields than the header is *malformed* (``error`` says so): its columns cannot
 be told apart.
+
+The one way chemgraph reads its users' files, for every command (this module's streaming
+readers, :func:`chemgraph.data.read_table` and the SD files of ``chemgraph train``, the files of
+reactions): compression is told by the file's first bytes, never by its name
+(:func:`chemgraph._files.open_compressed`); the format by the name, ``.gz`` ignored
+(:func:`library_format`); text is UTF-8 (a leading byte-order mark dropped), and bytes that are
+not UTF-8 are never replaced: the record that holds them is refused, naming the record and where
+the bytes are (:func:`not_utf8`), since replacing them would make distinct ids, titles or
+properties equal; a table whose header names a column twice is refused with the names
+(:func:`check_header`).
 """
 
 from __future__ import annotations
 
+import collections
 import csv
 import io
 import itertools
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 from chemgraph._files import open_compressed
 from chemgraph.chem.parse import iter_sdf_blocks, split_smiles_line
 
 __all__ = [
+    "ENCODING",
+    "ENCODING_ERRORS",
+    "NOT_UTF8",
     "REJECTED_COLUMNS",
     "Record",
+    "check_header",
+    "escaped",
     "library_format",
     "iter_record_chunks",
+    "not_utf8",
+    "open_text",
     "pick_id_column",
+    "sdf_not_utf8",
     "SMILES_COLUMN_NAMES",
+    "text_stream",
 ]
+
+ENCODING = "utf-8-sig"
+"""The encoding of every text file chemgraph reads: UTF-8, a leading byte-order mark (Excel's
+"CSV UTF-8") dropped."""
+ENCODING_ERRORS = "surrogateescape"
+"""How bytes that are not UTF-8 are decoded: kept as lone surrogates (U+DC80-U+DCFF), so that
+:func:`not_utf8` finds them and names their record; never replaced."""
+NOT_UTF8 = "not valid UTF-8"
+"""The start of the reason of a record that holds bytes that are not UTF-8 (:func:`not_utf8`)."""
+_UNDECODED = re.compile("[\udc80-\udcff]")
+_CONVERT = "convert the file to UTF-8 (e.g. iconv -f cp1252 -t utf-8, for Excel on Windows)"
 
 REJECTED_COLUMNS: tuple[str, str, str, str] = ("row", "id", "input", "reason")
 """The one schema of every ``rejected.csv`` chemgraph writes (``train``, ``featurize``,
@@ -114,11 +146,73 @@ def library_format(path: str | Path) -> str:
     )
 
 
-def _open_text(path: Path, newline: str | None) -> io.TextIOBase:
-    """UTF-8 text (a leading byte-order mark dropped, bad bytes replaced by U+FFFD)."""
-    return io.TextIOWrapper(
-        open_compressed(path), encoding="utf-8-sig", errors="replace", newline=newline
-    )
+def text_stream(binary: IO[bytes], newline: str | None) -> io.TextIOWrapper:
+    """``binary`` read as text: :data:`ENCODING`, with :data:`ENCODING_ERRORS` (bytes that are
+    not UTF-8 kept for :func:`not_utf8`); ``newline`` as :func:`open` takes it."""
+    return io.TextIOWrapper(binary, encoding=ENCODING, errors=ENCODING_ERRORS, newline=newline)
+
+
+def open_text(path: str | Path, newline: str | None) -> io.TextIOWrapper:
+    """A user's text file (plain, gzip or bzip2, told by its first bytes) as
+    :func:`text_stream`."""
+    return text_stream(open_compressed(path), newline)
+
+
+def escaped(text: str) -> str:
+    """``text`` with each byte that was not UTF-8 written as ``\\xNN`` (what a report or an
+    output holds of it: distinct bytes stay distinct, and every writer can write it)."""
+    if not _UNDECODED.search(text):
+        return text
+    return text.encode("utf-8", ENCODING_ERRORS).decode("utf-8", "backslashreplace")
+
+
+def not_utf8(parts: Sequence[tuple[str, str | None]]) -> str | None:
+    """Why a record is refused when one of its ``parts`` holds bytes that are not UTF-8, else
+    None.
+
+    Args:
+        parts: ``(where, text)`` of the record's parts as read (:func:`text_stream`), e.g.
+            ``("column 'id'", cell)`` or ``("the SDF title (line 1)", line)``; None for an
+            absent part.
+
+    Returns:
+        ``"not valid UTF-8: byte 0xe9 in column 'id' ('caf\\xe9'); convert the file to UTF-8
+        (...)"`` (the first such part, its first such byte), or None.
+    """
+    for where, text in parts:
+        found = _UNDECODED.search(text) if text else None
+        if found:
+            return (
+                f"{NOT_UTF8}: byte {ord(found.group()) - 0xDC00:#04x} in {where} "
+                f"('{escaped(text.strip())[:80]}'); {_CONVERT}"
+            )
+    return None
+
+
+def check_header(names: Sequence[Any], path: str | Path) -> None:
+    """Refuse a table whose header names a column more than once (which of the columns a name
+    means cannot be told), or whose names hold bytes that are not UTF-8.
+
+    Raises:
+        ValueError: the names given twice or more (with their positions, 1-based), or the
+            name with the bytes.
+    """
+    reason = not_utf8([("the header", str(name)) for name in names])
+    if reason is not None:
+        raise ValueError(f"{path}: {reason}")
+    positions: dict[str, list[int]] = collections.defaultdict(list)
+    for position, name in enumerate(names, start=1):
+        if str(name).strip():
+            positions[str(name)].append(position)
+    repeated = [
+        f"{name!r} (columns {', '.join(map(str, at))})" for name, at in positions.items()
+        if len(at) > 1
+    ]  # fmt: skip
+    if repeated:
+        raise ValueError(
+            f"{path}: the header names {'; '.join(repeated)} more than once, so which column "
+            "is meant cannot be told; rename or remove the repeated columns"
+        )
 
 
 def _chunks(records: Iterator[Record], size: int) -> Iterator[list[Record]]:
@@ -133,29 +227,55 @@ def _chunks(records: Iterator[Record], size: int) -> Iterator[list[Record]]:
 
 
 def _smi_records(path: Path) -> Iterator[Record]:
-    with _open_text(path, newline=None) as lines:
+    with open_text(path, newline=None) as lines:
         for row, line in enumerate(lines):
             smiles, name = split_smiles_line(line)
             if not smiles:
                 yield Record(row, str(row), "", "blank")
                 continue
-            yield Record(row, name or str(row), smiles)
+            error = not_utf8([(f"line {row + 1}", line)])
+            yield Record(row, escaped(name) or str(row), escaped(smiles), error=error)
 
 
 def _sdf_records(
     path: Path, id_property: str | None, label_properties: Sequence[str]
 ) -> Iterator[Record]:
     for row, block in enumerate(iter_sdf_blocks(path)):
-        text = block.decode("utf-8", errors="replace")
+        text = block.decode("utf-8", ENCODING_ERRORS)
         lines = text.splitlines()
         if lines and lines[-1].startswith("$$$$"):
             lines.pop()
         if any(line.strip() for line in lines):
+            lines = [escaped(line) for line in lines]
             labels = tuple(_sdf_property(lines, name) for name in label_properties)
             identifier = _sdf_id(lines, id_property) or str(row)
-            yield Record(row, identifier, text, "molblock", labels=labels)
+            yield Record(
+                row, identifier, escaped(text), "molblock", sdf_not_utf8(block), labels=labels
+            )
         else:
             yield Record(row, str(row), "", "blank", labels=(None,) * len(label_properties))
+
+
+def sdf_not_utf8(block: bytes) -> str | None:
+    """:func:`not_utf8` of an SDF record (its bytes, from
+    :func:`chemgraph.chem.parse.iter_sdf_blocks`), naming the part that holds the bytes: its
+    title (line 1), an SD property (by name) or another line of the record."""
+    text = block.decode("utf-8", ENCODING_ERRORS)
+    if not _UNDECODED.search(text):
+        return None
+    lines = text.splitlines()
+    parts = []
+    for number, line in enumerate(lines, start=1):
+        where = f"line {number} of the record"
+        if number == 1:
+            where = "the SDF title (line 1)"
+        elif line.startswith(">") and "<" in line:
+            where = f"the SD property header on line {number}"
+        elif number > 1 and lines[number - 2].startswith(">") and "<" in lines[number - 2]:
+            name = lines[number - 2].split("<", 1)[1].split(">", 1)[0]
+            where = f"SD property <{escaped(name)}> (line {number})"
+        parts.append((where, line))
+    return not_utf8(parts)
 
 
 def _xyz_records(path: Path, id_key: str | None) -> Iterator[Record]:
@@ -165,7 +285,7 @@ def _xyz_records(path: Path, id_key: str | None) -> Iterator[Record]:
         text = text.strip()
         return text.isascii() and text.isdigit()
 
-    with _open_text(path, newline=None) as handle:
+    with open_text(path, newline=None) as handle:
         lines = iter(handle)
         row, number, line = 0, 1, next(lines, None)
         while line is not None:
@@ -193,8 +313,10 @@ def _xyz_records(path: Path, id_key: str | None) -> Iterator[Record]:
                 )
                 yield Record(row, str(row), text, "xyz", error=error)
                 return
-            identifier = _xyz_id(frame[1], id_key) if id_key is not None else ""
-            yield Record(row, identifier or str(row), text, "xyz")
+            identifier = _xyz_id(escaped(frame[1]), id_key) if id_key is not None else ""
+            error = not_utf8([(f"line {number + k} (frame {row + 1})", line)
+                              for k, line in enumerate(frame)])  # fmt: skip
+            yield Record(row, identifier or str(row), escaped(text), "xyz", error)
             row, number, line = row + 1, number + len(frame), next(lines, None)
 
 
@@ -268,12 +390,13 @@ def _text_table_records(
     id_column: str | None,
     label_columns: Sequence[str],
 ) -> Iterator[Record]:
-    with _open_text(path, newline="") as handle:
+    with open_text(path, newline="") as handle:
         reader = csv.reader(handle, delimiter=separator)
         try:
             header = next(reader, None)
             if header is None:
                 raise ValueError(f"{path} is empty (no header, no records)")
+            check_header(header, path)
             smiles_at = header.index(_pick_smiles_column(header, smiles_column, path))
             id_column = pick_id_column(header, id_column, path)
             id_at = header.index(id_column) if id_column is not None else None
@@ -284,6 +407,11 @@ def _text_table_records(
                 if not any(field.strip() for field in fields):
                     yield Record(row, str(row), "", "blank", labels=absent)
                     continue
+                error = None
+                if _UNDECODED.search("".join(fields)):  # rare: refused, its fields escaped
+                    error = not_utf8([(f"column {name!r}", field)
+                                      for name, field in zip(header, fields)])  # fmt: skip
+                    fields = [escaped(field) for field in fields]
                 identifier = (
                     fields[id_at].strip() if id_at is not None and id_at < len(fields) else ""
                 )
@@ -297,7 +425,7 @@ def _text_table_records(
                     continue
                 smiles = fields[smiles_at] if smiles_at < len(fields) else ""
                 labels = tuple(fields[at] if at < len(fields) else None for at in labels_at)
-                yield Record(row, identifier or str(row), smiles, labels=labels)
+                yield Record(row, identifier or str(row), smiles, error=error, labels=labels)
         except csv.Error as error:
             raise ValueError(f"{path}, line {reader.line_num}: unreadable table: {error}") from None
 
@@ -313,6 +441,7 @@ def _parquet_records(
 
     parquet = pq.ParquetFile(path)
     columns = parquet.schema_arrow.names
+    check_header(columns, path)
     smiles = _pick_smiles_column(columns, smiles_column, path)
     id_column = pick_id_column(columns, id_column, path)
     _check_label_columns(columns, label_columns, path)
@@ -353,13 +482,16 @@ def iter_record_chunks(
 
     Yields:
         Lists of :class:`Record`, every record of the file once, in file order (blank and
-        malformed ones included, flagged by ``kind`` and ``error``). Bytes that are not UTF-8
-        are replaced by U+FFFD (the record is then rejected by the parser, with the row named).
+        malformed ones included, flagged by ``kind`` and ``error``). A record that holds bytes
+        that are not UTF-8 (anywhere: a table row's fields, a ``.smi`` line, an SDF record, an
+        XYZ frame) is malformed, its ``error`` :func:`not_utf8`'s reason; its ``id`` and
+        ``text`` show those bytes as ``\\xNN`` (:func:`escaped`).
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: unsupported format, a missing column, an empty table file (no header), a
-            table the :mod:`csv` module cannot parse (the line is named).
+        ValueError: unsupported format, a missing column, a column named twice in the header
+            (:func:`check_header`), an empty table file (no header), a table the :mod:`csv`
+            module cannot parse (the line is named).
     """
     path = Path(path)
     if not path.is_file():

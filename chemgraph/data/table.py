@@ -11,6 +11,7 @@ Row numbers are 0-based data-row indices of the input table (the header is not a
 
 from __future__ import annotations
 
+import csv
 import logging
 import math
 import os
@@ -26,10 +27,18 @@ from torch.utils.data import Dataset
 from tqdm.auto import tqdm
 
 from chemgraph._dgl import dgl
+from chemgraph._files import open_compressed
 from chemgraph.chem import MoleculeParseError, MoleculePreparation, mol_from_smiles
 from chemgraph.chem.parse import check_complete_molecule
 from chemgraph.data.labels import MISSING_LABEL_TOKENS, parse_label
-from chemgraph.data.readers import REJECTED_COLUMNS
+from chemgraph.data.readers import (
+    ENCODING,
+    REJECTED_COLUMNS,
+    check_header,
+    library_format,
+    not_utf8,
+    open_text,
+)
 from chemgraph.featurize import FeaturizerPreset
 from chemgraph.graphs import mol_to_graph
 
@@ -45,32 +54,18 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-_TABLE_SUFFIXES = {
-    ".csv": ",",
-    ".csv.gz": ",",
-    ".tsv": "\t",
-    ".tsv.gz": "\t",
-    ".parquet": None,
-}
-
-
-def _table_kind(path: Path) -> str:
-    name = path.name.lower()
-    for suffix in sorted(_TABLE_SUFFIXES, key=len, reverse=True):
-        if name.endswith(suffix):
-            return suffix
-    raise ValueError(
-        f"{path}: unsupported table format; expected one of {', '.join(sorted(_TABLE_SUFFIXES))}"
-    )
+_SEPARATORS = {"csv": ",", "tsv": "\t"}
 
 
 def read_table(path: str | os.PathLike[str], keep_blank_lines: bool = False) -> pd.DataFrame:
-    """Read a table of molecules.
+    """Read a table of molecules, as every chemgraph command reads one
+    (:mod:`chemgraph.data.readers`).
 
-    Formats (by file name, case-insensitive): ``.csv``, ``.tsv`` (each optionally ``.gz``) and
-    ``.parquet``. CRLF line endings and blank lines (HIV.csv ends every row with ``\\r\\n\\n``)
-    are handled. Only empty cells are read as missing (``keep_default_na=False``), so text such
-    as ``"NA"`` or ``"nan"`` stays a string; numeric target columns are converted by
+    Formats (by file name, case-insensitive, ``.gz`` ignored): ``.csv``, ``.tsv`` and
+    ``.parquet``; gzip or bzip2 compression is told by the file's first bytes, whatever its name.
+    CRLF line endings and blank lines (HIV.csv ends every row with ``\\r\\n\\n``) are handled.
+    Only empty cells are read as missing (``keep_default_na=False``), so text such as ``"NA"``
+    or ``"nan"`` stays a string; numeric target columns are converted by
     :func:`featurize_table`.
 
     Args:
@@ -84,30 +79,71 @@ def read_table(path: str | os.PathLike[str], keep_blank_lines: bool = False) -> 
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
-        ValueError: unsupported extension, or the file holds no data rows.
+        ValueError: unsupported extension; the file holds no data rows; a header that names a
+            column twice (:func:`chemgraph.data.readers.check_header`); cells with bytes that
+            are not UTF-8 (the first named by its row and column, with what to do; the
+            other rows listed).
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"table file not found: {path}")
-    kind = _table_kind(path)
-    if kind == ".parquet":
+    try:
+        kind = library_format(path)
+    except ValueError:
+        kind = None
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        check_header(pq.read_schema(path).names, path)
         frame = pd.read_parquet(path)
-    else:
+    elif kind in _SEPARATORS:
+        with open_text(path, newline="") as handle:
+            header = next(csv.reader(handle, delimiter=_SEPARATORS[kind]), None)
+        if header is None:
+            raise ValueError(f"{path}: the file is empty (no header, no rows)")
+        check_header(header, path)
         try:
-            frame = pd.read_csv(
-                path,
-                sep=_TABLE_SUFFIXES[kind],
-                keep_default_na=False,
-                na_values=[""],
-                skip_blank_lines=not keep_blank_lines,
-                compression="gzip" if kind.endswith(".gz") else None,
-                encoding="utf-8-sig",
-            )
-        except pd.errors.EmptyDataError as error:
-            raise ValueError(f"{path}: the file is empty (no header, no rows)") from error
+            with open_compressed(path) as handle:
+                frame = pd.read_csv(
+                    handle,
+                    sep=_SEPARATORS[kind],
+                    keep_default_na=False,
+                    na_values=[""],
+                    skip_blank_lines=not keep_blank_lines,
+                    encoding=ENCODING,
+                )
+        except UnicodeDecodeError:
+            raise ValueError(_rows_not_utf8(path, _SEPARATORS[kind])) from None
+    else:
+        raise ValueError(
+            f"{path}: unsupported table format; expected .csv, .tsv or .parquet (optionally .gz)"
+        )
     if len(frame) == 0:
         raise ValueError(f"{path}: the table has no data rows (columns: {list(frame.columns)})")
     return frame
+
+
+def _rows_not_utf8(path: Path, separator: str) -> str:
+    """Which rows of a table pandas could not decode hold bytes that are not UTF-8: the first
+    by its row (0-based data row, blank lines counted), line and column, with what to do, and
+    the others' rows."""
+    rows, first = [], ""
+    with open_text(path, newline="") as handle:
+        reader = csv.reader(handle, delimiter=separator)
+        header = next(reader)
+        for row, fields in enumerate(reader):
+            parts = [
+                (f"column {header[at]!r}" if at < len(header) else f"field {at + 1}", cell)
+                for at, cell in enumerate(fields)
+            ]
+            reason = not_utf8(parts)
+            if reason is not None:
+                first = first or f"row {row} (line {reader.line_num}): {reason}"
+                rows.append(row)
+    if len(rows) > 1:
+        shown = ", ".join(map(str, rows[:10])) + (", ..." if len(rows) > 10 else "")
+        first += f" ({len(rows)} rows hold such bytes: {shown})"
+    return f"{path}: {first or 'bytes that are not UTF-8; convert the file to UTF-8'}"
 
 
 @dataclass(eq=False)

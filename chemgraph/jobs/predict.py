@@ -16,7 +16,8 @@ radius graphs with the checkpoint's own featurizer (cutoff, Gaussian basis, elem
 cap, per-atom distance sums) and every atom as given, as ``chemgraph transfer`` made them. A
 file of SMILES is refused: such a model was trained on the structures of a geometry file, and
 conformers chemgraph would embed from SMILES are not those structures. A record without 3D
-coordinates (a 2D SDF record), a 3D SDF record without all its hydrogens, an element without a
+coordinates (a 2D SDF record), a 3D SDF record without all its hydrogens, a periodic
+extended-XYZ frame (a cell with ``pbc``: not a molecule in vacuum), an element without a
 column of the featurizer's element one-hot, or a record that cannot be read gets an error row
 with the reason. Its ``smiles`` is that of the molecule of the structure (an SDF record's bonds;
 an XYZ frame's bonds as RDKit determines them from the geometry and the comment line's
@@ -40,17 +41,32 @@ Output: one row per input record, in input order, bad records included::
     max_similarity_to_train  float32  applicability domain (chemgraph.data.applicability): of
                                       the Morgan fingerprint of the molecule the smiles column
                                       names (a 3D structure's molecule without its hydrogens)
-    in_domain                bool     max_similarity_to_train >= the threshold
+    in_domain                bool     max_similarity_to_train >= the threshold: the one
+                                      calibrated on the training set and stored in the
+                                      checkpoint, unless given (below)
+    <target>_outside_training_range
+                             bool     regression only: <target>_pred is below the smallest or
+                                      above the largest training label of the target (of any
+                                      member's training set, for an ensemble)
     error                    string   null (an empty CSV cell) when predicted, else why the
                                       record could not be featurized, or that it has no
                                       value in a low-fidelity column a transductive
                                       Δ-learning checkpoint reads (below)
 
-Predictions, similarity and ``in_domain`` are empty (NaN / null) for records with an error, and
-the last two for checkpoints written before chemgraph stored the training fingerprints (a
-warning says so once the options are checked), for 3D checkpoints trained without SMILES, and
-for structures without a SMILES. ``table.error.isna()`` selects the predicted
-rows of either format (``pandas.read_csv`` reads the empty cells as NaN).
+Predictions, similarity, ``in_domain`` and the range flags are empty (NaN / null) for records
+with an error; similarity and ``in_domain`` also for checkpoints written before chemgraph
+stored the training fingerprints (a warning says so once the options are checked), for 3D
+checkpoints trained without SMILES, and for structures without a SMILES; the range flags for
+checkpoints written before chemgraph stored the training labels' range (a warning too).
+``table.error.isna()`` selects the predicted rows of either format (``pandas.read_csv`` reads
+the empty cells as NaN).
+
+The threshold of ``in_domain`` is calibrated on each training set
+(:meth:`chemgraph.data.applicability.TrainingFingerprints.calibrated_threshold`: the 5th
+percentile of the training molecules' leave-one-out nearest-neighbour similarities) and stored
+in the checkpoint; :attr:`PredictOptions.similarity_threshold` given overrides it, and a
+checkpoint written before chemgraph calibrated it falls back to
+:data:`~chemgraph.data.applicability.DEFAULT_SIMILARITY_THRESHOLD` (0.3), with a warning.
 
 Δ-learning checkpoints of ``chemgraph transfer`` (``delta_learning``;
 :class:`chemgraph.train.delta.DeltaLearning`) predict a residual that is added to a linear
@@ -139,6 +155,11 @@ class PredictionSummary:
             bonds RDKit could not determine (so their applicability domain is unknown).
         out_of_domain: predicted records with ``in_domain`` False; None when no prediction
             has an ``in_domain`` value (a checkpoint without training fingerprints).
+        similarity_threshold: the threshold ``in_domain`` was judged with (calibrated, given or
+            the fallback); None without training fingerprints.
+        outside_training_range: per target, the predicted records with
+            ``<target>_outside_training_range`` True; None when no prediction has such a value
+            (classification, or a checkpoint without the training labels' range).
         output: the output file.
         top: the ``--top`` file, or None.
     """
@@ -149,6 +170,8 @@ class PredictionSummary:
     blank: int
     without_smiles: int
     out_of_domain: int | None
+    similarity_threshold: float | None
+    outside_training_range: dict[str, int] | None
     output: Path
     top: Path | None
 
@@ -186,7 +209,8 @@ class PredictOptions:
             column (the ensemble mean; a probability for classification).
         ascending: rank the lowest scores first.
         similarity_threshold: ``in_domain`` is ``max_similarity_to_train >=`` this, a
-            Tanimoto similarity in [0, 1].
+            Tanimoto similarity in [0, 1]; None: the threshold calibrated on the training set
+            and stored in the checkpoint (the module docstring).
 
     Raises:
         ConfigError: a value out of range.
@@ -198,11 +222,11 @@ class PredictOptions:
     top: int | None = None
     top_target: str | None = None
     ascending: bool = False
-    similarity_threshold: float = DEFAULT_SIMILARITY_THRESHOLD
+    similarity_threshold: float | None = None
 
     def __post_init__(self) -> None:
         at_least_one(top=self.top, batch_size=self.batch_size)
-        if not 0 <= self.similarity_threshold <= 1:
+        if self.similarity_threshold is not None and not 0 <= self.similarity_threshold <= 1:
             raise ConfigError(
                 "--similarity-threshold is a Tanimoto similarity in [0, 1], got "
                 f"{self.similarity_threshold}"
@@ -281,27 +305,58 @@ def predict_table(
     if top_target not in models.targets:
         raise ValueError(f"top target {top_target!r} is not one of the targets {models.targets}")
     top = options.top
+    threshold, fallback = _similarity_threshold(models, options.similarity_threshold)
     with run.keeping_work():  # while featurizing or scoring: the work folder is kept
         run.start(
             models,
-            {"similarity_threshold": options.similarity_threshold},
+            {"similarity_threshold": threshold},
             domain=True,
             refused=[] if top is None else [(top_path(output, top), f"the --top {top} file")],
             label_columns=models.low_fidelity_columns,
             label_use=_low_fidelity_use(models),
         )
+        if fallback:
+            log.warning(fallback)
+        models.warn_missing_label_range()
         models.note_stacked_members()
         schema = _schema(models)
-        task = _ShardScores(run, models, schema, options.batch_size, options.similarity_threshold)
+        task = _ShardScores(run, models, schema, options.batch_size, threshold)
         run.score(task, "predict")
     summary = _write_output(
-        run.tables(), schema, output, suffix, top, f"{top_target}_pred", options.ascending
-    )
+        run.tables(), schema, output, suffix, top, f"{top_target}_pred", options.ascending,
+        threshold if models.fingerprints is not None else None, _range_columns(models),
+    )  # fmt: skip
     run.finish()
     return summary
 
 
+def _similarity_threshold(models: Ensemble, given: float | None) -> tuple[float, str]:
+    """The threshold of ``in_domain``: ``given``, else the one calibrated on the training set
+    (:attr:`~chemgraph.train.ensemble.Ensemble.fingerprints`), else
+    :data:`DEFAULT_SIMILARITY_THRESHOLD`; and the warning of that fallback ("" for none)."""
+    if given is not None:
+        return given, ""
+    if models.fingerprints is None:  # no domain at all (warned about by LibraryRun.start)
+        return DEFAULT_SIMILARITY_THRESHOLD, ""
+    if models.fingerprints.similarity_threshold is None:
+        return DEFAULT_SIMILARITY_THRESHOLD, (
+            f"no calibrated similarity threshold in {', '.join(models.missing_threshold)} "
+            "(written before chemgraph calibrated it on the training set): in_domain is "
+            f"max_similarity_to_train >= {DEFAULT_SIMILARITY_THRESHOLD}, the former default "
+            "(--similarity-threshold sets another)"
+        )
+    return models.fingerprints.similarity_threshold, ""
+
+
 # -- scoring a shard -----------------------------------------------------------------------
+
+
+def _range_columns(models: Ensemble) -> list[str]:
+    """``<target>_outside_training_range`` of each target of a regression; none for
+    classification (a probability lies in the labels' range [0, 1])."""
+    if models.task != "regression":
+        return []
+    return [f"{target}_outside_training_range" for target in models.targets]
 
 
 def _schema(models: Ensemble) -> pa.Schema:
@@ -309,6 +364,7 @@ def _schema(models: Ensemble) -> pa.Schema:
     fields += [("smiles", pa.string())]
     fields += [(name, pa.float32()) for name in models.columns()]
     fields += [("max_similarity_to_train", pa.float32()), ("in_domain", pa.bool_())]
+    fields += [(name, pa.bool_()) for name in _range_columns(models)]
     return pa.schema(fields + [("error", pa.string())])
 
 
@@ -345,8 +401,11 @@ def _score_shard(
 
     def scores(graphs: Any, features: pa.Table) -> dict[str, Any]:
         similarity = np.full(len(features), np.nan, dtype=np.float32)
+        bits = None
+        if models.fingerprints is not None or models.reads_fingerprints:
+            bits = _fingerprint_bits(features)
         if models.fingerprints is not None:
-            similarity = models.fingerprints.max_similarity(_fingerprint_bits(features))
+            similarity = models.fingerprints.max_similarity(bits)
             # a 3D structure whose bonds RDKit could not determine has no molecule to compare
             similarity[features["smiles"].to_numpy(zero_copy_only=False) == ""] = np.nan
         low, errors = None, {}
@@ -356,26 +415,52 @@ def _score_shard(
             similarity[missing] = np.nan  # (their predictions are NaN: the correction of NaN)
         in_domain = pd.array(similarity >= threshold, dtype="boolean")
         in_domain[np.isnan(similarity)] = pd.NA
+        predictions = models.predict(graphs, batch_size, low, bits)
         return {
-            **models.predict(graphs, batch_size, low),
+            **predictions,
             "max_similarity_to_train": similarity,
             "in_domain": in_domain,
+            **_outside_training_range(models, predictions),
             **errors,
         }
 
-    wanted = [FINGERPRINT.name] if models.fingerprints is not None else []
+    wanted = (
+        [FINGERPRINT.name] if models.fingerprints is not None or models.reads_fingerprints else []
+    )
     return shard_table(folder, shard, scores, wanted + models.low_fidelity_columns)
 
 
+def _outside_training_range(
+    models: Ensemble, predictions: dict[str, np.ndarray]
+) -> dict[str, pd.arrays.BooleanArray]:
+    """The :func:`_range_columns` of a shard's ``predictions`` (``{<target>_pred: [N]}``):
+    null for a NaN prediction, and all null without the training labels' range."""
+    names = _range_columns(models)
+    if not names:
+        return {}
+    predicted = np.stack([predictions[f"{t}_pred"] for t in models.targets], axis=1)
+    if models.label_range is None:
+        return {name: pd.array([pd.NA] * len(predicted), dtype="boolean") for name in names}
+    outside = models.label_range.outside(predicted)
+    columns = {}
+    for index, name in enumerate(names):
+        flags = pd.array(outside[:, index], dtype="boolean")
+        flags[np.isnan(predicted[:, index])] = pd.NA
+        columns[name] = flags
+    return columns
+
+
 def _low_fidelity_use(models: Ensemble) -> str:
-    """Why ``models`` read input columns (a transductive Δ-learning model), for the error of
-    an input without them; "" when they read none."""
+    """Why ``models`` read input columns (a transductive Δ-learning model or baseline), for
+    the error of an input without them; "" when they read none."""
     columns = models.low_fidelity_columns
     if not columns:
         return ""
+    baseline = models.modules[0].hparams.get("baseline")
+    what = "Δ-learning model" if baseline is None else f"baseline ({baseline})"
     return (
-        f"{models.files[0]} is a transductive Δ-learning model of chemgraph transfer: its "
-        f"prediction adds a linear correction of each molecule's own low-fidelity value(s) "
+        f"{models.files[0]} is a transductive {what} of chemgraph transfer: its "
+        f"prediction is a linear correction of each molecule's own low-fidelity value(s) "
         f"{columns}, read from the input; add the column(s) (a record with an empty cell gets "
         "an error), or score with the run's inductive checkpoints, which predict those values "
         "themselves"
@@ -392,8 +477,8 @@ def _low_fidelity_errors(
     for row in missing:
         absent = ", ".join(c for c, gone in zip(columns, row) if gone)
         errors.append(
-            f"no low-fidelity value in {absent}: this transductive Δ-learning model corrects "
-            "the molecule's own value"
+            f"no low-fidelity value in {absent}: this transductive model corrects the "
+            "molecule's own value"
             if absent
             else None
         )
@@ -421,14 +506,19 @@ def _write_output(
     top: int | None,
     score: str,
     ascending: bool,
+    threshold: float | None,
+    range_columns: list[str],
 ) -> PredictionSummary:
     """Concatenate the shards' parts (``tables``, in shard order) into ``output`` (and the
-    ``top`` file), atomically."""
+    ``top`` file), atomically; ``threshold`` (that of ``in_domain``) and ``range_columns``
+    (:func:`_range_columns`) for the summary."""
     output.parent.mkdir(parents=True, exist_ok=True)
     temporary = atomic_path(output)
     writer = _TableWriter(temporary, suffix, schema)
     best = schema.empty_table().to_pandas()
     records = predicted = blank = without_smiles = out_of_domain = judged = 0
+    outside = dict.fromkeys(range_columns, 0)
+    ranged = 0
     with closing(writer):
         for table in tables:
             writer.write(table)
@@ -439,6 +529,9 @@ def _write_output(
             without_smiles += int((frame["error"].isna() & (frame["smiles"] == "")).sum())
             out_of_domain += int((frame["in_domain"] == False).sum())  # noqa: E712 (None too)
             judged += int(frame["in_domain"].notna().sum())
+            for name in range_columns:
+                outside[name] += int((frame[name] == True).sum())  # noqa: E712 (None too)
+                ranged += int(frame[name].notna().sum())
             if top is not None:
                 candidates = pd.concat([best, frame[frame[score].notna()]])
                 best = candidates.sort_values(score, ascending=ascending, kind="stable")[:top]
@@ -450,9 +543,11 @@ def _write_output(
         with closing(_TableWriter(temporary, suffix, schema)) as top_writer:
             top_writer.write(pa.Table.from_pandas(best, schema, preserve_index=False))
         os.replace(temporary, written)
+    by_target = {n.removesuffix("_outside_training_range"): c for n, c in outside.items()}
     return PredictionSummary(
         records, predicted, records - predicted, blank, without_smiles,
-        out_of_domain if judged else None, output, written,
+        out_of_domain if judged else None, threshold, by_target if ranged else None,
+        output, written,
     )  # fmt: skip
 
 

@@ -79,6 +79,7 @@ from chemgraph._files import (
     write_parquet_atomically,
 )
 from chemgraph._interrupts import ShardsInterrupted, interrupts_raise
+from chemgraph._output import claimed_folder
 from chemgraph.chem import MoleculeParseError
 from chemgraph.data.readers import Record, iter_record_chunks
 from chemgraph.errors import MissingDependencyError
@@ -456,7 +457,7 @@ def label_library(
     input_path, out = check_run(input_path, output, workers, shard_size, record_timeout)
     check_input_format(input_path, radius_graphs=False)
     tblite = _tblite_version()
-    with interrupts_raise(QCInterrupted):
+    with interrupts_raise(QCInterrupted), claimed_folder(out, "--output"):
         manifest: dict[str, Any] = {
             "chemgraph_version": chemgraph.__version__,
             "program": f"tblite {tblite}",

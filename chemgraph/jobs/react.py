@@ -10,6 +10,7 @@ is read into a :class:`chemgraph.train.predictors.ReactionPredictor`.
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,8 +29,13 @@ from chemgraph.data.reactions import (
     reaction_records,
 )
 from chemgraph.errors import ConfigError
-from chemgraph.reactions.predictions import ReactionPrediction
-from chemgraph.reactions.reaction_centre import load_reaction_centre_model, predict_reaction_file
+from chemgraph.reactions.predictions import Decoded, ReactionPrediction, Records, write_predictions
+from chemgraph.reactions.reaction_centre import (
+    ReactionCentreModel,
+    candidate_workers,
+    load_reaction_centre_model,
+    prediction_outcome,
+)
 from chemgraph.reactions.translator_prediction import predict_file, predict_reactions
 from chemgraph.train.checkpoint import checkpoint_kind, load_checkpoint
 
@@ -116,15 +122,18 @@ class ReactOptions:
         try:
             return load_reaction_centre_model(path)
         except ValueError as error:
-            hint = "a GRAT translator checkpoint needs --decoder generate"
-            try:  # a Lightning checkpoint: say which kind it is
+            hint = ""
+            try:  # another chemgraph checkpoint: say which kind it is
                 stored = torch.load(path, map_location="cpu", weights_only=True)
-                if checkpoint_kind(stored.get("hyper_parameters", {})) == "property":
-                    hint = "it is a property-prediction checkpoint of chemgraph train: use it "
-                    hint += "with chemgraph predict"
-            except Exception:  # noqa: BLE001  (not a checkpoint either: keep the first hint)
+                hint = (
+                    "; it is a property-prediction checkpoint of chemgraph train: use it with "
+                    "chemgraph predict"
+                    if checkpoint_kind(stored["hyper_parameters"]) == "property"
+                    else "; a GRAT translator checkpoint needs --decoder generate"
+                )
+            except Exception:  # noqa: BLE001  (damaged, or not chemgraph's: the error says)
                 pass
-            raise ConfigError(f"{error}; {hint}") from error
+            raise ConfigError(f"{error}{hint}") from error
 
 
 def react(reaction: str, options: ReactOptions | None = None) -> ReactionPrediction:
@@ -173,10 +182,12 @@ def react_file(
     overwrite: bool = False,
     id_column: str | None = None,
 ) -> tuple[pd.DataFrame, dict[str, float] | None]:
-    """The products of every reaction of a file, written to the CSV ``output``
-    (``chemgraph react --input FILE --output OUT``): the table of
+    """The products of every reaction of a file, written to the CSV ``output`` as they are
+    predicted (``chemgraph react --input FILE --output OUT``; ``output`` is opened before any
+    reaction is predicted, as ``OUTPUT.partial``, renamed when complete: a run that stops keeps
+    its rows so far there): the table of
     :func:`chemgraph.reactions.translator_prediction.predict_file` (generate) or
-    :func:`chemgraph.reactions.reaction_centre.predict_reaction_file` (centre).
+    :func:`_centre_file` (centre).
     ``id_column``: the table's identifier column for the output's ``id`` (default: a column
     named ``id``, ``ID`` or ``Id``; an empty cell stays empty; without such a column, the
     row number: :func:`chemgraph.data.reactions.reaction_ids`).
@@ -185,6 +196,9 @@ def react_file(
         ConfigError: see :class:`ReactOptions`; ``output`` not ``.csv``/``.csv.gz``; no such
             input; an input without reactions; an ``id_column`` the input lacks; an existing
             ``output`` without ``overwrite``.
+        OSError: ``output`` cannot be written (before any reaction is predicted).
+        ValueError: ``OUTPUT.partial`` exists without ``overwrite`` (another run is writing
+            ``output``, or one that stopped left its rows there).
     """
     options = ReactOptions() if options is None else options
     if not str(output).endswith((".csv", ".csv.gz")):
@@ -206,11 +220,120 @@ def react_file(
     # (chemgraph.chem.parse captures RDKit's messages while its logs are blocked)
     with rdBase.BlockLogs(), interrupts_raise():  # SIGTERM too stops the workers; no output
         if options.decoder == "centre":
-            return predict_reaction_file(
+            return _centre_file(
                 options.centre_model(), input_path, output, options.top_k, options.workers,
-                id_column,
+                id_column, overwrite,
             )  # fmt: skip
         return predict_file(
             options.checkpoint_file, input_path, output, options.top_k, options.beam_width,
-            options.batch_size, id_column,
+            options.batch_size, id_column, overwrite,
         )  # fmt: skip
+
+
+_CENTRE_COLUMNS = (
+    "outcome", "edits_1", "undetermined_stereo_1", "refused", "reagents", "unknown_elements",
+)  # fmt: skip
+"""The reaction-centre decoder's columns after the :func:`chemgraph.reactions.predictions.
+prediction_frame` columns of ``react --input``'s table (:func:`_centre_file`)."""
+
+
+def _centre_file(
+    model: ReactionCentreModel,
+    input_path: str | Path,
+    output: str | Path,
+    top_k: int = 5,
+    workers: int = 1,
+    id_column: str | None = None,
+    overwrite: bool = False,
+) -> tuple[Any, dict[str, float] | None]:
+    """``chemgraph react --input`` with the reaction-centre model.
+
+    Reads the file as :func:`chemgraph.reactions.translator_prediction.predict_file` does (one
+    reaction SMILES a line, or a ``.csv``/``.tsv`` with a reaction column; atom maps optional)
+    and writes the same table, as it goes
+    (:func:`chemgraph.reactions.predictions.write_predictions`: ``output`` is opened before any
+    reaction is predicted): ``row``, ``id`` (``id_column``: see
+    :func:`chemgraph.data.reactions.reaction_ids`), ``reaction``, ``target``, ``target_rank``,
+    ``top1_invalid`` (False when a candidate was valid, missing when none was), ``prediction_k``
+    and ``score_k`` (the calibrated probability) for ``k`` up to ``top_k``, ``error``; plus
+    ``outcome`` (:func:`chemgraph.reactions.reaction_centre.prediction_outcome`: ``product`` or
+    ``no confident product``, empty without a prediction), ``edits_1`` (the reaction centre of
+    the top prediction: ``i-j:class`` with 0-based atom indices of the input as written,
+    ``;``-joined), ``undetermined_stereo_1``
+    (:func:`chemgraph.reactions.reaction_centre.undetermined_stereo` of the top prediction),
+    ``refused`` (the best products the rules refused, ``SMILES: reason`` joined by ``; ``),
+    ``reagents`` (the reagent field as written: its molecules are atom sources like the
+    reactants, and stay reagents here) and ``unknown_elements`` (the reactants' and reagents'
+    elements outside :data:`chemgraph.batches.reaction_centre.ELEMENTS`, space-separated: a
+    warning names their rows, whose predictions lie outside the model's training domain).
+    ``workers``: processes that enumerate the candidates, started once for the file;
+    ``overwrite``: write over an ``OUTPUT.partial`` an earlier run left.
+
+    Returns:
+        The table and the :func:`chemgraph.reactions.predictions.top_k_metrics` of the
+        reactions that hold products (None when none does).
+
+    Raises:
+        OSError: ``input_path`` cannot be read, or ``output`` cannot be written; ValueError: a
+            table without a reaction column, or without ``id_column``; see
+            :func:`~chemgraph.reactions.predictions.write_predictions`.
+    """
+    from chemgraph.batches.reaction_centre import unknown_elements
+    from chemgraph.chem.reaction_edits import BOND_CLASSES
+    from chemgraph.chem.reactions import ReactionParseError, split_reaction_smiles
+    from chemgraph.data.reaction_centre import reaction_centre_example
+
+    ids = reaction_ids(input_path, id_column)
+    flagged: list[int] = []
+
+    def decode(block: Records, pool: Any) -> Decoded:
+        examples, kept, errors = [], [], {}
+        for row, text, reason in block:
+            if reason is None:
+                try:
+                    examples.append(
+                        reaction_centre_example(text, model.config.max_distance, with_edits=False)
+                    )
+                    kept.append(row)
+                    continue
+                except ReactionParseError as error:
+                    reason = error.reason
+            errors[row] = reason
+        predictions = model.predict(examples, top_k=top_k, pool=pool)
+        unknown = [" ".join(unknown_elements(example.reaction.inputs)) for example in examples]
+        flagged.extend(row for row, elements in zip(kept, unknown) if elements)
+        edits = [
+            ";".join(f"{i}-{j}:{BOND_CLASSES[c]}" for i, j, c in p.edits[0]) if p.edits else ""
+            for p in predictions
+        ]
+        extra = {
+            "outcome": [prediction_outcome(p) for p in predictions],
+            "edits_1": edits,
+            "undetermined_stereo_1": [
+                str(p.undetermined_stereo) if p.smiles else "" for p in predictions
+            ],
+            "refused": [
+                "; ".join(f"{smiles}: {why}" for smiles, why in p.refused) for p in predictions
+            ],
+            "reagents": [split_reaction_smiles(example.text)[1] for example in examples],
+            "unknown_elements": unknown,
+        }
+        return errors, kept, examples, predictions, extra
+
+    with candidate_workers(workers) as pool:
+        written = write_predictions(
+            reaction_records(input_path), output, functools.partial(decode, pool=pool), top_k,
+            ids, extra=_CENTRE_COLUMNS, overwrite=overwrite,
+        )  # fmt: skip
+    if flagged:
+        rows = ", ".join(map(str, flagged[:5])) + (", ..." if len(flagged) > 5 else "")
+        subject = (
+            f"1 reaction (row {rows}) holds"
+            if len(flagged) == 1
+            else f"{len(flagged)} reactions (rows {rows}) hold"
+        )
+        log.warning(
+            "%s elements without an atom feature of the model's own (column "
+            "unknown_elements): predicted outside its training domain", subject,
+        )  # fmt: skip
+    return written

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,11 +19,11 @@ from pathlib import Path
 import lightning as L
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 import torch
 import yaml
 
-from chemgraph._output import check_output_folder
+from chemgraph._interrupts import Interrupted
+from chemgraph._output import check_output_folder, claimed_folder
 from chemgraph.chem import MoleculePreparation, mols_from_smiles
 from chemgraph.data import (
     Duplicates,
@@ -38,19 +39,32 @@ from chemgraph.data import (
     warn_single_class,
     write_rejected,
 )
-from chemgraph.data.applicability import TrainingFingerprints
+from chemgraph.data.applicability import (
+    DEFAULT_SIMILARITY_THRESHOLD,
+    FINGERPRINT,
+    TrainingFingerprints,
+    TrainingLabelRange,
+)
 from chemgraph.data.datasets import DataSource, dataset_card, list_datasets, read_data
 from chemgraph.data.labels import label_outliers
 from chemgraph.featurize import FeaturizerPreset, get_preset
-from chemgraph.graphs.shards import load_shard
-from chemgraph.library.output import read_manifest, shard_name
+from chemgraph.library.training_set import (
+    featurize_folder,
+    prepared_as_the_folder,
+    read_featurized,
+)
 from chemgraph.models import get_model_spec
 from chemgraph.train.callbacks import EpochProgress, LossHistory
 from chemgraph.train.config import TrainingConfig, paper_protocol_differences
-from chemgraph.train.ensemble import ensemble_statistics
+from chemgraph.train.ensemble import mean_prediction_frame
 from chemgraph.train.finetune import load_pretrained, transfer_weights
 from chemgraph.train.fit import fit
-from chemgraph.train.metrics import mean_over_tasks, per_task_metrics
+from chemgraph.train.metrics import (
+    domain_metrics,
+    mean_over_tasks,
+    per_task_metrics,
+    spread_error_correlation,
+)
 from chemgraph.train.module import PropertyPredictionModule, build_property_module
 from chemgraph.train.plots import (
     plot_confusion_matrices,
@@ -67,19 +81,23 @@ __all__ = ["OUTPUT_FILES", "ensemble_member", "infer_task", "train", "train_ense
 log = logging.getLogger(__name__)
 
 OUTPUT_FILES = (
-    "best.ckpt", "metrics.json", "predictions.csv", "rejected.csv", "learning_curve.png",
-    "parity.png", "residuals.png", "roc_curve.png", "pr_curve.png", "confusion_matrix.png",
-    "config.yaml",
+    "best.ckpt", "last.ckpt", "metrics.json", "predictions.csv", "rejected.csv",
+    "learning_curve.png", "parity.png", "residuals.png", "roc_curve.png", "pr_curve.png",
+    "confusion_matrix.png", "config.yaml",
 )  # fmt: skip
 """The files :func:`train` writes to ``config.out`` (those of an earlier run are replaced)."""
 
 SPLITS = ("train", "val", "test")
 
 
-def train(config: TrainingConfig, overwrite: bool = False) -> dict[str, dict[str, float]]:
+def train(
+    config: TrainingConfig, overwrite: bool = False, resume: bool = False
+) -> dict[str, dict[str, float]]:
     """Featurize the table, split, train with Lightning, evaluate the best checkpoint.
 
     Writes to ``config.out``: ``rejected.csv`` (row, input, reason), ``best.ckpt``,
+    ``last.ckpt`` (the whole state of the fit after its last validation, from which
+    ``resume`` continues an interrupted run: :func:`chemgraph.train.fit.fit`),
     ``metrics.json`` (``{"val": {...}, "test": {...}, "mean_predictor": {...}, "epochs_trained":
     n}``, and for a
     mixture of experts ``"experts"``: per training epoch, the expert usage ``[layer][expert]``
@@ -87,8 +105,11 @@ def train(config: TrainingConfig, overwrite: bool = False) -> dict[str, dict[str
     the targets' units, or ROC-AUC/PR-AUC/MCC/balanced accuracy/accuracy, averaged over tasks,
     and ``"per_task"``: the same per split and task; ``"duplicates"``: the molecules given in
     more than one row, :meth:`chemgraph.data.Duplicates.to_dict`, whose rows the split kept
-    together; NaN written as null), ``predictions.csv``
-    (split, row, smiles, each target and its ``_pred`` column), ``learning_curve.png``, plots of
+    together; ``"applicability_domain"``: the similarity threshold calibrated on the training
+    set and the validation metrics in and out of the domain, :func:`_validation_reliability`;
+    NaN written as null), ``predictions.csv``
+    (split, row, smiles, each target and its ``_pred`` column, ``max_similarity_to_train``
+    and ``in_domain``), ``learning_curve.png``, plots of
     the test split (``parity.png`` and ``residuals.png`` for regression, ``roc_curve.png``,
     ``pr_curve.png`` and ``confusion_matrix.png`` for classification) and ``config.yaml`` (the
     settings, with ``task`` decided when it was None). These files of an earlier run in
@@ -96,6 +117,11 @@ def train(config: TrainingConfig, overwrite: bool = False) -> dict[str, dict[str
     ``overwrite`` (``--overwrite``; :func:`chemgraph._output.check_output_folder`). With
     ``config.progress``, progress is logged (INFO) and shown within each epoch
     (:class:`chemgraph.train.callbacks.EpochProgress`).
+
+    ``resume`` continues the interrupted run of the same settings in ``config.out`` (its
+    ``config.yaml`` and ``last.ckpt``): the table is featurized and split again as before, and
+    the fit goes on from ``last.ckpt``; on one process it ends as the uninterrupted run would
+    have (the same weights at a fixed thread count).
 
     With ``config.devices > 1`` only the fit is distributed (DDP over forked processes,
     :func:`chemgraph.train.trainer.make_trainer`); this process does everything else, and
@@ -105,30 +131,57 @@ def train(config: TrainingConfig, overwrite: bool = False) -> dict[str, dict[str
         The metrics written to ``metrics.json``.
 
     Raises:
-        ValueError: a non-empty ``config.out`` without ``overwrite``, bad settings, missing
-            columns, too few valid molecules to split, an empty split, non-binary
-            classification labels, training stopped before its first validation, or a
-            ``chemgraph featurize`` folder the model cannot use (:func:`_read_featurized`).
+        ValueError: a non-empty ``config.out`` without ``overwrite``, ``resume`` without an
+            interrupted run of the same settings there (the message says which differ), bad
+            settings, missing columns, too few valid molecules to split, an empty split,
+            non-binary classification labels, training stopped before its first validation,
+            a ``chemgraph featurize`` folder the model cannot use
+            (:func:`chemgraph.library.training_set.read_featurized`), or a folder another run
+            is writing to (:func:`chemgraph._output.claim_folder`).
     """
-    check_output_folder(config.out, "--output", overwrite, "--overwrite")
+    with claimed_folder(config.out, "--output"):
+        return _train(config, overwrite, resume)
+
+
+def _train(config: TrainingConfig, overwrite: bool, resume: bool) -> dict[str, dict[str, float]]:
+    """:func:`train` in its claimed output folder."""
     out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
-    for name in OUTPUT_FILES:  # a rerun into the same folder must not leave stale results
-        (out / name).unlink(missing_ok=True)
+    if resume:
+        _check_resumable(out)
+    else:
+        check_output_folder(config.out, "--output", overwrite, "--overwrite")
+        for name in OUTPUT_FILES:  # a rerun into the same folder must not leave stale results
+            (out / name).unlink(missing_ok=True)
     L.seed_everything(config.seed, workers=True, verbose=False)
     if config.protocol == "paper":
         log.info(
             "protocol paper (Buterez et al. 2024, SI 7), with these differences: %s",
             "; ".join(paper_protocol_differences(config)),
         )
-    config = _prepared_as_the_folder(config)
+    config = prepared_as_the_folder(config)
     dataset, preset, source = _featurize(config, out)
     if config.task is None:
         config = replace(config, task=infer_task(dataset.labels, config.target_columns))
-    (out / "config.yaml").write_text(yaml.safe_dump(_recorded(config), sort_keys=False))
+    recorded = yaml.safe_dump(_recorded(config), sort_keys=False)
+    if resume:
+        _check_same_settings(out, recorded)
+    (out / "config.yaml").write_text(recorded)
     parts, duplicates = _split(config, dataset, _predefined_parts(config, source, dataset))
-    fitted = _fit(config, parts, preset, out)
-    metrics, predictions = _evaluate(config, fitted, parts)
+    fingerprints = _training_fingerprints(parts["train"], config.preparation)
+    try:
+        fitted = _fit(
+            config, parts, preset, out, fingerprints, out / "last.ckpt" if resume else None
+        )
+    except Interrupted as stop:
+        if not (out / "last.ckpt").is_file():
+            raise
+        raise Interrupted(
+            stop.signum,
+            f"{stop}; the fit so far is kept in {out / 'last.ckpt'}: run the same command "
+            "with --resume to continue it",
+        ) from None
+    metrics, predictions = _evaluate(config, fitted, parts, fingerprints)
+    metrics.update(_validation_reliability(predictions, config, _threshold(fingerprints)))
     metrics["duplicates"] = duplicates.to_dict()
     if config.init_from is not None:
         metrics["init_from"] = _init_from_record(config)
@@ -158,7 +211,9 @@ def train_ensemble(config: TrainingConfig, size: int, overwrite: bool = False) -
     ``predictions.csv`` (split, row, smiles, each target, its ``_pred`` column = the members'
     mean prediction, in the targets' units or as a probability of class 1, and its ``_std``
     column = the members' sample standard deviation, ``ddof=1``), ``metrics.json`` (the metrics of
-    :func:`train` computed from the mean prediction, plus ``"ensemble_size"`` and
+    :func:`train` computed from the mean prediction, ``"spread_vs_error"`` (the Spearman
+    correlation of the spread with the absolute error on the validation split,
+    :func:`_validation_reliability`), ``"ensemble_size"`` and
     ``"members"``: each member's ``val`` and ``test`` metrics), the test-split plots and
     ``config.yaml`` (the settings of ``config``, with ``task`` decided: ``chemgraph train
     --config <config.out>/config.yaml --ensemble K`` repeats the run). Member folders of an
@@ -174,19 +229,33 @@ def train_ensemble(config: TrainingConfig, size: int, overwrite: bool = False) -
     """
     if size < 2:
         raise ValueError(f"an ensemble needs at least 2 models, got {size}")
+    with claimed_folder(config.out, "--output"):
+        return _train_ensemble(config, size, overwrite)
+
+
+def _train_ensemble(config: TrainingConfig, size: int, overwrite: bool) -> dict:
+    """:func:`train_ensemble` in its claimed output folder."""
     check_output_folder(config.out, "--output", overwrite, "--overwrite")
     out = Path(config.out)
     for name in OUTPUT_FILES:
         (out / name).unlink(missing_ok=True)
-    for folder in out.glob("model-*"):  # an earlier ensemble's members beyond this one's
+    for folder in out.glob("model-*"):
         index = folder.name.removeprefix("model-")
-        if folder.is_dir() and index.isdigit() and int(index) >= size:
+        if not index.isdigit():
+            continue
+        if folder.is_symlink():  # never followed: the members are written inside out only
+            log.warning(
+                "removed %s, a symbolic link to %s: the members of an ensemble are written in "
+                "%s itself", folder, os.readlink(folder), out,
+            )  # fmt: skip
+            folder.unlink()
+        elif folder.is_dir() and int(index) >= size:  # an earlier, larger ensemble's member
             shutil.rmtree(folder)
     members = [ensemble_member(config, index) for index in range(size)]
     member_metrics = [train(member, overwrite=True) for member in members]
     task = yaml.safe_load((Path(members[0].out) / "config.yaml").read_text())["task"]
     frames = [pd.read_csv(Path(member.out) / "predictions.csv") for member in members]
-    predictions = _mean_prediction_frame(frames, config.target_columns)
+    predictions = mean_prediction_frame(frames, config.target_columns)
     metrics: dict = {}
     per_task: dict = {}
     for name in ("val", "test"):
@@ -196,6 +265,8 @@ def train_ensemble(config: TrainingConfig, size: int, overwrite: bool = False) -
         per_task[name] = per_task_metrics(truth, predicted, task, config.target_columns)
         metrics[name] = mean_over_tasks(per_task[name])
     metrics["per_task"] = per_task
+    threshold = member_metrics[0]["applicability_domain"]["similarity_threshold"]
+    metrics.update(_validation_reliability(predictions, replace(config, task=task), threshold))
     metrics["duplicates"] = member_metrics[0]["duplicates"]  # one split for every member
     if config.init_from is not None:
         metrics["init_from"] = _init_from_record(config)
@@ -208,24 +279,6 @@ def train_ensemble(config: TrainingConfig, size: int, overwrite: bool = False) -
     (out / "config.yaml").write_text(yaml.safe_dump(_recorded(config), sort_keys=False))
     _plot_test_split(config, out, predictions)
     return metrics
-
-
-def _mean_prediction_frame(frames: list[pd.DataFrame], targets: list[str]) -> pd.DataFrame:
-    """The members' :func:`_prediction_frame` tables (same rows, same order) with each
-    ``<target>_pred`` replaced by the members' mean and a ``<target>_std`` column added.
-
-    Raises:
-        ValueError: the members' rows differ (not one split).
-    """
-    first = frames[0]
-    for frame in frames[1:]:
-        if not frame[["split", "row"]].equals(first[["split", "row"]]):
-            raise ValueError("the ensemble's members were evaluated on different rows")
-    mean = first.drop(columns=[f"{t}_pred" for t in targets])
-    for target in targets:
-        stacked = np.stack([frame[f"{target}_pred"].to_numpy(dtype=float) for frame in frames])
-        mean[f"{target}_pred"], mean[f"{target}_std"] = ensemble_statistics(stacked)
-    return mean
 
 
 def _recorded(config: TrainingConfig) -> dict:
@@ -274,14 +327,15 @@ def _featurize(
 ) -> tuple[MoleculeDataset, FeaturizerPreset, DataSource]:
     """Read the data (a table or SDF file, or a registered dataset), featurize it, write
     ``rejected.csv``; also return what was read. A ``chemgraph featurize`` folder is read as
-    it is (:func:`_read_featurized`), not featurized again.
+    it is (:func:`chemgraph.library.training_set.read_featurized`), not featurized again.
 
     Raises:
-        ValueError: fewer than 10 valid molecules; see :func:`_read_featurized`.
+        ValueError: fewer than 10 valid molecules; see
+            :func:`chemgraph.library.training_set.read_featurized`.
     """
-    preset = get_preset(config.featurizer)  # a folder's, when it is one (_read_featurized)
-    if _featurize_folder(config) is not None:
-        source, dataset, rejected = _read_featurized(config)
+    preset = get_preset(config.featurizer)  # a folder's, when it is one (read_featurized)
+    if featurize_folder(config) is not None:
+        source, dataset, rejected = read_featurized(config)
     else:
         source = read_data(config.data, config.data_root, config.smiles_column)
         source = source.head(config.max_rows)
@@ -315,134 +369,6 @@ def _featurize(
             f"({len(rejected)} rejected{first})"
         )
     return dataset, preset, source
-
-
-def _featurize_folder(config: TrainingConfig) -> Path | None:
-    """``config.data`` as a ``chemgraph featurize`` folder: a folder that is not a registered
-    dataset's name (a name wins over a folder in the working directory, as in
-    :func:`~chemgraph.data.datasets.read_data`); None when it is not one."""
-    folder = Path(config.data)
-    return folder if folder.is_dir() and str(config.data) not in list_datasets() else None
-
-
-def _prepared_as_the_folder(config: TrainingConfig) -> TrainingConfig:
-    """With ``config.data`` a ``chemgraph featurize`` folder, ``config`` with the folder's
-    molecule preparation (standardize, fragments), which the checkpoint then stores, so that
-    ``predict`` prepares new molecules as the folder's were; ``config`` itself otherwise.
-
-    Raises:
-        ValueError: ``config`` asks for another preparation than the folder's.
-    """
-    folder = _featurize_folder(config)
-    if folder is None:
-        return config
-    options = read_manifest(folder)["options"]
-    prepared = MoleculePreparation(
-        standardize=options["standardize"], fragments=options.get("fragments", "keep")
-    )
-    if config.preparation not in (MoleculePreparation(), prepared):
-        raise ValueError(
-            f"{config.data} holds molecules prepared with standardize {prepared.standardize}, "
-            f"fragments {prepared.fragments}, not standardize {config.standardize}, fragments "
-            f"{config.fragments} as asked; featurize the data again with `chemgraph featurize "
-            f"DATA --standardize {config.standardize} --fragments {config.fragments}`, or "
-            "leave out --standardize and --fragments to train on the folder's molecules"
-        )
-    return replace(config, standardize=prepared.standardize, fragments=prepared.fragments)
-
-
-def _read_featurized(
-    config: TrainingConfig,
-) -> tuple[DataSource, MoleculeDataset, pd.DataFrame]:
-    """The molecules of a ``chemgraph featurize`` folder (``config.data``) with the labels of
-    ``config.target_columns`` (its ``--target-columns``), as :func:`featurize_table` would give
-    them: rows are the source file's rows, the folder's ``rejected.csv`` are the rejected
-    records, and a molecule whose targets are all missing is rejected as ``"all targets
-    missing: ..."``. ``smiles`` are the folder's canonical SMILES (of the prepared molecule).
-
-    Returns:
-        ``(source, dataset, rejected)``: ``source.table`` holds ``row``, ``id``, ``smiles`` and
-        the targets of every featurized record, ``source.rejected`` the folder's rejects.
-
-    Raises:
-        ValueError: not a complete featurize folder, no graphs, graphs with conformers (3D;
-            ``train`` fits 2D models), another featurizer preset than the model's, or a target
-            that is not one of the folder's label columns.
-    """
-    folder = Path(config.data)
-    manifest = read_manifest(folder)
-    options = manifest["options"]
-    again = f"featurize the data again with `chemgraph featurize DATA --graphs {config.featurizer}"
-    labels = ",".join(config.target_columns)
-    if options["graphs"] is None:
-        raise ValueError(
-            f"{folder} holds no graphs (featurized with --graphs none); {again} "
-            f"--target-columns {labels} --output NEW_FOLDER`"
-        )
-    if options["conformers"]:
-        raise ValueError(
-            f"{folder} holds 3D graphs with explicit hydrogens (featurized with --conformers "
-            f"{options['conformers']}); chemgraph train fits 2D models: {again} "
-            f"--target-columns {labels} --output NEW_FOLDER` (without --conformers)"
-        )
-    wanted = get_preset(config.featurizer)
-    if manifest["graph_featurizer"] != json.loads(json.dumps(wanted.to_dict())):
-        raise ValueError(
-            f"{folder} holds graphs of the {manifest['graph_featurizer']['name']!r} preset but "
-            f"{config.model} is trained here on the {wanted.name!r} preset ({wanted.to_dict()}); "
-            f"{again} --target-columns {labels} --output NEW_FOLDER`, or pass --featurizer "
-            f"{manifest['graph_featurizer']['name']} if {config.model} takes it"
-        )
-    kept = options.get("label_columns", [])
-    missing = [name for name in config.target_columns if name not in kept]
-    if missing:
-        raise ValueError(
-            f"target columns {missing} are not label columns of {folder} (it has "
-            f"{kept or 'none'}); {again} --target-columns {labels} --output NEW_FOLDER`"
-        )
-    graphs: list = []
-    tables = []
-    for shard in range(manifest["counts"]["shards"]):
-        name = shard_name(shard)
-        shard_graphs, rows = load_shard(folder / "graphs" / f"{name}.bin")
-        features = pq.read_table(
-            folder / "features" / f"{name}.parquet",
-            columns=["row", "id", "smiles", *config.target_columns],
-        ).to_pandas()
-        if rows.tolist() != features["row"].tolist():
-            raise ValueError(f"{folder}: graphs/{name}.bin and features/{name}.parquet differ")
-        graphs += shard_graphs
-        tables.append(features)
-    table = pd.concat(tables, ignore_index=True)
-    rejected = pd.read_csv(folder / "rejected.csv", dtype=str, keep_default_na=False)
-    rejected["row"] = rejected["row"].astype(np.int64)
-    if config.max_rows is not None:
-        keep = (table["row"] < config.max_rows).to_numpy()
-        graphs = [graph for graph, kept_row in zip(graphs, keep) if kept_row]
-        table = table[keep].reset_index(drop=True)
-        rejected = rejected[rejected["row"] < config.max_rows].reset_index(drop=True)
-    values = table[config.target_columns].to_numpy(dtype=np.float64)
-    unlabelled = np.isnan(values).all(axis=1)
-    source = DataSource(
-        table=table,
-        rows=table["row"].to_numpy(dtype=np.int64),
-        rejected=rejected,
-        description=f"{folder} (chemgraph featurize output of {manifest['input']})",
-    )
-    keep = np.flatnonzero(~unlabelled)
-    dataset = MoleculeDataset(
-        graphs=[graphs[index] for index in keep],
-        labels=torch.from_numpy(values[keep]),
-        rows=source.rows[keep],
-        smiles=table["smiles"].iloc[keep].tolist(),
-        target_columns=list(config.target_columns),
-    )
-    reason = f"all targets missing: {', '.join(config.target_columns)}"
-    unused = table[unlabelled]
-    not_used = pd.DataFrame(
-        {"row": unused["row"], "id": unused["id"], "input": unused["smiles"], "reason": reason}
-    )
-    return source, dataset, not_used
 
 
 def _split(
@@ -502,13 +428,47 @@ class _Fitted:
     history: LossHistory
 
 
+def _check_resumable(out: Path) -> None:
+    """Raises ValueError: ``out`` holds no interrupted run to resume (no ``last.ckpt`` or no
+    ``config.yaml``), or a finished one (``metrics.json``)."""
+    missing = [name for name in ("config.yaml", "last.ckpt") if not (out / name).is_file()]
+    if missing:
+        raise ValueError(
+            f"--resume: {out} holds no interrupted chemgraph train run (no {' or '.join(missing)}"
+            "); start it without --resume"
+        )
+    if (out / "metrics.json").is_file():
+        raise ValueError(
+            f"--resume: the run in {out} finished (metrics.json); nothing to resume (--overwrite "
+            "trains again)"
+        )
+
+
+def _check_same_settings(out: Path, recorded: str) -> None:
+    """Raises ValueError: the settings ``recorded`` (``config.yaml``'s text) differ from those of
+    the interrupted run in ``out``; the message names the settings."""
+    before = yaml.safe_load((out / "config.yaml").read_text())
+    now = yaml.safe_load(recorded)
+    changed = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
+    if changed:
+        raise ValueError(
+            f"--resume: the settings differ from those of the interrupted run in {out} "
+            f"({', '.join(changed)}); resume with the same ones, or start again with --overwrite"
+        )
+
+
 def _fit(
     config: TrainingConfig,
     parts: dict[str, MoleculeDataset],
     preset: FeaturizerPreset,
     out: Path,
+    fingerprints: TrainingFingerprints,
+    resume_from: Path | None = None,
 ) -> _Fitted:
-    """Build the model, train it with early stopping, load the best checkpoint's weights.
+    """Build the model, train it with early stopping (from ``resume_from``, the last checkpoint
+    of an interrupted run, when given), load the best checkpoint's weights. The checkpoint
+    also holds the training molecules' ``fingerprints`` (with their calibrated similarity
+    threshold) and, for regression, the training labels' range.
 
     Raises:
         ValueError: training stopped before its first validation.
@@ -521,7 +481,12 @@ def _fit(
         warmup_steps=config.warmup_steps, lr_patience=config.lr_patience,
         max_minutes=config.max_time_minutes, fragments=config.fragments,
         standardize=config.standardize,
-        train_fingerprints=_training_fingerprints(parts["train"], config.preparation),
+        train_fingerprints=fingerprints.to_dict(),
+        train_label_range=(
+            TrainingLabelRange.from_labels(parts["train"].labels).to_dict()
+            if config.task == "regression"
+            else None
+        ),
     )  # fmt: skip
     if config.init_from is not None:
         pretrained = load_pretrained(config.init_from)
@@ -552,6 +517,8 @@ def _fit(
         max_minutes=config.max_time_minutes,
         gradient_clip=config.gradient_clip,
         checkpoint_dir=out,
+        keep_last=True,
+        resume_from=resume_from,
         early_stopping_patience=config.early_stopping_patience,
         callbacks=[*progress, history],
         accelerator=config.accelerator,
@@ -571,19 +538,68 @@ def _init_from_record(config: TrainingConfig) -> dict:
     }
 
 
-def _training_fingerprints(part: MoleculeDataset, preparation: MoleculePreparation) -> dict:
-    """The packed Morgan fingerprints of the training molecules, for the checkpoint
-    (:class:`chemgraph.data.applicability.TrainingFingerprints`); each SMILES parsed and
-    prepared as it was featurized, so every one parses."""
-    mols = [preparation(mol) for mol in mols_from_smiles(part.smiles)]
-    return TrainingFingerprints.from_mols(mols).to_dict()
+def _prepared_mols(part: MoleculeDataset, preparation: MoleculePreparation) -> list:
+    """The molecules of ``part``, each SMILES parsed and prepared as it was featurized (so
+    every one parses)."""
+    return [preparation(mol) for mol in mols_from_smiles(part.smiles)]
+
+
+def _training_fingerprints(
+    part: MoleculeDataset, preparation: MoleculePreparation
+) -> TrainingFingerprints:
+    """The Morgan fingerprints of the training molecules with their calibrated similarity
+    threshold, for the checkpoint and the validation split's applicability domain
+    (:class:`chemgraph.data.applicability.TrainingFingerprints`)."""
+    return TrainingFingerprints.from_mols(_prepared_mols(part, preparation))
+
+
+def _threshold(fingerprints: TrainingFingerprints) -> float:
+    """The threshold of ``in_domain`` ``chemgraph predict`` uses for these fingerprints: the
+    calibrated one, else (a single training molecule) the fallback of old checkpoints."""
+    calibrated = fingerprints.similarity_threshold
+    return DEFAULT_SIMILARITY_THRESHOLD if calibrated is None else calibrated
+
+
+def _validation_reliability(
+    predictions: pd.DataFrame, config: TrainingConfig, threshold: float
+) -> dict:
+    """``metrics.json``'s record of how the error of the validation molecules (the rows of
+    ``predictions`` whose ``split`` is ``val``) follows what ``chemgraph predict`` reports
+    with a prediction: ``"applicability_domain"``: the calibrated ``similarity_threshold`` and
+    the ``val`` metrics of the molecules in and out of the domain
+    (:func:`chemgraph.train.metrics.domain_metrics`); for an ensemble (``<target>_std``
+    columns) also ``"spread_vs_error"``: ``{"val": {target: {"molecules", "spearman"}}}``
+    (:func:`chemgraph.train.metrics.spread_error_correlation`)."""
+    val = predictions[predictions["split"] == "val"]
+    targets = config.target_columns
+    truth = val[targets].to_numpy(dtype=float)
+    predicted = val[[f"{t}_pred" for t in targets]].to_numpy(dtype=float)
+    in_domain = val["in_domain"].to_numpy(dtype=bool)
+    record: dict = {
+        "applicability_domain": {
+            "similarity_threshold": threshold,
+            "val": domain_metrics(truth, predicted, in_domain, config.task, targets),
+        }
+    }
+    if f"{targets[0]}_std" in val:
+        spread = val[[f"{t}_std" for t in targets]].to_numpy(dtype=float)
+        record["spread_vs_error"] = {
+            "val": spread_error_correlation(truth, predicted, spread, targets)
+        }
+    return record
 
 
 def _evaluate(
-    config: TrainingConfig, fitted: _Fitted, parts: dict[str, MoleculeDataset]
+    config: TrainingConfig,
+    fitted: _Fitted,
+    parts: dict[str, MoleculeDataset],
+    fingerprints: TrainingFingerprints,
 ) -> tuple[dict, pd.DataFrame]:
     """Metrics and predictions of the validation and test sets (targets' units), on one
-    device: the whole splits, also after a DDP fit (whose samplers shard and pad them).
+    device: the whole splits, also after a DDP fit (whose samplers shard and pad them). The
+    predictions hold each molecule's ``max_similarity_to_train`` to the training
+    ``fingerprints`` and ``in_domain`` (at their calibrated threshold), as ``chemgraph
+    predict`` reports them.
 
     ``metrics[split]`` holds each metric's mean over tasks, ``metrics["per_task"][split]`` the
     table of :func:`chemgraph.train.metrics.per_task_metrics`, ``metrics["mean_predictor"]
@@ -602,7 +618,11 @@ def _evaluate(
         truth = parts[name].labels.numpy()
         per_task[name] = per_task_metrics(truth, predicted, config.task, config.target_columns)
         metrics[name] = mean_over_tasks(per_task[name])
-        frames.append(_prediction_frame(name, parts[name], predicted, config.target_columns))
+        frame = _prediction_frame(name, parts[name], predicted, config.target_columns)
+        bits = FINGERPRINT.featurize(_prepared_mols(parts[name], config.preparation))
+        frame["max_similarity_to_train"] = fingerprints.max_similarity(bits)
+        frame["in_domain"] = frame["max_similarity_to_train"] >= _threshold(fingerprints)
+        frames.append(frame)
     metrics["per_task"] = per_task
     # the simplest baseline: every molecule gets the training labels' mean (a probability of
     # class 1 for classification)

@@ -213,11 +213,20 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
             featurizing, where the column is missing; too few usable molecules with every
             high-fidelity label to split (the message counts them and gives the first
             rejected rows' reasons). Nothing is written to ``out`` then.
-        ValueError: a non-empty output folder without ``overwrite``; missing columns (each
+        ValueError: a non-empty output folder without ``overwrite``, or one another run is
+            writing to (:func:`chemgraph._output.claim_folder`); missing columns (each
             named with the setting that asked for it, ``"no column ['gw_lumo']
             (--high-fidelity-columns)"``); a geometry file whose structure count differs
             from the rows.
     """
+    from chemgraph._output import claimed_folder
+
+    with claimed_folder(options.out, "--output"):
+        return _transfer_table(options)
+
+
+def _transfer_table(options: TransferOptions) -> pd.DataFrame:
+    """:func:`transfer_table` in its claimed output folder."""
     from chemgraph._output import check_output_folder
     from chemgraph.data import (
         Duplicates,

@@ -19,6 +19,8 @@ folder; this package is that pipeline, so that no job imports another. Layer: be
 * :mod:`~chemgraph.library.featurize`: :func:`~chemgraph.library.featurize.featurize_library`,
   a library file into graph shards and feature tables (``chemgraph featurize``, and ``predict``
   and ``fingerprint`` for a file input).
+* :mod:`~chemgraph.library.training_set`: a featurize folder read back as the training set of
+  ``chemgraph train -i FOLDER``.
 * :mod:`~chemgraph.library.scoring`: :class:`~chemgraph.library.scoring.LibraryRun` and
   :func:`~chemgraph.library.scoring.shard_table`, the shards of a library scored by a model
   into one output (``predict``, ``fingerprint``).

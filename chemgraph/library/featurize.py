@@ -29,6 +29,7 @@ from typing import Any
 import chemgraph
 from chemgraph._files import file_digest
 from chemgraph._interrupts import ShardsInterrupted, interrupts_raise
+from chemgraph._output import claimed_folder
 from chemgraph.data.readers import Record, iter_record_chunks
 from chemgraph.library.output import (
     DuplicateIds,
@@ -123,7 +124,7 @@ def featurize_library(
     check_restart(resume, overwrite)
     input_path, out = check_run(input_path, output, workers, shard_size, record_timeout)
     check_input_format(input_path, options.radius_graphs is not None)
-    with interrupts_raise(FeaturizeInterrupted):
+    with interrupts_raise(FeaturizeInterrupted), claimed_folder(out, "--output"):
         manifest: dict[str, Any] = {
             "chemgraph_version": chemgraph.__version__,
             "input": input_path.name,

@@ -285,8 +285,6 @@ def parse_record(record: Record) -> Chem.Mol:
         raise MoleculeParseError(record.error)
     if record.kind == "molblock":
         return check_complete_molecule(mol_from_sdf_block(record.text))
-    if "\ufffd" in record.text:
-        raise MoleculeParseError("input is not valid UTF-8", record.text)
     # mols_from_smiles([record.text]) without its per-call BlockLogs: featurize_shard blocks
     # RDKit's logs once for all its records (a BlockLogs per record costs time on every molecule)
     text = record.text.strip()

@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 
 from chemgraph._files import file_digest
 from chemgraph._interrupts import Interrupted, interrupts_raise
-from chemgraph._output import resumable_folder
+from chemgraph._output import FolderClaim, claim_folder, resumable_folder
 from chemgraph.chem import MoleculePreparation
 from chemgraph.data.applicability import FINGERPRINT
 from chemgraph.data.readers import iter_record_chunks
@@ -41,7 +41,7 @@ from chemgraph.errors import ConfigError
 from chemgraph.featurize import FeaturizerPreset, RadiusGraphFeaturizer
 from chemgraph.graphs.shards import load_shard_batch
 from chemgraph.library.featurize import featurize_library
-from chemgraph.library.output import read_manifest
+from chemgraph.library.output import read_manifest, shard_name
 from chemgraph.library.records import FeaturizeOptions, check_input_format
 from chemgraph.train.ensemble import Ensemble
 from chemgraph.train.inference import run_shard_tasks
@@ -118,6 +118,7 @@ class LibraryRun:
         self.folder = self.source  # the featurize folder scored (a file's: after start)
         self.shards = 0
         self.models: Ensemble | None = None
+        self.claim: FolderClaim | None = None  # of the work folder, from start to finish
 
     def start(
         self,
@@ -185,6 +186,7 @@ class LibraryRun:
             "columns": ["row", "id", "input", "smiles"],
             **identity,
         }
+        self.claim = claim_folder(self.work, "--output")
         _prepare_work(self.output, identity, self.resume, self.overwrite, refused)
         if domain:
             models.warn_missing_fingerprints()
@@ -205,10 +207,16 @@ class LibraryRun:
     def keeping_work(self) -> Iterator[None]:
         """Within the block (featurizing a file, scoring its shards), SIGINT or SIGTERM raises
         :class:`~chemgraph._interrupts.Interrupted` with the message a user needs: the finished
-        shards are kept in :attr:`work` and ``--resume`` continues (``chemgraph`` prints it)."""
+        shards are kept in :attr:`work` and ``--resume`` continues (``chemgraph`` prints it).
+        An error or interrupt releases the work folder's claim
+        (:func:`chemgraph._output.claim_folder`, made by :meth:`start`)."""
         try:
             yield
-        except Interrupted as stop:
+        except BaseException as stop:
+            if self.claim is not None:
+                self.claim.release()
+            if not isinstance(stop, Interrupted):
+                raise
             name = signal.Signals(stop.signum).name
             raise Interrupted(
                 stop.signum,
@@ -240,10 +248,19 @@ class LibraryRun:
         if self.models is None:
             raise RuntimeError("LibraryRun.score before LibraryRun.start")
         workers = self.workers if self.models.device.type == "cpu" else 1
-        tasks = run_shard_tasks(task, todo, workers, self.dask_scheduler)
+        tasks = run_shard_tasks(task, todo, workers, self.dask_scheduler, self._shard_rows)
         with closing(bar), interrupts_raise(), closing(tasks):
             for records in tasks:
                 bar.update(records)
+
+    def _shard_rows(self, shard: int) -> str | None:
+        """The input rows of a featurized shard, for a message (None when unreadable)."""
+        try:
+            rows = pq.read_table(self.folder / "features" / f"{shard_name(shard)}.parquet",
+                                 columns=["row"])["row"]  # fmt: skip
+        except (OSError, pa.ArrowException):
+            return None
+        return f"input rows {rows[0]}-{rows[-1]}" if len(rows) else "no featurized record"
 
     def tables(self) -> Iterator[pa.Table]:
         """The parts, one table per shard in shard order (so rows in input order)."""
@@ -251,8 +268,10 @@ class LibraryRun:
             yield pq.read_table(self.part(shard))
 
     def finish(self) -> None:
-        """Remove the work folder (the job has written its output)."""
+        """Remove the work folder (the job has written its output) and release it."""
         shutil.rmtree(self.work)
+        if self.claim is not None:
+            self.claim.release()
 
 
 def _featurize_options(

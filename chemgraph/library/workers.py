@@ -271,8 +271,17 @@ def run_dask(
 
     Raises:
         MissingDependencyError: dask.distributed is not installed.
+        chemgraph._dask.WorkersDied: every worker that ran a shard died (the shard is named
+            with its input rows; the finished shards are kept for ``--resume``).
     """
-    calls = ((shard, records, options, str(out)) for shard, records in chunks)
-    for summary in run_on_dask(featurize_shard, calls, dask_scheduler, "featurize-shard"):
+    rows: dict[int, str] = {}
+
+    def calls() -> Iterator[tuple[int, list[Record], FeaturizeOptions, str]]:
+        for shard, records in chunks:
+            rows[shard] = f"input rows {records[0].row}-{records[-1].row}"
+            yield shard, records, options, str(out)
+
+    tasks = run_on_dask(featurize_shard, calls(), dask_scheduler, "featurize-shard", rows.get)
+    for summary in tasks:
         advance(summary.read + summary.blank)
         yield summary

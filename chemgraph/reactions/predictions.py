@@ -5,13 +5,18 @@ same for both decoders of ``chemgraph react``: the GRAT translator's beam search
 (:mod:`chemgraph.reactions.translator_prediction`) and the reaction-centre model
 (:mod:`chemgraph.reactions.reaction_centre`); :func:`top_k_metrics` (top-k accuracy, invalid
 outputs; the products compared independently of fragment order), :func:`prediction_frame` (one
-row per reaction: the recipes' ``predictions.csv``) and :func:`prediction_table` (``chemgraph
-react --input``'s table: one row per record of the file).
+row per reaction: the recipes' ``predictions.csv``) and :func:`write_predictions` (``chemgraph
+react --input``'s table: one row per record of the file, written as it is predicted).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import gzip
+import io
+import itertools
+import logging
+import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,10 +30,15 @@ __all__ = [
     "TOP_K",
     "ReactionPrediction",
     "format_top_k_metrics",
+    "REACTIONS_PER_BLOCK",
+    "Decoded",
+    "Records",
     "prediction_frame",
-    "prediction_table",
     "top_k_metrics",
+    "write_predictions",
 ]
+
+log = logging.getLogger(__name__)
 
 NO_PRODUCT = "no valid product graph was decoded"
 """Why a decoded reaction has no prediction: its beams hold no valid molecule."""
@@ -138,32 +148,48 @@ def prediction_frame(
     return pd.DataFrame(records, columns=columns).astype(dtypes)
 
 
-def prediction_table(
+Records = list[tuple[int, str, str | None]]
+"""A block of a file of reactions: ``(row, reaction SMILES, reason or None)`` of each record
+(:func:`chemgraph.data.reactions.reaction_records`)."""
+
+Decoded = tuple[dict[int, str], list[int], list[Any], list[ReactionPrediction], dict[str, list]]
+"""What a decoder makes of a block of :data:`Records`: ``{row: reason}`` of the records it did
+not decode; the rows, inputs (anything with ``product_smiles``) and predictions of those it
+did; and its further text columns, ``{name: one value per decoded reaction}``."""
+
+REACTIONS_PER_BLOCK = 1000
+"""Reactions predicted, then written, at a time by :func:`write_predictions`."""
+
+
+def write_predictions(
+    records: Iterable[tuple[int, str, str | None]],
     output: str | Path,
-    records: dict[int, str],
-    errors: dict[int, str],
-    rows: Sequence[int],
-    items: Sequence[Any],
-    predictions: Sequence[ReactionPrediction],
+    decode: Callable[[Records], Decoded],
     top_k: int,
-    extra: dict[str, list[str]] | None = None,
     ids: dict[int, str] | None = None,
+    extra: Sequence[str] = (),
+    overwrite: bool = False,
 ) -> tuple[pd.DataFrame, dict[str, float] | None]:
-    """Write the table of ``chemgraph react --input`` to the CSV ``output``: one row per record
-    of the file, in input order.
+    """Write the table of ``chemgraph react --input`` to the CSV ``output`` (gzipped for
+    ``.csv.gz``) as it goes: one row per record of the file, in input order.
+
+    The output is opened first, before any reaction is predicted, as ``OUTPUT.partial`` (so an
+    output that cannot be written fails at once); each block of :data:`REACTIONS_PER_BLOCK`
+    records is decoded and its rows appended there; when every block is written it is renamed
+    to ``output``. A run that stops (an error, an interrupt) keeps its rows so far in
+    ``OUTPUT.partial`` and says so (a warning).
 
     Args:
+        records: the file's records (:func:`chemgraph.data.reactions.reaction_records`).
         output: the CSV file.
-        records: ``{row: reaction SMILES as read}`` of every record.
-        errors: ``{row: reason}`` of the records that were not decoded.
-        rows, items, predictions: the decoded reactions: their rows, their inputs (anything
-            with ``product_smiles``, ``""`` when the file gives no product) and predictions.
+        decode: the decoder, one block at a time (:data:`Decoded`).
         top_k: predictions per row.
-        extra: further text columns of the decoded reactions, ``{name: one value each}``,
-            after the frame's columns (``""`` for the others).
         ids: ``{row: identifier}`` of the records (:func:`chemgraph.data.reactions.
             reaction_ids`); None or ``{}``: the file has no identifiers, and each record's
             ``id`` is its row number.
+        extra: the names of the decoder's further text columns, after the
+            :func:`prediction_frame` columns (``""`` for a row it did not decode).
+        overwrite: write over an ``OUTPUT.partial`` left by an earlier run.
 
     Returns:
         The table: ``row`` (int64), ``id`` (the record's identifier, ``""`` for an empty
@@ -178,8 +204,90 @@ def prediction_table(
         ``k`` of :data:`TOP_K` up to ``top_k`` (past ``top_k`` a reaction has no more
         predictions, so a larger ``k`` would repeat the top-``top_k`` accuracy); None when
         none does.
+
+    Raises:
+        ValueError: ``OUTPUT.partial`` exists without ``overwrite`` (another run is writing
+            ``output``, or one that stopped left its rows there).
+        OSError: ``OUTPUT.partial`` cannot be created (the message names the path and why).
     """
-    ids = ids or {}
+    file = _PartialCSV(Path(output), overwrite)
+    known: list[tuple[ReactionPrediction, str]] = []
+    frames: list[pd.DataFrame] = []
+    try:
+        block: Records = []
+        for record in itertools.chain(records, [None]):
+            if record is not None:
+                block.append(record)
+                if len(block) < REACTIONS_PER_BLOCK:
+                    continue
+            if block or not frames:  # an empty file still gets its header
+                errors, rows, items, predictions, values = decode(block)
+                texts = {row: text for row, text, _ in block}
+                table = _block_table(
+                    texts, errors, rows, items, predictions, top_k,
+                    {name: values.get(name, []) for name in extra}, ids or {},
+                )  # fmt: skip
+                file.write(table)
+                frames.append(table)
+                known += [(p, i.product_smiles) for i, p in zip(items, predictions)
+                          if i.product_smiles]  # fmt: skip
+                block = []
+    except BaseException:
+        file.close()
+        written = sum(len(frame) for frame in frames)
+        log.warning("stopped: the %d reactions written so far are in %s", written, file.partial)
+        raise
+    file.close()
+    os.replace(file.partial, output)
+    metrics = None
+    if known:
+        ks = [k for k in TOP_K if k <= top_k]
+        metrics = top_k_metrics([p for p, _ in known], [t for _, t in known], ks)
+    return pd.concat(frames, ignore_index=True), metrics
+
+
+class _PartialCSV:
+    """``OUTPUT.partial``: created at once (refused when it exists, unless ``overwrite``),
+    CSV blocks appended and flushed, plain or gzip as ``output`` is named."""
+
+    def __init__(self, output: Path, overwrite: bool) -> None:
+        self.partial = output.with_name(f"{output.name}.partial")
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
+        try:
+            self.binary = os.fdopen(os.open(self.partial, flags, 0o644), "wb")
+        except FileExistsError:
+            raise ValueError(
+                f"{self.partial} exists: another chemgraph react is writing {output}, or one "
+                "stopped and left its rows there; remove it, or pass --overwrite"
+            ) from None
+        except OSError as error:
+            raise OSError(f"cannot write {output}: {self.partial}: {error.strerror}") from None
+        compressed = output.name.lower().endswith(".gz")
+        self.stream = gzip.GzipFile(fileobj=self.binary, mode="wb") if compressed else None
+        self.text = io.TextIOWrapper(self.stream or self.binary, encoding="utf-8", newline="")
+        self.header = True
+
+    def write(self, table: pd.DataFrame) -> None:
+        table.to_csv(self.text, header=self.header, index=False)
+        self.header = False
+        self.text.flush()  # a gzip stream: flushed to a point a reader can decompress to
+
+    def close(self) -> None:
+        self.text.close()  # closes the gzip stream, which leaves the file to us
+        self.binary.close()
+
+
+def _block_table(
+    records: dict[int, str],
+    errors: dict[int, str],
+    rows: Sequence[int],
+    items: Sequence[Any],
+    predictions: Sequence[ReactionPrediction],
+    top_k: int,
+    extra: dict[str, list[str]],
+    ids: dict[int, str],
+) -> pd.DataFrame:
+    """The rows of :func:`write_predictions`'s table of one block of records."""
     table = pd.DataFrame(
         {
             "row": pd.Series(list(records), dtype="int64"),
@@ -188,7 +296,6 @@ def prediction_table(
         }
     )
     frame = prediction_frame(rows, items, predictions, top_k)
-    extra = extra or {}
     for name, values in extra.items():
         frame[name] = pd.Series(values, index=frame.index, dtype=object)
     table = table.merge(frame, on="row", how="left")
@@ -201,11 +308,4 @@ def prediction_table(
     table.loc[table["top1_invalid"].notna() & unpredicted, "error"] = NO_PRODUCT
     # a row without a prediction has no best-scoring product to be invalid: its error says why
     table.loc[unpredicted, "top1_invalid"] = pd.NA
-    table.to_csv(output, index=False)
-    known = [k for k, item in enumerate(items) if item.product_smiles]
-    metrics = None
-    if known:
-        targets = [items[k].product_smiles for k in known]
-        ks = [k for k in TOP_K if k <= top_k]
-        metrics = top_k_metrics([predictions[k] for k in known], targets, ks)
-    return table, metrics
+    return table

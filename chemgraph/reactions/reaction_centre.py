@@ -44,12 +44,12 @@ import torch
 from rdkit import Chem, rdBase
 from tqdm.auto import tqdm
 
+from chemgraph._files import replacing
 from chemgraph._interrupts import die_with_parent
 from chemgraph.batches.reaction_centre import (
     MoleculeArrays,
     molecule_arrays,
     reaction_centre_batch,
-    unknown_elements,
 )
 from chemgraph.chem.reaction_edits import Edit, apply_edits, prepare_inputs
 from chemgraph.chem.validity import ReactionInputs
@@ -66,7 +66,6 @@ from chemgraph.models.reaction_centre import (
 )
 from chemgraph.reactions.predictions import (
     ReactionPrediction,
-    prediction_table,
     top_k_metrics,
 )
 from chemgraph.reactions.reaction_centre_calibration import (
@@ -79,6 +78,7 @@ from chemgraph.train.calibration import (
     expected_calibration_error,
     reliability_table,
 )
+from chemgraph.train.checkpoint import read_checkpoint_file
 
 __all__ = [
     "CHECKPOINT_KIND",
@@ -87,10 +87,10 @@ __all__ = [
     "ReactionCentreModel",
     "ReactionCentrePrediction",
     "candidate_set",
+    "candidate_workers",
     "evaluate_reaction_centre",
     "grouped_log_softmax",
     "load_reaction_centre_model",
-    "predict_reaction_file",
     "prediction_outcome",
     "ranker_batch",
     "reaction_candidates",
@@ -295,18 +295,24 @@ class ReactionCentreModel:
             return [(found, ranker_set) for found, ranker_set, _ in stream]
 
     def _candidate_stream(
-        self, examples: Sequence[ReactionCentreExample], progress: bool, workers: int
+        self,
+        examples: Sequence[ReactionCentreExample],
+        progress: bool,
+        workers: int,
+        pool: Any = None,
     ) -> Iterator[tuple[list[Candidate], CandidateSet | None, list[Refusal]]]:
         """:meth:`candidates` with each reaction's refused products (:func:`reaction_candidates`),
-        one example at a time, in order, each as soon as its worker
-        chunk is done (so :meth:`predict` ranks while the workers enumerate). Closed early
-        (an error, an interrupt), it cancels the pending chunks and terminates the workers."""
-        pooled = workers > 1 and len(examples) >= 2 * _WORKER_CHUNK
-        pool = _candidate_pool(workers) if pooled else None
+        one example at a time, in order, each as soon as its worker chunk is done (so
+        :meth:`predict` ranks while the workers enumerate), in ``pool``
+        (:func:`candidate_workers`) or a pool of ``workers`` of its own. Closed early (an
+        error, an interrupt), it cancels the pending chunks and terminates its own workers."""
+        own = pool is None and workers > 1 and len(examples) >= 2 * _WORKER_CHUNK
+        if own:
+            pool = _candidate_pool(workers)
         bar = tqdm(total=len(examples), desc="candidates", unit="reaction", disable=not progress)
         complete = False  # every chunk done
         try:
-            if pool is not None:  # the workers start (and import) while the scorer runs
+            if own:  # the workers start (and import) while the scorer runs
                 for _ in range(workers):
                     pool.submit(int)
             scored = self.changes(examples)
@@ -326,11 +332,8 @@ class ReactionCentreModel:
                 yield from results
         finally:
             bar.close()
-            if pool is not None:
-                if not complete:  # their chunks are not wanted; Python < 3.14 has no public call
-                    for process in list((getattr(pool, "_processes", None) or {}).values()):
-                        process.terminate()
-                pool.shutdown(wait=True, cancel_futures=True)
+            if own:
+                _stop_pool(pool, complete)
 
     @property
     def calibration(self) -> PlattScaling | None:
@@ -347,13 +350,16 @@ class ReactionCentreModel:
         progress: bool = False,
         calibrated: bool = True,
         workers: int = 1,
+        pool: Any = None,
     ) -> list[ReactionCentrePrediction]:
         """Ranked products of each example (its ``product_smiles`` is not used): ``scores``
         are the calibrated probabilities when the model is calibrated and ``calibrated`` is
         True, else the ranker's, and the products are ranked by them, best first.
-        ``workers``: processes that enumerate the candidates (:meth:`candidates`)."""
+        ``workers``: processes that enumerate the candidates (:meth:`candidates`), or ``pool``:
+        those of :func:`candidate_workers`, for many calls."""
         calibration = self.calibration if calibrated else None
-        with contextlib.closing(self._candidate_stream(examples, progress, workers)) as stream:
+        stream = self._candidate_stream(examples, progress, workers, pool)
+        with contextlib.closing(stream):
             return self._rank(examples, stream, top_k, batch_size, calibration)
 
     def _rank(
@@ -502,6 +508,32 @@ def _candidate_pool(workers: int) -> Any:
     )
 
 
+def _stop_pool(pool: Any, complete: bool) -> None:
+    """Shut a candidate pool down; unless its work is ``complete``, terminate its workers first
+    (their chunks are not wanted; Python < 3.14 has no public call)."""
+    if not complete:
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.terminate()
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def candidate_workers(workers: int) -> Iterator[Any]:
+    """Within the block, a pool of ``workers`` candidate processes for many
+    :meth:`ReactionCentreModel.predict` calls (``pool=``), started once (a file predicted block
+    by block); None for one worker. An error or interrupt terminates the workers."""
+    if workers <= 1:
+        yield None
+        return
+    pool = _candidate_pool(workers)
+    complete = False
+    try:
+        yield pool
+        complete = True
+    finally:
+        _stop_pool(pool, complete)
+
+
 @dataclass
 class ReactionCentrePrediction(ReactionPrediction):
     """:class:`chemgraph.reactions.predictions.ReactionPrediction` with the reaction centre.
@@ -574,20 +606,20 @@ def undetermined_stereo(
 
 def save_reaction_centre_model(path: str | Path, model: ReactionCentreModel) -> None:
     """Write a checkpoint: ``{"hyper_parameters": {...}, "state_dict": {...}}`` (plain values
-    and CPU tensors; ``torch.load(path, weights_only=True)`` reads it)."""
+    and CPU tensors; ``torch.load(path, weights_only=True)`` reads it), beside ``path`` first and
+    then renamed into place (:func:`chemgraph._files.replacing`)."""
     state = {f"scorer.{k}": v.cpu() for k, v in model.scorer.state_dict().items()}
     state |= {f"ranker.{k}": v.cpu() for k, v in model.ranker.state_dict().items()}
-    torch.save(
-        {
-            "hyper_parameters": {
-                "kind": CHECKPOINT_KIND,
-                "model_config": model.config.to_dict(),
-                "settings": dict(model.settings),
-            },
-            "state_dict": state,
+    checkpoint = {
+        "hyper_parameters": {
+            "kind": CHECKPOINT_KIND,
+            "model_config": model.config.to_dict(),
+            "settings": dict(model.settings),
         },
-        path,
-    )
+        "state_dict": state,
+    }
+    with replacing(path) as temporary:
+        torch.save(checkpoint, temporary)
 
 
 def load_reaction_centre_model(
@@ -597,20 +629,27 @@ def load_reaction_centre_model(
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: the file is not a reaction-centre checkpoint.
+        ValueError: the file is not a readable PyTorch file (why, in one line:
+            :func:`chemgraph.train.checkpoint.read_checkpoint_file`), not a reaction-centre
+            checkpoint, or one whose weights do not fit its model (damaged, or of another
+            version).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint {path}")
-    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    parameters = checkpoint.get("hyper_parameters", {}) if isinstance(checkpoint, dict) else {}
-    if parameters.get("kind") != CHECKPOINT_KIND:
+    checkpoint = read_checkpoint_file(path, ("hyper_parameters", "state_dict"))
+    parameters = checkpoint["hyper_parameters"]
+    if not isinstance(parameters, dict) or parameters.get("kind") != CHECKPOINT_KIND:
         raise ValueError(f"{path} is not a reaction-centre checkpoint")
-    config = ReactionCentreConfig(**parameters["model_config"])
-    scorer, ranker = ReactionCentreScorer(config), CandidateRanker(config)
-    state = checkpoint["state_dict"]
-    scorer.load_state_dict({k[7:]: v for k, v in state.items() if k.startswith("scorer.")})
-    ranker.load_state_dict({k[7:]: v for k, v in state.items() if k.startswith("ranker.")})
+    try:
+        config = ReactionCentreConfig(**parameters["model_config"])
+        scorer, ranker = ReactionCentreScorer(config), CandidateRanker(config)
+        state = checkpoint["state_dict"]
+        scorer.load_state_dict({k[7:]: v for k, v in state.items() if k.startswith("scorer.")})
+        ranker.load_state_dict({k[7:]: v for k, v in state.items() if k.startswith("ranker.")})
+    except (AttributeError, KeyError, RuntimeError, TypeError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(
+            f"{path} is a reaction-centre checkpoint whose model cannot be rebuilt (damaged, or "
+            f"written by another chemgraph version): {reason}"
+        ) from error
     return ReactionCentreModel(
         config, scorer.to(device).eval(), ranker.to(device).eval(), parameters["settings"]
     )
@@ -663,95 +702,6 @@ def evaluate_reaction_centre(
     metrics["top1_ece"] = expected_calibration_error(confidence, right)
     metrics["calibration"] = reliability_table(confidence, right)
     return metrics, predictions
-
-
-def predict_reaction_file(
-    model: ReactionCentreModel,
-    input_path: str | Path,
-    output: str | Path,
-    top_k: int = 5,
-    workers: int = 1,
-    id_column: str | None = None,
-) -> tuple[Any, dict[str, float] | None]:
-    """``chemgraph react --input`` with the reaction-centre model.
-
-    Reads the file as :func:`chemgraph.reactions.translator_prediction.predict_file` does (one
-    reaction SMILES a line, or a ``.csv``/``.tsv`` with a reaction column; atom maps optional)
-    and writes the same table: ``row``, ``id`` (``id_column``: see :func:`chemgraph.data.reactions.
-    reaction_ids`), ``reaction``, ``target``, ``target_rank``, ``top1_invalid`` (False
-    when a candidate was valid, missing when none was), ``prediction_k`` and ``score_k`` (the
-    calibrated probability) for ``k`` up to ``top_k``, ``error``; plus ``outcome``
-    (:func:`prediction_outcome`: ``product`` or ``no confident product``, empty without a
-    prediction), ``edits_1`` (the reaction centre of the top prediction: ``i-j:class`` with
-    0-based atom indices of the input as written, ``;``-joined), ``undetermined_stereo_1``
-    (:func:`undetermined_stereo` of the top prediction), ``refused`` (the best products the
-    rules refused, ``SMILES: reason`` joined by ``; ``), ``reagents`` (the reagent field as
-    written: its molecules are atom sources like the reactants, and stay reagents here) and
-    ``unknown_elements`` (the reactants' and reagents' elements outside
-    :data:`chemgraph.batches.reaction_centre.ELEMENTS`, space-separated: a warning names
-    their rows, whose predictions lie outside the model's training domain).
-    ``workers``: processes that enumerate the candidates.
-
-    Returns:
-        The table and the :func:`chemgraph.reactions.predictions.top_k_metrics` of the
-        reactions that hold products (None when none does).
-
-    Raises:
-        OSError: ``input_path`` cannot be read; ValueError: a table without a reaction column,
-            or without ``id_column``.
-    """
-    from chemgraph.chem.reaction_edits import BOND_CLASSES
-    from chemgraph.chem.reactions import ReactionParseError, split_reaction_smiles
-    from chemgraph.data.reaction_centre import reaction_centre_example
-    from chemgraph.data.reactions import reaction_ids, reaction_records
-
-    ids = reaction_ids(input_path, id_column)
-    examples, kept, errors, texts = [], [], {}, {}
-    for row, text, reason in reaction_records(input_path):
-        texts[row] = text
-        if reason is None:
-            try:
-                examples.append(
-                    reaction_centre_example(text, model.config.max_distance, with_edits=False)
-                )
-                kept.append(row)
-                continue
-            except ReactionParseError as error:
-                reason = error.reason
-        errors[row] = reason
-    predictions = model.predict(examples, top_k=top_k, workers=workers)
-    unknown = [" ".join(unknown_elements(example.reaction.inputs)) for example in examples]
-    flagged = [row for row, elements in zip(kept, unknown) if elements]
-    if flagged:
-        rows = ", ".join(map(str, flagged[:5])) + (", ..." if len(flagged) > 5 else "")
-        subject = (
-            f"1 reaction (row {rows}) holds"
-            if len(flagged) == 1
-            else f"{len(flagged)} reactions (rows {rows}) hold"
-        )
-        log.warning(
-            "%s elements without an atom feature of the model's own (column "
-            "unknown_elements): predicted outside its training domain", subject,
-        )  # fmt: skip
-    edits = [
-        ";".join(f"{i}-{j}:{BOND_CLASSES[c]}" for i, j, c in p.edits[0]) if p.edits else ""
-        for p in predictions
-    ]
-    extra = {
-        "outcome": [prediction_outcome(p) for p in predictions],
-        "edits_1": edits,
-        "undetermined_stereo_1": [
-            str(p.undetermined_stereo) if p.smiles else "" for p in predictions
-        ],
-        "refused": [
-            "; ".join(f"{smiles}: {why}" for smiles, why in p.refused) for p in predictions
-        ],
-        "reagents": [split_reaction_smiles(example.text)[1] for example in examples],
-        "unknown_elements": unknown,
-    }
-    return prediction_table(
-        output, texts, errors, kept, examples, predictions, top_k, extra=extra, ids=ids
-    )
 
 
 NO_CONFIDENT_PRODUCT = "no confident product"

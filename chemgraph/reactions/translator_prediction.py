@@ -36,7 +36,12 @@ from chemgraph.data.reactions import (
     reaction_ids,
     reaction_records,
 )
-from chemgraph.reactions.predictions import ReactionPrediction, prediction_table
+from chemgraph.reactions.predictions import (
+    Decoded,
+    ReactionPrediction,
+    Records,
+    write_predictions,
+)
 from chemgraph.train.checkpoint import load_checkpoint
 from chemgraph.train.predictors import ReactionPredictorBase
 
@@ -172,8 +177,12 @@ def predict_file(
     beam_width: int = 8,
     batch_size: int = 32,
     id_column: str | None = None,
+    overwrite: bool = False,
 ) -> tuple[pd.DataFrame, dict[str, float] | None]:
-    """``chemgraph react --input``: predict the products of every reaction of a file.
+    """``chemgraph react --input``: predict the products of every reaction of a file, writing
+    them as it goes (:func:`chemgraph.reactions.predictions.write_predictions`: ``output`` is
+    opened before any reaction is predicted; ``overwrite``: write over an ``OUTPUT.partial``
+    an earlier run left).
 
     The file is read by :func:`chemgraph.data.reactions.reaction_records`: one reaction SMILES
     ``reactants>reagents>[products]`` a line (text after the first whitespace, such as
@@ -203,26 +212,35 @@ def predict_file(
     Raises:
         FileNotFoundError, ValueError: see :func:`chemgraph.train.checkpoint.load_checkpoint`
             (a property-prediction checkpoint is refused); OSError: ``input_path`` cannot be
-            read; ValueError: a table without a reaction column, or without ``id_column``.
+            read, or ``output`` cannot be written; ValueError: a table without a reaction
+            column, or without ``id_column``; see
+            :func:`~chemgraph.reactions.predictions.write_predictions`.
     """
     ids = reaction_ids(input_path, id_column)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     module = load_checkpoint(checkpoint, kind="reaction", device=device)
-    items, kept, errors, texts = [], [], {}, {}
-    for row, text, reason in reaction_records(input_path):
-        texts[row] = text
-        if reason is None:
-            try:
-                reaction = parse_input_reaction(text)
-            except ReactionParseError as error:
-                reason = error.reason
-        if reason is not None:
-            errors[row] = reason
-            continue
-        # the products, when given, are the target (top-k accuracy, target_rank)
-        graphs, _, bad = encode_reactions([reaction], [row], with_product=bool(reaction.products))
-        items += graphs
-        kept += [row] * len(graphs)
-        errors.update({bad_row: bad_reason for bad_row, _, bad_reason in bad})
-    predictions = predict_reactions(module, items, beam_width, top_k, batch_size)
-    return prediction_table(output, texts, errors, kept, items, predictions, top_k, ids=ids)
+
+    def decode(block: Records) -> Decoded:
+        items, kept, errors = [], [], {}
+        for row, text, reason in block:
+            if reason is None:
+                try:
+                    reaction = parse_input_reaction(text)
+                except ReactionParseError as error:
+                    reason = error.reason
+            if reason is not None:
+                errors[row] = reason
+                continue
+            # the products, when given, are the target (top-k accuracy, target_rank)
+            graphs, _, bad = encode_reactions(
+                [reaction], [row], with_product=bool(reaction.products)
+            )
+            items += graphs
+            kept += [row] * len(graphs)
+            errors.update({bad_row: bad_reason for bad_row, _, bad_reason in bad})
+        predictions = predict_reactions(module, items, beam_width, top_k, batch_size)
+        return errors, kept, items, predictions, {}
+
+    return write_predictions(
+        reaction_records(input_path), output, decode, top_k, ids, overwrite=overwrite
+    )

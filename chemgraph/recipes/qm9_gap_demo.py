@@ -10,13 +10,14 @@ chemgraph.recipes.qm9_gap_demo``, which also takes ``--molecules`` and ``--max-e
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from chemgraph._output import check_output_folder
+from chemgraph._output import check_output_folder, claimed_folder
 from chemgraph.data.qm9pack import load_qm9pack
 from chemgraph.errors import ConfigError
 from chemgraph.jobs.train import train
@@ -103,15 +104,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-epochs", type=int, default=None, help="override the recipe")
     parser.add_argument("--config", help="YAML overriding the recipe's config.yaml")
     args = parser.parse_args(argv)
-    try:
-        check_output_folder(args.out, "--out", args.overwrite, "--overwrite")
-    except ValueError as error:
-        parser.error(str(error))
-    handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    logging.getLogger("chemgraph").addHandler(handler)
-    logging.getLogger("chemgraph").setLevel(logging.INFO)
-    run(args.config, out=args.out, molecules=args.molecules, max_epochs=args.max_epochs)
+    with contextlib.ExitStack() as claim:
+        try:
+            claim.enter_context(claimed_folder(args.out, "--out"))
+            check_output_folder(args.out, "--out", args.overwrite, "--overwrite")
+        except ValueError as error:
+            parser.error(str(error))
+        handler = logging.StreamHandler(sys.stdout)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logging.getLogger("chemgraph").addHandler(handler)
+        logging.getLogger("chemgraph").setLevel(logging.INFO)
+        run(args.config, out=args.out, molecules=args.molecules, max_epochs=args.max_epochs)
     return 0
 
 

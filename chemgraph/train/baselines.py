@@ -30,20 +30,24 @@ Public API
 - :class:`FingerprintKernelRidge` — per-target kernel ridge, ``alpha`` chosen on validation.
 - :func:`morgan_fingerprints` — SMILES -> ``uint8 [N, 2048]`` Morgan bits.
 - :func:`residual_kernel_ridge` — Δ-learning's kernel ridge on ``high − base``.
-- :func:`transfer_baselines` — validation and test predictions of every baseline of a setting.
+- :class:`BaselineModel` — one fitted baseline as a model (what a baseline checkpoint holds).
+- :func:`transfer_baselines` — every baseline fitted, and its validation and test predictions.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+import torch
 
 from chemgraph.chem import mol_from_smiles
 from chemgraph.featurize.fingerprints import MorganFingerprint
 
 __all__ = [
     "KERNEL_RIDGE_ALPHAS",
+    "BaselineModel",
     "FingerprintKernelRidge",
     "LinearCorrection",
     "baseline_names",
@@ -151,19 +155,21 @@ class LinearCorrection:
 class FingerprintKernelRidge:
     """Kernel ridge regression on Tanimoto similarities of bit fingerprints, one model per
     target, fitted to the centred labels (the prediction far from every training molecule is
-    the training mean, not 0).
+    the training mean, not 0): ``prediction = K(fingerprints, train_fingerprints) @
+    dual_coefficients + means``, what :class:`sklearn.kernel_ridge.KernelRidge` with a
+    precomputed kernel computes, held as plain arrays (so a checkpoint can hold it).
 
     Attributes:
-        train_fingerprints: ``[N, F]`` bits of the training molecules.
-        models: one fitted :class:`~sklearn.kernel_ridge.KernelRidge` per target (None: the
-            target had no training label; it predicts NaN).
-        means: ``float64 [T]`` training means.
-        alphas: the chosen ``alpha`` per target.
+        train_fingerprints: ``uint8 [N, F]`` bits of the training molecules.
+        dual_coefficients: ``float64 [N, T]``; 0 for a molecule without that target's label.
+        means: ``float64 [T]`` training means (NaN: the target had no training label; it
+            predicts NaN).
+        alphas: the chosen ``alpha`` per target (NaN for a target without labels).
     """
 
     train_fingerprints: np.ndarray
-    models: list = field(default_factory=list)
-    means: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    dual_coefficients: np.ndarray
+    means: np.ndarray
     alphas: list[float] = field(default_factory=list)
 
     @classmethod
@@ -191,12 +197,12 @@ class FingerprintKernelRidge:
         val_labels = np.asarray(val_labels, dtype=np.float64).reshape(len(val_labels), -1)
         kernel = tanimoto_kernel(fingerprints, fingerprints)
         val_kernel = tanimoto_kernel(val_fingerprints, fingerprints)
-        models, means, chosen = [], [], []
+        coefficients = np.zeros(labels.shape)
+        means, chosen = np.full(labels.shape[1], np.nan), [np.nan] * labels.shape[1]
         for t in range(labels.shape[1]):
             rows = ~np.isnan(labels[:, t])
             val_rows = ~np.isnan(val_labels[:, t])
             if not rows.any():
-                models.append(None), means.append(np.nan), chosen.append(np.nan)
                 continue
             mean = float(labels[rows, t].mean())
             best = None
@@ -209,21 +215,42 @@ class FingerprintKernelRidge:
                     if val_rows.any() else 0.0
                 )  # fmt: skip
                 if best is None or error < best[0]:
-                    best = (error, alpha, model, rows)
-            models.append((best[2], best[3]))
-            means.append(mean)
-            chosen.append(best[1])
-        return cls(np.asarray(fingerprints), models, np.asarray(means), chosen)
+                    best = (error, alpha, model.dual_coef_)
+            coefficients[rows, t] = best[2]
+            means[t], chosen[t] = mean, best[1]
+        return cls(np.asarray(fingerprints, dtype=np.uint8), coefficients, means, chosen)
 
     def predict(self, fingerprints: np.ndarray) -> np.ndarray:
         """``float64 [M, T]`` predictions for ``[M, F]`` bits (``M`` may be 0)."""
         kernel = tanimoto_kernel(fingerprints, self.train_fingerprints)
-        out = np.full((len(kernel), len(self.models)), np.nan)
-        for t, fitted in enumerate(self.models):
-            if fitted is not None and len(kernel):
-                model, rows = fitted
-                out[:, t] = model.predict(kernel[:, rows]) + self.means[t]
-        return out
+        return kernel @ self.dual_coefficients + self.means
+
+    def select(self, targets: list[int]) -> FingerprintKernelRidge:
+        """The model of ``targets`` (positions) only."""
+        return FingerprintKernelRidge(
+            self.train_fingerprints, self.dual_coefficients[:, targets], self.means[targets],
+            [self.alphas[t] for t in targets],
+        )  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values and tensors (``torch.load(..., weights_only=True)`` reads them): the
+        training fingerprints packed 8 bits to a byte."""
+        return {
+            "fingerprint_size": int(self.train_fingerprints.shape[1]),
+            "train_fingerprints": torch.from_numpy(np.packbits(self.train_fingerprints, axis=1)),
+            "dual_coefficients": torch.from_numpy(self.dual_coefficients),
+            "means": torch.from_numpy(self.means),
+            "alphas": [float(a) for a in self.alphas],
+        }
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> FingerprintKernelRidge:
+        """The inverse of :meth:`to_dict`."""
+        bits = np.unpackbits(values["train_fingerprints"].numpy(), axis=1)
+        return cls(
+            bits[:, : values["fingerprint_size"]], values["dual_coefficients"].numpy(),
+            values["means"].numpy(), list(values["alphas"]),
+        )  # fmt: skip
 
 
 BASELINES = {
@@ -283,6 +310,113 @@ def residual_kernel_ridge(
     )
 
 
+@dataclass
+class BaselineModel:
+    """One fitted baseline of :func:`transfer_baselines`, as a model that predicts molecules it
+    has not seen (``chemgraph predict`` loads it from a baseline checkpoint of ``chemgraph
+    transfer``, :class:`BaselinePredictor`)::
+
+        low        = the given low-fidelity values [N, S] (transductive), or
+                     low_model(fingerprints) (inductive), or nothing (S = 0)
+        prediction = correction(low) + ridge(fingerprints)
+
+    The mean predictor is a correction without inputs (``W`` ``[0, T]``, ``b`` the training
+    mean); the kernel ridge on the high-fidelity labels alone a correction without inputs and
+    ``b = 0`` plus ``ridge``.
+
+    Attributes:
+        key: the baseline (a key of :data:`BASELINES`).
+        correction: ``W`` ``float64 [S, T]``, ``b`` ``float64 [T]``.
+        reads: the positions of the ``S`` low-fidelity columns :meth:`predict` reads, in the
+            columns of the table it was fitted on (empty for the inductive baselines, whose
+            low model predicts them, and for those without a correction of low values).
+        same_column: target ``t`` is corrected from low-fidelity column ``t`` only.
+        low_model: the inductive baselines' fingerprint kernel ridge of the ``S`` values.
+        ridge: a fingerprint kernel ridge added to the correction (Δ-learning's residual), or
+            None.
+    """
+
+    key: str
+    correction: LinearCorrection
+    reads: list[int] = field(default_factory=list)
+    same_column: bool = True
+    low_model: FingerprintKernelRidge | None = None
+    ridge: FingerprintKernelRidge | None = None
+
+    @property
+    def needs_fingerprints(self) -> bool:
+        """Whether :meth:`predict` reads fingerprints."""
+        return self.low_model is not None or self.ridge is not None
+
+    def predict(self, fingerprints: np.ndarray | None, low: np.ndarray | None) -> np.ndarray:
+        """``float64 [N, T]`` predictions of ``N`` molecules.
+
+        Args:
+            fingerprints: ``[N, F]`` Morgan bits (:func:`morgan_fingerprints`); None for a
+                baseline that does not read them (:attr:`needs_fingerprints`).
+            low: ``[N, S]`` the values of the :attr:`reads` columns (a NaN gives NaN); None
+                for a baseline that reads none.
+
+        Raises:
+            ValueError: neither input given, or one missing that the baseline needs.
+        """
+        if fingerprints is None and low is None:
+            raise ValueError("no molecules: give their fingerprints or low-fidelity values")
+        if self.needs_fingerprints and fingerprints is None:
+            raise ValueError(f"the {self.key} baseline needs the molecules' fingerprints")
+        count = len(fingerprints) if fingerprints is not None else len(low)
+        if self.low_model is not None:
+            low = self.low_model.predict(fingerprints)
+        elif not self.reads:
+            low = np.zeros((count, 0))
+        elif low is None:
+            raise ValueError(f"the {self.key} baseline needs the low-fidelity values it reads")
+        out = self.correction.predict(low)
+        return out if self.ridge is None else out + self.ridge.predict(fingerprints)
+
+    def select(self, target: int) -> BaselineModel:
+        """The model of target ``target`` (a position) alone: the low-fidelity columns it
+        does not use dropped (its own column for a same-column correction)."""
+        inputs = list(range(len(self.correction.weights)))
+        if self.same_column and inputs:
+            inputs = [target]
+        return BaselineModel(
+            self.key,
+            LinearCorrection(
+                self.correction.weights[inputs][:, [target]], self.correction.intercept[[target]]
+            ),
+            [self.reads[i] for i in inputs] if self.reads else [],
+            self.same_column,
+            None if self.low_model is None else self.low_model.select(inputs),
+            None if self.ridge is None else self.ridge.select([target]),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values and tensors, for a checkpoint (``weights_only`` loading)."""
+        return {
+            "key": self.key,
+            "weights": torch.from_numpy(self.correction.weights),
+            "intercept": torch.from_numpy(self.correction.intercept),
+            "reads": list(self.reads),
+            "same_column": self.same_column,
+            "low_model": None if self.low_model is None else self.low_model.to_dict(),
+            "ridge": None if self.ridge is None else self.ridge.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> BaselineModel:
+        """The inverse of :meth:`to_dict`."""
+        ridges = [
+            None if values[name] is None else FingerprintKernelRidge.from_dict(values[name])
+            for name in ("low_model", "ridge")
+        ]
+        correction = LinearCorrection(values["weights"].numpy(), values["intercept"].numpy())
+        return cls(
+            values["key"], correction, list(values["reads"]), bool(values["same_column"]),
+            *ridges,
+        )  # fmt: skip
+
+
 def transfer_baselines(
     low: np.ndarray,
     high: np.ndarray,
@@ -291,16 +425,17 @@ def transfer_baselines(
     inductive_pool: np.ndarray | None = None,
     max_kernel_molecules: int = MAX_KERNEL_MOLECULES,
     unlabelled: np.ndarray | None = None,
-) -> dict[str, dict[str, np.ndarray]]:
-    """Validation and test predictions of every baseline (see the module docstring): the
-    validation ones are what a baseline is ranked on beside the transfer strategies (the kernel
-    ridges chose their ``alpha`` on the same molecules, as the networks chose their epoch).
+) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, BaselineModel]]:
+    """Every baseline (see the module docstring) fitted, and its validation and test
+    predictions: the validation ones are what a baseline is ranked on beside the transfer
+    strategies (the kernel ridges chose their ``alpha`` on the same molecules, as the networks
+    chose their epoch).
 
     Args:
-        low: ``[N, T]`` low-fidelity labels of every molecule (NaN = missing).
-        high: ``[N, T]`` high-fidelity labels (NaN = missing).
-        fingerprints: ``[N, F]`` bits, or None: no kernel ridge baselines (only the linear
-            corrections).
+        low: ``[N, S]`` low-fidelity labels of every molecule (NaN = missing).
+        high: ``[N, T]`` high-fidelity labels (NaN = missing; ``T == S``).
+        fingerprints: ``[N, F]`` bits, or None: no kernel ridge baselines (only the mean and
+            the linear corrections).
         split: ``train``/``val``/``test`` positions (the transfer strategies' split).
         inductive_pool: positions whose low-fidelity labels train the low-fidelity model of
             the inductive baselines (the test molecules excluded); None = no inductive
@@ -311,58 +446,69 @@ def transfer_baselines(
             (``"unlabelled"`` of each baseline); None = none.
 
     Returns:
-        ``{baseline key (BASELINES): {"val": float64 [n_val, T], "test": float64 [n_test, T]}}``,
-        and ``"unlabelled"`` ``[len(unlabelled), T]`` with ``unlabelled``.
+        ``(predictions, models)``: ``{baseline key (BASELINES): {"val": float64 [n_val, T],
+        "test": float64 [n_test, T]}}``, and ``"unlabelled"`` ``[len(unlabelled), T]`` with
+        ``unlabelled``; ``{baseline key: its BaselineModel}`` (``reads`` positions of ``low``'s
+        columns).
     """
-    train, val, test = split["train"], split["val"], split["test"]
+    train, val = split["train"], split["val"]
     low = np.asarray(low, dtype=np.float64)
     high = np.asarray(high, dtype=np.float64)
-    out: dict[str, dict[str, np.ndarray]] = {}
     kernel_train = _subsample(train, max_kernel_molecules)
-    predicted = {"val": val, "test": test}
+    predicted = {"val": val, "test": split["test"]}
     if unlabelled is not None:
         predicted["unlabelled"] = np.asarray(unlabelled, dtype=np.int64)
     known = np.concatenate(list(predicted.values()) + [train])
+    no_inputs = np.zeros((0, high.shape[1]))
+    mean = LinearCorrection(no_inputs, np.nanmean(high[train], axis=0))
+    models = {"mean": BaselineModel("mean", mean)}
 
-    def parts(values: np.ndarray) -> dict[str, np.ndarray]:  # values: [N, T], every molecule
-        return {name: values[index] for name, index in predicted.items()}
+    def everywhere(model: BaselineModel) -> np.ndarray:  # [N, T], NaN outside ``known``
+        values = np.full_like(high, np.nan)
+        values[known] = model.predict(
+            None if fingerprints is None else fingerprints[known], low[known][:, model.reads]
+        )
+        return values
 
-    def residual_ridge(base: np.ndarray) -> dict[str, np.ndarray]:
-        model = residual_kernel_ridge(base, high, fingerprints, split, max_kernel_molecules)
-        return {
-            name: base[index] + model.predict(fingerprints[index])
-            for name, index in predicted.items()
-        }
-
-    mean = np.nanmean(high[train], axis=0, keepdims=True)
-    out["mean"] = parts(np.repeat(mean, len(high), axis=0))
     if fingerprints is not None:
-        model = FingerprintKernelRidge.fit(
+        ridge = FingerprintKernelRidge.fit(
             fingerprints[kernel_train], high[kernel_train], fingerprints[val], high[val]
         )
-        out["kernel_ridge"] = {
-            name: model.predict(fingerprints[index]) for name, index in predicted.items()
-        }
+        zero = LinearCorrection(no_inputs, np.zeros(high.shape[1]))
+        models["kernel_ridge"] = BaselineModel("kernel_ridge", zero, ridge=ridge)
+    every_column = list(range(low.shape[1]))
     for suffix, same in (("", True), ("_all", False)):
-        base = np.full_like(high, np.nan)
-        base[known] = LinearCorrection.fit(low[train], high[train], same).predict(low[known])
-        out[f"linear{suffix}"] = parts(base)
+        correction = LinearCorrection.fit(low[train], high[train], same)
+        models[f"linear{suffix}"] = BaselineModel(f"linear{suffix}", correction, every_column, same)
         if fingerprints is not None:
-            out[f"delta{suffix}"] = residual_ridge(base)
+            ridge = residual_kernel_ridge(
+                everywhere(models[f"linear{suffix}"]), high, fingerprints, split,
+                max_kernel_molecules,
+            )  # fmt: skip
+            models[f"delta{suffix}"] = BaselineModel(
+                f"delta{suffix}", correction, every_column, same, ridge=ridge
+            )
     if inductive_pool is not None and fingerprints is not None:
-        pool = np.setdiff1d(inductive_pool, test)
+        pool = np.setdiff1d(inductive_pool, split["test"])
         held_out = np.random.default_rng(0).random(len(pool)) < 0.1
         low_model = FingerprintKernelRidge.fit(
             fingerprints[_subsample(pool[~held_out], max_kernel_molecules)],
             low[_subsample(pool[~held_out], max_kernel_molecules)],
             fingerprints[pool[held_out]], low[pool[held_out]],
         )  # fmt: skip
-        low_predicted = np.full_like(low, np.nan)
-        low_predicted[known] = low_model.predict(fingerprints[known])
-        base = np.full_like(high, np.nan)
-        base[known] = LinearCorrection.fit(low_predicted[train], high[train], True).predict(
-            low_predicted[known]
+        correction = LinearCorrection.fit(low_model.predict(fingerprints[train]), high[train], True)
+        models["low_model_linear"] = BaselineModel(
+            "low_model_linear", correction, low_model=low_model
         )
-        out["low_model_linear"] = parts(base)
-        out["low_model_delta"] = residual_ridge(base)
-    return out
+        ridge = residual_kernel_ridge(
+            everywhere(models["low_model_linear"]), high, fingerprints, split,
+            max_kernel_molecules,
+        )  # fmt: skip
+        models["low_model_delta"] = BaselineModel(
+            "low_model_delta", correction, low_model=low_model, ridge=ridge
+        )
+    predictions = {}
+    for key, model in models.items():
+        values = everywhere(model)
+        predictions[key] = {name: values[index] for name, index in predicted.items()}
+    return predictions, models

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 import sys
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import lightning as L
+import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-__all__ = ["CPUTimeLimit", "EpochProgress", "LossHistory", "ValidationLog"]
+__all__ = ["CPUTimeLimit", "EpochProgress", "LossHistory", "RandomStates", "ValidationLog"]
 
 log = logging.getLogger(__name__)
 
@@ -233,3 +236,36 @@ class CPUTimeLimit(L.Callback):
                 "CPU-time budget of %g min reached at step %d: training stops",
                 self.minutes, trainer.global_step,
             )  # fmt: skip
+
+
+class RandomStates(L.Callback):
+    """Keeps the random number generators' states (Python's, NumPy's and torch's CPU and CUDA
+    generators) in every checkpoint and sets them again when a fit resumes from one, so that
+    dropout, noise and every other draw after the checkpoint are those of the uninterrupted
+    fit (Lightning restores the weights, optimiser, schedulers and loops, not these states).
+    The batches' order does not depend on them
+    (:class:`chemgraph.data.datamodule.SeededShuffleSampler`,
+    :class:`~chemgraph.data.datamodule.SizeBucketBatchSampler`).
+
+    The states are those of the moment the checkpoint is written (the end of a validation),
+    the last moment that draws nothing before the next epoch starts.
+    """
+
+    def state_dict(self) -> dict[str, Any]:
+        """Plain values and tensors (a checkpoint loads with ``weights_only=True``)."""
+        name, keys, position, has_gauss, cached = np.random.get_state()
+        return {
+            "python": random.getstate(),
+            "numpy": [name, torch.from_numpy(keys.astype(np.int64)), position, has_gauss, cached],
+            "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        }
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        python = state_dict["python"]
+        random.setstate((python[0], tuple(python[1]), python[2]))
+        name, keys, position, has_gauss, cached = state_dict["numpy"]
+        np.random.set_state((name, keys.numpy().astype(np.uint32), position, has_gauss, cached))
+        torch.set_rng_state(state_dict["torch"])
+        if state_dict["cuda"] and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state_dict["cuda"])

@@ -11,6 +11,10 @@ kinds (:data:`KINDS`), told apart by their hyper-parameters, each rebuilt into a
   ``chemgraph predict``). A Δ-learning model of ``chemgraph transfer`` also holds its linear
   correction, and for the inductive strategy the pretrained model's hyper-parameters and
   weights, under ``delta_learning`` (:class:`chemgraph.train.delta.DeltaLearning`).
+  A baseline that ``chemgraph transfer`` recommended is a property checkpoint too:
+  ``hyper_parameters["kind"]`` ``"baseline"``, an empty ``state_dict`` and the fitted baseline
+  under ``"baseline"`` (:meth:`chemgraph.train.baselines.BaselineModel.to_dict`), loaded into a
+  :class:`~chemgraph.train.predictors.BaselinePredictor`.
 * ``"reaction"``: :class:`~chemgraph.train.predictors.ReactionPredictor`, the model of
   :class:`chemgraph.train.reaction_module.ReactionModule` (the reaction_outcome recipe; used by
   ``chemgraph react``), recognised by its ``vocabulary``.
@@ -27,13 +31,27 @@ from typing import TYPE_CHECKING, Any, Literal
 import torch
 
 from chemgraph.models.grat.translator import LEGACY_OPTIONS
+from chemgraph.train.baselines import BaselineModel
 from chemgraph.train.delta import DeltaLearning
-from chemgraph.train.predictors import DELTA_LEARNING_KEY, PropertyPredictor, ReactionPredictor
+from chemgraph.train.predictors import (
+    BASELINE_KIND,
+    DELTA_LEARNING_KEY,
+    BaselinePredictor,
+    PropertyPredictor,
+    ReactionPredictor,
+)
 
 if TYPE_CHECKING:
     import lightning as L
 
-__all__ = ["KINDS", "best_checkpoint_path", "checkpoint_kind", "load_checkpoint", "load_weights"]
+__all__ = [
+    "KINDS",
+    "best_checkpoint_path",
+    "checkpoint_kind",
+    "load_checkpoint",
+    "load_weights",
+    "read_checkpoint_file",
+]
 
 Kind = Literal["property", "reaction"]
 
@@ -49,8 +67,9 @@ _USE = {
 }
 
 
-def _read(path: str | Path, keys: tuple[str, ...]) -> dict[str, Any]:
-    """The checkpoint dict of ``path``, on the CPU, holding ``keys``.
+def read_checkpoint_file(path: str | Path, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The checkpoint dict of ``path``, on the CPU, holding ``keys``, read with
+    ``torch.load(..., weights_only=True)``; why a file cannot be read is said in one line.
 
     Raises:
         FileNotFoundError: no such file.
@@ -99,7 +118,7 @@ def checkpoint_kind(hyper_parameters: dict[str, Any]) -> Kind:
 
 def load_checkpoint(
     path: str | Path, kind: Kind | None = None, device: str | torch.device = "cpu"
-) -> PropertyPredictor | ReactionPredictor:
+) -> PropertyPredictor | BaselinePredictor | ReactionPredictor:
     """Rebuild a trained model from a checkpoint, in eval mode.
 
     Args:
@@ -112,15 +131,20 @@ def load_checkpoint(
         restored, and its pretrained low-fidelity model on ``device`` in eval mode too) or
         :class:`~chemgraph.train.predictors.ReactionPredictor` (see :data:`KINDS`): the
         trained module's network, with its ``hparams`` (the checkpoint's hyper-parameters)
-        and state dict.
+        and state dict; or, for a baseline checkpoint of ``chemgraph transfer`` (a property
+        checkpoint), a :class:`~chemgraph.train.predictors.BaselinePredictor`.
 
     Raises:
         FileNotFoundError: no such file.
         ValueError: not a chemgraph checkpoint, or one of the other kind (the message says
             which command takes it).
     """
-    checkpoint = _read(path, ("hyper_parameters", "state_dict"))
+    checkpoint = read_checkpoint_file(path, ("hyper_parameters", "state_dict"))
     parameters = checkpoint["hyper_parameters"]
+    if parameters.get("kind") == BASELINE_KIND and kind in (None, "property"):
+        return BaselinePredictor(parameters, BaselineModel.from_dict(checkpoint["baseline"]))
+    if parameters.get("kind") == BASELINE_KIND:
+        raise ValueError(f"{path} is {_USE['property']}")
     if parameters.get("kind") in _USE:  # a chemgraph model that is not a Lightning module
         raise ValueError(f"{path} is {_USE[parameters['kind']]}")
     found = checkpoint_kind(parameters)
@@ -177,7 +201,7 @@ def load_weights(module: torch.nn.Module, path: str | Path) -> None:
             ``state_dict``.
         RuntimeError: the weights do not fit ``module``.
     """
-    module.load_state_dict(_read(path, ("state_dict",))["state_dict"])
+    module.load_state_dict(read_checkpoint_file(path, ("state_dict",))["state_dict"])
 
 
 def best_checkpoint_path(trainer: L.Trainer, hint: str) -> Path:

@@ -57,18 +57,41 @@ def read_settings(config: str | Path | Mapping[str, Any] | None) -> dict[str, An
 
     Raises:
         OSError: the file cannot be read.
-        ConfigError: the file does not hold a YAML mapping.
+        ConfigError: the file is not UTF-8 text, is not YAML (the message names the file, the
+            line and column and YAML's reason), holds a tag (``!!python/object``, ``!custom``:
+            settings are plain values) or does not hold a mapping.
     """
     if config is None:
         return {}
     if isinstance(config, Mapping):
         return copy.deepcopy(dict(config))
-    values = yaml.safe_load(Path(config).read_text())
+    data = Path(config).read_bytes()
+    try:
+        values = yaml.safe_load(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            f"{config}: not UTF-8 text (byte {data[error.start]:#04x} at offset {error.start})"
+        ) from None
+    except yaml.YAMLError as error:
+        raise ConfigError(_yaml_error(config, error)) from None
     if values is None:
         return {}
     if not isinstance(values, dict):
         raise ConfigError(f"{config}: expected a mapping of settings, got {type(values).__name__}")
     return values
+
+
+def _yaml_error(path: str | Path, error: yaml.YAMLError) -> str:
+    """One line for a YAML file PyYAML refuses: the file, line and column (1-based) and why."""
+    mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+    where = f", line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    problem = getattr(error, "problem", None) or str(error).strip().splitlines()[0]
+    if isinstance(error, yaml.constructor.ConstructorError):
+        return f"{path}{where}: {problem}; settings are plain YAML values, without tags"
+    context, start = getattr(error, "context", None), getattr(error, "context_mark", None)
+    if context and start is not None and start.line != mark.line:
+        context += f" that starts on line {start.line + 1}, column {start.column + 1}"
+    return f"{path}{where}: not valid YAML: {problem}" + (f" ({context})" if context else "")
 
 
 def merge_settings(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

@@ -13,18 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 
 from chemgraph._dgl import dgl
 from chemgraph._files import file_digest
-from chemgraph.data.applicability import TrainingFingerprints
+from chemgraph.data.applicability import TrainingFingerprints, TrainingLabelRange
 from chemgraph.featurize import FeaturizerPreset, RadiusGraphFeaturizer
 from chemgraph.models import get_model_spec
 from chemgraph.train.checkpoint import load_checkpoint
 from chemgraph.train.inference import model_inputs, predict_graphs
-from chemgraph.train.predictors import PropertyPredictorBase
+from chemgraph.train.predictors import BaselinePredictor, PropertyPredictorBase
 
-__all__ = ["Ensemble", "checkpoint_files", "ensemble_statistics"]
+__all__ = ["Ensemble", "checkpoint_files", "ensemble_statistics", "mean_prediction_frame"]
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,25 @@ def ensemble_statistics(stacked: np.ndarray) -> tuple[np.ndarray, np.ndarray | N
     """
     mean = stacked.mean(axis=0)
     return mean, (stacked.std(axis=0, ddof=1) if len(stacked) > 1 else None)
+
+
+def mean_prediction_frame(frames: list[pd.DataFrame], targets: list[str]) -> pd.DataFrame:
+    """The members' prediction tables (columns ``split``, ``row``, ``<target>_pred``, ...;
+    same rows, same order; ``chemgraph train --ensemble``'s ``predictions.csv``) with each
+    ``<target>_pred`` replaced by the members' mean and a ``<target>_std`` column added.
+
+    Raises:
+        ValueError: the members' rows differ (not one split).
+    """
+    first = frames[0]
+    for frame in frames[1:]:
+        if not frame[["split", "row"]].equals(first[["split", "row"]]):
+            raise ValueError("the ensemble's members were evaluated on different rows")
+    mean = first.drop(columns=[f"{t}_pred" for t in targets])
+    for target in targets:
+        stacked = np.stack([frame[f"{target}_pred"].to_numpy(dtype=float) for frame in frames])
+        mean[f"{target}_pred"], mean[f"{target}_std"] = ensemble_statistics(stacked)
+    return mean
 
 
 def checkpoint_files(checkpoints: str | Path | Sequence[str | Path]) -> list[Path]:
@@ -108,13 +128,15 @@ def _member(checkpoint: Path) -> int | None:
     return int(suffix) if suffix.isdigit() else None
 
 
-def _inputs_and_outputs(module: PropertyPredictorBase) -> dict[str, Any]:
-    """What the members of an ensemble must share: targets, task, featurization and, for
-    Δ-learning models, the strategy and the low-fidelity values corrected."""
+def _inputs_and_outputs(module: PropertyPredictorBase | BaselinePredictor) -> dict[str, Any]:
+    """What the members of an ensemble must share: targets, task, featurization, the baseline
+    (a network's is None) and, for Δ-learning models, the strategy and the low-fidelity values
+    corrected."""
     hparams = module.hparams
     delta = module.delta_learning
     return {
         "target_columns": list(hparams.target_columns),
+        "baseline": hparams.get("baseline"),
         "task": hparams.task,
         "featurizer": hparams.featurizer,
         "preparation": module.preparation,
@@ -132,7 +154,9 @@ class Ensemble:
     (:class:`chemgraph.train.delta.DeltaLearning`) predicts its residual plus the linear
     correction of the molecule's low-fidelity values: given ones (transductive;
     :attr:`low_fidelity_columns` names them) or its pretrained model's (inductive); the mean and
-    spread are those of the members' full predictions.
+    spread are those of the members' full predictions. A baseline that ``chemgraph transfer``
+    recommended (:class:`~chemgraph.train.predictors.BaselinePredictor`) predicts from the
+    molecules' Morgan fingerprints and, for a transductive one, their low-fidelity values.
 
     An ensemble pickles as its checkpoint files, their sha256 and the device asked for, not as
     its weights: a worker process or a dask.distributed worker that receives one loads the
@@ -144,9 +168,13 @@ class Ensemble:
             by each process an ensemble is unpickled in).
 
     Attributes:
+        targets, task: the members' targets and task (``"regression"`` or
+            ``"classification"``).
         low_fidelity_columns: the input columns every prediction needs (:meth:`predict`'s
-            ``low_fidelity``): a transductive Δ-learning model's low-fidelity values; empty
-            for the others.
+            ``low_fidelity``): a transductive Δ-learning model's or baseline's low-fidelity
+            values; empty for the others.
+        reads_fingerprints: a baseline that predicts from the molecules' Morgan fingerprints
+            (:meth:`predict`'s ``fingerprints``).
         stacked: the members whose transfer run also stacked them with a kernel ridge it did
             not store (:attr:`chemgraph.train.delta.DeltaLearning.stacked`), so their
             prediction is the run's plain row, not its stacked one
@@ -157,12 +185,21 @@ class Ensemble:
             Gaussian basis, elements, as trained).
         preparation: the molecule preparation of training (bond graphs; radius graphs use the
             structures as given).
+        fingerprints: the training molecules' fingerprints of every member (identical ones
+            once) with their calibrated similarity threshold
+            (:meth:`~chemgraph.data.applicability.TrainingFingerprints.concatenate`); None when
+            a member holds none.
+        missing_threshold: the checkpoints whose fingerprints were stored without a calibrated
+            similarity threshold (written before chemgraph calibrated it).
+        label_range: a regression's training labels' range per target, covering every
+            member's (:meth:`~chemgraph.data.applicability.TrainingLabelRange.union`); None for
+            classification or when a member holds none.
 
     Raises:
         ValueError: a checkpoint that is not a property checkpoint, or members that differ in
-            targets, task, featurizer, molecule preparation (standardisation, fragments) or
-            Δ-learning (strategy, low-fidelity columns); when unpickled, a checkpoint whose
-            bytes differ from those of the pickled one.
+            targets, task, featurizer, molecule preparation (standardisation, fragments),
+            baseline or Δ-learning (strategy, low-fidelity columns); when unpickled, a
+            checkpoint whose bytes differ from those of the pickled one.
     """
 
     def __init__(self, files: list[Path], device: str | torch.device | None = None) -> None:
@@ -182,8 +219,18 @@ class Ensemble:
                         "ensemble's members must predict the same targets from the same features"
                     )
         self.targets: list[str] = list(first.target_columns)
-        delta = self.modules[0].delta_learning
-        self.low_fidelity_columns: list[str] = [] if delta is None else delta.input_columns
+        self.task: str = first.task
+        delta, baseline = self.modules[0].delta_learning, self.modules[0]
+        self.low_fidelity_columns: list[str] = (
+            delta.input_columns
+            if delta is not None
+            else baseline.low_fidelity_columns
+            if isinstance(baseline, BaselinePredictor)
+            else []
+        )
+        self.reads_fingerprints = isinstance(baseline, BaselinePredictor) and (
+            baseline.baseline.needs_fingerprints
+        )
         self.stacked: list[Path] = [
             f
             for f, m in zip(files, self.modules)
@@ -196,19 +243,49 @@ class Ensemble:
         stored = [m.hparams.get("train_fingerprints") for m in self.modules]
         missing = [str(f) for f, values in zip(files, stored) if values is None]
         self.missing_fingerprints = missing
+        self.missing_threshold = [
+            str(f)
+            for f, values in zip(files, stored)
+            if values is not None and values.get("similarity_threshold") is None
+        ]
         self.fingerprints: TrainingFingerprints | None = None
         if not missing:
             parts = [TrainingFingerprints.from_dict(values) for values in stored]
             self.fingerprints = TrainingFingerprints.concatenate(parts)
+        ranges = [m.hparams.get("train_label_range") for m in self.modules]
+        regression = first.task == "regression"
+        self.missing_label_range = [
+            str(f) for f, values in zip(files, ranges) if regression and values is None
+        ]
+        self.label_range: TrainingLabelRange | None = None
+        if regression and not self.missing_label_range:
+            self.label_range = TrainingLabelRange.union(
+                [TrainingLabelRange.from_dict(values) for values in ranges]
+            )
 
     def warn_missing_fingerprints(self) -> None:
         """Warn that the similarity columns stay empty, when a checkpoint holds no training
         fingerprints (:func:`predict_table` does so once the user's options are checked)."""
         if self.missing_fingerprints:
+            why = (
+                "trained on 3D structures without SMILES, which give no fingerprints"
+                if isinstance(self.featurizer, RadiusGraphFeaturizer)
+                else "written before chemgraph stored them"
+            )
             log.warning(
-                "no training fingerprints in %s (written before chemgraph stored them): "
-                "max_similarity_to_train and in_domain are left empty",
-                ", ".join(self.missing_fingerprints),
+                "no training fingerprints in %s (%s): max_similarity_to_train and in_domain "
+                "are left empty", ", ".join(self.missing_fingerprints), why,
+            )  # fmt: skip
+
+    def warn_missing_label_range(self) -> None:
+        """Warn that the ``<target>_outside_training_range`` columns stay empty, when a
+        regression checkpoint holds no training label range (:func:`predict_table` does so once
+        the user's options are checked)."""
+        if self.missing_label_range:
+            log.warning(
+                "no training label range in %s (written before chemgraph stored it): "
+                "the _outside_training_range columns are left empty",
+                ", ".join(self.missing_label_range),
             )
 
     def note_stacked_members(self) -> None:
@@ -231,7 +308,11 @@ class Ensemble:
         return [f"{target}{suffix}" for target in self.targets for suffix in suffixes]
 
     def predict(
-        self, graphs: dgl.DGLGraph, batch_size: int, low_fidelity: np.ndarray | None = None
+        self,
+        graphs: dgl.DGLGraph,
+        batch_size: int,
+        low_fidelity: np.ndarray | None = None,
+        fingerprints: np.ndarray | None = None,
     ) -> dict[str, np.ndarray]:
         """``{column: float32 [N]}`` for :meth:`columns` from the batched graph of ``N``
         molecules: each member's predictions, their mean and (ensembles) their sample standard
@@ -244,12 +325,18 @@ class Ensemble:
             low_fidelity: ``float [N, S]``, the values of :attr:`low_fidelity_columns` (a
                 transductive Δ-learning ensemble; a NaN gives NaN predictions for that
                 molecule); None for the others.
+            fingerprints: ``uint8 [N, 2048]`` Morgan bits, for a baseline that reads them
+                (:attr:`reads_fingerprints`).
 
         Raises:
-            ValueError: a transductive Δ-learning ensemble without ``low_fidelity``.
+            ValueError: a transductive Δ-learning ensemble without ``low_fidelity``, or a
+                baseline without the inputs it reads.
         """
         predictions = []
         for module in self.modules:
+            if isinstance(module, BaselinePredictor):
+                predictions.append(module.predict(fingerprints, low_fidelity))
+                continue
             predicted = predict_graphs(module, *model_inputs(module, graphs), batch_size)
             if module.delta_learning is not None:  # the residual, plus the correction
                 predicted = module.delta_learning.add_to(

@@ -58,6 +58,7 @@ def fit(
     budget_hint: str,
     restore_best: bool = True,
     quiet: bool = False,
+    resume_from: str | Path | None = None,
     **trainer_options: Any,
 ) -> FitResult:
     """Train ``module`` on ``data``; with a ``checkpoint_dir``, find the best checkpoint and
@@ -72,6 +73,9 @@ def fit(
         restore_best: load the best checkpoint's weights into ``module`` after the fit (else
             the last weights stay and only :attr:`FitResult.best` names the file).
         quiet: hide Lightning's start-up banner (jobs that fit many models in one run).
+        resume_from: the ``last.ckpt`` of an interrupted fit of the same module and data
+            (``keep_last``): the fit continues from it, and on one process trains as the
+            uninterrupted fit would have; None = start from ``module``'s weights.
         **trainer_options: keyword arguments of :func:`chemgraph.train.trainer.make_trainer`
             (``max_epochs``, ``checkpoint_dir``, ``callbacks``, ...).
 
@@ -93,12 +97,13 @@ def fit(
         sigint = signal.getsignal(signal.SIGINT)
         trainer = make_trainer(**options)
         try:
+            path = None if resume_from is None else str(resume_from)
             if isinstance(data, L.LightningDataModule):
-                trainer.fit(module, datamodule=data)
+                trainer.fit(module, datamodule=data, ckpt_path=path, weights_only=True)
             elif isinstance(data, DataLoader):
-                trainer.fit(module, data)
+                trainer.fit(module, data, ckpt_path=path, weights_only=True)
             else:
-                trainer.fit(module, *data)
+                trainer.fit(module, *data, ckpt_path=path, weights_only=True)
         except SystemExit as stop:
             if isinstance(stop, SIGTERMException):
                 raise Interrupted(signal.SIGTERM) from None

@@ -183,6 +183,7 @@ def run_shard_tasks(
     shards: Sequence[int],
     workers: int = 1,
     dask_scheduler: str | None = None,
+    describe: Callable[[int], str | None] | None = None,
 ) -> Iterator[int]:
     """Run ``task(shard)`` for every shard and yield what each returns, as the shards finish.
 
@@ -202,16 +203,21 @@ def run_shard_tasks(
             shard is then one task, run on one torch thread (:func:`chemgraph._dask.run_on_dask`:
             a task whose worker dies is run again by dask on another worker). The workers need
             the files the tasks read and write: a file system they share.
+        describe: what a shard holds (its input rows), for the message of a shard whose dask
+            workers all died.
 
     Raises:
         MissingDependencyError: ``dask_scheduler`` without dask.distributed installed.
+        chemgraph._dask.WorkersDied: every dask worker that ran a shard died (likely memory;
+            the shards done are kept).
         Exception: what a task raised.
     """
     if dask_scheduler is not None:
         calls = ((shard,) for shard in shards)
         yield from run_on_dask(
-            functools.partial(_on_one_thread, task), calls, dask_scheduler, "score-shard"
-        )
+            functools.partial(_on_one_thread, task), calls, dask_scheduler, "score-shard",
+            describe,
+        )  # fmt: skip
         return
     loader = DataLoader(
         _Tasks(task, shards), batch_size=None, num_workers=workers if workers > 1 else 0,

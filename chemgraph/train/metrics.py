@@ -5,7 +5,9 @@ probability of class 1 per task): ROC-AUC, PR-AUC, MCC, balanced accuracy and pl
 see :func:`classification_metrics` for what each one is. :func:`per_task_metrics` gives each
 task's values, :func:`mean_over_tasks` their means; :func:`format_metrics` (what
 ``chemgraph train`` prints) leads with ROC-AUC and, when a task's classes are imbalanced, PR-AUC
-against its chance level.
+against its chance level. How far the error can be foreseen: :func:`domain_metrics` (the
+metrics of molecules in and out of the applicability domain) and
+:func:`spread_error_correlation` (an ensemble's spread against its absolute error).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Sequence
 from functools import partial
 
 import numpy as np
+from scipy import stats
 from sklearn import metrics as skm
 
 __all__ = [
@@ -24,11 +27,13 @@ __all__ = [
     "REGRESSION",
     "THRESHOLD",
     "classification_metrics",
+    "domain_metrics",
     "format_ensemble_metrics",
     "format_metrics",
     "mean_over_tasks",
     "per_task_metrics",
     "regression_metrics",
+    "spread_error_correlation",
 ]
 
 REGRESSION = ("rmse", "mae", "r2")
@@ -197,6 +202,78 @@ def classification_metrics(
     return mean_over_tasks(
         per_task_metrics(y_true, probability, "classification", threshold=threshold)
     )
+
+
+def domain_metrics(
+    y_true: np.ndarray,
+    y_pred: np.ndarray,
+    in_domain: np.ndarray,
+    task: str,
+    targets: Sequence[str] | None = None,
+) -> dict[str, dict[str, float]]:
+    """The metrics of the molecules in and out of the applicability domain, apart.
+
+    Args:
+        y_true, y_pred, task, targets: as :func:`per_task_metrics`.
+        in_domain: ``bool [N]``, each molecule's ``in_domain``
+            (:mod:`chemgraph.data.applicability`).
+
+    Returns:
+        ``{"in_domain": {"molecules": n, ...}, "out_of_domain": {"molecules": m, ...}}``: the
+        number of molecules and the :func:`mean_over_tasks` of :func:`per_task_metrics` of
+        each group (every metric NaN for an empty group).
+    """
+    in_domain = np.asarray(in_domain, dtype=bool)
+    y_true = np.asarray(y_true, dtype=np.float64).reshape(len(in_domain), -1)
+    y_pred = np.asarray(y_pred, dtype=np.float64).reshape(len(in_domain), -1)
+    names = REGRESSION if task == "regression" else CLASSIFICATION
+    groups = {}
+    for name, members in (("in_domain", in_domain), ("out_of_domain", ~in_domain)):
+        values = dict.fromkeys(names, math.nan)
+        if members.any():
+            table = per_task_metrics(y_true[members], y_pred[members], task, targets)
+            values = mean_over_tasks(table)
+        groups[name] = {"molecules": int(members.sum()), **values}
+    return groups
+
+
+def spread_error_correlation(
+    y_true: np.ndarray,
+    y_pred: np.ndarray,
+    spread: np.ndarray,
+    targets: Sequence[str] | None = None,
+) -> dict[str, dict[str, float]]:
+    """Per target, the Spearman rank correlation of an ensemble's spread with its absolute
+    error: 1 when the molecules with the larger spread are always those with the larger error,
+    0 when the spread says nothing about the error (C. Spearman, Am. J. Psychol. 15, 72 (1904);
+    ``scipy.stats.spearmanr``, ties at their mean rank).
+
+    Args:
+        y_true: ``[N, T]`` (or ``[N]``) labels; NaN = missing, ignored.
+        y_pred: same shape: the ensemble's mean prediction (target units, or a probability of
+            class 1, whose absolute error is then ``|p - y|``).
+        spread: same shape: the members' standard deviation.
+        targets: the ``T`` target names, the keys of the result (default ``"0"``, ...).
+
+    Returns:
+        ``{target: {"molecules": n, "spearman": rho}}`` over the ``n`` labelled molecules;
+        ``rho`` NaN with fewer than 3 of them or a constant spread or error.
+    """
+    y_true = np.asarray(y_true, dtype=np.float64).reshape(len(y_true), -1)
+    y_pred = np.asarray(y_pred, dtype=np.float64).reshape(len(y_true), -1)
+    spread = np.asarray(spread, dtype=np.float64).reshape(len(y_true), -1)
+    if targets is None:
+        targets = [str(index) for index in range(y_true.shape[1])]
+    table = {}
+    for index, target in enumerate(targets):
+        present = ~np.isnan(y_true[:, index])
+        error = np.abs(y_pred[present, index] - y_true[present, index])
+        deviation = spread[present, index]
+        rho = math.nan
+        if len(error) >= 3 and np.ptp(error) > 0 and np.ptp(deviation) > 0:
+            rho = float(stats.spearmanr(deviation, error).statistic)
+        table[target] = {"molecules": int(present.sum()), "spearman": rho}
+    return table
 
 
 def _missing(value: float | None) -> bool:

@@ -126,6 +126,11 @@ class PropertyPredictionModule(PropertyPredictorBase, L.LightningModule):
             (:meth:`chemgraph.data.applicability.TrainingFingerprints.to_dict`: 256 bytes per
             molecule), for the applicability domain of ``chemgraph predict``; None in
             checkpoints written before chemgraph stored them. Not used by the model.
+        train_label_range: a regression's smallest and largest training label per target, in
+            the targets' units (:meth:`chemgraph.data.applicability.TrainingLabelRange.to_dict`),
+            for ``chemgraph predict``'s ``<target>_outside_training_range``; None for
+            classification and in checkpoints written before chemgraph stored it. Not used by
+            the model.
 
     The checkpoint's ``hyper_parameters`` hold only plain Python values, so it loads with
     ``torch.load(..., weights_only=True)``.
@@ -159,6 +164,7 @@ class PropertyPredictionModule(PropertyPredictorBase, L.LightningModule):
         lr_factor: float = 0.5,
         model: str = "esa",
         train_fingerprints: dict | None = None,
+        train_label_range: dict | None = None,
     ) -> None:
         super().__init__()
         if lr_schedule not in LR_SCHEDULES:
@@ -288,6 +294,7 @@ def build_property_module(
     fragments: str = "keep",
     standardize: str = "none",
     train_fingerprints: dict | None = None,
+    train_label_range: dict | None = None,
 ) -> PropertyPredictionModule:
     """A fresh :class:`PropertyPredictionModule` (random weights) of a registered model family:
     the one builder of ``chemgraph train`` (:mod:`chemgraph.jobs.train`) and of transfer
@@ -309,7 +316,7 @@ def build_property_module(
         model_options: the user's model options (already checked).
         learning_rate: and the other keyword arguments (``weight_decay``, ``lr_schedule``,
             ``warmup_steps``, ``lr_patience``, ``max_minutes``, ``final_lr_fraction``,
-            ``fragments``, ``standardize``, ``train_fingerprints``): as
+            ``fragments``, ``standardize``, ``train_fingerprints``, ``train_label_range``): as
             :class:`PropertyPredictionModule`.
 
     Raises:
@@ -339,4 +346,5 @@ def build_property_module(
         lr_patience=lr_patience,
         model=model,
         train_fingerprints=train_fingerprints,
+        train_label_range=train_label_range,
     )

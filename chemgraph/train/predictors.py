@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
 import torch
 
 from chemgraph.batches.reaction import TokenVocabulary
@@ -35,10 +36,13 @@ from chemgraph.models.grat import GRATTranslator, GRATTranslatorConfig, ValenceR
 from chemgraph.train.scaler import TargetScaler
 
 if TYPE_CHECKING:
+    from chemgraph.train.baselines import BaselineModel
     from chemgraph.train.delta import DeltaLearning
 
 __all__ = [
+    "BASELINE_KIND",
     "DELTA_LEARNING_KEY",
+    "BaselinePredictor",
     "TASKS",
     "Task",
     "HyperParameters",
@@ -73,6 +77,12 @@ DELTA_LEARNING_KEY = "delta_learning"
 """The checkpoint key of a Δ-learning model's correction
 (:meth:`chemgraph.train.delta.DeltaLearning.to_dict`); absent for a model whose outputs are the
 labels."""
+
+
+def _preparation(hparams: Mapping[str, Any]) -> MoleculePreparation:
+    return MoleculePreparation(
+        standardize=hparams.get("standardize", "none"), fragments=hparams.get("fragments", "keep")
+    )
 
 
 class PropertyPredictorBase:
@@ -112,9 +122,7 @@ class PropertyPredictorBase:
     def preparation(self) -> MoleculePreparation:
         """How the training molecules were prepared before featurization (and so must be
         every molecule this model predicts)."""
-        return MoleculePreparation(
-            standardize=self.hparams.get("standardize", "none"), fragments=self.hparams.fragments
-        )
+        return _preparation(self.hparams)
 
     def forward(self, batch) -> torch.Tensor:
         """The model's raw outputs ``[B, T]``: standardised values (regression) or logits."""
@@ -145,6 +153,8 @@ class PropertyPredictor(PropertyPredictorBase, torch.nn.Module):
         model: registered model family (:data:`chemgraph.models.MODELS`).
         train_fingerprints: the training molecules' packed Morgan fingerprints (applicability
             domain) or None.
+        train_label_range: a regression's smallest and largest training label per target
+            (:class:`chemgraph.data.applicability.TrainingLabelRange`) or None.
         **training: the training settings the checkpoint holds besides (learning rate,
             schedule, ...; see :class:`chemgraph.train.module.PropertyPredictionModule`): kept
             in ``hparams``, not used.
@@ -167,15 +177,62 @@ class PropertyPredictor(PropertyPredictorBase, torch.nn.Module):
         standardize: str = "none",
         model: str = "esa",
         train_fingerprints: dict | None = None,
+        train_label_range: dict | None = None,
         **training: Any,
     ) -> None:
         super().__init__()
         self.hparams = HyperParameters(
             model_config=model_config, task=task, target_columns=target_columns,
             featurizer=featurizer, scaler=scaler, fragments=fragments, standardize=standardize,
-            model=model, train_fingerprints=train_fingerprints, **training,
+            model=model, train_fingerprints=train_fingerprints,
+            train_label_range=train_label_range, **training,
         )  # fmt: skip
         self._build(model, model_config, task, scaler)
+
+
+BASELINE_KIND = "baseline"
+"""The ``kind`` hyper-parameter of a baseline checkpoint (:class:`BaselinePredictor`)."""
+
+
+class BaselinePredictor:
+    """A baseline of ``chemgraph transfer`` (the mean predictor, a linear correction, a
+    fingerprint kernel ridge, Δ-learning; :class:`chemgraph.train.baselines.BaselineModel`)
+    that its model selection recommended, loaded for ``chemgraph predict``: what
+    ``load_checkpoint`` gives for a checkpoint whose ``hyper_parameters["kind"]`` is
+    :data:`BASELINE_KIND`. Its molecules are featurized as its run's networks' were (the
+    checkpoint holds their featurizer, preparation and training fingerprints), so a baseline
+    and a network accept and reject the same records.
+
+    Args:
+        hyper_parameters: ``kind``, ``baseline`` (its label), ``target_columns`` (one),
+            ``low_fidelity_columns`` (the input columns it reads, in order; empty for the
+            mean, the kernel ridge and the inductive baselines), ``task``
+            (``"regression"``), ``model``, ``featurizer``, ``fragments``, ``standardize``,
+            ``train_fingerprints``.
+        baseline: the fitted baseline.
+    """
+
+    delta_learning: DeltaLearning | None = None
+
+    def __init__(self, hyper_parameters: dict[str, Any], baseline: BaselineModel) -> None:
+        self.hparams = HyperParameters(hyper_parameters)
+        self.baseline = baseline
+
+    @property
+    def preparation(self) -> MoleculePreparation:
+        """As :attr:`PropertyPredictorBase.preparation`."""
+        return _preparation(self.hparams)
+
+    @property
+    def low_fidelity_columns(self) -> list[str]:
+        """The input columns :meth:`predict` reads (``low``), in order."""
+        return list(self.hparams.low_fidelity_columns)
+
+    def predict(self, fingerprints: np.ndarray, low: np.ndarray | None) -> np.ndarray:
+        """``float32 [N, 1]`` predictions of ``N`` molecules from their Morgan bits
+        ``[N, 2048]`` and their :attr:`low_fidelity_columns` values ``[N, S]`` (None when
+        it reads none; a NaN gives NaN)."""
+        return self.baseline.predict(fingerprints, low).astype(np.float32)
 
 
 class ReactionPredictorBase:

@@ -20,9 +20,13 @@ from typing import Any
 
 import lightning as L
 import torch
+from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.strategies import DDPStrategy
 from lightning.pytorch.strategies.launchers.multiprocessing import _MultiProcessingLauncher
+
+from chemgraph._files import replacing
+from chemgraph.train.callbacks import RandomStates
 
 __all__ = ["hide_lightning_info", "make_trainer", "quiet_third_party_warnings", "resolve_precision"]
 
@@ -76,6 +80,23 @@ def hide_lightning_info() -> Iterator[None]:
         yield
     finally:
         logger.setLevel(level)
+
+
+class _AtomicCheckpointIO(TorchCheckpointIO):
+    """Lightning's checkpoint writer, writing beside the checkpoint and renaming it into place
+    (:func:`chemgraph._files.replacing`). Lightning's own goes through a temporary file in the
+    system's temporary folder (an fsspec transaction) and moves it, which fails when that
+    folder is full and is a copy over the earlier ``best.ckpt`` when it is on another file
+    system: a kill or a full disk then destroys the last good model."""
+
+    def save_checkpoint(
+        self, checkpoint: dict[str, Any], path: Any, storage_options: Any | None = None
+    ) -> None:
+        if storage_options is not None:
+            raise TypeError("chemgraph's checkpoint writer takes no storage_options")
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with replacing(path) as temporary:
+            torch.save(checkpoint, temporary)
 
 
 def resolve_precision(accelerator: str, precision: str) -> str:
@@ -143,6 +164,7 @@ def make_trainer(
     val_check_interval: int | None = None,
     gradient_clip: float | None = None,
     checkpoint_dir: str | Path | None = None,
+    keep_last: bool = False,
     early_stopping_patience: int | None = None,
     callbacks: Sequence[L.Callback] = (),
     accelerator: str = "auto",
@@ -172,8 +194,14 @@ def make_trainer(
         val_check_interval: validate every this many optimiser steps (None = once per epoch).
         gradient_clip: clip the gradient norm to this value (None = no clipping).
         checkpoint_dir: keep the weights of the lowest ``val_loss`` as
-            ``<checkpoint_dir>/best.ckpt`` (replacing a file of that name); None = write no
-            checkpoint (the last weights stay in the module).
+            ``<checkpoint_dir>/best.ckpt`` (replacing a file of that name, atomically: written
+            beside it and renamed, so a failed write leaves the earlier one whole); None =
+            write no checkpoint (the last weights stay in the module).
+        keep_last: also keep ``<checkpoint_dir>/last.ckpt`` (written the same way) after every
+            validation: the whole state of the fit (weights, optimiser, schedulers, loops,
+            callbacks and the random generators, :class:`chemgraph.train.callbacks.
+            RandomStates`), from which :func:`chemgraph.train.fit.fit` resumes an interrupted
+            fit.
         early_stopping_patience: stop after this many validations without a lower
             ``val_loss`` (None = never stop early).
         callbacks: further callbacks (e.g. :mod:`chemgraph.train.callbacks`).
@@ -207,9 +235,12 @@ def make_trainer(
                 monitor="val_loss",
                 mode="min",
                 save_top_k=1,
+                save_last=keep_last,
                 enable_version_counter=False,
             )  # fmt: skip
         )
+        if keep_last:
+            every.append(RandomStates())
     try:
         return L.Trainer(
             max_epochs=max_epochs,
@@ -223,6 +254,7 @@ def make_trainer(
             precision=resolve_precision(accelerator, precision),
             gradient_clip_val=gradient_clip,
             callbacks=every,
+            plugins=[_AtomicCheckpointIO()],
             logger=False,
             enable_checkpointing=checkpoint_dir is not None,
             enable_progress_bar=False,

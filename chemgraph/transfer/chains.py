@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from chemgraph.data import MoleculeDataModule, MoleculeDataset
+from chemgraph.data.applicability import TrainingLabelRange
 from chemgraph.data.multi_fidelity import SPLITS, MultiFidelityData
 from chemgraph.models import get_model_spec
 from chemgraph.train.baselines import residual_kernel_ridge
@@ -167,6 +168,7 @@ def build_module(
     learning_rate: float,
     max_minutes: float | None = None,
     train_fingerprints: dict | None = None,
+    train_label_range: dict | None = None,
 ) -> PropertyPredictionModule:
     """A fresh regression module of ``config``'s model family (random weights;
     :func:`chemgraph.train.module.build_property_module`).
@@ -184,6 +186,10 @@ def build_module(
         train_fingerprints: the training molecules' packed Morgan fingerprints, kept in the
             checkpoint for ``chemgraph predict``'s applicability domain
             (:func:`training_fingerprints`); None = none.
+        train_label_range: the high-fidelity training labels' range per target
+            (:meth:`chemgraph.data.applicability.TrainingLabelRange.to_dict`; of the labels, not
+            of a Δ-learning model's residuals), kept for ``chemgraph predict``'s
+            ``<target>_outside_training_range``; None = none.
     """
     return build_property_module(
         config.model, config.graph_featurizer, targets, "regression", labels,
@@ -191,7 +197,8 @@ def build_module(
         lr_schedule=config.lr_schedule, warmup_steps=config.warmup_steps,
         lr_patience=config.lr_patience, max_minutes=max_minutes,
         final_lr_fraction=config.final_lr_fraction, train_fingerprints=train_fingerprints,
-        fragments=config.fragments, standardize=config.standardize,
+        train_label_range=train_label_range, fragments=config.fragments,
+        standardize=config.standardize,
     )  # fmt: skip
 
 
@@ -412,6 +419,7 @@ def train_chain(
             pretrained_cache[key] = (pretrained, pretrain_epochs, list(curves))
     # fine-tuning starts from the same random state whether the pretraining ran or was reused
     L.seed_everything(seed, workers=True, verbose=False)
+    label_range = TrainingLabelRange.from_labels(high_train.labels).to_dict()
     delta, low, bases = None, None, None
     if pretrained is not None and config.delta_learning:
         delta, low = _delta_learning(data, split, strategy, columns, pretrained, config, unlabelled)
@@ -422,7 +430,7 @@ def train_chain(
         )
     module = build_module(
         config, targets, high_train.labels, finetune_lr, config.finetune_max_minutes,
-        training_fingerprints(data, split["train"]),
+        training_fingerprints(data, split["train"]), label_range,
     )  # fmt: skip
     module.delta_learning = delta  # its checkpoints hold the correction (chemgraph predict)
     if pretrained is not None:

@@ -478,7 +478,8 @@ def model_selection(
     standard error of it: the standard error of the two candidates' RMSE difference over
     :data:`BOOTSTRAP_SAMPLES` paired resamples of the validation molecules (seed 0). A few
     dozen validation molecules cannot tell apart models whose RMSE differs by less; the
-    rule then keeps the simpler one rather than the one the noise favoured. A trained strategy
+    rule then keeps the simpler one rather than the one the noise favoured; a network whose
+    validation RMSE is above the best baseline's is never recommended. A trained strategy
     is its seed ensemble (the mean of its seeds' predictions, what ``chemgraph predict`` gives
     with every seed's checkpoint). The test RMSE is reported for reading only: nothing is
     chosen on it. The validation molecules also chose each network's epoch, each kernel
@@ -552,6 +553,9 @@ def model_selection(
         resampled = np.sqrt(errors[:, resamples].mean(axis=2))  # [C, samples]
         frame["val_se"] = (resampled - resampled[best]).std(axis=1, ddof=1)
         close = frame["val_rmse"] - frame.loc[best, "val_rmse"] <= frame["val_se"]
+        baseline = frame["kind"] == "baseline"
+        if baseline.any():  # never a network behind the best baseline
+            close &= baseline | (frame["val_rmse"] <= frame.loc[baseline, "val_rmse"].min())
         simplicity = frame["key"].map({key: i for i, key in enumerate(SELECTION_ORDER)})
         chosen = (
             frame[close]

@@ -19,10 +19,12 @@ import pandas as pd
 import torch
 import yaml
 
+from chemgraph._files import atomic_path
 from chemgraph.data.multi_fidelity import MultiFidelityData
 from chemgraph.errors import ConfigError, setting
 from chemgraph.train.baselines import (
     BASELINES,
+    BaselineModel,
     baseline_names,
     morgan_fingerprints,
     transfer_baselines,
@@ -30,6 +32,7 @@ from chemgraph.train.baselines import (
 from chemgraph.train.delta import DELTA_STRATEGIES
 from chemgraph.train.metrics import regression_metrics
 from chemgraph.train.plots import plot_label_curve
+from chemgraph.train.predictors import BASELINE_KIND
 from chemgraph.transfer.chains import (
     STACKED,
     Chain,
@@ -232,9 +235,9 @@ def _write_results(
     runs = pd.DataFrame(rows)
     runs.to_csv(out / "runs.csv", index=False)  # with the stacked rows, when any
     pd.DataFrame(curves).to_csv(out / "learning_curves.csv", index=False)
-    baselines, baseline_predictions = None, {}
+    baselines, baseline_predictions, baseline_models = None, {}, {}
     if config.baselines:
-        baselines, baseline_frames, baseline_predictions = baseline_runs(
+        baselines, baseline_frames, baseline_predictions, baseline_models = baseline_runs(
             data, split, config.strategies, fingerprints, unlabelled
         )
         baselines.to_csv(out / "baselines.csv", index=False)
@@ -250,7 +253,7 @@ def _write_results(
     selection = model_selection(
         chains, results, data, split, baselines, baseline_predictions, config.model
     )
-    recommended = _write_selection(selection, chains, out)
+    recommended = _write_selection(selection, chains, out, data, baseline_models)
     if unlabelled is not None:
         write_unlabelled(data, chains, results, unlabelled, unlabelled_ids, out)
         write_recommended_predictions(
@@ -268,12 +271,20 @@ RECOMMENDED = "recommended"
 (:func:`_write_selection`)."""
 
 
-def _write_selection(selection: pd.DataFrame, chains: list[Chain], out: Path) -> dict[str, str]:
+def _write_selection(
+    selection: pd.DataFrame,
+    chains: list[Chain],
+    out: Path,
+    data: MultiFidelityData,
+    baseline_models: dict[str, BaselineModel],
+) -> dict[str, str]:
     """Write ``selection.csv`` (:func:`chemgraph.transfer.report.model_selection`),
-    ``recommendation.json`` and, for each target whose recommended model is a trained network
-    that ``chemgraph predict`` can load (not a stacked one, whose kernel ridge the checkpoints
-    do not hold), ``recommended/<target>/model-<k>/best.ckpt``: a copy of each seed's
-    checkpoint, an ensemble folder for ``chemgraph predict --checkpoint``.
+    ``recommendation.json`` and, for each target, its recommended model where ``chemgraph
+    predict --checkpoint recommended/<target>`` loads it: a trained network's
+    ``recommended/<target>/model-<k>/best.ckpt``, a copy of each seed's checkpoint (an
+    ensemble folder); a baseline's ``recommended/<target>/best.ckpt``
+    (:func:`_write_baseline`). A stacked network + kernel ridge is not written: its
+    checkpoints do not hold the kernel ridge.
 
     Returns:
         ``{target: the chemgraph predict command of its recommended model, or why there is
@@ -290,21 +301,31 @@ def _write_selection(selection: pd.DataFrame, chains: list[Chain], out: Path) ->
             validation_rmse=float(row.val_rmse), test_rmse=float(row.rmse),
         )  # fmt: skip
         members = [c for c in chains if c.strategy == row.key and row.target in c.names]
-        if row.kind == "network" and row.key not in STACKED.values():
+        command = (
+            f"chemgraph predict --checkpoint {folder / row.target} -i NEW_MOLECULES -o PREDICTIONS"
+        )
+        if row.kind == "baseline":
+            network = next(c for c in chains if row.target in c.names)
+            reads = _write_baseline(
+                baseline_models[row.key].select(data.targets.index(row.target)), row.model,
+                row.target, data.low_fidelity_columns,
+                out / "checkpoints" / network.stem / "best.ckpt", folder / row.target,
+            )  # fmt: skip
+            entry["checkpoint"] = str(folder / row.target)
+            commands[row.target] = command + (
+                f" (NEW_MOLECULES with the column(s) {', '.join(reads)})" if reads else ""
+            )
+        elif row.key not in STACKED.values():
             for k, chain in enumerate(sorted(members, key=lambda c: c.seed)):
                 target = folder / row.target / f"model-{k}" / "best.ckpt"
                 target.parent.mkdir(parents=True)
                 shutil.copyfile(out / "checkpoints" / chain.stem / "best.ckpt", target)
             entry["checkpoint"] = str(folder / row.target)
-            commands[row.target] = (
-                f"chemgraph predict --checkpoint {folder / row.target} -i NEW_MOLECULES "
-                "-o PREDICTIONS"
-            )
+            commands[row.target] = command
         else:
-            what = "a baseline" if row.kind == "baseline" else "a stacked network + kernel ridge"
             commands[row.target] = (
-                f"none: {what}, which chemgraph predict cannot load; its predictions of this "
-                "table's molecules without high-fidelity labels are in "
+                "none: a stacked network + kernel ridge, which chemgraph predict cannot load; "
+                "its predictions of this table's molecules without high-fidelity labels are in "
                 "predictions_recommended.csv"
             )
         entry["predict"] = commands[row.target]
@@ -312,6 +333,52 @@ def _write_selection(selection: pd.DataFrame, chains: list[Chain], out: Path) ->
     text = json.dumps(recommendation, indent=2, ensure_ascii=False)
     (out / "recommendation.json").write_text(text + "\n", encoding="utf-8")
     return commands
+
+
+BASELINE_HYPER_PARAMETERS = (
+    "model", "featurizer", "fragments", "standardize", "train_fingerprints"
+)  # fmt: skip
+"""What a baseline checkpoint copies from a network checkpoint of its run, so that ``chemgraph
+predict`` featurizes molecules for it as for the networks (the same records accepted and
+rejected) and judges their applicability domain on the same training molecules (with their
+calibrated threshold); the training labels' range of its target is copied too."""
+
+
+def _write_baseline(
+    model: BaselineModel,
+    label: str,
+    target: str,
+    low_columns: list[str],
+    network: Path,
+    folder: Path,
+) -> list[str]:
+    """Write ``folder/best.ckpt``, the checkpoint of a recommended baseline of ``target``
+    (:class:`chemgraph.train.predictors.BaselinePredictor`): the hyper-parameters
+    :data:`BASELINE_HYPER_PARAMETERS` of the run's ``network`` checkpoint, the baseline's
+    ``label``, ``target``, the input columns it reads (of the run's ``low_columns``), and
+    ``model`` (:meth:`BaselineModel.to_dict`).
+
+    Returns:
+        The low-fidelity columns a prediction reads (the input needs them).
+    """
+    network_parameters = torch.load(network, "cpu", weights_only=True)["hyper_parameters"]
+    reads = [low_columns[i] for i in model.reads]
+    parameters = {key: network_parameters.get(key) for key in BASELINE_HYPER_PARAMETERS}
+    label_range = network_parameters.get("train_label_range")  # per network target
+    if label_range is not None:
+        column = list(network_parameters["target_columns"]).index(target)
+        parameters["train_label_range"] = {key: [v[column]] for key, v in label_range.items()}
+    parameters.update(
+        kind=BASELINE_KIND, baseline=label, task="regression", target_columns=[target],
+        low_fidelity_columns=reads,
+    )  # fmt: skip
+    folder.mkdir(parents=True)
+    temporary = atomic_path(folder / "best.ckpt")
+    torch.save(
+        {"hyper_parameters": parameters, "state_dict": {}, "baseline": model.to_dict()}, temporary
+    )
+    temporary.replace(folder / "best.ckpt")
+    return reads
 
 
 def stacking_needs_smiles(why: str) -> str:
@@ -406,7 +473,9 @@ def baseline_runs(
     strategies: list[str],
     fingerprints: np.ndarray | None = None,
     unlabelled: np.ndarray | None = None,
-) -> tuple[pd.DataFrame, list[pd.DataFrame], dict[str, dict[str, np.ndarray]]]:
+) -> tuple[
+    pd.DataFrame, list[pd.DataFrame], dict[str, dict[str, np.ndarray]], dict[str, BaselineModel]
+]:
     """The baselines of the settings of ``strategies`` on ``split``
     (:func:`chemgraph.train.baselines.transfer_baselines`: the fingerprint ones need
     ``data.smiles``), their test RMSE and MAE and validation RMSE per target, and their test
@@ -417,18 +486,19 @@ def baseline_runs(
     that every baseline predicts too; None = none.
 
     Returns:
-        ``(rows, predictions, unlabelled_predictions)``: rows with ``baseline`` (label),
+        ``(rows, predictions, unlabelled_predictions, models)``: rows with ``baseline`` (label),
         ``key``, ``setting`` (``both``, ``inductive``, ``transductive``), ``target``, ``rmse``,
         ``mae``, ``val_rmse``, ``seconds``; one predictions frame per baseline in the layout of
         ``predictions.csv`` (``strategy`` = the baseline's key, ``seed`` empty); every
         baseline's predictions (:func:`chemgraph.train.baselines.transfer_baselines`: ``{key:
-        {"val", "test", "unlabelled" (with ``unlabelled``): float64 [n, T]}}``).
+        {"val", "test", "unlabelled" (with ``unlabelled``): float64 [n, T]}}``) and every
+        fitted baseline (``{key: BaselineModel}``).
     """
     started = time.perf_counter()
     if fingerprints is None and data.smiles is not None:
         fingerprints = morgan_fingerprints(list(data.smiles))
     pool = pretraining_pool(data, split, "inductive") if "inductive" in strategies else None
-    predicted = transfer_baselines(
+    predicted, models = transfer_baselines(
         data.low.numpy(), data.high.numpy(), fingerprints, split, pool, unlabelled=unlabelled
     )
     seconds = time.perf_counter() - started
@@ -453,7 +523,7 @@ def baseline_runs(
             frame[f"{target}_pred"] = values["test"][:, t]
         frames.append(frame)
     log.info("baselines: %d in %.1f s", len(predicted), seconds)
-    return pd.DataFrame(rows), frames, predicted
+    return pd.DataFrame(rows), frames, predicted, models
 
 
 def transfer_job(

@@ -62,7 +62,8 @@ def test_featurize_a_library_then_score_its_shards_with_top(tmp_path, capsys):
     assert main([*argv, "--overwrite", "--quiet"]) == 0
     printed = capsys.readouterr()
     assert printed.out == ""
-    assert printed.err.startswith(NO_FINGERPRINTS) and printed.err.count("\n") == 1
+    assert printed.err.startswith(NO_FINGERPRINTS) and printed.err.count("\n") == 2
+    assert printed.err.splitlines()[1].startswith("warning: no training label range in")
 
 
 def test_train_an_ensemble_and_predict_with_its_folder(tmp_path, capsys):
@@ -126,13 +127,29 @@ def test_train_an_ensemble_and_predict_with_its_folder(tmp_path, capsys):
     assert yaml.safe_load((out / "config.yaml").read_text())["seed"] == 3
 
     output = tmp_path / "predicted.csv"
-    argv = ["predict", "--checkpoint", str(out), "--input", str(data), "--output", str(output),
-            "--quiet"]  # fmt: skip
+    argv = ["predict", "--checkpoint", str(out), "--input", str(data), "--output", str(output)]
+    capsys.readouterr()
     assert main(argv) == 0
+    printed = capsys.readouterr().out
     result = pd.read_csv(output)
+    # the summary: the threshold calibrated on the training set, the predictions out of range
+    threshold = training.similarity_threshold
+    assert 0 < threshold < 1
+    outside = int(result["logp_outside_training_range"].sum())
+    assert (
+        f"{int((~result['in_domain']).sum())} predicted outside the applicability domain "
+        f"(max_similarity_to_train < {threshold:.3f})"
+    ) in printed
+    assert f"predictions outside the training labels' range: logp {outside}\n" in printed
+    label_range = checkpoint["hyper_parameters"]["train_label_range"]  # the members' split's
+    low, high = label_range["min"][0], label_range["max"][0]
+    assert (
+        result["logp_outside_training_range"].tolist()
+        == ((result["logp_pred"] < low) | (result["logp_pred"] > high)).tolist()
+    )
     assert result.columns.tolist() == [
         "row", "id", "input", "smiles", "logp_pred", "logp_std", "max_similarity_to_train",
-        "in_domain", "error",
+        "in_domain", "logp_outside_training_range", "error",
     ]  # fmt: skip
     assert result["input"].tolist() == SMILES
     assert result["smiles"].tolist() == [Chem.CanonSmiles(s) for s in SMILES]
@@ -157,7 +174,8 @@ def test_help_states_the_default_similarity_threshold(capsys):
     with pytest.raises(SystemExit):
         main(["predict", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
-    assert f"rarely reach (default: {DEFAULT_SIMILARITY_THRESHOLD})" in help_text
+    assert "(default: the threshold calibrated on the training set" in help_text
+    assert f"{DEFAULT_SIMILARITY_THRESHOLD} for a checkpoint written before chemgraph" in help_text
 
 
 NO_FINGERPRINTS = "warning: no training fingerprints in"

@@ -291,8 +291,8 @@ def test_predict_keeps_every_records_input_and_rejects_dummy_atoms(tmp_path, cap
 
 
 def test_predict_quiet_prints_only_warnings():
-    """--quiet: no summary on stdout; the warning that the checkpoint holds no training
-    fingerprints still reaches stderr."""
+    """--quiet: no summary on stdout; the warnings that the checkpoint holds no training
+    fingerprints and no training label range still reach stderr."""
     checkpoint = Path(__file__).parents[1] / "fixtures" / "checkpoints" / "esa.ckpt"
     library = Path(__file__).parents[1] / "fixtures" / "predict" / "bad_records.csv"
     with tempfile.TemporaryDirectory() as folder:
@@ -305,7 +305,8 @@ def test_predict_quiet_prints_only_warnings():
         assert result.returncode == 0, result.stderr
         assert result.stdout == ""
         assert result.stderr.startswith("warning: no training fingerprints in ")
-        assert result.stderr.count("\n") == 1
+        assert result.stderr.splitlines()[1].startswith("warning: no training label range in ")
+        assert result.stderr.count("\n") == 2
         assert len(pd.read_csv(output)) == 5
 
 
@@ -442,3 +443,54 @@ def test_predict_prepares_molecules_as_training_did(tmp_path):
     assert main(["predict", "--checkpoint", str(out), "--input", str(tmp_path / "lib2"),
                  "--output", str(from_folder), "--quiet"]) == 0  # fmt: skip
     pd.testing.assert_series_equal(pd.read_csv(from_folder)["y_pred"], predicted["y_pred"])
+
+
+def test_train_stopped_by_sigterm_resumes_with_resume_to_the_uninterrupted_model(tmp_path, table):
+    """A scheduler's SIGTERM stops `chemgraph train` (exit 143, the message naming last.ckpt
+    and --resume); the same command with --resume continues from last.ckpt and ends with the
+    best.ckpt and metrics of the run that was never stopped (one torch thread). --resume with
+    other settings, or on a folder without an interrupted run, is refused."""
+    import signal
+    import time
+
+    data, settings = table
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+
+    def command(out, *more):
+        return [
+            sys.executable, "-m", "chemgraph", "train", "-i", str(data), "--target-columns",
+            "logp", "--model", "esa", "--seed", "1", "--max-epochs", "12", "-o", str(out),
+            "--config", str(settings), "--quiet", *more,
+        ]  # fmt: skip
+
+    whole = tmp_path / "whole"
+    subprocess.run(command(whole), check=True, env=environment, capture_output=True)
+    stopped = tmp_path / "stopped"
+    process = subprocess.Popen(command(stopped), env=environment, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not (stopped / "last.ckpt").is_file() and process.poll() is None:
+        assert time.monotonic() < deadline, "no last.ckpt within 5 minutes"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 143, stderr
+    assert "--resume to continue it" in stderr and str(stopped / "last.ckpt") in stderr
+    epoch = torch.load(stopped / "last.ckpt", weights_only=True)["epoch"]
+    assert epoch < 11 and not (stopped / "metrics.json").exists()
+    refused = subprocess.run(
+        command(stopped, "--resume", "--seed", "2"), env=environment, capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert (
+        refused.returncode == 2 and "settings differ" in refused.stderr and "seed" in refused.stderr
+    )
+    subprocess.run(command(stopped, "--resume"), check=True, env=environment, capture_output=True)
+    best = [torch.load(folder / "best.ckpt", weights_only=True) for folder in (whole, stopped)]
+    for name, tensor in best[0]["state_dict"].items():
+        torch.testing.assert_close(best[1]["state_dict"][name], tensor, rtol=0, atol=0)
+    metrics = [json.loads((folder / "metrics.json").read_text()) for folder in (whole, stopped)]
+    assert metrics[1]["test"] == metrics[0]["test"]
+    again = subprocess.run(
+        command(stopped, "--resume"), env=environment, capture_output=True, text=True
+    )
+    assert again.returncode == 2 and "finished (metrics.json)" in again.stderr

@@ -157,3 +157,100 @@ def test_a_table_column_named_id_gives_the_ids_unless_another_is_named(tmp_path)
     pd.read_csv(path).to_parquet(tmp_path / "library.parquet")
     records = [r for chunk in iter_record_chunks(tmp_path / "library.parquet", 10) for r in chunk]
     assert records[0].id == "m150"
+
+
+# -- files as people have them: one reader for every command (issue 45) ------------------------
+
+
+def test_a_gzipped_table_under_a_plain_name_is_read_by_every_reader(tmp_path):
+    """Compression is told by the bytes, never the name: train and transfer (read_table,
+    read_data) read what predict and featurize (iter_record_chunks) read."""
+    from chemgraph.data import read_table
+    from chemgraph.data.datasets import read_data
+
+    path = tmp_path / "measured.csv"  # gzip bytes under a plain name, as a download may leave
+    path.write_bytes(gzip.compress(b"smiles,logS\nCCO,0.5\nc1ccccc1,-1.5\n"))
+    assert read_table(path)["logS"].tolist() == [0.5, -1.5]
+    assert read_data(path).table["smiles"].tolist() == ["CCO", "c1ccccc1"]
+    assert [r.text for r in records(path)] == ["CCO", "c1ccccc1"]
+    plain = tmp_path / "plain.csv.gz"  # and a plain file named .gz
+    plain.write_bytes(b"smiles,logS\nCCN,1.0\n")
+    assert read_table(plain)["smiles"].tolist() == ["CCN"]
+
+
+def test_a_header_naming_a_column_twice_is_refused_by_every_reader_with_the_name(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from chemgraph.data import read_table
+    from chemgraph.data.reactions import reaction_ids, reaction_records
+
+    table = tmp_path / "twice.csv"
+    table.write_text("smiles,logS,id,logS\nCCO,0.5,a,9.9\n")
+    message = r"twice.csv: the header names 'logS' \(columns 2, 4\) more than once"
+    with pytest.raises(ValueError, match=message):
+        read_table(table)  # train, transfer (pandas would read the second as 'logS.1')
+    with pytest.raises(ValueError, match=message):
+        records(table, label_columns=["logS"])  # featurize, predict, qc (the first one)
+    parquet = tmp_path / "twice.parquet"
+    pq.write_table(pa.table([["CCO"], [1.0], [2.0]], names=["smiles", "y", "y"]), parquet)
+    for read in (read_table, records):
+        with pytest.raises(ValueError, match=r"names 'y' \(columns 2, 3\) more than once"):
+            read(parquet)
+    reactions = tmp_path / "reactions.csv"
+    reactions.write_text("id,reaction,id\nr1,CCO.CC(=O)O>>,x\n")
+    for read in (reaction_ids, lambda path: list(reaction_records(path))):
+        with pytest.raises(ValueError, match=r"names 'id' \(columns 1, 3\) more than once"):
+            read(reactions)
+
+
+def test_bytes_that_are_not_utf8_are_an_error_naming_their_record_never_replaced(tmp_path):
+    """Two Latin-1 ids that differ in one accented letter must not become the same id: the
+    record is refused, saying where the bytes are, and shown with them escaped."""
+    from chemgraph.data import read_table
+    from chemgraph.data.datasets import read_data
+    from chemgraph.data.reactions import reaction_ids, reaction_records
+
+    smi = tmp_path / "latin1.smi"
+    smi.write_bytes(b"CCO caf\xe9\nCCN caf\xe8\nCC plain\n")
+    got = records(smi)
+    assert [r.id for r in got] == ["caf\\xe9", "caf\\xe8", "plain"]
+    assert got[0].error.startswith("not valid UTF-8: byte 0xe9 in line 1 ('CCO caf\\xe9')")
+    assert got[1].error.startswith("not valid UTF-8: byte 0xe8 in line 2")
+    assert got[2].error is None
+
+    table = tmp_path / "latin1.csv"
+    table.write_bytes(b"smiles,id,logS\nCCO,ok,1\nCCN,caf\xe9,2\nCC,caf\xe8,3\n")
+    got = records(table)
+    assert [r.id for r in got] == ["ok", "caf\\xe9", "caf\\xe8"]
+    assert got[1].error.startswith("not valid UTF-8: byte 0xe9 in column 'id' ('caf\\xe9');")
+    with pytest.raises(ValueError) as refused:
+        read_table(table)
+    assert str(refused.value).startswith(
+        f"{table}: row 1 (line 3): not valid UTF-8: byte 0xe9 in column 'id' ('caf\\xe9'); "
+        "convert the file to UTF-8"
+    )
+    assert str(refused.value).endswith("(2 rows hold such bytes: 1, 2)")
+
+    ethanol = Chem.MolToMolBlock(Chem.MolFromSmiles("CCO")).encode()
+    sdf = tmp_path / "latin1.sdf"
+    sdf.write_bytes(
+        b"caf\xe9" + ethanol + b"$$$$\n"  # the title line
+        + b"clean" + ethanol + b">  <name>\nna\xefve\n\n$$$$\n"  # an SD property
+        + b"clean" + ethanol + b">  <name>\nplain\n\n$$$$\n"
+    )  # fmt: skip
+    got = records(sdf, label_columns=["name"])
+    assert got[0].id == "caf\\xe9"
+    assert got[0].error.startswith("not valid UTF-8: byte 0xe9 in the SDF title (line 1)")
+    assert got[1].error.startswith("not valid UTF-8: byte 0xef in SD property <name> (line 12)")
+    assert got[1].labels == ("na\\xefve",) and got[2].error is None
+    source = read_data(sdf, smiles_column="smiles")  # chemgraph train's reading of an SDF
+    assert source.rows.tolist() == [2] and source.table["name"].tolist() == ["plain"]
+    assert source.rejected["row"].tolist() == [0, 1]
+    assert source.rejected["reason"].str.startswith("not valid UTF-8: byte 0x").all()
+
+    reactions = tmp_path / "latin1.csv"
+    reactions.write_bytes(b"id,reaction\nx\xe9,CCO.CC(=O)O>>\nok,CCO.CC(=O)O>>\n")
+    (first, second) = list(reaction_records(reactions))
+    assert first[2].startswith("not valid UTF-8: byte 0xe9 in column 'id'") and second[2] is None
+    assert reaction_ids(reactions) == {0: "x\\xe9", 1: "ok"}

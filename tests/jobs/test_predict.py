@@ -83,7 +83,7 @@ def test_every_record_keeps_its_row_in_input_order(library, tmp_path):
     summary, result = _predict(ESA, library, tmp_path / "out.parquet")
     assert result.columns.tolist() == [
         "row", "id", "input", "smiles", "logp_pred", "tpsa_pred", "max_similarity_to_train",
-        "in_domain", "error",
+        "in_domain", "logp_outside_training_range", "tpsa_outside_training_range", "error",
     ]  # fmt: skip
     assert result["row"].tolist() == list(range(len(LINES)))
     assert result["id"].tolist() == [n or str(r) for r, (_, n) in enumerate(LINES)]
@@ -301,16 +301,24 @@ def test_a_folder_featurized_otherwise_is_refused_with_both_presets(library, tmp
         predict_table(ESA, without, tmp_path / "out.csv", progress=False)
 
 
-def _with_fingerprints(source: Path, smiles: list[str], path: Path) -> Path:
+def _with_fingerprints(source: Path, smiles: list[str], path: Path, calibrated=True) -> Path:
     checkpoint = torch.load(source, weights_only=True)
     fingerprints = TrainingFingerprints.from_mols([Chem.MolFromSmiles(s) for s in smiles])
-    checkpoint["hyper_parameters"]["train_fingerprints"] = fingerprints.to_dict()
+    stored = fingerprints.to_dict()
+    if not calibrated:  # as chemgraph stored them before it calibrated the threshold
+        del stored["similarity_threshold"], stored["threshold_percentile"]
+    checkpoint["hyper_parameters"]["train_fingerprints"] = stored
     torch.save(checkpoint, path)
     return path
 
 
-def test_applicability_domain_columns(library, tmp_path):
-    checkpoint = _with_fingerprints(ESA, ["CCO", "CCCO", "c1ccccc1"], tmp_path / "ad.ckpt")
+# their leave-one-out similarities are 5/9, 5/9 and 0: the 5th percentile is 1/18
+# (tests/train/test_applicability.py)
+TRAINING = ["CCO", "CCCO", "c1ccccc1"]
+
+
+def test_applicability_domain_columns(library, tmp_path, caplog):
+    checkpoint = _with_fingerprints(ESA, TRAINING, tmp_path / "ad.ckpt")
     summary, result = _predict(checkpoint, library, tmp_path / "out.parquet")
     similarity = result["max_similarity_to_train"]
     assert similarity.dtype == np.float32
@@ -318,12 +326,38 @@ def test_applicability_domain_columns(library, tmp_path):
     assert similarity[11] < 0.3 and not result["in_domain"][11]  # CO2
     assert similarity[list(ERRORS)].isna().all() and result["in_domain"][list(ERRORS)].isna().all()
     assert summary.out_of_domain == int((result["in_domain"] == False).sum()) > 0  # noqa: E712
+    # by default, the threshold calibrated on the training set and stored with its fingerprints
+    assert summary.similarity_threshold == pytest.approx(1 / 18)
+    predicted = result["error"].isna()
+    expected = (similarity[predicted] >= 1 / 18).tolist()
+    assert result["in_domain"][predicted].tolist() == expected
+    # phenol (3 of 11 bits shared with benzene: 0.27) is in, the salt, CO2 and CCl4 (0) are out
+    assert result["in_domain"][[1, 6, 11, 12]].tolist() == [True, False, False, False]
+    assert summary.out_of_domain == 3
     # shards without a fingerprint column: computed from the canonical SMILES, equally
     _, from_shards = _predict(checkpoint, _featurized(library, tmp_path), tmp_path / "f.parquet")
     pd.testing.assert_series_equal(from_shards["max_similarity_to_train"], similarity)
     loose_options = PredictOptions(similarity_threshold=0.0)
     _, loose = _predict(checkpoint, library, tmp_path / "loose.parquet", options=loose_options)
     assert loose["in_domain"].notna().sum() == 10 and loose["in_domain"].dropna().all()
+    # a threshold given overrides the calibrated one
+    strict = PredictOptions(similarity_threshold=0.3)
+    summary, strict = _predict(checkpoint, library, tmp_path / "strict.parquet", options=strict)
+    assert summary.similarity_threshold == 0.3
+    assert strict["in_domain"][predicted].tolist() == (similarity[predicted] >= 0.3).tolist()
+    assert strict["in_domain"][1] == False  # noqa: E712 (phenol, 0.27)
+    # fingerprints stored before the calibration: 0.3, said once
+    old = _with_fingerprints(ESA, TRAINING, tmp_path / "old.ckpt", calibrated=False)
+    with caplog.at_level(logging.WARNING, logger="chemgraph"):
+        summary, fallback = _predict(old, library, tmp_path / "old.parquet")
+    assert summary.similarity_threshold == 0.3
+    pd.testing.assert_series_equal(fallback["in_domain"], strict["in_domain"])
+    warnings = [r.getMessage() for r in caplog.records if "similarity threshold" in r.getMessage()]
+    assert warnings == [
+        f"no calibrated similarity threshold in {old} (written before chemgraph calibrated it "
+        "on the training set): in_domain is max_similarity_to_train >= 0.3, the former default "
+        "(--similarity-threshold sets another)"
+    ]
 
 
 def test_a_checkpoint_without_fingerprints_leaves_the_columns_empty_and_says_why(
@@ -332,12 +366,48 @@ def test_a_checkpoint_without_fingerprints_leaves_the_columns_empty_and_says_why
     with caplog.at_level(logging.WARNING, logger="chemgraph"):
         summary, result = _predict(ESA, library, tmp_path / "out.parquet")
     assert summary.out_of_domain is None  # unknown, not "none outside the domain"
+    assert summary.similarity_threshold is None and summary.outside_training_range is None
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings == [
         f"no training fingerprints in {ESA} (written before chemgraph stored them): "
-        "max_similarity_to_train and in_domain are left empty"
+        "max_similarity_to_train and in_domain are left empty",
+        f"no training label range in {ESA} (written before chemgraph stored it): the "
+        "_outside_training_range columns are left empty",
     ]
     assert result["max_similarity_to_train"].isna().all() and result["in_domain"].isna().all()
+    for target in TARGETS:
+        assert result[f"{target}_outside_training_range"].isna().all()
+
+
+def test_predictions_outside_the_training_labels_range_are_flagged(library, tmp_path):
+    """The ESA fixture with training labels logP in [-3, 0] and TPSA in [0, 30], and the bias of
+    its logP output lowered by 1 (standardised: -1 x the scaler's std 2.770679 in logP)."""
+    checkpoint = torch.load(ESA, weights_only=True)
+    checkpoint["hyper_parameters"]["train_label_range"] = {"min": [-3.0, 0.0], "max": [0.0, 30.0]}
+    checkpoint["state_dict"]["model.head.3.bias"][0] -= 1.0
+    torch.save(checkpoint, tmp_path / "shifted.ckpt")
+    summary, result = _predict(tmp_path / "shifted.ckpt", library, tmp_path / "out.parquet")
+    rows = [0, 1, 3, 4, 6]  # the fixture's molecules, whose predictions expected.json holds
+    written = np.array(EXPECTED["property"]["esa"]["predictions"])
+    logp = written[:, 0] - 2.770679  # -1.81, -1.68, -1.59, -3.27, -8.61
+    np.testing.assert_allclose(result.loc[rows, "logp_pred"], logp, rtol=1e-5, atol=1e-5)
+    tpsa = written[:, 1]  # 22.98, 22.65, 27.68, 62.47, 0.97
+    np.testing.assert_allclose(result.loc[rows, "tpsa_pred"], tpsa, rtol=1e-5, atol=1e-5)
+    assert result.loc[rows, "logp_outside_training_range"].tolist() == [
+        False, False, False, True, True
+    ]  # fmt: skip
+    assert result.loc[rows, "tpsa_outside_training_range"].tolist() == [
+        False, False, False, True, False
+    ]  # fmt: skip
+    predicted = result[result["error"].isna()]
+    for target, low, high in (("logp", -3.0, 0.0), ("tpsa", 0.0, 30.0)):
+        values = predicted[f"{target}_pred"]
+        outside = ((values < low) | (values > high)).tolist()
+        assert predicted[f"{target}_outside_training_range"].tolist() == outside
+        assert summary.outside_training_range[target] == sum(outside)
+        assert result[f"{target}_outside_training_range"][list(ERRORS)].isna().all()
+    assert list(summary.outside_training_range) == TARGETS
+    assert summary.outside_training_range["logp"] >= 2
 
 
 def test_an_ensemble_reports_the_mean_and_standard_deviation(library, tmp_path):

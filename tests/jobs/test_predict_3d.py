@@ -222,3 +222,61 @@ def test_a_featurize_folder_of_other_graphs_is_refused_for_a_3d_model(run, tmp_p
     featurize_library(sdf, folder, FeaturizeOptions(), progress=False)
     with pytest.raises(ValueError, match="holds no radius graphs, but .* is a 3D model"):
         predict_table(_checkpoint(out, 0), folder, tmp_path / "p.csv", progress=False)
+
+
+def test_a_periodic_frame_is_refused_naming_its_cell_never_made_a_molecule(run, tmp_path):
+    """An extended-XYZ frame with a cell and periodic boundaries (a crystal, a slab) is not a
+    molecule in vacuum: its record gets the reason (in predict, and in transfer --geometry),
+    where it was once made into a molecule's radius graph with the cell dropped. The same
+    frame with pbc="F F F" is a molecule and predicted."""
+    from chemgraph.chem import MoleculeParseError
+    from chemgraph.data.readers import Record
+    from chemgraph.library.records import record_structure
+
+    out, _ = run
+    ethanol = _structure("CCO", "ethanol")
+    positions = ethanol.GetConformer().GetPositions()
+    lattice = 'Lattice="10.0 0.0 0.0 0.0 10.0 0.0 0.0 0.0 12.5"'
+    frames = [
+        _xyz_frame(ethanol, positions, f'{lattice} pbc="T T T" name=bulk'),
+        _xyz_frame(ethanol, positions, f'{lattice} pbc="T T F" name=slab'),
+        _xyz_frame(ethanol, positions, f'{lattice} pbc="F F F" name=vacuum'),
+    ]
+    extxyz = tmp_path / "periodic.extxyz"
+    extxyz.write_text("".join(frames))
+    summary, table = _predict(_checkpoint(out, 0), extxyz, tmp_path / "periodic.csv")
+    assert (summary.predicted, summary.failed) == (1, 2)
+    assert table["error"][0] == (
+        'a periodic structure (pbc="T T T", cell lengths 10, 10, 12.5 Å): chemgraph\'s 3D '
+        "models read molecules in vacuum, and a molecule's radius graph would drop the cell; "
+        'give the molecule without Lattice and pbc (or pbc="F F F")'
+    )
+    assert table["error"][1].startswith('a periodic structure (pbc="T T F"')
+    assert pd.isna(table["error"][2]) and table["smiles"][2] == "CCO"
+    with pytest.raises(MoleculeParseError, match="periodic structure"):
+        record_structure(Record(0, "bulk", frames[0], "xyz"))
+
+
+def test_a_3d_checkpoint_without_fingerprints_is_not_blamed_on_an_old_chemgraph(
+    run, tmp_path, caplog
+):
+    """A transfer --geometry run without SMILES stores no training fingerprints (there are no
+    molecules to take them of): the warning says so, not "written before chemgraph stored
+    them" (issue 45)."""
+    import logging
+
+    import torch
+
+    out, sdf = run
+    stored = torch.load(_checkpoint(out, 0), weights_only=True)
+    stored["hyper_parameters"]["train_fingerprints"] = None  # as such a run writes it
+    checkpoint = tmp_path / "structures_only.ckpt"
+    torch.save(stored, checkpoint)
+    with caplog.at_level(logging.WARNING, logger="chemgraph"):
+        _, table = _predict(checkpoint, sdf, tmp_path / "out.csv")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [
+        f"no training fingerprints in {checkpoint} (trained on 3D structures without SMILES, "
+        "which give no fingerprints): max_similarity_to_train and in_domain are left empty"
+    ]
+    assert table["in_domain"].isna().all() and table["fine_logp_pred"].notna().all()

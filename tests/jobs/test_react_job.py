@@ -135,3 +135,82 @@ def test_a_header_only_table_is_refused_and_its_missing_id_column_named(tmp_path
     with pytest.raises(ConfigError, match=r"no id column 'nope'; available columns: \['id'"):
         react_file(header_only, tmp_path / "out.csv", id_column="nope")
     assert not (tmp_path / "out.csv").exists()
+
+
+@pytest.mark.parametrize("kind", ["truncated", "foreign", "empty"])
+def test_a_damaged_or_foreign_model_file_is_a_one_line_error_of_the_centre_decoder(
+    tmp_path, capsys, kind
+):
+    """As the property loader does: no traceback, and never torch's advice to load with
+    weights_only=False (issue 45)."""
+    import argparse
+
+    import torch
+
+    from chemgraph._resources import model_path
+    from chemgraph.cli import main
+
+    bad = tmp_path / "model.pt"
+    if kind == "truncated":
+        bad.write_bytes(model_path().read_bytes()[:5000])
+    elif kind == "foreign":  # a pickled Python object, which the weights-only reader refuses
+        torch.save(argparse.Namespace(a=1), bad)
+    else:
+        bad.write_bytes(b"")
+    with pytest.raises(ConfigError, match=f"{bad} is not a readable PyTorch checkpoint: "):
+        react("CCO.CC(=O)O>>", ReactOptions(checkpoint=bad))
+    assert main(["react", "CCO.CC(=O)O>>", "--checkpoint", str(bad)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"chemgraph react: error: {bad} is not a readable PyTorch")
+    assert len(error.strip().splitlines()) == 1 and "weights_only" not in error
+
+
+def test_react_file_checks_its_output_before_predicting_and_writes_as_it_goes(
+    tmp_path, monkeypatch, caplog
+):
+    """An output that cannot be written failed only after every reaction was predicted, and a
+    run that stopped lost every prediction (issue 45)."""
+    import gzip
+
+    import pandas as pd
+
+    from chemgraph.reactions import predictions as tables
+    from chemgraph.reactions.reaction_centre import ReactionCentreModel
+
+    reactions = tmp_path / "reactions.txt"
+    reactions.write_text("CCO.CC(=O)O>>\nCC(=O)Cl.OCC>>\nCCN.CC(=O)Cl>>\n")
+    calls = []
+    predict = ReactionCentreModel.predict
+
+    def counted(self, examples, *args, **kwargs):
+        calls.append(len(examples))
+        if len(calls) == 2 and stop:
+            raise KeyboardInterrupt  # Ctrl-C (or a crash) in the second block
+        return predict(self, examples, *args, **kwargs)
+
+    monkeypatch.setattr(ReactionCentreModel, "predict", counted)
+    monkeypatch.setattr(tables, "REACTIONS_PER_BLOCK", 2, raising=False)
+    stop = True
+    with pytest.raises(OSError, match="cannot write .*out.csv.partial: No such file"):
+        react_file(reactions, tmp_path / "no-such-folder" / "out.csv", ReactOptions(top_k=1))
+    assert calls == []  # refused before any prediction
+
+    output = tmp_path / "out.csv.gz"
+    with caplog.at_level("WARNING"), pytest.raises(KeyboardInterrupt):
+        react_file(reactions, output, ReactOptions(top_k=1))
+    assert calls == [2, 1] and not output.exists()
+    partial = tmp_path / "out.csv.gz.partial"
+    with gzip.open(partial, "rt") as handle:  # the first block, readable as it is
+        kept = pd.read_csv(handle, keep_default_na=False)
+    assert kept["row"].tolist() == [0, 1] and kept["prediction_1"].tolist()[0] == "CCOC(C)=O"
+    assert f"stopped: the 2 reactions written so far are in {partial}" in caplog.text
+    with pytest.raises(ValueError, match="out.csv.gz.partial exists: another chemgraph react"):
+        react_file(reactions, output, ReactOptions(top_k=1))  # never written over unasked
+
+    stop = False
+    table, metrics = react_file(reactions, output, ReactOptions(top_k=1), overwrite=True)
+    assert not partial.exists() and metrics is None
+    written = pd.read_csv(output, keep_default_na=False)
+    assert written["row"].tolist() == table["row"].tolist() == [0, 1, 2]
+    assert written["prediction_1"].tolist() == table["prediction_1"].tolist()
+    assert written.columns.tolist() == table.columns.tolist()

@@ -157,10 +157,10 @@ def test_label_cells_of_sdf_properties_and_parquet_columns(tmp_path):
 
 
 def test_max_rows_keeps_the_first_source_rows_of_a_folder(library, tmp_path):
-    from chemgraph.jobs.train import _read_featurized
+    from chemgraph.library.training_set import read_featurized
 
     folder = _featurized(library, tmp_path / "folder", label_columns=("y", "z"))
-    source, dataset, unlabelled = _read_featurized(_config(folder, tmp_path / "run", max_rows=10))
+    source, dataset, unlabelled = read_featurized(_config(folder, tmp_path / "run", max_rows=10))
     assert dataset.rows.tolist() == [0, 1, 2, 4, 6, 7, 8]  # 3 z text, 5 unparsable, 9 no y
     assert source.rejected["row"].tolist() == [3, 5]
     assert unlabelled["row"].tolist() == [9]

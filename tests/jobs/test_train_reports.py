@@ -6,8 +6,11 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+import torch
+from rdkit import Chem, DataStructs
+from rdkit.Chem import rdFingerprintGenerator
 
-from chemgraph.jobs.train import _json_safe, _target_units, train
+from chemgraph.jobs.train import _json_safe, _target_units, train, train_ensemble
 from chemgraph.train.config import TrainingConfig
 from chemgraph.train.metrics import (
     classification_metrics,
@@ -247,8 +250,13 @@ def test_a_classification_run_writes_per_task_metrics_and_its_plots(tmp_path):
         "per_task",
         "mean_predictor",
         "epochs_trained",
+        "applicability_domain",
         "duplicates",
     ]
+    domain = written["applicability_domain"]["val"]  # classification: its own metrics
+    assert domain["in_domain"]["molecules"] + domain["out_of_domain"]["molecules"] == 4
+    assert set(domain["in_domain"]) == {"molecules", "roc_auc", "pr_auc", "mcc",
+                                        "balanced_accuracy", "accuracy"}  # fmt: skip
     assert list(written["per_task"]["test"]) == ["active", "never"]
     never = written["per_task"]["test"]["never"]
     assert never["n"] == 4 and never["positives"] == 0 and never["roc_auc"] is None
@@ -260,3 +268,54 @@ def test_a_classification_run_writes_per_task_metrics_and_its_plots(tmp_path):
         assert (out / name).stat().st_size > 0
     assert not (out / "parity.png").exists() and not (out / "residuals.png").exists()
     assert "note: 'never' holds only class 0 in the test split" in format_metrics(written)
+
+
+def test_metrics_json_relates_the_validation_error_to_the_domain_and_the_spread(tmp_path):
+    values = np.linspace(-1.0, 3.0, len(SMILES))
+    pd.DataFrame({"smiles": SMILES, "y": values}).to_csv(tmp_path / "t.csv", index=False)
+    out = tmp_path / "ensemble"
+    config = TrainingConfig.from_dict(
+        {"data": str(tmp_path / "t.csv"), "target_columns": ["y"], "out": str(out),
+         "max_epochs": 1, "batch_size": 8, "progress": False, "split_fractions": [0.5, 0.4, 0.1],
+         "model_options": {"hidden_dim": 16, "num_heads": 2}}
+    )  # fmt: skip
+    train_ensemble(config, 2)
+    written = json.loads((out / "metrics.json").read_text())
+    predictions = pd.read_csv(out / "predictions.csv")
+    val = predictions[predictions["split"] == "val"]
+    assert len(val) == 16
+    # the checkpoints hold the training molecules' calibrated threshold and labels' range
+    rows = sorted(set(range(len(SMILES))) - set(predictions["row"]))
+    training = [SMILES[row] for row in rows]
+    generator = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048)
+    prints = [generator.GetFingerprint(Chem.MolFromSmiles(s)) for s in training]
+    nearest = [
+        max(DataStructs.BulkTanimotoSimilarity(p, prints[:i] + prints[i + 1 :]))
+        for i, p in enumerate(prints)
+    ]
+    threshold = written["applicability_domain"]["similarity_threshold"]
+    assert threshold == pytest.approx(np.percentile(nearest, 5), rel=1e-6)
+    for member in (0, 1):
+        stored = torch.load(out / f"model-{member}" / "best.ckpt", weights_only=True)
+        parameters = stored["hyper_parameters"]
+        assert parameters["train_fingerprints"]["similarity_threshold"] == threshold
+        assert parameters["train_label_range"]["min"] == pytest.approx([values[rows].min()])
+        assert parameters["train_label_range"]["max"] == pytest.approx([values[rows].max()])
+        alone = json.loads((out / f"model-{member}" / "metrics.json").read_text())
+        assert alone["applicability_domain"]["similarity_threshold"] == threshold
+        assert "spread_vs_error" not in alone  # one model has no spread
+    # in and out of the domain: the validation molecules' errors, apart
+    assert val["in_domain"].tolist() == (val["max_similarity_to_train"] >= threshold).tolist()
+    error = val["y_pred"] - val["y"]
+    domain = written["applicability_domain"]["val"]
+    for name, members in (("in_domain", val["in_domain"]), ("out_of_domain", ~val["in_domain"])):
+        assert domain[name]["molecules"] == members.sum()
+        if members.any():
+            assert domain[name]["rmse"] == pytest.approx(np.sqrt((error[members] ** 2).mean()))
+            assert domain[name]["mae"] == pytest.approx(error[members].abs().mean())
+    assert domain["in_domain"]["molecules"] > 0
+    # the spread against the absolute error: Spearman = Pearson of the ranks
+    spearman = val["y_std"].rank().corr(error.abs().rank())
+    assert written["spread_vs_error"]["val"]["y"] == {
+        "molecules": 16, "spearman": pytest.approx(spearman, abs=1e-9)
+    }  # fmt: skip

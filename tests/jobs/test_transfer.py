@@ -510,6 +510,47 @@ def test_model_selection_ranks_on_validation_and_keeps_the_simpler_within_one_se
     assert selection.loc[0, "model"] == "Trans., mean of 2 seeds" and selection["seeds"][0] == 2
 
 
+def test_model_selection_never_recommends_a_network_behind_the_best_baseline():
+    """The transductive network is within one standard error of the best (inductive) network,
+    and simpler, but its validation RMSE is above the line's: the best network is recommended,
+    not it; the line, 5% behind the best network with errors in step with it (a small standard
+    error), is not within one standard error."""
+    from chemgraph.transfer.chains import Chain
+    from chemgraph.transfer.report import model_selection
+
+    rng = np.random.default_rng(3)
+    n_val = 40
+    high = rng.normal(size=(2 + n_val + 2, 1))
+    data = MultiFidelityData([None] * len(high), np.arange(len(high)), high + 1, high, ["y"])
+    val = np.arange(2, 2 + n_val)
+    split = {"train": np.array([0, 1]), "val": val, "test": np.array([42, 43])}
+    chains = [Chain(strategy, 0, (0,), ("y",), False) for strategy in ("inductive", "transductive")]
+    inductive, transductive = rng.normal(size=(2, n_val, 1))
+    transductive *= 1.08 * np.sqrt(np.mean(inductive**2) / np.mean(transductive**2))
+    results = {
+        i: (high[42:], high[42:], {"validation": high[val] + error})
+        for i, error in enumerate((inductive, transductive))
+    }
+    rows = pd.DataFrame(
+        [dict(baseline="line", key="linear", setting="transductive", target="y", rmse=0.1)]
+    )
+    line = {"linear": {"val": high[val] + 1.05 * inductive}}
+    alone = model_selection(chains, results, data, split, None, None)
+    assert list(alone.loc[alone["recommended"], "key"]) == ["transductive"]  # the simpler one
+    selection = model_selection(chains, results, data, split, rows, line)
+    assert list(selection["key"]) == ["inductive", "linear", "transductive"]
+    by_key = selection.set_index("key")
+    assert (
+        by_key.loc["transductive", "val_rmse"] - by_key.loc["inductive", "val_rmse"]
+        <= (by_key.loc["transductive", "val_se"])
+    )  # close to the best, yet behind the line
+    assert (
+        by_key.loc["linear", "val_rmse"] - by_key.loc["inductive", "val_rmse"]
+        > (by_key.loc["linear", "val_se"])
+    )
+    assert list(selection.loc[selection["recommended"], "key"]) == ["inductive"]
+
+
 def test_the_run_says_its_plan_first_and_each_chain_as_it_ends(data, split, tmp_path, caplog):
     """Before any training: the chains, processes, epoch bounds and a time bound; then a plain
     line per finished chain (what a log file of a long run shows)."""

@@ -142,8 +142,8 @@ def test_the_low_fidelity_columns_a_transductive_model_reads(run, tmp_path):
     assert (summary.predicted, summary.failed) == (15, 1)
     scored, full = pd.read_csv(tmp_path / "gap_out.csv"), pd.read_csv(complete.output)
     assert scored["error"][3] == (
-        "no low-fidelity value in cheap_mr: this transductive Δ-learning model corrects the "
-        "molecule's own value"
+        "no low-fidelity value in cheap_mr: this transductive model corrects the molecule's "
+        "own value"
     )
     assert scored["error"].drop(index=3).isna().all()
     assert scored.loc[3, ["fine_logp_pred", "fine_mr_std", "max_similarity_to_train"]].isna().all()

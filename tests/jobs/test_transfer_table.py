@@ -615,3 +615,52 @@ def test_the_recommended_network_is_a_folder_predict_loads(tmp_path):
                       tmp_path / "scored.csv", progress=False).output
     )  # fmt: skip
     np.testing.assert_allclose(scored["fine_logp_pred"], recommended["fine_logp_pred"], atol=1e-4)
+
+
+def test_a_recommended_baseline_is_a_checkpoint_predict_loads(tmp_path):
+    """High-fidelity labels that are an exact line of the cheap ones: the linear correction
+    has validation RMSE 0, so it (or a baseline within one standard error of it and simpler)
+    is recommended, written to recommended/<target>/best.ckpt, and chemgraph predict with it
+    gives predictions_recommended.csv's values; without the cheap column the input is
+    refused, naming it."""
+    labels = pd.read_csv(LABELS)
+    line = 2 * labels["cheap_logp"] + 1
+    labels["fine_logp"] = np.where(labels["fine_logp"].isna(), np.nan, line)
+    table_path = tmp_path / "line.csv"
+    labels.to_csv(table_path, index=False)
+    options = _options(tmp_path, seeds=1, delta_learning=False)  # no network reads the line
+    options.data = table_path
+    transfer_table(options)
+    out = tmp_path / "run"
+    recommendation = json.loads((out / "recommendation.json").read_text(encoding="utf-8"))
+    chosen = recommendation["fine_logp"]
+    assert chosen["kind"] == "baseline" and chosen["validation_rmse"] < 1e-5  # float32 labels
+    assert chosen["key"] in ("linear", "linear_all")
+    assert chosen["predict"].endswith("(NEW_MOLECULES with the column(s) cheap_logp)") or (
+        chosen["key"] == "linear_all"
+    )
+    model = load_checkpoint(out / "recommended" / "fine_logp" / "best.ckpt")
+    assert model.hparams.target_columns == ["fine_logp"]
+    assert model.low_fidelity_columns == (
+        ["cheap_logp"] if chosen["key"] == "linear" else ["cheap_logp", "cheap_mr"]
+    )
+    recommended = pd.read_csv(out / "predictions_recommended.csv")
+    new = labels.set_index("id").loc[recommended["id"]].reset_index()
+    new.to_csv(tmp_path / "new.csv", index=False)
+    scored = pd.read_csv(
+        predict_table(out / "recommended" / "fine_logp", tmp_path / "new.csv",
+                      tmp_path / "scored.csv", progress=False).output
+    )  # fmt: skip
+    np.testing.assert_allclose(scored["fine_logp_pred"], recommended["fine_logp_pred"], atol=1e-5)
+    np.testing.assert_allclose(scored["fine_logp_pred"], 2 * new["cheap_logp"] + 1, atol=1e-5)
+    assert scored["max_similarity_to_train"].notna().all()  # the networks' training molecules
+    training = labels["fine_logp"].dropna()  # the range spans the training molecules' labels
+    assert training.min() <= model.hparams.train_label_range["min"][0]
+    assert model.hparams.train_label_range["max"][0] <= training.max()
+    assert scored["fine_logp_outside_training_range"].notna().all()
+    new.drop(columns=["cheap_logp"]).to_csv(tmp_path / "no_cheap.csv", index=False)
+    with pytest.raises(ValueError, match="cheap_logp"):
+        predict_table(
+            out / "recommended" / "fine_logp", tmp_path / "no_cheap.csv",
+            tmp_path / "refused.csv", progress=False,
+        )  # fmt: skip

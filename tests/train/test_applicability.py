@@ -1,4 +1,5 @@
-"""The applicability domain: maximum Tanimoto similarity to the training molecules."""
+"""The applicability domain: maximum Tanimoto similarity to the training molecules, its
+threshold calibrated on the training set, and the training labels' range."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from rdkit import Chem, DataStructs
 from rdkit.Chem import rdFingerprintGenerator
 
 from chemgraph.data import applicability
-from chemgraph.data.applicability import FINGERPRINT, TrainingFingerprints
+from chemgraph.data.applicability import FINGERPRINT, TrainingFingerprints, TrainingLabelRange
 
 MOLECULES = [
     "CCO", "CCN", "CCCO", "c1ccccc1", "Cc1ccccc1", "CC(=O)Nc1ccccc1", "OC(=O)c1ccccc1O",
@@ -116,3 +117,102 @@ def test_fingerprints_of_canonical_smiles_equal_those_of_fully_parsed_molecules(
     np.testing.assert_array_equal(bits[:-1], expected)
     assert not bits[-1].any()  # unreadable: no bits
     assert applicability.canonical_smiles_fingerprints([]).shape == (0, 2048)
+
+
+def _leave_one_out_by_brute_force(smiles: list[str]) -> list[float]:
+    """Each molecule's greatest RDKit Tanimoto similarity to the other molecules."""
+    generator = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048)
+    prints = [generator.GetFingerprint(m) for m in _mols(smiles)]
+    return [
+        max(DataStructs.BulkTanimotoSimilarity(prints[i], prints[:i] + prints[i + 1 :]))
+        for i in range(len(prints))
+    ]
+
+
+def test_the_threshold_of_three_molecules_by_hand():
+    # ethanol and propanol share 5 of 9 bits (above); benzene shares none with either:
+    # leave-one-out similarities [5/9, 5/9, 0], sorted [0, 5/9, 5/9]; the 5th percentile
+    # (linear interpolation) lies at 0.05 x 2 = 0.1 of the way from 0 to 5/9: 1/18
+    fingerprints = TrainingFingerprints.from_mols(_mols(["CCO", "CCCO", "c1ccccc1"]))
+    assert fingerprints.nearest_neighbour_similarity(np.arange(3)).tolist() == pytest.approx(
+        [5 / 9, 5 / 9, 0]
+    )
+    assert fingerprints.similarity_threshold == pytest.approx(1 / 18)
+    assert TrainingFingerprints.from_mols(_mols(["CCO"])).similarity_threshold is None
+
+
+def test_calibrated_threshold_is_the_5th_percentile_of_leave_one_out_similarities(monkeypatch):
+    monkeypatch.setattr(applicability, "_TRAINING_BLOCK", 5)  # a molecule's own block varies
+    training = MOLECULES + ["CCO", "CCCCO", "OCCO", "c1ccncc1", "Oc1ccccc1", "CC(=O)O"]
+    expected = _leave_one_out_by_brute_force(training)
+    assert expected[0] == expected[len(MOLECULES)] == 1.0  # ethanol twice: its twin counts
+    fingerprints = TrainingFingerprints.from_mols(_mols(training))
+    np.testing.assert_allclose(
+        fingerprints.nearest_neighbour_similarity(np.arange(len(training))), expected, rtol=1e-6
+    )
+    assert fingerprints.similarity_threshold == pytest.approx(np.percentile(expected, 5), 1e-6)
+    assert applicability.THRESHOLD_PERCENTILE == 5.0
+    # kept in the checkpoint's stored form, and read back
+    stored = fingerprints.to_dict()
+    assert stored["similarity_threshold"] == fingerprints.similarity_threshold
+    assert stored["threshold_percentile"] == 5.0
+    again = TrainingFingerprints.from_dict(stored)
+    assert again.similarity_threshold == fingerprints.similarity_threshold
+    # some rows only: each against every other training molecule
+    rows = np.array([2, 7, 16])
+    np.testing.assert_allclose(
+        fingerprints.nearest_neighbour_similarity(rows), np.array(expected)[rows], rtol=1e-6
+    )
+
+
+def test_a_large_training_set_is_calibrated_on_a_sample_of_its_molecules(monkeypatch):
+    monkeypatch.setattr(applicability, "CALIBRATION_MOLECULES", 4)
+    training = MOLECULES[:10]
+    expected = np.array(_leave_one_out_by_brute_force(training))
+    rows = np.sort(np.random.default_rng(0).choice(len(training), 4, replace=False))
+    threshold = TrainingFingerprints.from_mols(_mols(training)).similarity_threshold
+    assert threshold == pytest.approx(np.percentile(expected[rows], 5), rel=1e-6)
+
+
+def test_fingerprints_stored_before_the_calibration_and_the_threshold_of_a_union():
+    stored = TrainingFingerprints.from_mols(_mols(["CCO", "CCCO", "c1ccccc1"])).to_dict()
+    old = {k: v for k, v in stored.items() if k not in ("similarity_threshold",
+                                                        "threshold_percentile")}  # fmt: skip
+    assert TrainingFingerprints.from_dict(old).similarity_threshold is None
+    first = TrainingFingerprints.from_mols(_mols(["CCO", "CCCO", "c1ccccc1"]))  # 1/18
+    second = TrainingFingerprints.from_mols(_mols(["CCO", "CCCO"]))  # [5/9, 5/9]: 5/9
+    assert second.similarity_threshold == pytest.approx(5 / 9)
+    union = TrainingFingerprints.concatenate([first, second])
+    assert union.similarity_threshold == pytest.approx(1 / 18) and len(union) == 3
+    old_part = TrainingFingerprints.from_dict(old)
+    assert TrainingFingerprints.concatenate([first, old_part]).similarity_threshold is None
+
+
+def test_training_label_range_and_predictions_outside_it():
+    labels = np.array([[1.0, np.nan, np.nan], [-2.5, 10.0, np.nan], [3.0, 4.0, np.nan]])
+    found = TrainingLabelRange.from_labels(labels)
+    assert found.low.tolist()[:2] == [-2.5, 4.0] and found.high.tolist()[:2] == [3.0, 10.0]
+    assert np.isnan(found.low[2]) and np.isnan(found.high[2])  # a target without labels
+    stored = found.to_dict()
+    assert stored == {"min": [-2.5, 4.0, None], "max": [3.0, 10.0, None]}
+    buffer = io.BytesIO()
+    torch.save({"hyper_parameters": {"train_label_range": stored}}, buffer)
+    buffer.seek(0)
+    again = TrainingLabelRange.from_dict(
+        torch.load(buffer, weights_only=True)["hyper_parameters"]["train_label_range"]
+    )
+    predicted = np.array(
+        [[-2.5, 4.0, 1e9], [3.0, 10.0, -1e9], [-2.6, 3.9, 0.0], [3.1, 10.1, np.nan],
+         [0.0, np.nan, 0.0]]
+    )  # fmt: skip
+    assert again.outside(predicted).tolist() == [
+        [False, False, False],  # the bounds themselves are inside
+        [False, False, False],
+        [True, True, False],
+        [True, True, False],
+        [False, False, False],  # NaN: not judged
+    ]
+    union = TrainingLabelRange.union(
+        [again, TrainingLabelRange(np.array([-3.0, 5.0, 0.0]), np.array([2.0, 11.0, 1.0]))]
+    )
+    assert union.low.tolist() == [-3.0, 4.0, 0.0] and union.high.tolist() == [3.0, 11.0, 1.0]

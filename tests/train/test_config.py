@@ -291,3 +291,35 @@ def test_the_paper_protocol_lists_each_difference_from_the_paper():
         )  # fmt: skip
     )
     assert not any("readout" in d for d in own)  # the user's own choice is not a departure
+
+
+@pytest.mark.parametrize(
+    "text, where, why",
+    [
+        ("max_epochs: 5\ntarget_columns: [y, z\n", "line 3, column 1", "not valid YAML: expected"),
+        ("max_epochs: 5\n  batch_size: 4\n", "line 2, column 13", "not valid YAML: mapping"),
+        ("max_epochs: !!python/object/apply:os.system [ls]\n", "line 1, column 13",
+         "could not determine a constructor for the tag"),
+        ("seed: !custom 3\n", "line 1, column 7", "for the tag '!custom'"),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["train"],
+        ["transfer", "--data", "x.csv", "--low-fidelity-columns", "a",
+         "--high-fidelity-columns", "b"],
+        ["recipe", "run", "dft_to_gw"],
+    ],
+)  # fmt: skip
+def test_a_config_yaml_that_yaml_refuses_is_one_line_naming_file_and_line(
+    tmp_path, capsys, text, where, why, command
+):
+    config = tmp_path / "mine.yaml"
+    config.write_text(text)
+    out = tmp_path / "out"
+    assert main([*command, "--config", str(config), "-o", str(out)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1, error  # no traceback
+    assert f"error: {config}, {where}: " in error and why in error
+    assert not out.exists()

@@ -9,6 +9,7 @@ import re
 import signal
 import warnings
 from fractions import Fraction
+from pathlib import Path
 
 import lightning as L
 import pytest
@@ -382,3 +383,115 @@ def test_a_signal_during_fit_is_raised_as_interrupted_not_a_quiet_exit(tmp_path,
     finally:
         signal.signal(signal.SIGINT, saved[0])
         signal.signal(signal.SIGTERM, sigterm)
+
+
+class _Noisy(_Linear):
+    """Dropout on its input: every step draws from torch's generator."""
+
+    def _loss(self, batch) -> torch.Tensor:
+        x, y = batch
+        return torch.nn.functional.mse_loss(self.layer(torch.nn.functional.dropout(x, 0.3)), y)
+
+
+class _TermAfter(L.Callback):
+    """Sends this process SIGTERM once epoch ``epoch`` has ended, as a scheduler would."""
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def on_train_epoch_end(self, trainer, module) -> None:
+        if trainer.current_epoch == self.epoch:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+def test_a_fit_stopped_by_sigterm_resumes_from_its_last_checkpoint_as_if_never_stopped(tmp_path):
+    """keep_last writes last.ckpt after every validation; a fit stopped by SIGTERM after epoch
+    1 and resumed from it ends with the weights, losses and best checkpoint of the fit that
+    was never stopped: the batches' order depends on the seed and epoch alone, and the random
+    generators (dropout here) are restored with the checkpoint."""
+    from chemgraph._interrupts import Interrupted
+    from chemgraph.data.datamodule import SeededShuffleSampler
+    from chemgraph.train.fit import fit
+
+    x = torch.randn(24, 2, generator=torch.Generator().manual_seed(1))
+    data = torch.utils.data.TensorDataset(x, x.sum(dim=1, keepdim=True))
+
+    def run(folder, callbacks=(), resume_from=None):
+        L.seed_everything(0, verbose=False)
+        module, history = _Noisy(), LossHistory()
+        train = torch.utils.data.DataLoader(
+            data, batch_size=4, sampler=SeededShuffleSampler(len(data), seed=3)
+        )
+        fit(
+            module, (train, torch.utils.data.DataLoader(data, batch_size=8)),
+            budget_hint="raise max_epochs", restore_best=False, resume_from=resume_from,
+            max_epochs=4, checkpoint_dir=folder, keep_last=True,
+            callbacks=[history, *callbacks], accelerator="cpu",
+        )  # fmt: skip
+        return module, history
+
+    whole, whole_history = run(tmp_path / "whole")
+    previous = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Interrupted):
+        run(tmp_path / "stopped", [_TermAfter(1)])
+    signal.signal(signal.SIGTERM, previous)
+    last = tmp_path / "stopped" / "last.ckpt"
+    assert torch.load(last, weights_only=True)["epoch"] == 1  # epochs 0 and 1 done
+    resumed, resumed_history = run(tmp_path / "stopped", resume_from=last)
+    for ours, theirs in zip(resumed.parameters(), whole.parameters()):
+        torch.testing.assert_close(ours, theirs, rtol=0, atol=0)
+    assert resumed_history.epochs == whole_history.epochs  # the record came back with it
+    folders = (tmp_path / "whole", last.parent)
+    best = [torch.load(folder / "best.ckpt", weights_only=True) for folder in folders]
+    for name, tensor in best[0]["state_dict"].items():
+        torch.testing.assert_close(best[1]["state_dict"][name], tensor, rtol=0, atol=0)
+
+
+def test_the_best_checkpoint_is_written_beside_itself_and_renamed_never_copied_over(
+    tmp_path, monkeypatch
+):
+    """Lightning wrote best.ckpt through the system's temporary folder and moved it: a full
+    (or missing) temporary folder failed the fit, and on another file system the move is a
+    copy over the earlier best.ckpt, which a kill or a full disk then destroys (issue 45)."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-temporary-folder"))
+    out = tmp_path / "run"
+    trainer = make_trainer(max_epochs=2, checkpoint_dir=out, accelerator="cpu")
+    trainer.fit(_Linear(), _loader(), _loader())
+    best = out / "best.ckpt"
+    assert torch.load(best, weights_only=True)["state_dict"]  # written, and readable
+    earlier = best.read_bytes()
+
+    def full_disk(checkpoint, path):  # writes half a file, then the disk is full
+        with open(path, "wb") as handle:
+            handle.write(earlier[: len(earlier) // 2])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        trainer.save_checkpoint(best)
+    assert best.read_bytes() == earlier  # the last good model is whole
+    assert sorted(p.name for p in out.iterdir()) == ["best.ckpt"]  # no temporary left
+
+
+def test_the_reaction_centre_model_is_saved_atomically_too(tmp_path, monkeypatch):
+    from chemgraph.reactions.reaction_centre import save_reaction_centre_model
+
+    model = tmp_path / "model.pt"
+    model.write_bytes(b"the earlier model")
+
+    class _Model:  # what save_reaction_centre_model reads of a model
+        scorer = ranker = torch.nn.Linear(2, 1)
+        config = type("Config", (), {"to_dict": lambda self: {}})()
+        settings: dict = {}
+
+    def full_disk(checkpoint, path):
+        Path(path).write_bytes(b"half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        save_reaction_centre_model(model, _Model())
+    assert model.read_bytes() == b"the earlier model"
+    assert [p.name for p in tmp_path.iterdir()] == ["model.pt"]

@@ -174,17 +174,27 @@ def _read_sdf(path: Path, smiles_column: str) -> DataSource:
     """An SDF file as a table: one row per readable record, its SD properties as columns (text;
     targets are converted as table cells are) and ``smiles_column`` the isomeric SMILES RDKit
     writes for the record's molecule (stereo from its coordinates and wedges); unreadable
-    records, query structures included, are ``rejected`` with RDKit's reason."""
+    records, query structures included, are ``rejected`` with RDKit's reason, and records with
+    bytes that are not UTF-8 with where they are (:func:`chemgraph.data.readers.sdf_not_utf8`,
+    as every command reads an SDF)."""
     import numpy as np
     import pandas as pd
     from rdkit import Chem
 
-    from chemgraph.chem import iter_sdf
+    from chemgraph.chem import MoleculeParseError
+    from chemgraph.chem.parse import iter_sdf_blocks, mol_from_sdf_block
     from chemgraph.data.datasets.base import rejected_frame
+    from chemgraph.data.readers import sdf_not_utf8
 
     records, rows, bad = [], [], []
-    for index, mol, reason in iter_sdf(path):
-        if mol is None:
+    for index, block in enumerate(iter_sdf_blocks(path)):
+        reason = sdf_not_utf8(block)
+        if reason is None:
+            try:
+                mol = mol_from_sdf_block(block)
+            except MoleculeParseError as error:
+                reason = error.reason
+        if reason is not None:
             bad.append((index, f"record {index}", reason))
             continue
         properties = {k: str(v) for k, v in mol.GetPropsAsDict(includePrivate=False).items()}
