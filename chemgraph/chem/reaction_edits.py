@@ -26,7 +26,12 @@ charges that follow, atom by atom, from the change of the atom's bond-order sum:
 * a neutral oxygen left with one bond and no hydrogen next to a cation is an anion (the N-oxide
   and nitro oxygen);
 * a new aromatic nitrogen may carry one hydrogen or none (pyrrole- or pyridine-like: azole
-  tautomers): the form RDKit can kekulise is kept, hydrogen-free first.
+  tautomers): the form RDKit can kekulise is kept, hydrogen-free first;
+* stereochemistry is kept where no bond changes: an edited atom loses its tetrahedral label and
+  a double bond at an edited atom its E/Z label (the edits do not say the configuration a
+  reaction makes or changes: an SN2 or Mitsunobu inversion, a new stereocentre), so those
+  centres are left unassigned rather than given whatever label RDKit's neighbour order
+  implies.
 
 The result is sanitised by RDKit; an edit set that gives no sanitisable molecule gives None.
 On the ``uspto_mit_valid`` reactions the edits derived by :func:`reaction_edits` give back the
@@ -136,11 +141,11 @@ def mapped_reaction(text: str) -> MappedReaction:
 
     Raises:
         ReactionParseError: the text is not a reaction SMILES, a field does not parse, the
-            reactants field is empty (even with reagents: they give no atom to a product), or a
+            reactants field is empty (even with reagents: there is nothing to react), or a
             product atom is unmapped or mapped to no input atom.
     """
     reactants, reagents, products = split_reaction_smiles(text)
-    if not reactants:  # reagents give no atom to a product: nothing could react
+    if not reactants:  # reagents alone: nothing to react
         raise ReactionParseError("the reactants field is empty", text)
     left = ".".join(part for part in (reactants, reagents) if part)
     inputs = Chem.MolFromSmiles(left)
@@ -317,9 +322,16 @@ def apply_edits(inputs: Chem.Mol, edits: Iterable[Edit]) -> Chem.Mol | None:
         ):
             atom.SetFormalCharge(-1)
     edited_bonds = {b.GetIdx(): b for k in touched for b in mol.GetAtomWithIdx(k).GetBonds()}
+    for k in touched:  # the model cannot say the configuration of a centre it changes
+        mol.GetAtomWithIdx(k).SetChiralTag(Chem.ChiralType.CHI_UNSPECIFIED)
     for bond in edited_bonds.values():  # only bonds at edited atoms can have changed
         if bond.GetIsAromatic() and bond.GetBondType() != Chem.BondType.AROMATIC:
             bond.SetIsAromatic(False)
+        if bond.GetBondType() == Chem.BondType.DOUBLE:  # its E/Z, and the single bonds' marks
+            bond.SetStereo(Chem.BondStereo.STEREONONE)
+            for end in (bond.GetBeginAtom(), bond.GetEndAtom()):
+                for single in end.GetBonds():
+                    single.SetBondDir(Chem.BondDir.NONE)
     result = _sanitised(mol, touched)
     if result is None and new_aromatic_nitrogens:  # azole tautomer: one nitrogen takes the H
         for k in new_aromatic_nitrogens:

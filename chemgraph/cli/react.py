@@ -19,7 +19,7 @@ from chemgraph.cli.common import (
     add_workers_option,
 )
 
-__all__ = ["ReactCommand", "given_product", "reaction_lines"]
+__all__ = ["ReactCommand", "given_product", "no_confident_product_line", "reaction_lines"]
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +39,13 @@ class ReactCommand(Command):
         "reactions; its card: chemgraph/_data/models/README.md).\n"
         "--decoder generate: a GRAT translator checkpoint of the reaction_outcome recipe\n"
         "decodes product graphs atom by atom by beam search (log-probabilities).\n"
-        "A product is valid only when it has no radical or bare atom the reactants lack and\n"
-        "its atoms come from the reactants (chemgraph.chem.validity).\n\n"
+        "A product is valid only when it has no radical or bare atom the reactants lack, its\n"
+        "atoms come from the reactants and it is not too strained to exist (anti-Bredt, small\n"
+        "cycloalkynes, fused cyclopropenes); the centre decoder also offers only balanced\n"
+        "products: a reduction needs a reducing agent among the reactants and reagents, an\n"
+        "oxidation an oxidising one (chemgraph.chem.validity lists them). Below the top-1\n"
+        "probability chosen on held-out reactions (the model card) the outcome is 'no\n"
+        "confident product', printed after the candidates.\n\n"
         "--input reads one reaction SMILES a line (text after the first whitespace ignored),\n"
         "or a .csv/.tsv with a reaction, reactions or rxn_smiles column (USPTO-50K files too),\n"
         "plain or gzipped; --output gets one row per reaction, in input order, written as the\n"
@@ -49,9 +54,12 @@ class ReactCommand(Command):
         "Reactions that hold products are scored (top-1/2/3/5 accuracy over those reactions).\n\n"
         "A reaction given on the command line with its product ('reactants>reagents>product')\n"
         "gets '= target' after the matching rank, as with --input (a warning when the\n"
-        "product is not among the predictions). A non-empty reagent field ('>reagents>') gives\n"
-        "no atom to the products: the centre decoder changes no bond of a reagent (write\n"
-        "'reactants.reagents>>' to let it).\n"
+        "product is not among the predictions). Molecules written above the arrow\n"
+        "('>reagents>') give atoms like reactants (HNO3 its nitro group), as in USPTO-MIT,\n"
+        "which the shipped model was trained on; --output still lists them as reagents.\n"
+        "After one reaction's predictions come the best products the rules refused ('not\n"
+        "offered: SMILES (reason)') and how many stereocentres the first product has whose\n"
+        "configuration is not predicted (made or changed by the reaction).\n"
         "One reaction's predictions are printed a line each, tab-separated: rank, product\n"
         "SMILES, score (centre: the calibrated probability that it is the product, each\n"
         "product's own, so they need not sum to 1; generate: the log-probability) and, for\n"
@@ -108,9 +116,14 @@ class ReactCommand(Command):
             "reaction, target (the "
             "recorded product, when the input has one) and target_rank (its rank among the "
             "predictions, empty if absent), top1_invalid, prediction_k and score_k for k up to "
-            "--top-k, edits_1 (centre: the bonds the top prediction changes, i-j:class with "
-            "0-based input atoms), unknown_elements (centre: elements the model has no atom "
-            "feature for), and an error column saying why a reaction was not decoded",
+            "--top-k; with the centre decoder outcome (product, or no confident product when "
+            "the top-1 probability is below the model's threshold), edits_1 (the bonds the top "
+            "prediction changes, i-j:class with 0-based input atoms), undetermined_stereo_1 "
+            "(stereocentres and double bonds the top prediction makes or changes, whose "
+            "configuration is not predicted), refused (the best products the rules refused, "
+            "with the reason), reagents (the reagent field as written), unknown_elements "
+            "(elements the model has no atom feature for); and an error column saying why a "
+            "reaction was not decoded",
         )
         add_id_column_option(
             parser,
@@ -149,6 +162,7 @@ class ReactCommand(Command):
         from chemgraph.errors import ChemgraphError, ConfigError
         from chemgraph.jobs.react import INPUT_FORMAT, ReactOptions, react, react_file
         from chemgraph.reactions.predictions import NO_PRODUCT, format_top_k_metrics, target_rank
+        from chemgraph.reactions.reaction_centre import NO_CONFIDENT_PRODUCT
 
         if (args.reaction is None) == (args.input is None):
             raise ConfigError("give either one reaction SMILES or --input FILE (with --output)")
@@ -171,10 +185,14 @@ class ReactCommand(Command):
         if args.input is None:
             prediction = react(args.reaction, options)
             if not prediction.smiles:
+                refused = "".join(
+                    f"; not offered: {smiles} ({why})"
+                    for smiles, why in getattr(prediction, "refused", [])
+                )
                 raise ChemgraphError(
-                    f"no product predicted for {args.reaction!r}: {NO_PRODUCT}; check that the "
-                    "reaction SMILES holds every reactant ('reactants>reagents>') and that they "
-                    "can react as written"
+                    f"no product predicted for {args.reaction!r}: {NO_PRODUCT}{refused}; check "
+                    "that the reaction SMILES holds every reactant ('reactants>reagents>') and "
+                    "that they can react as written"
                 )
             target = given_product(args.reaction)
             hit = target_rank(prediction.smiles, target)
@@ -187,6 +205,16 @@ class ReactCommand(Command):
                     )
                 mark = "\t= target" if rank == hit else ""
                 print(f"{rank}\t{smiles}\t{score:.4f}{centre}{mark}")
+            if not getattr(prediction, "confident", True):
+                print(no_confident_product_line(prediction))
+            for smiles, why in getattr(prediction, "refused", []):
+                log.info("not offered: %s (%s)", smiles, why)
+            if getattr(prediction, "undetermined_stereo", 0):
+                log.info(
+                    "the first product has %d stereocentre(s) or double bond(s) that the "
+                    "reaction makes or changes: their configuration is not predicted",
+                    prediction.undetermined_stereo,
+                )  # fmt: skip
             if target and hit is None:
                 log.warning(
                     "the given product %s is not among the %d predictions",
@@ -215,14 +243,18 @@ class ReactCommand(Command):
         # only rows with a prediction have top1_invalid (the best-scoring graph was invalid,
         # a lower-ranked one valid: the generate decoder)
         invalid_top1 = int(table["top1_invalid"].fillna(False).sum())
+        unconfident = 0
+        if "outcome" in table:  # the centre decoder's
+            unconfident = int((table["outcome"] == NO_CONFIDENT_PRODUCT).sum())
         if not quiet:
             print(f"{len(table)} lines read: {predicted} decoded (a valid product predicted), "
                   f"{searched - predicted} without a valid product, {len(table) - searched} "
                   f"not read or encoded; of the {predicted} decoded, {invalid_top1} with a "
                   "best-scoring graph that was not a valid product (a radical or bare atom the "
-                  "reactants lack, or atoms they do not hold) (written to "
-                  f"{args.output}; its error column says why a line has no prediction)"
-                  )  # fmt: skip
+                  f"reactants lack, or atoms they do not hold) and {unconfident} with no "
+                  "confident product (the best product's probability below the model's "
+                  f"threshold) (written to {args.output}; its error column says why a line has "
+                  "no prediction)")  # fmt: skip
         if metrics is not None and not quiet:
             print(
                 f"top-k accuracy over {metrics['reactions']} of {len(table)} lines "
@@ -243,10 +275,13 @@ def reaction_lines(table: Any, top_k: int) -> list[str]:
     table: per reaction a line ``row N: <reaction>`` (``row N (id X): ...`` when the input
     names it), then one line ``  rank<TAB>SMILES<TAB>
     score`` per valid prediction (``<TAB>= target`` ending the one that matches the products
-    given), or ``  no valid product graph was decoded``, or ``  not predicted: <error>``."""
+    given), or ``  no valid product graph was decoded``, or ``  not predicted: <error>``;
+    ``  no confident product (...)`` after the predictions of a reaction whose ``outcome``
+    column says so."""
     import pandas as pd
 
     from chemgraph.reactions.predictions import NO_PRODUCT
+    from chemgraph.reactions.reaction_centre import NO_CONFIDENT_PRODUCT
 
     lines = []
     for record in table.to_dict("records"):
@@ -264,7 +299,19 @@ def reaction_lines(table: Any, top_k: int) -> list[str]:
                 break
             mark = "\t= target" if not pd.isna(hit) and int(hit) == rank else ""
             lines.append(f"  {rank}\t{smiles}\t{record[f'score_{rank}']:.4f}{mark}")
+        if record.get("outcome") == NO_CONFIDENT_PRODUCT:
+            lines.append(f"  {NO_CONFIDENT_PRODUCT} (the best product's probability is below "
+                         "the model's threshold)")  # fmt: skip
     return lines
+
+
+def no_confident_product_line(prediction: Any) -> str:
+    """The line printed after the candidates of a reaction-centre prediction whose top-1
+    probability is below its model's threshold."""
+    return (
+        f"no confident product: the best product's probability {prediction.scores[0]:.4f} is "
+        f"below {prediction.threshold:.4f}, the threshold chosen on held-out reactions"
+    )
 
 
 def given_product(reaction: str) -> str:

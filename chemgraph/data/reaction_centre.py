@@ -10,7 +10,8 @@
   products: combinations of the best-scored changes, applied with RDKit
   (:func:`chemgraph.chem.reaction_edits.apply_edits`), sanitised, the product fragments chosen
   by the scorer's product-atom logits, checked by :func:`chemgraph.chem.validity.product_problem`
-  and deduplicated, so every candidate is a valid product by construction.
+  and :func:`chemgraph.chem.validity.redox_problem` and deduplicated, so every candidate is a
+  valid, balanced product by construction.
 """
 
 from __future__ import annotations
@@ -37,13 +38,14 @@ from chemgraph.chem.reaction_edits import (
     reaction_edits,
 )
 from chemgraph.chem.reactions import ReactionParseError, canonical_smiles
-from chemgraph.chem.validity import ReactionInputs, product_problem
+from chemgraph.chem.validity import ReactionInputs, product_problem, redox_problem
 from chemgraph.data.datasets.base import rejected_frame
 from chemgraph.data.reactions import reaction_records
 
 __all__ = [
     "Candidate",
     "ReactionCentreExample",
+    "Refusal",
     "edited_fragments",
     "enumerate_candidates",
     "ranked_combinations",
@@ -194,6 +196,25 @@ class Candidate:
     product_atoms: tuple[int, ...]
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A product that combinations of the best-scored changes give but the rules refuse
+    (:func:`chemgraph.chem.validity.product_problem`, :func:`chemgraph.chem.validity.
+    redox_problem`).
+
+    Attributes:
+        smiles: canonical SMILES of the refused product.
+        edits: the edits that give it.
+        edit_score: their summed scorer logit.
+        reason: the rule's one-line reason.
+    """
+
+    smiles: str
+    edits: tuple[Edit, ...]
+    edit_score: float
+    reason: str
+
+
 def ranked_combinations(
     changes: Sequence[tuple[Edit, float]], max_edits: int = 4
 ) -> list[tuple[float, tuple[int, ...]]]:
@@ -271,6 +292,11 @@ def _fragment_key(
     return frozenset(fragment), frozenset(e for e in edits if e[0] in reach or e[1] in reach)
 
 
+def _constitution(smiles: str) -> str:
+    """Canonical SMILES of ``smiles`` without stereochemistry."""
+    return Chem.MolToSmiles(Chem.MolFromSmiles(smiles), isomericSmiles=False)
+
+
 def enumerate_candidates(
     reaction: MappedReaction,
     changes: Sequence[tuple[Edit, float]],
@@ -279,16 +305,19 @@ def enumerate_candidates(
     max_candidates: int = 20,
     max_tries: int = 60,
     inputs: ReactionInputs | None = None,
+    refused: list[Refusal] | None = None,
 ) -> list[Candidate]:
     """Candidate products from combinations of the best-scored bond changes.
 
     Every combination of 1 … ``max_edits`` of ``changes`` (at most one change per atom pair)
     is scored by the sum of its logits (the log-odds of that edit set when the changes are
     independent Bernoulli variables) and applied best first with RDKit; a combination whose
-    molecule does not sanitise, or whose product is not valid
-    (:func:`chemgraph.chem.validity.product_problem`), repeats an earlier product or is one of
-    the input molecules unchanged, is skipped. The product of an edited molecule is the edited
-    fragment whose atoms have the highest mean product logit (the scorer's "ends in the main
+    molecule does not sanitise, whose product is not valid
+    (:func:`chemgraph.chem.validity.product_problem`) or not balanced (a reduction or oxidation
+    no reactant or reagent accounts for: :func:`chemgraph.chem.validity.redox_problem`),
+    repeats an earlier product or is one of the input molecules unchanged (also once an edited
+    centre has lost its stereo label), is skipped. The product of an edited molecule is the
+    edited fragment whose atoms have the highest mean product logit (the scorer's "ends in the main
     product"): a by-product (tosylate, Ph3P=O, water) is not the product because it is
     larger, and untouched reagents and counter-ions are not part of it. Given the recorded
     edits, this choice gives the recorded product far more often than keeping every fragment
@@ -305,6 +334,8 @@ def enumerate_candidates(
         max_candidates: stop after this many distinct valid products.
         max_tries: stop after applying this many combinations.
         inputs: the facts for the validity check (computed from ``reaction.inputs`` if None).
+        refused: when given, gets a :class:`Refusal` for each distinct product the validity or
+            balance rules refused, in the order met (best summed logit first).
 
     Returns:
         Up to ``max_candidates`` candidates, in the order of their summed logits.
@@ -315,9 +346,13 @@ def enumerate_candidates(
     near = _ring_neighbourhoods(prepared)
     neighbours = [{n.GetIdx() for n in atom.GetNeighbors()} for atom in prepared.GetAtoms()]
     candidates: list[Candidate] = []
-    # an input molecule given back unchanged is no reaction outcome
+    # an input molecule given back unchanged is no reaction outcome; nor is one that only
+    # lost the stereo label of a centre the edits touched (apply_edits clears it)
     seen = {canonical_smiles(m) for m in Chem.GetMolFrags(reaction.inputs, asMols=True)}
+    constitutions = {_constitution(text) for text in seen}
+    stereo_inputs = not constitutions <= seen
     fragments_seen: set[tuple] = set()  # of the combinations RDKit could apply
+    refused_smiles: set[str] = set()
     means: dict[tuple[int, ...], float] = {}  # mean product logit of each fragment met
 
     def mean_logit(fragment: tuple[int, ...]) -> float:
@@ -338,7 +373,17 @@ def enumerate_candidates(
         if key is not None:
             fragments_seen.add(key)
         smiles = product_smiles(molecule, chosen)
-        if smiles is None or smiles in seen or product_problem(smiles, inputs) is not None:
+        if smiles is None or smiles in seen:
+            continue
+        if stereo_inputs and _constitution(smiles) in constitutions:
+            continue
+        problem = product_problem(smiles, inputs) or redox_problem(
+            prepared, molecule, chosen, inputs
+        )
+        if problem is not None:
+            if refused is not None and smiles not in refused_smiles:
+                refused_smiles.add(smiles)
+                refused.append(Refusal(smiles, edits, score, problem))
             continue
         seen.add(smiles)
         candidates.append(Candidate(smiles, edits, score, molecule, tuple(sorted(chosen))))

@@ -34,6 +34,7 @@ from chemgraph.reactions.reaction_centre import (
     ReactionCentreModel,
     candidate_workers,
     load_reaction_centre_model,
+    prediction_outcome,
 )
 from chemgraph.reactions.translator_prediction import predict_file, predict_reactions
 from chemgraph.train.checkpoint import checkpoint_kind, load_checkpoint
@@ -229,6 +230,13 @@ def react_file(
         )  # fmt: skip
 
 
+_CENTRE_COLUMNS = (
+    "outcome", "edits_1", "undetermined_stereo_1", "refused", "reagents", "unknown_elements",
+)  # fmt: skip
+"""The reaction-centre decoder's columns after the :func:`chemgraph.reactions.predictions.
+prediction_frame` columns of ``react --input``'s table (:func:`_centre_file`)."""
+
+
 def _centre_file(
     model: ReactionCentreModel,
     input_path: str | Path,
@@ -247,13 +255,19 @@ def _centre_file(
     reaction is predicted): ``row``, ``id`` (``id_column``: see
     :func:`chemgraph.data.reactions.reaction_ids`), ``reaction``, ``target``, ``target_rank``,
     ``top1_invalid`` (False when a candidate was valid, missing when none was), ``prediction_k``
-    and ``score_k`` (the ranker's probability) for ``k`` up to ``top_k``, ``error``; plus
-    ``edits_1`` (the reaction centre of the top prediction: ``i-j:class`` with 0-based atom
-    indices of the input as written, ``;``-joined) and ``unknown_elements`` (the reactants' and
-    reagents' elements outside :data:`chemgraph.batches.reaction_centre.ELEMENTS`,
-    space-separated: a warning names their rows, whose predictions lie outside the model's
-    training domain). ``workers``: processes that enumerate the candidates, started once for
-    the file; ``overwrite``: write over an ``OUTPUT.partial`` an earlier run left.
+    and ``score_k`` (the calibrated probability) for ``k`` up to ``top_k``, ``error``; plus
+    ``outcome`` (:func:`chemgraph.reactions.reaction_centre.prediction_outcome`: ``product`` or
+    ``no confident product``, empty without a prediction), ``edits_1`` (the reaction centre of
+    the top prediction: ``i-j:class`` with 0-based atom indices of the input as written,
+    ``;``-joined), ``undetermined_stereo_1``
+    (:func:`chemgraph.reactions.reaction_centre.undetermined_stereo` of the top prediction),
+    ``refused`` (the best products the rules refused, ``SMILES: reason`` joined by ``; ``),
+    ``reagents`` (the reagent field as written: its molecules are atom sources like the
+    reactants, and stay reagents here) and ``unknown_elements`` (the reactants' and reagents'
+    elements outside :data:`chemgraph.batches.reaction_centre.ELEMENTS`, space-separated: a
+    warning names their rows, whose predictions lie outside the model's training domain).
+    ``workers``: processes that enumerate the candidates, started once for the file;
+    ``overwrite``: write over an ``OUTPUT.partial`` an earlier run left.
 
     Returns:
         The table and the :func:`chemgraph.reactions.predictions.top_k_metrics` of the
@@ -266,7 +280,7 @@ def _centre_file(
     """
     from chemgraph.batches.reaction_centre import unknown_elements
     from chemgraph.chem.reaction_edits import BOND_CLASSES
-    from chemgraph.chem.reactions import ReactionParseError
+    from chemgraph.chem.reactions import ReactionParseError, split_reaction_smiles
     from chemgraph.data.reaction_centre import reaction_centre_example
 
     ids = reaction_ids(input_path, id_column)
@@ -292,12 +306,24 @@ def _centre_file(
             ";".join(f"{i}-{j}:{BOND_CLASSES[c]}" for i, j, c in p.edits[0]) if p.edits else ""
             for p in predictions
         ]
-        return errors, kept, examples, predictions, {"edits_1": edits, "unknown_elements": unknown}
+        extra = {
+            "outcome": [prediction_outcome(p) for p in predictions],
+            "edits_1": edits,
+            "undetermined_stereo_1": [
+                str(p.undetermined_stereo) if p.smiles else "" for p in predictions
+            ],
+            "refused": [
+                "; ".join(f"{smiles}: {why}" for smiles, why in p.refused) for p in predictions
+            ],
+            "reagents": [split_reaction_smiles(example.text)[1] for example in examples],
+            "unknown_elements": unknown,
+        }
+        return errors, kept, examples, predictions, extra
 
     with candidate_workers(workers) as pool:
         written = write_predictions(
             reaction_records(input_path), output, functools.partial(decode, pool=pool), top_k,
-            ids, extra=("edits_1", "unknown_elements"), overwrite=overwrite,
+            ids, extra=_CENTRE_COLUMNS, overwrite=overwrite,
         )  # fmt: skip
     if flagged:
         rows = ", ".join(map(str, flagged[:5])) + (", ..." if len(flagged) > 5 else "")

@@ -5,8 +5,10 @@
   and the table of ``chemgraph react --input``, the same for the GRAT translator's beam search
   and the reaction-centre model.
 * :mod:`~chemgraph.reactions.reaction_centre`: the reaction-centre model's prediction,
-  calibration, evaluation and checkpoints (Jin et al. 2017, WLN/WLDN); ``chemgraph react``'s
-  default decoder. No Lightning.
+  evaluation and checkpoints (Jin et al. 2017, WLN/WLDN); ``chemgraph react``'s default
+  decoder. No Lightning.
+* :mod:`~chemgraph.reactions.reaction_centre_calibration`: its calibrated probabilities and
+  the "no confident product" threshold, both fitted on held-out reactions. No Lightning.
 * :mod:`~chemgraph.reactions.reaction_centre_training`: its training (scorer, ranker, then
   calibration; the ``reaction_centre`` recipe).
 * :mod:`~chemgraph.reactions.translator_prediction`: a GRAT translator's beam search

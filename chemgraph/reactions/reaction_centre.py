@@ -15,13 +15,13 @@ arXiv:1709.04555; Coley et al. 2019, Chem. Sci. 10, 370; on the GRAT encoder of 
    whose product is not among them are left out of this stage and counted).
 
 3. the ranker's probabilities are calibrated on the last ``calibration_reactions`` training
-   reactions, on which neither the scorer nor the ranker trains (:func:`calibrate`: Platt scaling,
-   :func:`chemgraph.train.calibration.fit_platt_scaling`, of each candidate's log-probability,
-   its margin over the best other candidate, and the scorer's logits of its edits;
-   :data:`CALIBRATION_FEATURES`).
+   reactions, on which neither the scorer nor the ranker trains, and the "no confident
+   product" threshold is chosen on them
+   (:mod:`chemgraph.reactions.reaction_centre_calibration`).
 
-Prediction: scorer -> best ``top_changes`` changes -> candidates (valid by construction) ->
-ranker -> softmax probabilities (the ranking) -> calibrated probabilities, best first. A
+Prediction: scorer -> best ``top_changes`` changes -> candidates (valid and balanced by
+construction) -> ranker -> softmax probabilities (the ranking) -> calibrated probabilities,
+best first, and the outcome "no confident product" below the threshold. A
 checkpoint is a plain dictionary (``hyper_parameters``: plain values; ``state_dict``: tensors),
 read with ``torch.load(..., weights_only=True)``. This module imports no Lightning (the
 training stages do, in :mod:`chemgraph.reactions.reaction_centre_training`), so ``chemgraph
@@ -51,11 +51,12 @@ from chemgraph.batches.reaction_centre import (
     molecule_arrays,
     reaction_centre_batch,
 )
-from chemgraph.chem.reaction_edits import Edit
+from chemgraph.chem.reaction_edits import Edit, apply_edits, prepare_inputs
 from chemgraph.chem.validity import ReactionInputs
 from chemgraph.data.reaction_centre import (
     Candidate,
     ReactionCentreExample,
+    Refusal,
     enumerate_candidates,
 )
 from chemgraph.models.reaction_centre import (
@@ -67,32 +68,35 @@ from chemgraph.reactions.predictions import (
     ReactionPrediction,
     top_k_metrics,
 )
+from chemgraph.reactions.reaction_centre_calibration import (
+    MAX_LOG_MARGIN,
+    calibration_features,
+    product_probabilities,
+)
 from chemgraph.train.calibration import (
     PlattScaling,
     expected_calibration_error,
-    fit_platt_scaling,
     reliability_table,
 )
 from chemgraph.train.checkpoint import read_checkpoint_file
 
 __all__ = [
-    "CALIBRATION_FEATURES",
     "CHECKPOINT_KIND",
+    "NO_CONFIDENT_PRODUCT",
     "CandidateSet",
     "ReactionCentreModel",
     "ReactionCentrePrediction",
-    "calibrate",
-    "calibration_features",
     "candidate_set",
     "candidate_workers",
     "evaluate_reaction_centre",
     "grouped_log_softmax",
     "load_reaction_centre_model",
-    "product_probabilities",
+    "prediction_outcome",
     "ranker_batch",
     "reaction_candidates",
     "ranker_scores",
     "save_reaction_centre_model",
+    "undetermined_stereo",
 ]
 
 log = logging.getLogger(__name__)
@@ -100,22 +104,9 @@ log = logging.getLogger(__name__)
 CHECKPOINT_KIND = "reaction_centre"
 """``hyper_parameters["kind"]`` of a reaction-centre checkpoint."""
 
-CALIBRATION_FEATURES = (
-    "log_probability", "log_margin", "log_gap_to_best", "edit_score", "edits",
-    "product_logit", "unused_change_logit",
-)  # fmt: skip
-"""Features of a candidate that its calibrated probability is fitted on: the natural log of its
-ranker probability; that minus the log of the best other candidate's (capped at
-:data:`_MAX_LOG_MARGIN`; the cap when it is the only candidate); its log gap to the best
-candidate (0 for the best: the margin's negative part); the scorer's summed logit of its
-edits; how many edits it makes; the scorer's mean product logit of its product atoms; and the
-scorer's best logit among its ``top_changes`` that the candidate does not make
-(:data:`_NO_CHANGE_LOGIT` when it makes them all). Chosen by 5-fold cross-validation on
-held-out reactions (model card, section Calibration). A model calibrated on another list of
-these names (earlier ones: the first two, the first five) is scored with its own list."""
-
-_MAX_LOG_MARGIN = 20.0
 _NO_CHANGE_LOGIT = -20.0
+_REFUSALS_KEPT = 3
+"""Refused products a prediction reports (best summed logit first)."""
 
 
 @dataclass
@@ -134,9 +125,11 @@ class CandidateSet:
         product_atoms: each candidate's product atoms as positions in ``core``.
         edit_scores: each candidate's summed scorer logit.
         label: the recorded product's candidate (-1 = unknown or absent).
-        product_logits, unused_change_logits: per candidate, the scorer's mean product logit
-            of its product atoms and its best logit among the changes the candidate does not
-            make (calibration features, :data:`CALIBRATION_FEATURES`).
+        product_logits, unused_change_logits, refused_gaps: per candidate, the scorer's mean
+            product logit of its product atoms, its best logit among the changes the candidate
+            does not make and how far its summed logit falls below the best refused
+            product's (calibration features, :data:`chemgraph.reactions.
+            reaction_centre_calibration.CALIBRATION_FEATURES`).
     """
 
     example: int
@@ -147,6 +140,7 @@ class CandidateSet:
     label: int = -1
     product_logits: list[float] = field(default_factory=list)
     unused_change_logits: list[float] = field(default_factory=list)
+    refused_gaps: list[float] = field(default_factory=list)
 
 
 def _cut(arrays: MoleculeArrays, core: np.ndarray) -> MoleculeArrays:
@@ -255,10 +249,10 @@ class ReactionCentreModel:
         """Per example, its best ``top_changes`` bond changes ``((i, j, c), logit)`` best first
         and its product-atom logits ``float [N]``.
 
-        A change that touches an atom of the reagent field (``reactants>reagents>``,
-        :attr:`chemgraph.chem.reaction_edits.MappedReaction.reagent_atoms`) is never among
-        them: reagents give no atom to the product by definition. A reaction written
-        ``reactants>>`` (USPTO-MIT's reagents are among its reactants) keeps every pair."""
+        Every atom pair of the input may change, the reagent field's (``reactants>reagents>``)
+        as much as the reactants': the model was trained so, on USPTO-MIT, whose reactions list
+        their reagents among the reactants, and reagents give atoms (HNO3 its nitro group,
+        NaN3 its azide)."""
         top = self.settings["top_changes"]
         order = sorted(range(len(examples)), key=lambda k: examples[k].arrays.num_atoms)
         out: dict[int, tuple] = {}
@@ -268,13 +262,7 @@ class ReactionCentreModel:
             pair_logits, atom_logits = self.scorer(batch)
             n = pair_logits.shape[1]
             upper = torch.triu(torch.ones(n, n, dtype=torch.bool, device=self.device), 1)
-            allowed = upper.unsqueeze(0).repeat(len(chunk), 1, 1)
-            for row, k in enumerate(chunk):
-                reagents = sorted(examples[k].reaction.reagent_atoms)
-                if reagents:
-                    allowed[row, reagents, :] = False
-                    allowed[row, :, reagents] = False
-            pair_logits = pair_logits.masked_fill(~allowed.unsqueeze(-1), float("-inf"))
+            pair_logits = pair_logits.masked_fill(~upper[None, :, :, None], float("-inf"))
             flat = pair_logits.flatten(1)
             values, index = flat.topk(min(top, flat.shape[1]), dim=1)
             values, index = values.cpu().numpy(), index.cpu().numpy()
@@ -304,7 +292,7 @@ class ReactionCentreModel:
         costs seconds); the scorer runs in this process.
         """
         with contextlib.closing(self._candidate_stream(examples, progress, workers)) as stream:
-            return list(stream)
+            return [(found, ranker_set) for found, ranker_set, _ in stream]
 
     def _candidate_stream(
         self,
@@ -312,9 +300,10 @@ class ReactionCentreModel:
         progress: bool,
         workers: int,
         pool: Any = None,
-    ) -> Iterator[tuple[list[Candidate], CandidateSet | None]]:
-        """:meth:`candidates`, one example at a time, in order, each as soon as its worker
-        chunk is done (so :meth:`predict` ranks while the workers enumerate), in ``pool``
+    ) -> Iterator[tuple[list[Candidate], CandidateSet | None, list[Refusal]]]:
+        """:meth:`candidates` with each reaction's refused products (:func:`reaction_candidates`),
+        one example at a time, in order, each as soon as its worker chunk is done (so
+        :meth:`predict` ranks while the workers enumerate), in ``pool``
         (:func:`candidate_workers`) or a pool of ``workers`` of its own. Closed early (an
         error, an interrupt), it cancels the pending chunks and terminates its own workers."""
         own = pool is None and workers > 1 and len(examples) >= 2 * _WORKER_CHUNK
@@ -376,7 +365,7 @@ class ReactionCentreModel:
     def _rank(
         self,
         examples: Sequence[ReactionCentreExample],
-        stream: Iterator[tuple[list[Candidate], CandidateSet | None]],
+        stream: Iterator[tuple[list[Candidate], CandidateSet | None, list[Refusal]]],
         top_k: int,
         batch_size: int,
         calibration: PlattScaling | None,
@@ -399,19 +388,21 @@ class ReactionCentreModel:
                     probabilities[s.example] = p[start : start + len(s.arrays)]
                     start += len(s.arrays)
             for k in chunk:
-                found, ranker_set = found_of[k]
+                found, ranker_set, refused = found_of[k]
                 p = probabilities.get(k, np.zeros(0))
                 product_logits = ranker_set.product_logits if ranker_set else []
                 unused_logits = ranker_set.unused_change_logits if ranker_set else []
+                refused_gaps = ranker_set.refused_gaps if ranker_set else []
                 scores = p if calibration is None else product_probabilities(
                     calibration,
                     calibration_features(
                         p, [c.edit_score for c in found], [len(c.edits) for c in found],
-                        calibration.features, product_logits, unused_logits,
+                        calibration.features, product_logits, unused_logits, refused_gaps,
                     )
                 )  # fmt: skip
                 # best first by the probability printed (ties: the ranker's order)
                 ranked = sorted(range(len(found)), key=lambda r: (-scores[r], -p[r]))[:top_k]
+                threshold = self.no_product_threshold if calibration is not None else None
                 predictions.append(
                     ReactionCentrePrediction(
                         smiles=[found[r].smiles for r in ranked],
@@ -423,9 +414,29 @@ class ReactionCentreModel:
                         product_atoms=[found[r].product_atoms for r in ranked],
                         product_logits=[product_logits[r] for r in ranked],
                         unused_change_logits=[unused_logits[r] for r in ranked],
+                        refused_gaps=[refused_gaps[r] for r in ranked],
+                        refused=[(x.smiles, x.reason) for x in refused[:_REFUSALS_KEPT]],
+                        undetermined_stereo=undetermined_stereo(
+                            prepare_inputs(examples[k].reaction.inputs),
+                            found[ranked[0]].edits,
+                            found[ranked[0]].product_atoms,
+                        )
+                        if ranked
+                        else 0,
+                        confident=bool(ranked)
+                        and (threshold is None or scores[ranked[0]] >= threshold),
+                        threshold=threshold,
                     )
                 )
         return predictions
+
+    @property
+    def no_product_threshold(self) -> float | None:
+        """The calibrated top-1 probability below which a prediction is "no confident
+        product" (:func:`chemgraph.reactions.reaction_centre_calibration.
+        choose_no_product_threshold`; None: not chosen for this model)."""
+        chosen = self.settings.get("no_product")
+        return float(chosen["threshold"]) if chosen else None
 
 
 def reaction_candidates(
@@ -435,15 +446,17 @@ def reaction_candidates(
     atom_logits: np.ndarray,
     settings: dict[str, Any],
     max_distance: int,
-) -> tuple[list[Candidate], CandidateSet | None]:
+) -> tuple[list[Candidate], CandidateSet | None, list[Refusal]]:
     """The candidates of one reaction (:func:`chemgraph.data.reaction_centre.
-    enumerate_candidates` with ``settings``' ``max_edits``, ``max_candidates``, ``max_tries``)
-    and their :func:`candidate_set` (index ``index``; ``label``: the candidate whose SMILES is
-    the example's recorded product, -1 when none is; None when there is no candidate).
+    enumerate_candidates` with ``settings``' ``max_edits``, ``max_candidates``, ``max_tries``),
+    their :func:`candidate_set` (index ``index``; ``label``: the candidate whose SMILES is
+    the example's recorded product, -1 when none is; None when there is no candidate) and the
+    products the rules refused, best summed logit first.
 
     The candidates come back without their edited molecules (``molecule`` None): the set holds
     what the ranker needs, and a worker process returns less.
     """
+    refused: list[Refusal] = []
     with rdBase.BlockLogs():  # e.g. RDKit's hydride warnings; refusals are expected
         found = enumerate_candidates(
             example.reaction,
@@ -453,9 +466,10 @@ def reaction_candidates(
             settings["max_candidates"],
             settings["max_tries"],
             ReactionInputs.from_mols([example.reaction.inputs]),
+            refused,
         )  # fmt: skip
     if not found:
-        return [], None
+        return [], None, refused
     label = next((r for r, c in enumerate(found) if c.smiles == example.product_smiles), -1)
     ranker_set = candidate_set(index, example, found, max_distance, label)
     ranker_set.product_logits = [float(atom_logits[list(c.product_atoms)].mean()) for c in found]
@@ -463,7 +477,11 @@ def reaction_candidates(
         max((logit for edit, logit in changes if edit not in c.edits), default=_NO_CHANGE_LOGIT)
         for c in found
     ]
-    return [replace(c, molecule=None) for c in found], ranker_set
+    best_refused = refused[0].edit_score if refused else -np.inf
+    ranker_set.refused_gaps = [
+        float(np.clip(c.edit_score - best_refused, -MAX_LOG_MARGIN, 0.0)) for c in found
+    ]
+    return [replace(c, molecule=None) for c in found], ranker_set, refused
 
 
 _WORKER_CHUNK = 16
@@ -516,125 +534,27 @@ def candidate_workers(workers: int) -> Iterator[Any]:
         _stop_pool(pool, complete)
 
 
-def calibration_features(
-    probabilities: np.ndarray,
-    edit_scores: Sequence[float],
-    edit_counts: Sequence[int],
-    names: Sequence[str] = CALIBRATION_FEATURES,
-    product_logits: Sequence[float] = (),
-    unused_change_logits: Sequence[float] = (),
-) -> np.ndarray:
-    """The calibration features ``names`` (of :data:`CALIBRATION_FEATURES`) ``float64 [K, F]``
-    of one reaction's ``K`` candidates, from their ranker probabilities ``[K]`` (which sum to
-    1), the scorer's summed logits of their edits ``[K]``, their numbers of edits ``[K]`` and,
-    when ``names`` hold them, their product logits and best unused change logits ``[K]``
-    (:class:`CandidateSet`).
-
-    Raises:
-        KeyError: a name not in :data:`CALIBRATION_FEATURES`.
-    """
-    log_p = np.log(np.clip(np.asarray(probabilities, dtype=np.float64), 1e-300, None))
-    if len(log_p) < 2:
-        margin = np.full_like(log_p, _MAX_LOG_MARGIN)
-    else:
-        order = np.argsort(-log_p)
-        best_other = np.where(np.arange(len(log_p)) == order[0], log_p[order[1]], log_p[order[0]])
-        margin = np.minimum(log_p - best_other, _MAX_LOG_MARGIN)
-    columns = {
-        "log_probability": log_p,
-        "log_margin": margin,
-        "log_gap_to_best": np.minimum(margin, 0.0),
-        "edit_score": np.asarray(edit_scores, dtype=np.float64),
-        "edits": np.asarray(edit_counts, dtype=np.float64),
-        "product_logit": np.asarray(product_logits, dtype=np.float64),
-        "unused_change_logit": np.asarray(unused_change_logits, dtype=np.float64),
-    }
-    return np.column_stack([columns[name] for name in names]).reshape(len(log_p), len(names))
-
-
-def product_probabilities(calibration: PlattScaling, features: np.ndarray) -> np.ndarray:
-    """The calibrated probabilities ``float64 [K]`` of one reaction's ``K`` candidates from
-    their :func:`calibration_features` ``[K, F]``: each candidate's Platt scaling, scaled down
-    to sum to 1 where they would sum to more (the candidates are different products of one
-    reaction, so at most one is the product)."""
-    probabilities = calibration.probability(features)
-    total = probabilities.sum()
-    return probabilities / total if total > 1 else probabilities
-
-
-def calibrate(
-    model: ReactionCentreModel,
-    examples: Sequence[ReactionCentreExample],
-    progress: bool = False,
-    workers: int = 1,
-) -> dict[str, float]:
-    """Calibrate ``model``'s ranker probabilities on held-out reactions with products, in
-    place: ``model.settings["calibration"]`` (with ``reactions``, how many were used).
-
-    Every candidate of every reaction is one example (right: it is the recorded product); the
-    fit is :func:`chemgraph.train.calibration.fit_platt_scaling` of
-    :func:`calibration_features`.
-
-    Returns:
-        On these reactions, the expected calibration error of the top-1 probability before
-        and after (``top1_ece_ranker``, ``top1_ece_calibrated``), also logged.
-
-    Raises:
-        ValueError: no right or no wrong candidate among them.
-    """
-    from chemgraph.chem.graph_codec import same_molecules
-
-    limit = model.settings["max_candidates"]
-    predictions = model.predict(
-        examples, top_k=limit, progress=progress, calibrated=False, workers=workers
-    )
-    features, right, top1 = [], [], []
-    for example, prediction in zip(examples, predictions):
-        if not prediction.smiles:
-            continue
-        hits = [same_molecules(s, example.product_smiles) for s in prediction.smiles]
-        features.append(
-            calibration_features(
-                prediction.scores,
-                prediction.edit_scores,
-                [len(e) for e in prediction.edits],
-                CALIBRATION_FEATURES,
-                prediction.product_logits,
-                prediction.unused_change_logits,
-            )
-        )
-        right += hits
-        top1.append((prediction.scores[0], hits[0]))
-    calibration = fit_platt_scaling(np.concatenate(features), np.asarray(right),
-                                    CALIBRATION_FEATURES)  # fmt: skip
-    raw = np.array([t[0] for t in top1])
-    hit = np.array([t[1] for t in top1])
-    after = np.array([product_probabilities(calibration, f)[0] for f in features])
-    model.settings["calibration"] = calibration.to_dict() | {"reactions": len(examples)}
-    errors = {
-        "top1_ece_ranker": expected_calibration_error(raw, hit),
-        "top1_ece_calibrated": expected_calibration_error(after, hit),
-    }
-    log.info(
-        "calibrated on %d held-out reactions (%d candidates): top-1 expected calibration "
-        "error %.3f (ranker) -> %.3f", len(examples), calibration.examples,
-        errors["top1_ece_ranker"], errors["top1_ece_calibrated"],
-    )  # fmt: skip
-    return errors
-
-
 @dataclass
 class ReactionCentrePrediction(ReactionPrediction):
     """:class:`chemgraph.reactions.predictions.ReactionPrediction` with the reaction centre.
 
-    ``scores`` are the calibrated probabilities (:func:`calibrate`), or, for a model
+    ``scores`` are the calibrated probabilities (:func:`chemgraph.reactions.
+    reaction_centre_calibration.calibrate`), or, for a model
     without calibration, the ranker's (softmax over the reaction's candidates);
     ``top1_invalid`` is True only when no candidate was valid (every prediction is valid by
     construction). ``edits[r]``: the ``(i, j, bond class)`` edits of prediction ``r`` (input
     atom indices in the order the reactants and reagents are written); ``edit_scores[r]``: the
     scorer's summed logit of those edits; ``product_atoms[r]``:
     the input atoms that make up its product (the map from product atoms to reactant atoms);
-    ``product_logits[r]``, ``unused_change_logits[r]``: as :class:`CandidateSet` has them.
+    ``product_logits[r]``, ``unused_change_logits[r]``, ``refused_gaps[r]``: as
+    :class:`CandidateSet` has them. ``refused``: ``(SMILES, reason)`` of the best products the
+    rules refused (:class:`chemgraph.data.reaction_centre.Refusal`, up to three, best summed
+    logit first: why methyl propanoate is not offered for butadiene and methyl acrylate).
+    ``confident``: there is a product and the top-1 probability reaches the model's
+    :attr:`ReactionCentreModel.no_product_threshold`, ``threshold`` (always, when it is None);
+    False is the outcome "no confident product". ``undetermined_stereo``: the stereocentres and
+    double bonds of the first product that the reaction makes or changes and whose
+    configuration the model does not say (:func:`undetermined_stereo`).
     """
 
     edits: list[tuple[Edit, ...]] = field(default_factory=list)
@@ -642,6 +562,46 @@ class ReactionCentrePrediction(ReactionPrediction):
     product_atoms: list[tuple[int, ...]] = field(default_factory=list)
     product_logits: list[float] = field(default_factory=list)
     unused_change_logits: list[float] = field(default_factory=list)
+    refused_gaps: list[float] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)
+    confident: bool = True
+    threshold: float | None = None
+    undetermined_stereo: int = 0
+
+
+def undetermined_stereo(
+    inputs: Chem.Mol, edits: Sequence[Edit], product_atoms: Sequence[int]
+) -> int:
+    """How many stereo elements of a candidate's product the reaction makes or changes without
+    a configuration: tetrahedral centres at an edited atom and double bonds with an edited end
+    that could be stereo but carry no label (RDKit's ``FindPotentialStereo``). The edits do
+    not say a configuration, so :func:`chemgraph.chem.reaction_edits.apply_edits` leaves these
+    unassigned (a new stereocentre from a ketone reduction, the inverted carbon of a
+    Mitsunobu reaction).
+
+    Args:
+        inputs: the input molecule (:func:`chemgraph.chem.reaction_edits.prepare_inputs`).
+        edits: the candidate's edits.
+        product_atoms: its product atoms.
+    """
+    edited = apply_edits(inputs, edits)
+    if edited is None:
+        return 0
+    touched = {k for edit in edits for k in edit[:2]}
+    product = set(product_atoms)
+    count = 0
+    for element in Chem.FindPotentialStereo(edited):
+        if element.specified != Chem.StereoSpecified.Unspecified:
+            continue
+        if element.type == Chem.StereoType.Atom_Tetrahedral:
+            atoms = {element.centeredOn}
+        elif element.type == Chem.StereoType.Bond_Double:
+            bond = edited.GetBondWithIdx(element.centeredOn)
+            atoms = {bond.GetBeginAtomIdx(), bond.GetEndAtomIdx()}
+        else:
+            continue
+        count += bool(atoms & touched) and atoms <= product
+    return count
 
 
 def save_reaction_centre_model(path: str | Path, model: ReactionCentreModel) -> None:
@@ -742,3 +702,17 @@ def evaluate_reaction_centre(
     metrics["top1_ece"] = expected_calibration_error(confidence, right)
     metrics["calibration"] = reliability_table(confidence, right)
     return metrics, predictions
+
+
+NO_CONFIDENT_PRODUCT = "no confident product"
+"""The outcome of a reaction whose best product's calibrated probability is below the model's
+threshold (:attr:`ReactionCentrePrediction.confident`)."""
+
+
+def prediction_outcome(prediction: ReactionPrediction) -> str:
+    """``"product"``, :data:`NO_CONFIDENT_PRODUCT` or ``""`` (no valid product at all; the
+    table's error column says so) for one prediction (any decoder's: a GRAT translator's
+    predictions are always ``"product"`` when they hold one)."""
+    if not prediction.smiles:
+        return ""
+    return "product" if getattr(prediction, "confident", True) else NO_CONFIDENT_PRODUCT

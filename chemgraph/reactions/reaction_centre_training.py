@@ -4,9 +4,10 @@ The model, its prediction, evaluation and checkpoints are :mod:`chemgraph.reacti
 reaction_centre` (which imports no Lightning, so ``chemgraph react`` starts without it); this
 module trains one, as that module's docstring describes: the scorer (:class:`ScorerModule`,
 :func:`scorer_loss`), the ranker on the scorer's candidates (:class:`RankerModule`), then the
-calibration of its probabilities (:func:`chemgraph.reactions.reaction_centre.calibrate`), each
-stage for a fixed number of epochs through :func:`chemgraph.train.fit.fit` (Jin et al. 2017,
-WLN/WLDN, NeurIPS, arXiv:1709.04555; Coley et al. 2019, Chem. Sci. 10, 370).
+calibration of its probabilities and the "no confident product" threshold
+(:func:`chemgraph.reactions.reaction_centre_calibration.calibrate`), each stage for a fixed
+number of epochs through :func:`chemgraph.train.fit.fit` (Jin et al. 2017, WLN/WLDN, NeurIPS,
+arXiv:1709.04555; Coley et al. 2019, Chem. Sci. 10, 370).
 """
 
 from __future__ import annotations
@@ -39,13 +40,13 @@ from chemgraph.models.reaction_centre import (
 )
 from chemgraph.reactions.reaction_centre import (
     ReactionCentreModel,
-    calibrate,
     grouped_log_softmax,
     load_reaction_centre_model,
     ranker_batch,
     ranker_scores,
     save_reaction_centre_model,
 )
+from chemgraph.reactions.reaction_centre_calibration import calibrate
 from chemgraph.train.callbacks import CPUTimeLimit, EpochProgress, LossHistory
 from chemgraph.train.config import RunConfig
 from chemgraph.train.fit import fit

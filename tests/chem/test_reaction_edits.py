@@ -104,3 +104,24 @@ def test_edits_reproduce_most_uspto_mit_products():
         results = [_round_trip(line) for line in itertools.islice(lines, 1000)]
     share = sum(found == recorded for found, recorded in results) / len(results)
     assert share >= 0.95, share
+
+
+def test_edited_stereocentres_lose_their_label_untouched_ones_keep_it():
+    """The edits do not say a configuration: an SN2 at a stereocentre (which inverts it)
+    leaves it unassigned instead of the label RDKit's neighbour order happens to give; a
+    stereocentre next to the reacting atom keeps its label (issue 46, Mitsunobu)."""
+    sn2 = "[CH3:1][C@@H:2]([Br:3])[CH2:4][CH3:5].[N-:6]=[N+:7]=[N-:8]>>[CH3:1][C@H:2]([N:6]=[N+:7]=[N-:8])[CH2:4][CH3:5]"  # noqa: E501
+    found, recorded = _round_trip(sn2)
+    assert recorded == "CC[C@H](C)N=[N+]=[N-]"  # the input written inverted
+    assert found == "CCC(C)N=[N+]=[N-]"
+    acylation = "[CH3:1][C@H:2]([NH2:3])[C:4](=[O:5])[OH:6].[CH3:7][C:8](=[O:9])[Cl:10]>>[CH3:1][C@H:2]([NH:3][C:8]([CH3:7])=[O:9])[C:4](=[O:5])[OH:6]"  # noqa: E501
+    found, recorded = _round_trip(acylation)
+    assert found == recorded == "CC(=O)N[C@@H](C)C(=O)O"
+    # an E/Z double bond whose end the reaction changes loses its label too
+    wittig_like = "[CH3:1]/[CH:2]=[CH:3]/[CH2:4][Br:5].[N-:6]=[N+:7]=[N-:8]>>[CH3:1]/[CH:2]=[CH:3]/[CH2:4][N:6]=[N+:7]=[N-:8]"  # noqa: E501
+    found, recorded = _round_trip(wittig_like)
+    assert found == recorded == "C/C=C/CN=[N+]=[N-]"  # the ends of C=C are not edited: kept
+    # the double bond a reaction makes has no E/Z label (a Wittig reaction's alkene)
+    elimination = "[CH3:1][CH:2]([Br:3])[CH2:4][CH3:5]>>[CH3:1]/[CH:2]=[CH:4]/[CH3:5]"
+    found, recorded = _round_trip(elimination)
+    assert (found, recorded) == ("CC=CC", "C/C=C/C")

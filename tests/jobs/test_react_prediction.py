@@ -80,6 +80,29 @@ def test_radical_top1_counts_as_invalid_top1():
     assert decode_hypotheses(hypotheses, vocabulary, top_k=5).smiles == ["[CH3]", "[Cl]", "CCO"]
 
 
+def test_strained_graphs_are_invalid_for_the_generative_decoder():
+    """Issue 46: toluene with HNO3 gave benzocyclopropene; the beam search's check
+    (decode_hypotheses, and predict_reactions' accept) is product_problem, strain included."""
+    tokens = ["<PAD>", "<UNK>", "<CLS>", "<REACTANT>", "<REAGENT>", "<PRODUCT>", "<G>", "<EOG>",
+              "[c]", "[cH]", "[CH2]", "[CH3]"]  # fmt: skip
+
+    class Vocabulary:
+        pass
+
+    vocabulary = Vocabulary()
+    vocabulary.tokens = tokens
+    ring = [(0, 1, 4), (1, 2, 4), (2, 3, 4), (3, 4, 4), (4, 5, 4), (0, 5, 4)]
+    hypotheses = [
+        # benzocyclopropene c1ccc2c(c1)C2: CH2 bonded to two neighbouring ring carbons
+        _Hypothesis([8, 9, 9, 9, 9, 8, 10], [*ring, (0, 6, 1), (5, 6, 1)], -0.1),
+        _Hypothesis([8, 9, 9, 9, 9, 9, 11], [*ring, (0, 6, 1)], -0.2),  # toluene
+    ]
+    inputs = ReactionInputs.from_smiles(["Cc1ccccc1", "O=[N+]([O-])O.OS(=O)(=O)O"])
+    prediction = decode_hypotheses(hypotheses, vocabulary, top_k=5, inputs=inputs)
+    assert prediction.smiles == ["Cc1ccccc1"]
+    assert prediction.top1_invalid and prediction.num_invalid == 1
+
+
 def test_react_user_errors_are_one_line(tmp_path, capsys):
     not_a_checkpoint = tmp_path / "table.csv"
     not_a_checkpoint.write_text("smiles\nCCO\n")

@@ -25,13 +25,16 @@ from chemgraph.data.reaction_centre import (
 from chemgraph.errors import ConfigError
 from chemgraph.models.reaction_centre import ReactionCentreConfig, ReactionCentreScorer
 from chemgraph.reactions.reaction_centre import (
+    grouped_log_softmax,
+    load_reaction_centre_model,
+    save_reaction_centre_model,
+)
+from chemgraph.reactions.reaction_centre_calibration import (
     CALIBRATION_FEATURES,
     calibrate,
     calibration_features,
-    grouped_log_softmax,
-    load_reaction_centre_model,
+    choose_no_product_threshold,
     product_probabilities,
-    save_reaction_centre_model,
 )
 from chemgraph.reactions.reaction_centre_training import (
     ReactionCentreTrainingConfig,
@@ -141,6 +144,34 @@ def test_candidates_are_valid_distinct_and_in_score_order():
     assert all(c.edits != ((1, 4, 1),) for c in found)
 
 
+def test_unbalanced_products_are_refused_unless_an_agent_accounts_for_them():
+    """Methyl acrylate's C=C made single gains two hydrogens from nowhere: methyl propanoate
+    is no candidate without a reducing agent (issue 46), and the refusal says why."""
+    changes = [((0, 1, 1), 5.0)]  # C=C of C=CC(=O)OC becomes single
+    logits = np.full(6, 2.0)
+    alone = reaction_centre_example("C=CC(=O)OC>>", 8, with_edits=False)
+    refused = []
+    assert enumerate_candidates(alone.reaction, changes, logits, refused=refused) == []
+    assert [(r.smiles, r.edits, r.edit_score) for r in refused] == [
+        ("CCC(=O)OC", ((0, 1, 1),), 5.0)
+    ]
+    assert refused[0].reason.startswith("a reduction (oxidation states down by 2)")
+    hydrogen = reaction_centre_example("C=CC(=O)OC>[H][H].[Pd]>", 8, with_edits=False)
+    found = enumerate_candidates(hydrogen.reaction, changes, np.full(9, 2.0))
+    assert [c.smiles for c in found] == ["CCC(=O)OC"]
+
+
+def test_no_product_threshold_by_hand():
+    p = np.array([0.9, 0.1, 0.6, 0.3, 0.7, 0.2])
+    right = np.array([1, 0, 0, 1, 1, 0], dtype=bool)
+    # sorted by p the answers are 0 0 1 0 1 1; the monotone fit pools (1, 0) to 0.5 each
+    assert choose_no_product_threshold(p, right) == 0.3
+    assert choose_no_product_threshold(p, right, target=0.6) == 0.7
+    assert choose_no_product_threshold(p, np.zeros(6, dtype=bool)) == 1.0
+    with pytest.raises(ValueError, match="no reactions"):
+        choose_no_product_threshold(np.zeros(0), np.zeros(0, dtype=bool))
+
+
 def test_combinations_by_summed_logit_one_change_per_pair():
     # changes 0 and 2 share the atom pair (1, 4): never together
     changes = [((1, 4, 1), 5.0), ((1, 3, 0), 4.0), ((1, 4, 2), -1.0)]
@@ -196,9 +227,11 @@ def test_tiny_model_learns_its_reactions_and_round_trips(tiny_model):
     assert sum(right) >= 6, [
         (p.smiles[:1], e.product_smiles) for p, e in zip(predictions, examples)
     ]
+    # the fixture's nitrobenzene -> aniline names no reducing agent: not offered (issue 46)
+    assert "Nc1ccccc1" not in predictions[5].smiles
     for prediction in predictions:
         assert prediction.scores == sorted(prediction.scores, reverse=True)
-        assert 0 < sum(prediction.scores) <= 1 + 1e-5
+        assert 0 < sum(prediction.scores) <= 1 + 1e-5 or not prediction.smiles
     again = load_reaction_centre_model(tiny_model).predict(examples, top_k=3)
     assert [p.smiles for p in again] == [p.smiles for p in predictions]
     assert np.allclose([p.scores for p in again][0], predictions[0].scores)
@@ -221,7 +254,7 @@ def test_candidate_worker_processes_give_the_serial_predictions(tiny_model, monk
 
 def test_react_cli_with_a_reaction_centre_checkpoint(tiny_model, tmp_path, capsys):
     assert main(["react", "CC(=O)O.OCC>>", "--checkpoint", str(tiny_model), "--top-k", "2"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    lines = [line for line in capsys.readouterr().out.splitlines() if "\t" in line]
     assert 1 <= len(lines) <= 2 and lines[0].startswith("1\t")
     rank, smiles, probability, centre = lines[0].split("\t")
     assert Chem.MolFromSmiles(smiles) is not None and 0 < float(probability) <= 1
@@ -271,7 +304,7 @@ def test_calibration_rescales_the_ranker_probabilities_and_round_trips(tiny_mode
     raw = model.predict(examples, top_k=20)
     assert model.calibration is None
     errors = calibrate(model, examples)
-    assert set(errors) == {"top1_ece_ranker", "top1_ece_calibrated"}
+    assert set(errors) == {"top1_ece_ranker", "top1_ece_calibrated", "no_product_threshold"}
     calibration = model.calibration
     assert calibration.features == CALIBRATION_FEATURES
     assert model.settings["calibration"]["reactions"] == 8
@@ -286,10 +319,14 @@ def test_calibration_rescales_the_ranker_probabilities_and_round_trips(tiny_mode
             calibration_features(
                 np.array(before.scores), before.edit_scores, [len(e) for e in before.edits],
                 CALIBRATION_FEATURES, before.product_logits, before.unused_change_logits,
+                before.refused_gaps,
             )
         )  # fmt: skip
         order = [before.smiles.index(smiles) for smiles in after.smiles]
         assert np.allclose(after.scores, want[order])
+        threshold = model.settings["no_product"]["threshold"]
+        assert after.threshold == threshold
+        assert after.confident == (bool(after.smiles) and after.scores[0] >= threshold)
         assert after.edit_scores == [before.edit_scores[k] for k in order]
         assert after.product_logits == [before.product_logits[k] for k in order]
     save_reaction_centre_model(tmp_path / "calibrated.pt", model)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from chemgraph.reactions.reaction_centre import (
+from chemgraph.reactions.reaction_centre_calibration import (
     CALIBRATION_FEATURES,
     calibration_features,
     product_probabilities,
@@ -57,20 +57,23 @@ def test_platt_scaling_needs_both_kinds_and_matching_shapes():
 def test_calibration_features_by_hand():
     features = calibration_features(
         np.array([0.3, 0.5, 0.2]), [1.5, 2.0, -1.0], [1, 2, 3], CALIBRATION_FEATURES,
-        [0.5, -1.0, 2.0], [3.0, -4.0, -20.0],
+        [0.5, -1.0, 2.0], [3.0, -4.0, -20.0], [0.0, -0.5, -3.5],
     )  # fmt: skip
     log = np.log([0.3, 0.5, 0.2])
-    assert features.shape == (3, 7)
+    assert features.shape == (3, 8)
     assert features[:, 5].tolist() == [0.5, -1.0, 2.0]
     assert features[:, 6].tolist() == [3.0, -4.0, -20.0]
+    assert features[:, 7].tolist() == [0.0, -0.5, -3.5]  # gaps below the best refused product
     assert features[:, 0] == pytest.approx(log)
     # margin over the best other candidate: 0.5 for the others, 0.3 for the best
     margin = [log[0] - log[1], log[1] - log[0], log[2] - log[1]]
     assert features[:, 1] == pytest.approx(margin)
     assert features[:, 2] == pytest.approx([margin[0], 0.0, margin[2]])  # gap to the best
     assert features[:, 3].tolist() == [1.5, 2.0, -1.0] and features[:, 4].tolist() == [1, 2, 3]
-    (only,) = calibration_features(np.array([1.0]), [0.5], [2], CALIBRATION_FEATURES, [1], [0])
-    assert only == pytest.approx([0.0, 20.0, 0.0, 0.5, 2.0, 1.0, 0.0])
+    (only,) = calibration_features(
+        np.array([1.0]), [0.5], [2], CALIBRATION_FEATURES, [1], [0], [-2.0]
+    )
+    assert only == pytest.approx([0.0, 20.0, 0.0, 0.5, 2.0, 1.0, 0.0, -2.0])
     # a model calibrated on the earlier two features gets those two columns, in its order
     two = calibration_features(np.array([0.3, 0.5, 0.2]), [0, 0, 0], [1, 1, 1],
                                ("log_margin", "log_probability"))  # fmt: skip
