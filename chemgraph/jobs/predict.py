@@ -240,8 +240,9 @@ def predict_table(
         shard_size: records per shard when featurizing a file.
         resume: continue an interrupted run with the same checkpoints, input and options.
         overwrite: replace an existing output and discard an interrupted run.
-        progress: progress bars on stderr when it is a terminal (featurization, then scoring;
-            both count records).
+        progress: show progress, of featurization and then of scoring (both count records):
+            bars on stderr when it is a terminal, else a plain line every 30 s
+            (:mod:`chemgraph.library.progress`).
         device: where the models run; None: CUDA when available, else the CPU (with
             ``dask_scheduler``: decided by each dask worker).
         dask_scheduler: address of a dask.distributed scheduler: a file input is featurized by

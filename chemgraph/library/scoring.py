@@ -20,7 +20,6 @@ import csv
 import json
 import shutil
 import signal
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
 from pathlib import Path
@@ -29,7 +28,6 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from tqdm.auto import tqdm
 
 from chemgraph._files import file_digest
 from chemgraph._interrupts import Interrupted, interrupts_raise
@@ -42,6 +40,7 @@ from chemgraph.featurize import FeaturizerPreset, RadiusGraphFeaturizer
 from chemgraph.graphs.shards import load_shard_batch
 from chemgraph.library.featurize import featurize_library
 from chemgraph.library.output import read_manifest
+from chemgraph.library.progress import LibraryProgress
 from chemgraph.library.records import FeaturizeOptions, check_input_format
 from chemgraph.train.ensemble import Ensemble
 from chemgraph.train.inference import run_shard_tasks
@@ -222,19 +221,19 @@ class LibraryRun:
 
     def score(self, task: Callable[[int], int], name: str) -> None:
         """Run ``task(shard)`` (it writes :meth:`part` and returns the shard's records) for each
-        shard without a part, with a progress bar of records named ``name``.
+        shard without a part, with a progress of records named ``name``
+        (:class:`~chemgraph.library.progress.LibraryProgress`).
 
         Raises:
             chemgraph._interrupts.Interrupted: SIGINT or SIGTERM (main thread only); the parts
                 written are kept.
         """
         counts = self.counts
-        show = self.progress and sys.stderr.isatty()
-        bar = tqdm(total=counts["read"] + counts["blank"], unit="mol", desc=name, disable=not show)
+        bar = LibraryProgress(name, self.progress, total=counts["read"] + counts["blank"])
         todo = []
         for shard in range(self.shards):
             if self.part(shard).exists():
-                bar.update(pq.ParquetFile(self.part(shard)).metadata.num_rows)
+                bar.advance(pq.ParquetFile(self.part(shard)).metadata.num_rows, resumed=True)
             else:
                 todo.append(shard)
         if self.models is None:
@@ -243,7 +242,7 @@ class LibraryRun:
         tasks = run_shard_tasks(task, todo, workers, self.dask_scheduler)
         with closing(bar), interrupts_raise(), closing(tasks):
             for records in tasks:
-                bar.update(records)
+                bar.advance(records)
 
     def tables(self) -> Iterator[pa.Table]:
         """The parts, one table per shard in shard order (so rows in input order)."""
