@@ -107,6 +107,7 @@ from chemgraph.data.applicability import (
     canonical_smiles_fingerprints,
 )
 from chemgraph.errors import ConfigError
+from chemgraph.library.output import shard_name
 from chemgraph.library.records import BLANK_RECORD
 from chemgraph.library.scoring import LibraryRun, at_least_one, shard_table
 from chemgraph.train.ensemble import Ensemble, checkpoint_files
@@ -347,7 +348,11 @@ def _score_shard(
     def scores(graphs: Any, features: pa.Table) -> dict[str, Any]:
         similarity = np.full(len(features), np.nan, dtype=np.float32)
         if models.fingerprints is not None:
-            similarity = models.fingerprints.max_similarity(_fingerprint_bits(features))
+            path = folder / "features" / f"{shard_name(shard)}.parquet"
+            batches = _fingerprint_batches(path, features["smiles"].to_pylist())
+            similarity = np.concatenate(
+                [similarity[:0], *map(models.fingerprints.max_similarity, batches)]
+            )
             # a 3D structure whose bonds RDKit could not determine has no molecule to compare
             similarity[features["smiles"].to_numpy(zero_copy_only=False) == ""] = np.nan
         low, errors = None, {}
@@ -364,8 +369,7 @@ def _score_shard(
             **errors,
         }
 
-    wanted = [FINGERPRINT.name] if models.fingerprints is not None else []
-    return shard_table(folder, shard, scores, wanted + models.low_fidelity_columns)
+    return shard_table(folder, shard, scores, models.low_fidelity_columns)
 
 
 def _low_fidelity_use(models: Ensemble) -> str:
@@ -401,14 +405,26 @@ def _low_fidelity_errors(
     return missing.any(axis=1), errors
 
 
-def _fingerprint_bits(features: pa.Table) -> np.ndarray:
-    """``uint8 [N, 2048]``: the :data:`FINGERPRINT` column of a feature table (``chemgraph
-    featurize --fingerprint morgan:radius=2,size=2048``; featurizing a file asks for it), else
-    computed from its canonical SMILES (:func:`canonical_smiles_fingerprints`)."""
-    if FINGERPRINT.name in features.column_names:
-        values = features[FINGERPRINT.name].combine_chunks().flatten()
-        return values.to_numpy().reshape(len(features), FINGERPRINT.size)
-    return canonical_smiles_fingerprints(features["smiles"].to_pylist())
+SIMILARITY_BATCH = 1_000
+"""Records whose fingerprints are read and compared with the training set's at a time (a
+shard's applicability domain): decoding a shard's whole fingerprint column at once took about
+27 KiB per record (134 MiB for a shard of 5,000), held by the allocators of the worker that
+scored it; a batch bounds it whatever ``--shard-size`` (``benchmarks/predict_memory.py``)."""
+
+
+def _fingerprint_batches(features_path: Path, smiles: list[str]) -> Iterator[np.ndarray]:
+    """``uint8 [n, 2048]``, :data:`SIMILARITY_BATCH` records at a time, in order: the
+    :data:`FINGERPRINT` column of a shard's feature table (``chemgraph featurize --fingerprint
+    morgan:radius=2,size=2048``; featurizing a file asks for it), else computed from the
+    records' canonical ``smiles`` (:func:`canonical_smiles_fingerprints`)."""
+    if FINGERPRINT.name not in pq.read_schema(features_path).names:
+        for start in range(0, len(smiles), SIMILARITY_BATCH):
+            yield canonical_smiles_fingerprints(smiles[start : start + SIMILARITY_BATCH])
+        return
+    with pq.ParquetFile(features_path) as table:
+        for batch in table.iter_batches(SIMILARITY_BATCH, columns=[FINGERPRINT.name]):
+            values = batch.column(0).flatten().to_numpy()
+            yield values.reshape(len(batch), FINGERPRINT.size)
 
 
 # -- the output ----------------------------------------------------------------------------

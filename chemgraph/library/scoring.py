@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 from chemgraph._files import file_digest
 from chemgraph._interrupts import Interrupted, interrupts_raise
 from chemgraph._output import resumable_folder
+from chemgraph._processes import release_freed_memory
 from chemgraph.chem import MoleculePreparation
 from chemgraph.data.applicability import FINGERPRINT
 from chemgraph.data.readers import iter_record_chunks
@@ -245,9 +246,13 @@ class LibraryRun:
                 bar.advance(records)
 
     def tables(self) -> Iterator[pa.Table]:
-        """The parts, one table per shard in shard order (so rows in input order)."""
+        """The parts, one table per shard in shard order (so rows in input order); the memory
+        the caller freed with a table is given back before the next is read
+        (:func:`chemgraph._processes.release_freed_memory`), so that writing the output takes
+        the memory of one part however many there are."""
         for shard in range(self.shards):
             yield pq.read_table(self.part(shard))
+            release_freed_memory()
 
     def finish(self) -> None:
         """Remove the work folder (the job has written its output)."""

@@ -19,6 +19,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from chemgraph._dask import run_on_dask
 from chemgraph._dgl import dgl
+from chemgraph._processes import release_freed_memory
 from chemgraph.graphs.shards import select_graphs
 from chemgraph.models import get_model_spec
 from chemgraph.train.predictors import PropertyPredictorBase
@@ -188,8 +189,10 @@ def run_shard_tasks(
 
     A task scores one graph shard and writes its part of the output itself (atomically, so a
     killed task leaves no part), so that runs are resumed by leaving out the shards whose part
-    exists. The generator must be closed when it is not run to the end (``contextlib.closing``):
-    closing stops the workers at once.
+    exists. After each task the process that ran it gives the memory the task freed back to
+    the operating system (:func:`chemgraph._processes.release_freed_memory`), so that its
+    memory stays that of one shard. The generator must be closed when it is not run to the end
+    (``contextlib.closing``): closing stops the workers at once.
 
     Args:
         task: picklable (sent to the workers); returns the shard's number of records.
@@ -239,11 +242,21 @@ class _Tasks(Dataset):
         return len(self.shards)
 
     def __getitem__(self, index: int) -> int:
-        return self.task(self.shards[index])
+        return _released(self.task, self.shards[index])
 
 
 def _as_is(records: int) -> int:
     return records
+
+
+def _released(task: Callable[[int], int], shard: int) -> int:
+    """``task(shard)``, then the memory it freed given back to the operating system
+    (:func:`chemgraph._processes.release_freed_memory`), so that a worker's peak stays that
+    of one shard however many it scores."""
+    try:
+        return task(shard)
+    finally:
+        release_freed_memory()
 
 
 def _on_one_thread(task: Callable[[int], int], shard: int) -> int:
@@ -252,6 +265,6 @@ def _on_one_thread(task: Callable[[int], int], shard: int) -> int:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return task(shard)
+        return _released(task, shard)
     finally:
         torch.set_num_threads(threads)

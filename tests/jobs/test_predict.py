@@ -17,7 +17,7 @@ import torch
 from rdkit import Chem
 
 from chemgraph._interrupts import Interrupted
-from chemgraph.data.applicability import TrainingFingerprints
+from chemgraph.data.applicability import FINGERPRINT, TrainingFingerprints
 from chemgraph.errors import ConfigError
 from chemgraph.jobs import predict
 from chemgraph.jobs.featurize import FeaturizeOptions, featurize_library
@@ -324,6 +324,43 @@ def test_applicability_domain_columns(library, tmp_path):
     loose_options = PredictOptions(similarity_threshold=0.0)
     _, loose = _predict(checkpoint, library, tmp_path / "loose.parquet", options=loose_options)
     assert loose["in_domain"].notna().sum() == 10 and loose["in_domain"].dropna().all()
+
+
+@pytest.mark.parametrize("stored", [True, False], ids=["fingerprint column", "from smiles"])
+def test_the_domain_is_computed_a_batch_of_records_at_a_time(
+    library, tmp_path, monkeypatch, stored
+):
+    """Issue 46: a shard's fingerprints are read and compared with the training set's
+    SIMILARITY_BATCH records at a time (decoding a shard's whole column at once held about 27
+    KiB per record in the scoring worker), from the stored column or the canonical SMILES; the
+    similarities are the Tanimoto similarities of the bits, brute force."""
+    training = ["CCO", "CCCO", "c1ccccc1"]
+    checkpoint = _with_fingerprints(ESA, training, tmp_path / "ad.ckpt")
+    compared = []
+    whole = TrainingFingerprints.max_similarity
+
+    def batch(self, bits):
+        compared.append(len(bits))
+        return whole(self, bits)
+
+    monkeypatch.setattr(TrainingFingerprints, "max_similarity", batch)
+    monkeypatch.setattr(predict, "SIMILARITY_BATCH", 3, raising=False)  # (absent before #46)
+    source = library
+    if not stored:  # a featurize folder without fingerprints: from the canonical SMILES
+        source = tmp_path / "lib"
+        featurize_library(library, source, FeaturizeOptions(), shard_size=13, progress=False)
+    _, result = _predict(checkpoint, source, tmp_path / "out.parquet", shard_size=13)
+    assert compared == [3, 3, 3, 1]  # one shard of 13 records, 10 featurized
+
+    def bits(smiles):
+        return set(np.flatnonzero(FINGERPRINT(Chem.MolFromSmiles(smiles))).tolist())
+
+    train = [bits(s) for s in training]
+    predicted = result[result["error"].isna()]
+    expected = [
+        max(len(bits(s) & t) / len(bits(s) | t) for t in train) for s in predicted["smiles"]
+    ]
+    np.testing.assert_allclose(predicted["max_similarity_to_train"], expected, rtol=1e-6)
 
 
 def test_a_checkpoint_without_fingerprints_leaves_the_columns_empty_and_says_why(
