@@ -43,6 +43,7 @@ from chemgraph.library.featurize import featurize_library
 from chemgraph.library.output import read_manifest
 from chemgraph.library.progress import LibraryProgress
 from chemgraph.library.records import FeaturizeOptions, check_input_format
+from chemgraph.library.workers import worker_context
 from chemgraph.train.ensemble import Ensemble
 from chemgraph.train.inference import run_shard_tasks
 
@@ -240,7 +241,10 @@ class LibraryRun:
         if self.models is None:
             raise RuntimeError("LibraryRun.score before LibraryRun.start")
         workers = self.workers if self.models.device.type == "cpu" else 1
-        tasks = run_shard_tasks(task, todo, workers, self.dask_scheduler)
+        # fresh workers (from the library's forkserver), not copies of this process: after
+        # featurizing a large library its heap made each worker's memory grow shard by shard
+        context = worker_context() if workers > 1 and self.dask_scheduler is None else None
+        tasks = run_shard_tasks(task, todo, workers, self.dask_scheduler, context)
         with closing(bar), interrupts_raise(), closing(tasks):
             for records in tasks:
                 bar.advance(records)

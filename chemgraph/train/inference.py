@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator, Sequence
+from multiprocessing.context import BaseContext
 from typing import Any
 
 import numpy as np
@@ -184,6 +185,7 @@ def run_shard_tasks(
     shards: Sequence[int],
     workers: int = 1,
     dask_scheduler: str | None = None,
+    context: BaseContext | None = None,
 ) -> Iterator[int]:
     """Run ``task(shard)`` for every shard and yield what each returns, as the shards finish.
 
@@ -201,6 +203,11 @@ def run_shard_tasks(
             :class:`~torch.utils.data.DataLoader` (each runs torch on one thread, which scales
             better on few cores than threads inside one forward pass; the loader stops them when
             the run ends, is interrupted or its parent dies). Not used with ``dask_scheduler``.
+        context: how the worker processes start (a :mod:`multiprocessing` context); None:
+            the DataLoader's default (``fork`` on Linux: a copy of this process, whose heap
+            pages the worker then copies as it allocates into them, so that after a large
+            library's featurization each worker's private memory grew with every shard it
+            scored: ``benchmarks/README.md``, ``predict_memory.py``).
         dask_scheduler: the address of a dask.distributed scheduler (``tcp://host:8786``): each
             shard is then one task, run on one torch thread (:func:`chemgraph._dask.run_on_dask`:
             a task whose worker dies is run again by dask on another worker). The workers need
@@ -218,7 +225,7 @@ def run_shard_tasks(
         return
     loader = DataLoader(
         _Tasks(task, shards), batch_size=None, num_workers=workers if workers > 1 else 0,
-        collate_fn=_as_is,
+        collate_fn=_as_is, multiprocessing_context=context if workers > 1 else None,
     )  # fmt: skip
     running = iter(loader)
     try:
