@@ -123,6 +123,7 @@ from chemgraph.data.applicability import (
     canonical_smiles_fingerprints,
 )
 from chemgraph.errors import ConfigError
+from chemgraph.library.output import shard_name
 from chemgraph.library.records import BLANK_RECORD
 from chemgraph.library.scoring import LibraryRun, at_least_one, shard_table
 from chemgraph.train.ensemble import Ensemble, checkpoint_files
@@ -264,8 +265,9 @@ def predict_table(
         shard_size: records per shard when featurizing a file.
         resume: continue an interrupted run with the same checkpoints, input and options.
         overwrite: replace an existing output and discard an interrupted run.
-        progress: progress bars on stderr when it is a terminal (featurization, then scoring;
-            both count records).
+        progress: show progress, of featurization and then of scoring (both count records):
+            bars on stderr when it is a terminal, else a plain line every 30 s
+            (:mod:`chemgraph.library.progress`).
         device: where the models run; None: CUDA when available, else the CPU (with
             ``dask_scheduler``: decided by each dask worker).
         dask_scheduler: address of a dask.distributed scheduler: a file input is featurized by
@@ -401,11 +403,18 @@ def _score_shard(
 
     def scores(graphs: Any, features: pa.Table) -> dict[str, Any]:
         similarity = np.full(len(features), np.nan, dtype=np.float32)
+        path = folder / "features" / f"{shard_name(shard)}.parquet"
+        smiles = features["smiles"].to_pylist()
         bits = None
-        if models.fingerprints is not None or models.reads_fingerprints:
-            bits = _fingerprint_bits(features)
+        if models.reads_fingerprints:  # a recommended transfer baseline: the shard's bits
+            bits = np.concatenate(
+                [np.zeros((0, FINGERPRINT.size), np.uint8), *_fingerprint_batches(path, smiles)]
+            )
         if models.fingerprints is not None:
-            similarity = models.fingerprints.max_similarity(bits)
+            batches = _fingerprint_batches(path, smiles)
+            similarity = np.concatenate(
+                [similarity[:0], *map(models.fingerprints.max_similarity, batches)]
+            )
             # a 3D structure whose bonds RDKit could not determine has no molecule to compare
             similarity[features["smiles"].to_numpy(zero_copy_only=False) == ""] = np.nan
         low, errors = None, {}
@@ -424,10 +433,7 @@ def _score_shard(
             **errors,
         }
 
-    wanted = (
-        [FINGERPRINT.name] if models.fingerprints is not None or models.reads_fingerprints else []
-    )
-    return shard_table(folder, shard, scores, wanted + models.low_fidelity_columns)
+    return shard_table(folder, shard, scores, models.low_fidelity_columns)
 
 
 def _outside_training_range(
@@ -485,14 +491,26 @@ def _low_fidelity_errors(
     return missing.any(axis=1), errors
 
 
-def _fingerprint_bits(features: pa.Table) -> np.ndarray:
-    """``uint8 [N, 2048]``: the :data:`FINGERPRINT` column of a feature table (``chemgraph
-    featurize --fingerprint morgan:radius=2,size=2048``; featurizing a file asks for it), else
-    computed from its canonical SMILES (:func:`canonical_smiles_fingerprints`)."""
-    if FINGERPRINT.name in features.column_names:
-        values = features[FINGERPRINT.name].combine_chunks().flatten()
-        return values.to_numpy().reshape(len(features), FINGERPRINT.size)
-    return canonical_smiles_fingerprints(features["smiles"].to_pylist())
+SIMILARITY_BATCH = 1_000
+"""Records whose fingerprints are read and compared with the training set's at a time (a
+shard's applicability domain): decoding a shard's whole fingerprint column at once took about
+27 KiB per record (134 MiB for a shard of 5,000), held by the allocators of the worker that
+scored it; a batch bounds it whatever ``--shard-size`` (``benchmarks/predict_memory.py``)."""
+
+
+def _fingerprint_batches(features_path: Path, smiles: list[str]) -> Iterator[np.ndarray]:
+    """``uint8 [n, 2048]``, :data:`SIMILARITY_BATCH` records at a time, in order: the
+    :data:`FINGERPRINT` column of a shard's feature table (``chemgraph featurize --fingerprint
+    morgan:radius=2,size=2048``; featurizing a file asks for it), else computed from the
+    records' canonical ``smiles`` (:func:`canonical_smiles_fingerprints`)."""
+    if FINGERPRINT.name not in pq.read_schema(features_path).names:
+        for start in range(0, len(smiles), SIMILARITY_BATCH):
+            yield canonical_smiles_fingerprints(smiles[start : start + SIMILARITY_BATCH])
+        return
+    with pq.ParquetFile(features_path) as table:
+        for batch in table.iter_batches(SIMILARITY_BATCH, columns=[FINGERPRINT.name]):
+            values = batch.column(0).flatten().to_numpy()
+            yield values.reshape(len(batch), FINGERPRINT.size)
 
 
 # -- the output ----------------------------------------------------------------------------

@@ -427,7 +427,8 @@ def label_library(
             it was not finished).
         resume: continue an interrupted run in ``output``: complete shards are kept.
         table_format: ``labels.csv`` or ``labels.parquet``.
-        progress: a bar on stderr when it is a terminal (records done, total once counted).
+        progress: records done, and the total once counted: a bar on stderr when it is a
+            terminal, else a plain line every 30 s (:mod:`chemgraph.library.progress`).
         record_timeout: the most seconds one record may spend in one step (parse,
             conformers, xtb); a record over it is rejected as ``"timeout: <step> (over N s)"``;
             None: no limit.

@@ -13,9 +13,10 @@ folder; this package is that pipeline, so that no job imports another. Layer: be
   limits (forkserver), and Dask.
 * :mod:`~chemgraph.library.output`: the output folder: shard parts, manifest, resume,
   ``rejected.csv``, duplicate ids, the counts and the summary table's lines.
-* :mod:`~chemgraph.library.progress`: the progress bar of records.
+* :mod:`~chemgraph.library.progress`: the progress of records: a bar on a terminal, plain
+  lines in a log file.
 * :mod:`~chemgraph.library.runner`: every shard of a job run once (complete ones kept on
-  resume), by the job's workers, on the bar.
+  resume), by the job's workers, with the progress.
 * :mod:`~chemgraph.library.featurize`: :func:`~chemgraph.library.featurize.featurize_library`,
   a library file into graph shards and feature tables (``chemgraph featurize``, and ``predict``
   and ``fingerprint`` for a file input).

@@ -9,10 +9,11 @@ replaced; or a dask task) by :func:`chemgraph.library.output.featurize_shard`, c
 are kept on ``resume``, and the folder is finished with ``rejected.csv``, the counts and the
 duplicate ids (:mod:`~chemgraph.library.output`).
 
-Progress. On a terminal (never in a log file, where a bar is a line of ``\r``-joined text),
-``progress`` shows a bar of the records finished, counted as the workers finish them (from their
+Progress. ``progress`` counts the records finished as the workers finish them (from their
 heartbeat), and — once a background thread has counted the input's records with the same
-reader — the total and an estimate of the time left (:mod:`~chemgraph.library.progress`).
+reader — the total and an estimate of the time left: a bar on a terminal, else (a log file,
+where a bar is a line of ``\r``-joined text) a plain line every 30 s
+(:mod:`~chemgraph.library.progress`).
 
 Interrupts. SIGINT (Ctrl-C) and SIGTERM make :func:`featurize_library` kill its workers at once
 (they ignore SIGINT themselves, and die with their parent on Linux), mark the manifest
@@ -94,9 +95,10 @@ def featurize_library(
             shards are kept, the others are computed again.
         dask_scheduler: address of a dask.distributed scheduler; shards then run as dask tasks
             (``output`` must be on a file system the workers share; no per-record limit).
-        progress: show a progress bar on stderr when it is a terminal: records finished (as
-            the workers finish them), the rate, and once the input's records are counted (by a
-            background thread) the total and the time left.
+        progress: show progress: records finished (as the workers finish them), the rate, and
+            once the input's records are counted (by a background thread) the total and the
+            time left; a bar on stderr when it is a terminal, else a plain ``logging`` INFO
+            line every 30 s (:mod:`~chemgraph.library.progress`).
         record_timeout: the most seconds one record may spend in one step (parse, standardize,
             conformers, canonical SMILES, fingerprints, descriptors); a record over it is
             rejected as ``"timeout: <step> (over N s)"``. None: no limit. Records that take

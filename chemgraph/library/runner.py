@@ -3,13 +3,15 @@
 The input is read in shards of records (:func:`chemgraph.data.readers.iter_record_chunks`); a
 shard that an earlier run completed (``--resume``) is kept, every other one is handed to the
 job's runner (:func:`chemgraph.library.workers.run_local` or
-:func:`~chemgraph.library.workers.run_dask`), and the records finished are counted on a
-progress bar (:class:`~chemgraph.library.progress.LibraryProgress`).
+:func:`~chemgraph.library.workers.run_dask`), and the records finished are counted by the job's
+progress (:class:`~chemgraph.library.progress.LibraryProgress`: a bar on a terminal, else plain
+lines).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,7 +21,7 @@ from tqdm.auto import tqdm
 from chemgraph.data.readers import Record, iter_record_chunks, library_format
 from chemgraph.errors import ConfigError
 from chemgraph.library.output import ShardSummary
-from chemgraph.library.progress import LibraryProgress
+from chemgraph.library.progress import LibraryProgress, input_records
 
 __all__ = ["Runner", "check_restart", "check_run", "run_shards", "say"]
 
@@ -96,8 +98,9 @@ def run_shards(
         input_path: the library file.
         shard_size: records per shard.
         runner: runs the shards to compute (:data:`Runner`).
-        command: the command's name, on the bar and its notices.
-        progress: show the bar on stderr when it is a terminal.
+        command: the command's name, on the progress and its notices.
+        progress: show progress (:class:`~chemgraph.library.progress.LibraryProgress`: a
+            bar on stderr when it is a terminal, else plain lines).
         smiles_column, id_column, label_columns: the reader's columns.
         completed: ``completed(shard)`` when resuming: the summary of a complete shard (kept),
             None (computed), or why its files are damaged (said, and computed again); None when
@@ -108,10 +111,8 @@ def run_shards(
         The summaries of every shard, in shard order.
     """
     summaries: list[ShardSummary] = []
-    bar = LibraryProgress(
-        input_path, smiles_column, id_column, label_columns,
-        show=progress and sys.stderr.isatty(), description=command,
-    )  # fmt: skip
+    count = functools.partial(input_records, input_path, smiles_column, id_column, label_columns)
+    bar = LibraryProgress(command, progress, count=count)
 
     def notice(message: str) -> None:
         say(command, message)
@@ -127,7 +128,7 @@ def run_shards(
                 done = None
             if done is not None:
                 summaries.append(done)
-                bar.advance(done.read + done.blank)
+                bar.advance(done.read + done.blank, resumed=True)
             else:
                 yield shard, records
 

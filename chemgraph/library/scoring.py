@@ -20,7 +20,6 @@ import csv
 import json
 import shutil
 import signal
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
 from pathlib import Path
@@ -29,11 +28,11 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from tqdm.auto import tqdm
 
 from chemgraph._files import file_digest
 from chemgraph._interrupts import Interrupted, interrupts_raise
 from chemgraph._output import FolderClaim, claim_folder, resumable_folder
+from chemgraph._processes import release_freed_memory
 from chemgraph.chem import MoleculePreparation
 from chemgraph.data.applicability import FINGERPRINT
 from chemgraph.data.readers import iter_record_chunks
@@ -42,7 +41,9 @@ from chemgraph.featurize import FeaturizerPreset, RadiusGraphFeaturizer
 from chemgraph.graphs.shards import load_shard_batch
 from chemgraph.library.featurize import featurize_library
 from chemgraph.library.output import read_manifest, shard_name
+from chemgraph.library.progress import LibraryProgress
 from chemgraph.library.records import FeaturizeOptions, check_input_format
+from chemgraph.library.workers import worker_context
 from chemgraph.train.ensemble import Ensemble
 from chemgraph.train.inference import run_shard_tasks
 
@@ -230,28 +231,31 @@ class LibraryRun:
 
     def score(self, task: Callable[[int], int], name: str) -> None:
         """Run ``task(shard)`` (it writes :meth:`part` and returns the shard's records) for each
-        shard without a part, with a progress bar of records named ``name``.
+        shard without a part, with a progress of records named ``name``
+        (:class:`~chemgraph.library.progress.LibraryProgress`).
 
         Raises:
             chemgraph._interrupts.Interrupted: SIGINT or SIGTERM (main thread only); the parts
                 written are kept.
         """
         counts = self.counts
-        show = self.progress and sys.stderr.isatty()
-        bar = tqdm(total=counts["read"] + counts["blank"], unit="mol", desc=name, disable=not show)
+        bar = LibraryProgress(name, self.progress, total=counts["read"] + counts["blank"])
         todo = []
         for shard in range(self.shards):
             if self.part(shard).exists():
-                bar.update(pq.ParquetFile(self.part(shard)).metadata.num_rows)
+                bar.advance(pq.ParquetFile(self.part(shard)).metadata.num_rows, resumed=True)
             else:
                 todo.append(shard)
         if self.models is None:
             raise RuntimeError("LibraryRun.score before LibraryRun.start")
         workers = self.workers if self.models.device.type == "cpu" else 1
-        tasks = run_shard_tasks(task, todo, workers, self.dask_scheduler, self._shard_rows)
+        # fresh workers (from the library's forkserver), not copies of this process: after
+        # featurizing a large library its heap made each worker's memory grow shard by shard
+        context = worker_context() if workers > 1 and self.dask_scheduler is None else None
+        tasks = run_shard_tasks(task, todo, workers, self.dask_scheduler, self._shard_rows, context)
         with closing(bar), interrupts_raise(), closing(tasks):
             for records in tasks:
-                bar.update(records)
+                bar.advance(records)
 
     def _shard_rows(self, shard: int) -> str | None:
         """The input rows of a featurized shard, for a message (None when unreadable)."""
@@ -263,9 +267,13 @@ class LibraryRun:
         return f"input rows {rows[0]}-{rows[-1]}" if len(rows) else "no featurized record"
 
     def tables(self) -> Iterator[pa.Table]:
-        """The parts, one table per shard in shard order (so rows in input order)."""
+        """The parts, one table per shard in shard order (so rows in input order); the memory
+        the caller freed with a table is given back before the next is read
+        (:func:`chemgraph._processes.release_freed_memory`), so that writing the output takes
+        the memory of one part however many there are."""
         for shard in range(self.shards):
             yield pq.read_table(self.part(shard))
+            release_freed_memory()
 
     def finish(self) -> None:
         """Remove the work folder (the job has written its output) and release it."""

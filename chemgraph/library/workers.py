@@ -39,7 +39,7 @@ from chemgraph.data.readers import Record
 from chemgraph.library.output import ShardSummary, featurize_shard
 from chemgraph.library.records import STEP_CODE, STEPS, FeaturizeOptions
 
-__all__ = ["run_dask", "run_local", "start_worker_server"]
+__all__ = ["run_dask", "run_local", "start_worker_server", "worker_context"]
 
 _POLL_SECONDS = 0.1
 _NOTICE_SECONDS = 10.0
@@ -67,16 +67,18 @@ def _worker_main(connection: Any, heartbeat: Any) -> None:
 
 
 def start_worker_server() -> None:
-    """Start the server the local worker processes are forked from (:func:`_context`) now,
+    """Start the server the local worker processes are forked from (:func:`worker_context`) now,
     so that its import of this module (torch, RDKit: seconds) runs beside the caller's own
     imports on a second core instead of after them; a later pool uses it. Nothing without
     ``forkserver`` (``spawn`` starts each worker afresh)."""
     if "forkserver" in multiprocessing.get_all_start_methods():
-        _context()
+        worker_context()
 
 
-def _context() -> multiprocessing.context.BaseContext:
-    """``forkserver`` (workers forked from a server that has imported this module: a restart
+def worker_context() -> multiprocessing.context.BaseContext:
+    """How a library job's worker processes start (its featurizing workers, and the scoring
+    workers of ``predict`` and ``fingerprint``, :class:`chemgraph.library.scoring.LibraryRun`):
+    ``forkserver`` (workers forked from a server that has imported this module: a restart
     after a timeout is cheap) where available, else ``spawn``; never plain ``fork`` of a parent
     that may run threads."""
     if "forkserver" in multiprocessing.get_all_start_methods():
@@ -191,7 +193,7 @@ def run_local(
     (:data:`~chemgraph.library.records.STEPS`) to ``on_step`` and returns the shard's
     summary (``chemgraph qc``: :func:`chemgraph.jobs.qc.label_shard`); it must be importable
     by the workers (a module-level function)."""
-    context = _context()
+    context = worker_context()
     retries: deque[_Task] = deque()
     notice = _NOTICE_SECONDS if record_timeout is None else min(_NOTICE_SECONDS, record_timeout / 2)
     more = True

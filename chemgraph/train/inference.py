@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator, Sequence
+from multiprocessing.context import BaseContext
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from chemgraph._dask import run_on_dask
 from chemgraph._dgl import dgl
+from chemgraph._processes import release_freed_memory
 from chemgraph.graphs.shards import select_graphs
 from chemgraph.models import get_model_spec
 from chemgraph.train.predictors import PropertyPredictorBase
@@ -184,13 +186,16 @@ def run_shard_tasks(
     workers: int = 1,
     dask_scheduler: str | None = None,
     describe: Callable[[int], str | None] | None = None,
+    context: BaseContext | None = None,
 ) -> Iterator[int]:
     """Run ``task(shard)`` for every shard and yield what each returns, as the shards finish.
 
     A task scores one graph shard and writes its part of the output itself (atomically, so a
     killed task leaves no part), so that runs are resumed by leaving out the shards whose part
-    exists. The generator must be closed when it is not run to the end (``contextlib.closing``):
-    closing stops the workers at once.
+    exists. After each task the process that ran it gives the memory the task freed back to
+    the operating system (:func:`chemgraph._processes.release_freed_memory`), so that its
+    memory stays that of one shard. The generator must be closed when it is not run to the end
+    (``contextlib.closing``): closing stops the workers at once.
 
     Args:
         task: picklable (sent to the workers); returns the shard's number of records.
@@ -199,6 +204,11 @@ def run_shard_tasks(
             :class:`~torch.utils.data.DataLoader` (each runs torch on one thread, which scales
             better on few cores than threads inside one forward pass; the loader stops them when
             the run ends, is interrupted or its parent dies). Not used with ``dask_scheduler``.
+        context: how the worker processes start (a :mod:`multiprocessing` context); None:
+            the DataLoader's default (``fork`` on Linux: a copy of this process, whose heap
+            pages the worker then copies as it allocates into them, so that after a large
+            library's featurization each worker's private memory grew with every shard it
+            scored: ``benchmarks/README.md``, ``predict_memory.py``).
         dask_scheduler: the address of a dask.distributed scheduler (``tcp://host:8786``): each
             shard is then one task, run on one torch thread (:func:`chemgraph._dask.run_on_dask`:
             a task whose worker dies is run again by dask on another worker). The workers need
@@ -221,7 +231,7 @@ def run_shard_tasks(
         return
     loader = DataLoader(
         _Tasks(task, shards), batch_size=None, num_workers=workers if workers > 1 else 0,
-        collate_fn=_as_is,
+        collate_fn=_as_is, multiprocessing_context=context if workers > 1 else None,
     )  # fmt: skip
     running = iter(loader)
     try:
@@ -245,11 +255,21 @@ class _Tasks(Dataset):
         return len(self.shards)
 
     def __getitem__(self, index: int) -> int:
-        return self.task(self.shards[index])
+        return _released(self.task, self.shards[index])
 
 
 def _as_is(records: int) -> int:
     return records
+
+
+def _released(task: Callable[[int], int], shard: int) -> int:
+    """``task(shard)``, then the memory it freed given back to the operating system
+    (:func:`chemgraph._processes.release_freed_memory`), so that a worker's peak stays that
+    of one shard however many it scores."""
+    try:
+        return task(shard)
+    finally:
+        release_freed_memory()
 
 
 def _on_one_thread(task: Callable[[int], int], shard: int) -> int:
@@ -258,6 +278,6 @@ def _on_one_thread(task: Callable[[int], int], shard: int) -> int:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return task(shard)
+        return _released(task, shard)
     finally:
         torch.set_num_threads(threads)

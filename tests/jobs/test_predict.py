@@ -7,6 +7,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import torch
 from rdkit import Chem
 
 from chemgraph._interrupts import Interrupted
-from chemgraph.data.applicability import TrainingFingerprints
+from chemgraph.data.applicability import FINGERPRINT, TrainingFingerprints
 from chemgraph.errors import ConfigError
 from chemgraph.jobs import predict
 from chemgraph.jobs.featurize import FeaturizeOptions, featurize_library
@@ -232,56 +233,56 @@ def test_an_interrupted_run_is_resumed_never_overwritten(library, tmp_path, monk
     pd.testing.assert_frame_equal(pd.read_parquet(output), expected)
 
 
-def test_scoring_workers_write_what_one_process_writes_and_keep_finished_shards(
-    library, tmp_path, monkeypatch
-):
+def test_scoring_workers_write_what_one_process_writes_and_keep_finished_shards(library, tmp_path):
     folder = _featurized(library, tmp_path)  # 4 shards of 4 records
     _, expected = _predict([ESA, NSA], folder, tmp_path / "one.parquet")
     _, in_workers = _predict([ESA, NSA], folder, tmp_path / "two.parquet", workers=2)
     pd.testing.assert_frame_equal(in_workers, expected)
 
-    score = predict._score_shard
-
-    def failing(folder, shard, *args):  # the worker processes are forked: they see this
-        if shard == 2:
-            raise RuntimeError("shard 2 failed")
-        return score(folder, shard, *args)
-
-    monkeypatch.setattr(predict, "_score_shard", failing)
+    graphs = folder / "graphs" / "shard-00002.bin"
+    intact = graphs.read_bytes()
+    graphs.write_bytes(intact[: len(intact) // 2])  # the worker scoring shard 2 raises
     output = tmp_path / "out.parquet"
-    with pytest.raises(RuntimeError, match="shard 2 failed"):
+    with pytest.raises(ValueError, match="shard-00002.bin is truncated or damaged"):
         predict_table([ESA, NSA], folder, output, workers=2, progress=False)
     parts = sorted(p.name for p in (tmp_path / "out.parquet.partial" / "predictions").iterdir())
     assert "shard-00002.parquet" not in parts and "shard-00000.parquet" in parts
-    monkeypatch.setattr(predict, "_score_shard", score)
+    graphs.write_bytes(intact)
     predict_table([ESA, NSA], folder, output, workers=2, resume=True, progress=False)
     pd.testing.assert_frame_equal(pd.read_parquet(output), expected)
 
 
-def test_sigterm_while_workers_score_stops_them_and_keeps_finished_shards(
-    library, tmp_path, monkeypatch
-):
-    folder = _featurized(library, tmp_path)  # 4 shards of 4 records
+def test_sigterm_while_workers_score_stops_them_and_keeps_finished_shards(tmp_path):
+    library = tmp_path / "library.smi"
+    records = [f"{smiles}\n" for smiles, _ in LINES if smiles] * 4
+    library.write_text("".join(records))  # one shard each
+    folder = tmp_path / "lib"
+    featurize_library(library, folder, FeaturizeOptions(), shard_size=1, progress=False)
     _, expected = _predict(ESA, folder, tmp_path / "expected.parquet")
-    parent, score = os.getpid(), predict._score_shard
-
-    def terminated(folder, shard, *args):  # runs in a forked worker: `kill PARENT`
-        if shard == 2:
-            os.kill(parent, signal.SIGTERM)
-            time.sleep(30)  # the parent stops this worker long before
-        return score(folder, shard, *args)
-
-    monkeypatch.setattr(predict, "_score_shard", terminated)
     output = tmp_path / "out.parquet"
+    parts = tmp_path / "out.parquet.partial" / "predictions"
+
+    running = threading.Event()
+
+    def terminate_after_the_first_part() -> None:  # `kill` from another terminal
+        while running.is_set():
+            if parts.is_dir() and any(parts.glob("shard-*.parquet")):
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+            time.sleep(0.01)
+
+    running.set()
+    threading.Thread(target=terminate_after_the_first_part, daemon=True).start()
     started = time.perf_counter()
-    with pytest.raises(Interrupted) as stop:
-        predict_table(ESA, folder, output, workers=2, progress=False)
-    assert stop.value.signum == signal.SIGTERM and time.perf_counter() - started < 20
+    try:
+        with pytest.raises(Interrupted) as stop:
+            predict_table(ESA, folder, output, workers=2, progress=False)
+    finally:
+        running.clear()
+    assert stop.value.signum == signal.SIGTERM and time.perf_counter() - started < 60
     assert multiprocessing.active_children() == []  # no worker left behind
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # handlers restored
-    kept = {p.name for p in (tmp_path / "out.parquet.partial" / "predictions").iterdir()}
-    assert "shard-00000.parquet" in kept and "shard-00002.parquet" not in kept
-    monkeypatch.setattr(predict, "_score_shard", score)
+    assert 0 < len(list(parts.glob("shard-*.parquet"))) < len(records)
     predict_table(ESA, folder, output, workers=2, resume=True, progress=False)
     pd.testing.assert_frame_equal(pd.read_parquet(output), expected)
 
@@ -358,6 +359,43 @@ def test_applicability_domain_columns(library, tmp_path, caplog):
         "on the training set): in_domain is max_similarity_to_train >= 0.3, the former default "
         "(--similarity-threshold sets another)"
     ]
+
+
+@pytest.mark.parametrize("stored", [True, False], ids=["fingerprint column", "from smiles"])
+def test_the_domain_is_computed_a_batch_of_records_at_a_time(
+    library, tmp_path, monkeypatch, stored
+):
+    """Issue 46: a shard's fingerprints are read and compared with the training set's
+    SIMILARITY_BATCH records at a time (decoding a shard's whole column at once held about 27
+    KiB per record in the scoring worker), from the stored column or the canonical SMILES; the
+    similarities are the Tanimoto similarities of the bits, brute force."""
+    training = ["CCO", "CCCO", "c1ccccc1"]
+    checkpoint = _with_fingerprints(ESA, training, tmp_path / "ad.ckpt")
+    compared = []
+    whole = TrainingFingerprints.max_similarity
+
+    def batch(self, bits):
+        compared.append(len(bits))
+        return whole(self, bits)
+
+    monkeypatch.setattr(TrainingFingerprints, "max_similarity", batch)
+    monkeypatch.setattr(predict, "SIMILARITY_BATCH", 3, raising=False)  # (absent before #46)
+    source = library
+    if not stored:  # a featurize folder without fingerprints: from the canonical SMILES
+        source = tmp_path / "lib"
+        featurize_library(library, source, FeaturizeOptions(), shard_size=13, progress=False)
+    _, result = _predict(checkpoint, source, tmp_path / "out.parquet", shard_size=13)
+    assert compared == [3, 3, 3, 1]  # one shard of 13 records, 10 featurized
+
+    def bits(smiles):
+        return set(np.flatnonzero(FINGERPRINT(Chem.MolFromSmiles(smiles))).tolist())
+
+    train = [bits(s) for s in training]
+    predicted = result[result["error"].isna()]
+    expected = [
+        max(len(bits(s) & t) / len(bits(s) | t) for t in train) for s in predicted["smiles"]
+    ]
+    np.testing.assert_allclose(predicted["max_similarity_to_train"], expected, rtol=1e-6)
 
 
 def test_a_checkpoint_without_fingerprints_leaves_the_columns_empty_and_says_why(

@@ -119,7 +119,7 @@ from chemgraph.data.readers import Record
 from chemgraph.library import workers
 from chemgraph.library.records import FeaturizeOptions
 
-workers._context()  # spawns the forkserver, which then preloads torch and RDKit (seconds)
+workers.worker_context()  # spawns the forkserver, which then preloads torch and RDKit (seconds)
 os.kill(multiprocessing.forkserver._forkserver._forkserver_pid, signal.SIGINT)
 out = Path(sys.argv[1])
 for folder in ("graphs", "features", "parts"):

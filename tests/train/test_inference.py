@@ -62,3 +62,25 @@ def test_size_batches_fill_up_to_the_molecule_and_padded_size_limits():
     for batch in batches:
         assert len(batch) == 1 or len(batch) * sizes[batch].max() <= budget
     assert [b.tolist() for b in _size_batches(order[:3], sizes[:3], 4)] == [[0, 1, 2]]
+
+
+def test_each_shard_task_gives_back_the_memory_it_freed(monkeypatch):
+    """Issue 46: the process that scores shards one after another releases what each freed
+    (glibc's heaps, pyarrow's pool) after every task, an error included, so that its memory
+    stays that of one shard instead of growing with the library."""
+    from chemgraph.train import inference
+
+    events = []
+    monkeypatch.setattr(inference, "release_freed_memory", lambda: events.append("released"))
+
+    def task(shard: int) -> int:
+        events.append(f"shard {shard}")
+        if shard == 2:
+            raise ValueError("a bad shard")
+        return 10 * shard
+
+    tasks = inference.run_shard_tasks(task, [0, 1, 2])
+    assert [next(tasks), next(tasks)] == [0, 10]
+    with pytest.raises(ValueError, match="a bad shard"):
+        next(tasks)
+    assert events == ["shard 0", "released", "shard 1", "released", "shard 2", "released"]
