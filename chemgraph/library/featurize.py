@@ -12,7 +12,7 @@ duplicate ids (:mod:`~chemgraph.library.output`).
 Progress. ``progress`` counts the records finished as the workers finish them (from their
 heartbeat), and — once a background thread has counted the input's records with the same
 reader — the total and an estimate of the time left: a bar on a terminal, else (a log file,
-where a bar is a line of ``\r``-joined text) a plain line every 30 s
+where a bar is one line of carriage-return-joined text) a plain line every 30 s
 (:mod:`~chemgraph.library.progress`).
 
 Interrupts. SIGINT (Ctrl-C) and SIGTERM make :func:`featurize_library` kill its workers at once
