@@ -82,8 +82,14 @@ def test_a_shard_whose_workers_die_is_named_with_its_records_and_memory_as_the_c
         )  # fmt: skip
         with pytest.raises(WorkersDied) as died, contextlib.closing(results):
             list(results)
-    assert died.value.shard == 3
+    # the worker (one thread) holds two tasks (the window is 2 x threads): shard 3 running and
+    # shard 4 waiting; dask fails both, and which KilledWorker arrives first is not fixed
+    shard = died.value.shard
+    assert shard in (3, 4)
     message = str(died.value)
-    assert message.startswith("shard 3 (input rows 30-39): every dask worker that ran it died (1")
+    assert message.startswith(
+        f"shard {shard} (input rows {shard * 10}-{shard * 10 + 9}): every dask worker that ran "
+        "it died (1"
+    )
     assert "The likely cause is memory" in message and "--memory-limit" in message
     assert message.endswith("run the same command with --resume to continue")

@@ -34,6 +34,7 @@ from typing import Any
 import torch
 import yaml
 
+from chemgraph._output import LOCK_NAME
 from chemgraph.data.reactions import load_reaction_graphs, reaction_records
 from chemgraph.data.table import write_rejected
 from chemgraph.errors import ConfigError
@@ -158,14 +159,16 @@ def run(
         if not items:
             raise ConfigError(_nothing_to_score(config.test, rejected))
     out = Path(config.out)
-    existed, was_empty = out.exists(), not out.exists() or not any(out.iterdir())
+    existed = out.exists()
+    was_empty = not existed or all(path.name == LOCK_NAME for path in out.iterdir())
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
     start = time.perf_counter()
     try:
         checkpoint = train_reaction_model(config)
     except (ValueError, OSError):
-        if was_empty and [path.name for path in out.iterdir()] == ["config.yaml"]:
+        written = [path.name for path in out.iterdir() if path.name != LOCK_NAME]
+        if was_empty and written == ["config.yaml"]:
             # failed before training wrote anything: leave the folder as it was
             (out / "config.yaml").unlink()
             if not existed:

@@ -654,9 +654,10 @@ def test_a_recommended_baseline_is_a_checkpoint_predict_loads(tmp_path):
     np.testing.assert_allclose(scored["fine_logp_pred"], recommended["fine_logp_pred"], atol=1e-5)
     np.testing.assert_allclose(scored["fine_logp_pred"], 2 * new["cheap_logp"] + 1, atol=1e-5)
     assert scored["max_similarity_to_train"].notna().all()  # the networks' training molecules
-    training = labels["fine_logp"].dropna()  # the range spans the training molecules' labels
-    assert training.min() <= model.hparams.train_label_range["min"][0]
-    assert model.hparams.train_label_range["max"][0] <= training.max()
+    # the range spans the training molecules' labels (as float32, the labels' training dtype)
+    training = labels["fine_logp"].dropna().to_numpy(np.float32)
+    assert training.min() <= np.float32(model.hparams.train_label_range["min"][0])
+    assert np.float32(model.hparams.train_label_range["max"][0]) <= training.max()
     assert scored["fine_logp_outside_training_range"].notna().all()
     new.drop(columns=["cheap_logp"]).to_csv(tmp_path / "no_cheap.csv", index=False)
     with pytest.raises(ValueError, match="cheap_logp"):

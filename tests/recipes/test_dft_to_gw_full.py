@@ -103,8 +103,8 @@ def modules(monkeypatch):
     built = []
     original = chains.build_module
 
-    def spy(config, targets, labels, learning_rate, max_minutes=None, train_fingerprints=None):
-        module = original(config, targets, labels, learning_rate, max_minutes, train_fingerprints)
+    def spy(config, targets, labels, *arguments):
+        module = original(config, targets, labels, *arguments)
         built.append(
             dict(targets=list(targets), outputs=module.model.config.num_outputs, labels=labels)
         )
