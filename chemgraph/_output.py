@@ -5,6 +5,10 @@ recipe run``, ``chemgraph featurize``, ``chemgraph predict`` and the QM9 gap dem
 that already holds files, so that a second run never silently replaces the results of a first;
 the commands that can write over an earlier run offer ``--overwrite``.
 
+Resumable training (:func:`refuse_changed_settings`): ``chemgraph train``, ``chemgraph
+transfer`` and the ``dft_to_gw`` recipe record their settings in the output folder, and
+``--resume`` continues a run there only with the same ones.
+
 Resumable runs (:func:`resumable_folder`): ``chemgraph featurize`` and ``chemgraph qc`` (their
 output folder, recorded by ``manifest.json``) and ``chemgraph predict`` (``OUTPUT.partial/``,
 recorded by ``run.json``) keep their state in a folder whose record says what the run is;
@@ -43,6 +47,7 @@ __all__ = [
     "check_output_folder",
     "claim_folder",
     "claimed_folder",
+    "refuse_changed_settings",
     "remove_outputs",
     "resumable_folder",
 ]
@@ -376,6 +381,47 @@ def resumable_folder(
     )
     folder.mkdir(parents=True, exist_ok=True)
     return False
+
+
+def refuse_changed_settings(
+    out: Path, recorded: str, now: Mapping[str, Any], ignored: Sequence[str] = ()
+) -> None:
+    """Refuse to resume the run in ``out`` with settings other than its own.
+
+    Args:
+        out: the output folder of the interrupted run.
+        recorded: the file in ``out`` (YAML) that holds its settings (``config.yaml``).
+        now: the settings of the run to resume, as that file would record them (a nested
+            mapping is compared key by key: ``training.seeds``).
+        ignored: dotted keys that may change without changing the results (the number of
+            worker processes).
+
+    Raises:
+        ValueError: the settings differ: ``"--resume: the settings differ from those of the
+            interrupted run in OUT (seed, training.seeds); resume with the same ones, or start
+            again with --overwrite"``.
+    """
+    import yaml
+
+    before = yaml.safe_load((out / recorded).read_text())
+    now = yaml.safe_load(yaml.safe_dump(dict(now), sort_keys=False))  # tuples as lists
+    changed = [key for key in _changed_keys(before, now) if key not in ignored]
+    if changed:
+        raise ValueError(
+            f"--resume: the settings differ from those of the interrupted run in {out} "
+            f"({', '.join(changed)}); resume with the same ones, or start again with --overwrite"
+        )
+
+
+def _changed_keys(before: Any, now: Any, prefix: str = "") -> list[str]:
+    """The sorted dotted keys whose values differ between two nested mappings."""
+    if not (isinstance(before, Mapping) and isinstance(now, Mapping)):
+        return [] if before == now else [prefix.rstrip(".")]
+    return [
+        changed
+        for key in sorted(before.keys() | now.keys(), key=str)
+        for changed in _changed_keys(before.get(key), now.get(key), f"{prefix}{key}.")
+    ]
 
 
 def _differences(previous: Mapping[str, Any], identity: Mapping[str, Any]) -> list[str]:

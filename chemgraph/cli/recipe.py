@@ -9,7 +9,7 @@ from chemgraph.cli.common import (
     add_config_option,
     add_max_time_option,
     add_output_option,
-    add_overwrite_option,
+    add_resume_options,
     add_seeds_option,
 )
 
@@ -55,7 +55,12 @@ class RecipeCommand(Command):
             dest="out",
             aliases=("--out",),
         )
-        add_overwrite_option(run)
+        add_resume_options(
+            run,
+            "continue the interrupted run in --output (stopped by Ctrl-C, SIGTERM or a "
+            "scheduler) with the same settings, for the recipes that can (dft_to_gw: its "
+            "finished chains are kept, the interrupted one continues from its last.ckpt)",
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         if args.action == "list":  # from the registry alone: no recipe (nor torch) is imported
@@ -67,6 +72,7 @@ class RecipeCommand(Command):
         from chemgraph._output import check_output_folder, claimed_folder
         from chemgraph.errors import ConfigError
         from chemgraph.recipes.registry import (
+            RECIPES,
             get_recipe,
             recipe_settings,
             valid_setting_keys,
@@ -77,6 +83,12 @@ class RecipeCommand(Command):
 
         quiet_third_party_warnings()
         module = get_recipe(args.name)
+        if args.resume and not RECIPES[args.name].resumable:
+            resumable = [name for name, recipe in RECIPES.items() if recipe.resumable]
+            raise ConfigError(
+                f"--resume: recipe {args.name} cannot continue an interrupted run (only "
+                f"{', '.join(resumable)} can); start it again with --overwrite"
+            )
         overrides = parse_assignments(args.set)
         if args.max_time_minutes is not None:
             if "max_time_minutes" not in valid_setting_keys(args.name):
@@ -90,8 +102,11 @@ class RecipeCommand(Command):
         config = with_overrides(args.name, args.config, overrides)
         out = args.out or recipe_settings(args.name, config).get("out") or f"runs/{args.name}"
         with claimed_folder(out, "--output"):
-            check_output_folder(out, "--output", args.overwrite, "--overwrite")
-            module.run(config=config, seeds=args.seeds, out=out)
+            if args.resume:
+                module.run(config=config, seeds=args.seeds, out=out, resume=True)
+            else:
+                check_output_folder(out, "--output", args.overwrite, "--overwrite")
+                module.run(config=config, seeds=args.seeds, out=out)
         return 0
 
 

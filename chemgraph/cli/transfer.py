@@ -14,9 +14,9 @@ from chemgraph.cli.common import (
     add_input_option,
     add_model_option,
     add_output_option,
-    add_overwrite_option,
     add_preparation_options,
     add_protocol_option,
+    add_resume_options,
     add_seeds_option,
     add_smiles_column_option,
     add_workers_option,
@@ -55,8 +55,9 @@ linear correction, and the inductive one's pretrained model: predict on a transd
 reads the molecules' low-fidelity columns from its input), rejected.csv (row,id,input,reason),
 duplicates.json (molecules given in more than one row: kept in one split), curves/,
 learning_curves.csv, config.yaml (the training settings), transfer.yaml (--config transfer.yaml
-repeats the run). --overwrite removes these from an earlier run first, once nothing refuses the
-run, and leaves any other file.
+repeats the run), chains/ (each chain's state and result, which --resume continues from).
+--overwrite removes these from an earlier run first, once nothing refuses the run, and leaves
+any other file.
 """
 
 
@@ -183,8 +184,11 @@ class TransferCommand(Command):
         add_output_option(
             parser, "output folder, new or empty (see --overwrite)", dest="out", aliases=("--out",)
         )
-        add_overwrite_option(
+        add_resume_options(
             parser,
+            "continue the interrupted run in --output (stopped by Ctrl-C, SIGTERM or a "
+            "scheduler), with the same settings: its finished chains are kept, the interrupted "
+            "one continues from its last.ckpt, and the outputs are the uninterrupted run's",
             "write into a non-empty --output: the outputs of an earlier run (the list above) are "
             "removed first, once nothing refuses the run; any other file is left",
         )
@@ -244,9 +248,11 @@ class TransferCommand(Command):
         if missing:
             raise ConfigError(f"chemgraph transfer needs {', '.join(missing)}")
         with settings_as_flags(flags):
-            options = TransferOptions(**values, overwrite=args.overwrite, training=training)
-            # the job names the folder --out, the flag is now -o/--output
-            check_output_folder(options.out, "--output", args.overwrite, "--overwrite")
+            options = TransferOptions(
+                **values, overwrite=args.overwrite, resume=args.resume, training=training
+            )
+            if not args.resume:  # the job names the folder --out, the flag is now -o/--output
+                check_output_folder(options.out, "--output", args.overwrite, "--overwrite")
             transfer_table(options)
         if not args.quiet:  # warnings and errors only
             print((Path(options.out) / "table.md").read_text(), end="")

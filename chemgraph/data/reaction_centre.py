@@ -5,7 +5,9 @@
   with a progress bar, and turns each into a :class:`ReactionCentreExample`: the input molecule
   as arrays, the edits (:func:`chemgraph.chem.reaction_edits.reaction_edits`) and the atoms of
   the product. Reactions that cannot be read are reported (row, input, reason), never dropped
-  silently.
+  silently; so are, for training, reactions whose recorded product is an input molecule given
+  back unchanged (:class:`UnchangedInputs`), which no candidate can be, and rxnmapper maps
+  with more bond changes than :data:`MAX_MAPPED_BOND_CHANGES`.
 * :func:`enumerate_candidates` turns the scored bond changes of one reaction into candidate
   products: combinations of the best-scored changes, applied with RDKit
   (:func:`chemgraph.chem.reaction_edits.apply_edits`), sanitised, the product fragments chosen
@@ -43,9 +45,11 @@ from chemgraph.data.datasets.base import rejected_frame
 from chemgraph.data.reactions import reaction_records
 
 __all__ = [
+    "MAX_MAPPED_BOND_CHANGES",
     "Candidate",
     "ReactionCentreExample",
     "Refusal",
+    "UnchangedInputs",
     "edited_fragments",
     "enumerate_candidates",
     "ranked_combinations",
@@ -111,6 +115,13 @@ def reaction_centre_example(
     return ReactionCentreExample(text, reaction, arrays, edits, reaction.product_smiles)
 
 
+MAX_MAPPED_BOND_CHANGES = 6
+"""The most bond changes an rxnmapper map may give (:func:`load_reaction_centre_examples`):
+the most of any recorded map of USPTO-MIT (Jin et al. 2017), 6 in 9,999 validation reactions
+(1: 1,704, 2: 5,489, 3: 1,975, 4: 683, 5: 139, 6: 9). A map with more pairs atoms wrongly:
+rxnmapper's attention grows unreliable near its 512-token limit (Schwaller et al. 2021)."""
+
+
 def load_reaction_centre_examples(
     path: str | Path,
     max_distance: int,
@@ -118,13 +129,22 @@ def load_reaction_centre_examples(
     with_edits: bool = True,
     progress: bool = True,
     min_mapping_confidence: float = 0.0,
+    training: bool = False,
+    max_mapped_bond_changes: int = MAX_MAPPED_BOND_CHANGES,
 ) -> tuple[list[ReactionCentreExample], list[int], pd.DataFrame]:
     """Read and encode the reactions of a file, with a progress bar (reactions done / total).
 
     With ``with_edits``, reactions whose products carry no atom maps are mapped first with
-    rxnmapper (:func:`chemgraph.chem.atom_mapping.map_reactions`); those it cannot map, or maps
-    with a confidence below ``min_mapping_confidence``, are rejected with the confidence in the
-    reason, and the others keep it (:attr:`ReactionCentreExample.mapping_confidence`).
+    rxnmapper (:func:`chemgraph.chem.atom_mapping.map_reactions`, which rejects implausible
+    maps); those it cannot map, maps with a confidence below ``min_mapping_confidence``, or
+    maps with more than ``max_mapped_bond_changes`` bond changes (default
+    :data:`MAX_MAPPED_BOND_CHANGES`), are rejected with the confidence in the reason, and the
+    others keep it (:attr:`ReactionCentreExample.mapping_confidence`).
+
+    ``training``: also reject the reactions whose recorded product is an input molecule
+    given back unchanged, or changed in its stereo labels alone (:class:`UnchangedInputs`):
+    :func:`enumerate_candidates` never offers such a product, so they teach no reaction
+    centre. An evaluation keeps them (they count as misses).
 
     Returns:
         The examples, their rows (0-based line or data row), and the rejected records
@@ -163,16 +183,70 @@ def load_reaction_centre_examples(
             try:
                 with rdBase.BlockLogs():  # e.g. hydride warnings; reasons come as errors
                     example = reaction_centre_example(text, max_distance, with_edits)
-                example.mapping_confidence = confidences.get(k)
-                examples.append(example)
-                rows.append(row)
-                continue
             except ReactionParseError as error:
                 reason = error.reason
+            else:
+                example.mapping_confidence = confidences.get(k)
+                reason = _unusable(example, training, max_mapped_bond_changes)
+                if reason is None:
+                    examples.append(example)
+                    rows.append(row)
+                    continue
         rejected.append((row, text, reason))
     frame = rejected_frame(rejected)
     frame["file"] = str(path)
     return examples, rows, frame
+
+
+def _unusable(
+    example: ReactionCentreExample, training: bool, max_mapped_bond_changes: int
+) -> str | None:
+    """Why ``example`` is no training example (:func:`load_reaction_centre_examples`), or
+    None."""
+    confidence = example.mapping_confidence
+    if confidence is not None and len(example.edits) > max_mapped_bond_changes:
+        return (
+            f"rxnmapper's atom map (confidence {confidence:.3f}) gives {len(example.edits)} "
+            f"bond changes, more than the {max_mapped_bond_changes} of any recorded map of "
+            "USPTO-MIT: an implausible map"
+        )
+    if training and example.product_smiles:
+        same = UnchangedInputs(example.reaction.inputs).match(example.product_smiles)
+        if same is not None:
+            return (
+                f"the recorded product {example.product_smiles} is the input molecule {same}"
+                f"{' unchanged' if same == example.product_smiles else ' with other stereo labels'}"
+                ": no candidate product can be it"
+            )
+    return None
+
+
+class UnchangedInputs:
+    """Recognises an input molecule of a reaction given back as its product: no reaction
+    outcome. Nor is a product that differs from an input only in stereo labels, when an input
+    has any (applying edits clears the label of an edited centre,
+    :func:`chemgraph.chem.reaction_edits.apply_edits`, so such a product is an input that
+    merely lost it): :func:`enumerate_candidates` skips both, and
+    :func:`load_reaction_centre_examples` does not train on reactions recorded so.
+
+    Args:
+        inputs: the reaction's input molecule (every reactant and reagent, atom maps allowed).
+    """
+
+    def __init__(self, inputs: Chem.Mol) -> None:
+        self.smiles = {canonical_smiles(m) for m in Chem.GetMolFrags(inputs, asMols=True)}
+        constitutions = {_constitution(text): text for text in self.smiles}
+        # only where an input has stereo labels does a constitution say more than the SMILES
+        self.constitutions = {} if constitutions.keys() <= self.smiles else constitutions
+
+    def match(self, smiles: str) -> str | None:
+        """The canonical SMILES of the input that product ``smiles`` (canonical, no atom maps)
+        gives back, or None when it is no input's."""
+        if smiles in self.smiles:
+            return smiles
+        if self.constitutions:
+            return self.constitutions.get(_constitution(smiles))
+        return None
 
 
 @dataclass
@@ -346,11 +420,8 @@ def enumerate_candidates(
     near = _ring_neighbourhoods(prepared)
     neighbours = [{n.GetIdx() for n in atom.GetNeighbors()} for atom in prepared.GetAtoms()]
     candidates: list[Candidate] = []
-    # an input molecule given back unchanged is no reaction outcome; nor is one that only
-    # lost the stereo label of a centre the edits touched (apply_edits clears it)
-    seen = {canonical_smiles(m) for m in Chem.GetMolFrags(reaction.inputs, asMols=True)}
-    constitutions = {_constitution(text) for text in seen}
-    stereo_inputs = not constitutions <= seen
+    unchanged = UnchangedInputs(reaction.inputs)
+    seen: set[str] = set()
     fragments_seen: set[tuple] = set()  # of the combinations RDKit could apply
     refused_smiles: set[str] = set()
     means: dict[tuple[int, ...], float] = {}  # mean product logit of each fragment met
@@ -373,9 +444,7 @@ def enumerate_candidates(
         if key is not None:
             fragments_seen.add(key)
         smiles = product_smiles(molecule, chosen)
-        if smiles is None or smiles in seen:
-            continue
-        if stereo_inputs and _constitution(smiles) in constitutions:
+        if smiles is None or smiles in seen or unchanged.match(smiles) is not None:
             continue
         problem = product_problem(smiles, inputs) or redox_problem(
             prepared, molecule, chosen, inputs

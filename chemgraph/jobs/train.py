@@ -23,7 +23,7 @@ import torch
 import yaml
 
 from chemgraph._interrupts import Interrupted
-from chemgraph._output import check_output_folder, claimed_folder
+from chemgraph._output import check_output_folder, claimed_folder, refuse_changed_settings
 from chemgraph.chem import MoleculePreparation, mols_from_smiles
 from chemgraph.data import (
     Duplicates,
@@ -164,7 +164,7 @@ def _train(config: TrainingConfig, overwrite: bool, resume: bool) -> dict[str, d
         config = replace(config, task=infer_task(dataset.labels, config.target_columns))
     recorded = yaml.safe_dump(_recorded(config), sort_keys=False)
     if resume:
-        _check_same_settings(out, recorded)
+        refuse_changed_settings(out, "config.yaml", yaml.safe_load(recorded))
     (out / "config.yaml").write_text(recorded)
     parts, duplicates = _split(config, dataset, _predefined_parts(config, source, dataset))
     fingerprints = _training_fingerprints(parts["train"], config.preparation)
@@ -441,19 +441,6 @@ def _check_resumable(out: Path) -> None:
         raise ValueError(
             f"--resume: the run in {out} finished (metrics.json); nothing to resume (--overwrite "
             "trains again)"
-        )
-
-
-def _check_same_settings(out: Path, recorded: str) -> None:
-    """Raises ValueError: the settings ``recorded`` (``config.yaml``'s text) differ from those of
-    the interrupted run in ``out``; the message names the settings."""
-    before = yaml.safe_load((out / "config.yaml").read_text())
-    now = yaml.safe_load(recorded)
-    changed = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
-    if changed:
-        raise ValueError(
-            f"--resume: the settings differ from those of the interrupted run in {out} "
-            f"({', '.join(changed)}); resume with the same ones, or start again with --overwrite"
         )
 
 

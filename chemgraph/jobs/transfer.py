@@ -28,7 +28,12 @@ from chemgraph.model_names import MODEL_DESCRIPTIONS
 from chemgraph.models import get_model_spec
 from chemgraph.transfer.config import TransferConfig
 from chemgraph.transfer.report import transfer_claim
-from chemgraph.transfer.run import RECOMMENDED, stacking_needs_smiles, transfer_job
+from chemgraph.transfer.run import (
+    RECOMMENDED,
+    check_resumable,
+    stacking_needs_smiles,
+    transfer_job,
+)
 
 __all__ = [
     "SMALL_TEST_SET",
@@ -66,6 +71,8 @@ class TransferOptions:
         split_seed: seed of the random split of the molecules with every high-fidelity label.
         split_fractions: train/validation/test fractions of that split.
         overwrite: write into a non-empty ``out`` (its files are replaced).
+        resume: continue the interrupted run in ``out`` (:func:`transfer_table`); excludes
+            ``overwrite``.
         low_name, high_name: short names of the two levels for the table.
         training: the transfer settings (:class:`~chemgraph.transfer.config.TransferConfig`:
             ``protocol``, ``model``, ``featurizer``, ``strategies``, ``seeds``, epochs,
@@ -91,6 +98,7 @@ class TransferOptions:
     split_seed: int = 0
     split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
     overwrite: bool = False
+    resume: bool = False
     low_name: str = "low fidelity"
     high_name: str = "high fidelity"
     training: TransferConfig = field(default_factory=TransferConfig)
@@ -98,14 +106,14 @@ class TransferOptions:
     @classmethod
     def check_keys(cls, values: dict[str, Any], source: str | None = None) -> None:
         """Refuse keys of a settings mapping (a ``--config`` file's top level) that are no
-        option; ``overwrite`` is the command's flag only.
+        option; ``overwrite`` and ``resume`` are the command's flags only.
 
         Raises:
             ConfigError: ``"<source>: unknown keys [...]; valid keys: [...]"``, naming where a
                 key of the ``training:`` block belongs (``"...; pretrain_epochs belongs under
                 training:"``).
         """
-        names = sorted(f.name for f in dataclasses.fields(cls) if f.name != "overwrite")
+        names = sorted(f.name for f in _SETTINGS_FIELDS)
         unknown = sorted(set(values) - set(names))
         if not unknown:
             return
@@ -119,6 +127,9 @@ class TransferOptions:
         raise ConfigError(f"{prefix}unknown keys {unknown}; valid keys: {names}{where}")
 
     def __post_init__(self) -> None:
+        if self.overwrite and self.resume:
+            raise ConfigError("--overwrite and --resume exclude each other: start the run again "
+                              "or continue it")  # fmt: skip
         for name in ("low_fidelity_columns", "high_fidelity_columns"):
             value = getattr(self, name)
             if isinstance(value, str):
@@ -196,6 +207,14 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
     SMILES: each kept in one split; :class:`chemgraph.data.Duplicates`) and ``transfer.yaml``
     (these options, so that ``chemgraph transfer --config transfer.yaml`` repeats the run).
     ``predictions.csv`` carries the ``id_column`` ids (else the row numbers) and the SMILES.
+    ``chains/`` keeps each chain's state while the run trains, and each chain's result
+    (:func:`~chemgraph.transfer.chains.train_chain`).
+
+    ``options.resume`` continues a run stopped by a signal (Ctrl-C, SIGTERM, a scheduler) in
+    ``options.out``, with the same options (``transfer.yaml``; the number of workers may
+    differ): the table is read and split again, the finished chains are kept and not trained
+    again, the interrupted one continues from its ``last.ckpt``, and at a fixed thread count
+    every output but the wall-clock seconds is the uninterrupted run's.
     Nothing is written (and with ``overwrite`` nothing of an earlier run removed) before the
     options, the table's columns, the geometries, the rows and the split are checked; then
     what an earlier run wrote (:data:`TABLE_OUTPUTS`) is removed first. Fewer than
@@ -213,7 +232,9 @@ def transfer_table(options: TransferOptions) -> pd.DataFrame:
             featurizing, where the column is missing; too few usable molecules with every
             high-fidelity label to split (the message counts them and gives the first
             rejected rows' reasons). Nothing is written to ``out`` then.
-        ValueError: a non-empty output folder without ``overwrite``, or one another run is
+        ValueError: a non-empty output folder without ``overwrite``; ``resume`` where no
+            interrupted run is (no ``transfer.yaml``), a finished one (``table.md``), or one of
+            other settings (naming them); a folder another run is
             writing to (:func:`chemgraph._output.claim_folder`); missing columns (each
             named with the setting that asked for it, ``"no column ['gw_lumo']
             (--high-fidelity-columns)"``); a geometry file whose structure count differs
@@ -238,7 +259,14 @@ def _transfer_table(options: TransferOptions) -> pd.DataFrame:
     )
 
     out = Path(options.out)
-    check_output_folder(out, "--output", options.overwrite, "--overwrite")
+    if options.resume:
+        if (out / "table.md").is_file():
+            raise ValueError(
+                f"--resume: the run in {out} finished (table.md); nothing to resume "
+                "(--overwrite trains again)"
+            )
+    else:
+        check_output_folder(out, "--output", options.overwrite, "--overwrite")
     table = read_table(options.data)
     columns = [*options.low_fidelity_columns, *options.high_fidelity_columns]
     smiles_column = options.smiles_column or "smiles"
@@ -345,6 +373,8 @@ def _transfer_table(options: TransferOptions) -> pd.DataFrame:
         )
     except ValueError as error:  # before --out is touched: a refused run writes nothing
         raise ConfigError(_split_refusal(options, data, len(table), reasons, ids, error)) from None
+    if options.resume:  # before a file of the interrupted run is replaced
+        check_resumable(out, _options_dict(options))
     if options.overwrite:  # only once nothing refuses the run
         _remove_earlier_outputs(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -383,7 +413,9 @@ def _transfer_table(options: TransferOptions) -> pd.DataFrame:
             "lot); give more molecules with %s labels",
             _count(len(split["test"]), "test molecule"), data.high_name,
         )  # fmt: skip
-    results, _, _ = transfer_job(data, split, options.training, out, _options_dict(options))
+    results, _, _ = transfer_job(
+        data, split, options.training, out, _options_dict(options), resume=options.resume
+    )
     _, claim = transfer_claim(results, data.high_name)
     log.info("%s", claim)
     return results
@@ -425,7 +457,7 @@ SMALL_TEST_SET = 20
 """Below this many test molecules :func:`transfer_table` warns that the test RMSE is rough."""
 
 TABLE_OUTPUTS = (
-    "checkpoints", "curves", "table.md", "table.csv", "runs.csv", "baselines.csv",
+    "checkpoints", "chains", "curves", "table.md", "table.csv", "runs.csv", "baselines.csv",
     "ensembles.csv", "predictions.csv", "predictions_unlabelled.csv", "learning_curves.csv",
     "rejected.csv", "duplicates.json", "config.yaml", "transfer.yaml", "selection.csv",
     "recommendation.json", "predictions_recommended.csv", RECOMMENDED,
@@ -445,12 +477,15 @@ def _remove_earlier_outputs(out: Path) -> None:
         log.warning("--overwrite: removed the earlier run's %s from %s", ", ".join(removed), out)
 
 
+_SETTINGS_FIELDS = [
+    f for f in dataclasses.fields(TransferOptions) if f.name not in ("overwrite", "resume")
+]
+"""The fields of :class:`TransferOptions` that ``transfer.yaml`` records (the flags that say
+what to do with the output folder are not)."""
+
+
 def _options_dict(options: TransferOptions) -> dict[str, Any]:
-    values = {
-        f.name: getattr(options, f.name)
-        for f in dataclasses.fields(options)
-        if f.name not in ("training", "overwrite")
-    }
+    values = {f.name: getattr(options, f.name) for f in _SETTINGS_FIELDS if f.name != "training"}
     values = {k: str(v) if isinstance(v, Path) else v for k, v in values.items()}
     for name in ("data", "geometry", "out"):  # absolute: the run repeats from any folder
         if values.get(name) is not None:

@@ -313,7 +313,7 @@ def train_reaction_centre_model(config: ReactionCentreTrainingConfig) -> Path:
     model_config = initial.config if initial else ReactionCentreConfig(**config.model_options)
     examples, rows, rejected = load_reaction_centre_examples(
         config.train, model_config.max_distance, config.max_train, progress=config.progress,
-        min_mapping_confidence=config.min_mapping_confidence,
+        min_mapping_confidence=config.min_mapping_confidence, training=True,
     )  # fmt: skip
     write_rejected(rejected, out / "rejected.csv")
     _write_atom_maps(examples, rows, out / "atom_maps.csv")

@@ -214,6 +214,7 @@ def run(
     seeds: int | None = None,
     out: str | Path = "runs/dft_to_gw",
     source: str | None = None,
+    resume: bool = False,
 ) -> pd.DataFrame:
     """Run the recipe and log the Table 5-style results.
 
@@ -227,13 +228,18 @@ def run(
             and of the unlabelled molecules, checkpoints, ``transfer.yaml``), with the
             differences from the paper above the table in ``table.md``.
         source: override ``data.source`` (``"auto"``, ``"embedded"``, ``"full"``).
+        resume: continue the run stopped by a signal in ``out``, with the same settings
+            (its ``transfer.yaml``): finished chains are kept, the interrupted one continues
+            from its ``last.ckpt`` (:func:`chemgraph.transfer.run.transfer_job`), and so does
+            the label curve's.
 
     Returns:
         The results table (:func:`chemgraph.transfer.report.results_table`).
 
     Raises:
-        ValueError: unknown source or settings; FileNotFoundError: ``source="full"`` without
-            the downloads.
+        ValueError: unknown source or settings; ``resume`` without an interrupted run of
+            these settings in ``out``; FileNotFoundError: ``source="full"`` without the
+            downloads.
     """
     start, cpu_start = time.perf_counter(), _cpu_seconds()
     override = read_settings(config)
@@ -284,7 +290,9 @@ def run(
     # the job of `chemgraph transfer` on the QM9-GW molecules; transfer.yaml holds the
     # settings that repeat the run (`chemgraph recipe run dft_to_gw --config transfer.yaml`)
     settings = {"data": {**data_config, "source": source}, "training": transfer.to_dict()}
-    table, runs, _ = transfer_job(data, split, transfer, out, settings, None, pretrained)
+    table, runs, _ = transfer_job(
+        data, split, transfer, out, settings, None, pretrained, resume=resume
+    )
     _, claim = transfer_claim(table, data.high_name, "eV")
     tables = (Path(out) / "table.md").read_text().rstrip("\n")  # with the seed ensembles
     (Path(out) / "table.md").write_text(f"{header}\n\n{tables}\n")
@@ -298,7 +306,9 @@ def run(
     )  # fmt: skip
     if counts:
         folder = Path(out) / "label_curve"
-        label_curve(data, split, transfer, [int(n) for n in counts], folder, "eV", pretrained)
+        label_curve(
+            data, split, transfer, [int(n) for n in counts], folder, "eV", pretrained, resume
+        )
         log.info(
             "label curve (test RMSE against GW training labels): %s", folder / "label_curve.png"
         )

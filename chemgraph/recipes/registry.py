@@ -4,7 +4,8 @@
 without importing a recipe (nor torch, DGL or RDKit: this module imports
 :mod:`chemgraph.train.config` only when a function needs it); ``chemgraph recipe run NAME``
 calls ``run(config=..., seeds=..., out=...)``, after refusing an ``--out`` folder that is not
-empty unless ``--overwrite`` is given (``run`` itself writes over files of the same name). Add a
+empty unless ``--overwrite`` is given (``run`` itself writes over files of the same name); a
+:attr:`Recipe.resumable` recipe's ``run`` also takes ``resume`` (``--resume``). Add a
 recipe by adding its :class:`Recipe` record here and its YAML files to ``recipes/NAME/``.
 
 Profiles. Each YAML file of ``recipes/NAME/`` is a profile of the recipe, named by its stem
@@ -60,12 +61,15 @@ class Recipe:
         settings_classes: dotted place in the recipe's settings (``""`` = the top level) ->
             the settings class that reads the block there (``"module:Class"``, imported on
             use), whose fields are its valid keys.
+        resumable: its ``run`` takes ``resume=True`` and then continues an interrupted run
+            in its output folder (``chemgraph recipe run NAME --resume``).
     """
 
     name: str
     module: str
     description: str
     settings_classes: Mapping[str, str] = field(default_factory=dict)
+    resumable: bool = False
 
 
 _TRANSFER_CONFIG = "chemgraph.transfer.config:TransferConfig"
@@ -83,6 +87,7 @@ RECIPES: dict[str, Recipe] = {
                 place: _TRANSFER_CONFIG
                 for place in ("training", "profiles.full", "profiles.embedded")
             },
+            resumable=True,
         ),
         Recipe(
             "reaction_outcome",

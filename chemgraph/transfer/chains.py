@@ -12,13 +12,19 @@ same model with a fresh output head, copies every other weight (full fine-tuning
 with early stopping on the high-fidelity validation set; the best checkpoint is evaluated on
 the high-fidelity test set. Each seed repeats every strategy (weights, shuffling, pretraining
 hold-out); the high-fidelity split stays fixed.
+
+A chain keeps its state in ``<out>/chains/<stem>/`` (:data:`CHAIN_STATE`), so that a run
+stopped by a signal continues where it stopped (``resume``): each phase's ``last.ckpt`` while
+it trains (the pretraining's in ``pretrain/``, the fine-tuning's beside its ``best.ckpt``), then
+what the phase left (``pretrained.pt``, ``finetuned.pt``), and at the end the chain's result
+(``result.pt``), which a resumed run reads instead of training the chain again.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import tempfile
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,12 +34,14 @@ import lightning as L
 import numpy as np
 import torch
 
+from chemgraph._files import replacing
 from chemgraph.data import MoleculeDataModule, MoleculeDataset
 from chemgraph.data.applicability import TrainingLabelRange
 from chemgraph.data.multi_fidelity import SPLITS, MultiFidelityData
 from chemgraph.models import get_model_spec
-from chemgraph.train.baselines import residual_kernel_ridge
+from chemgraph.train.baselines import LinearCorrection, residual_kernel_ridge
 from chemgraph.train.callbacks import EpochProgress, LossHistory
+from chemgraph.train.checkpoint import load_weights
 from chemgraph.train.delta import DeltaLearning, stack, stack_weights
 from chemgraph.train.finetune import transfer_weights
 from chemgraph.train.fit import fit
@@ -44,6 +52,7 @@ from chemgraph.train.plots import plot_learning_curve
 from chemgraph.transfer.config import STRATEGIES, TransferConfig
 
 __all__ = [
+    "CHAIN_STATE",
     "PHASE_COLUMNS",
     "STACKED",
     "Chain",
@@ -121,18 +130,23 @@ def _fit(
     max_epochs: int,
     max_minutes: float | None,
     seed: int,
-    checkpoint_dir: Path | None,
+    checkpoint_dir: Path,
+    early_stopping: bool,
+    resume: bool,
     batch_size: int,
     progress_bars: bool,
     budget_hint: str = "raise finetune_max_minutes or finetune_max_epochs",
 ) -> tuple[list[dict[str, float]], int]:
-    """Train ``module``. With ``checkpoint_dir``: early stopping on the validation loss, then
-    the best weights are loaded (their checkpoint, ``checkpoint_dir/best.ckpt``, is kept for
-    ``chemgraph predict``; a Δ-learning module's holds its correction,
-    ``module.delta_learning``); without: the last weights stay. ``budget_hint``: which limits
-    to raise when a phase stops before its first validation. ``progress_bars``: the
-    in-epoch progress of :class:`~chemgraph.train.callbacks.EpochProgress` (off in worker
-    processes, whose bars would overwrite one another's on one terminal).
+    """Train ``module``, keeping ``checkpoint_dir/best.ckpt`` (the lowest validation loss) and
+    ``checkpoint_dir/last.ckpt`` (the whole state after the last validation). With
+    ``early_stopping``: stop early on the validation loss and load the best weights (a
+    fine-tuning's ``best.ckpt`` is kept for ``chemgraph predict``; a Δ-learning module's holds
+    its correction, ``module.delta_learning``); without: run ``max_epochs`` and keep the last
+    weights. ``resume``: continue from ``checkpoint_dir/last.ckpt`` when there is one
+    (:func:`chemgraph.train.fit.fit`). ``budget_hint``: which limits to raise when a phase
+    stops before its first validation. ``progress_bars``: the in-epoch progress of
+    :class:`~chemgraph.train.callbacks.EpochProgress` (off in worker processes, whose bars
+    would overwrite one another's on one terminal).
 
     Returns:
         The per-epoch losses and the number of epochs run.
@@ -144,16 +158,23 @@ def _fit(
     )  # fmt: skip
     history = LossHistory(log_epochs=config.progress)
     progress = [EpochProgress()] if config.progress and progress_bars else []
+    last = checkpoint_dir / "last.ckpt"
+    resume_from = last if resume and last.is_file() else None
+    if resume_from is not None:
+        log.info("continuing from %s", resume_from)
     result = fit(
         module,
         data,
         budget_hint=budget_hint,
+        restore_best=early_stopping,
         quiet=True,  # a banner per Trainer would drown the epoch lines
+        resume_from=resume_from,
         max_epochs=max_epochs,
         max_minutes=max_minutes,
         gradient_clip=config.gradient_clip,
         checkpoint_dir=checkpoint_dir,
-        early_stopping_patience=None if checkpoint_dir is None else config.early_stopping_patience,
+        keep_last=True,
+        early_stopping_patience=config.early_stopping_patience if early_stopping else None,
         callbacks=[*progress, history],
         accelerator=config.accelerator,
         precision=config.precision,
@@ -345,6 +366,11 @@ def stacked_chain(
     return high[test], stacked[1], stacked_record
 
 
+CHAIN_STATE = "chains"
+"""The folder of a transfer run's output that keeps each chain's state, ``chains/<stem>/``
+(module docstring)."""
+
+
 def train_chain(
     data: MultiFidelityData,
     split: dict[str, np.ndarray],
@@ -354,11 +380,18 @@ def train_chain(
     pretrained_cache: dict | None = None,
     unlabelled: np.ndarray | None = None,
     progress_bars: bool = True,
+    resume: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """One model of :func:`~chemgraph.transfer.run.run_transfer`: pretraining (unless
     ``high_fidelity_only``) and fine-tuning on the targets ``chain.columns``; it seeds itself
     (``chain.seed``) before each phase, so its result does not depend on what ran before it in
     the process. ``progress_bars``: in-epoch progress (off in worker processes).
+
+    Its state is kept in ``out/chains/<stem>/`` (module docstring). ``resume``: continue the
+    chain of an interrupted run of the same settings from that state: a finished chain's
+    result is read back, a finished phase is not trained again, and an interrupted one
+    continues from its ``last.ckpt``; at a fixed thread count the result is the
+    uninterrupted chain's (the wall-clock seconds aside).
 
     Returns:
         ``(truth, predicted, record)``: high-fidelity test labels and predictions
@@ -374,6 +407,11 @@ def train_chain(
     """
     strategy, seed, columns, stem = chain.strategy, chain.seed, list(chain.columns), chain.stem
     targets, label = list(chain.names), chain.label
+    state = out / CHAIN_STATE / stem
+    if resume and (state / "result.pt").is_file():
+        log.info("%s: trained before the interruption (%s)", label, state / "result.pt")
+        return _read_state(state / "result.pt")
+    state.mkdir(parents=True, exist_ok=True)
     finetune_lr = config.finetune_learning_rate or config.learning_rate
     high_train = data.dataset(split["train"], "high", columns)
     high_val = data.dataset(split["val"], "high", columns)
@@ -395,21 +433,33 @@ def train_chain(
         held_out[0] |= not held_out.any()  # the learning curve needs one molecule
         pre_train = data.dataset(pool[~held_out], "low", columns)
         pre_val = data.dataset(pool[held_out], "low", columns)
-        log.info("%s: pretraining on %d molecules", label, len(pre_train))
         pretrained = build_module(
             config, targets, pre_train.labels, config.learning_rate, config.pretrain_max_minutes
         )
-        started = time.perf_counter()
-        # early stopping keeps the best weights through a checkpoint, which is not kept
-        with tempfile.TemporaryDirectory(dir=out, prefix=f".{stem}_pretrain-") as scratch:
-            epochs, pretrain_epochs = _fit(
+        if resume and (state / "pretrained.pt").is_file():
+            log.info("%s: pretrained before the interruption", label)
+            phase = _read_state(state / "pretrained.pt")
+            pretrained.load_state_dict(phase["state_dict"])
+        else:
+            log.info("%s: pretraining on %d molecules", label, len(pre_train))
+            started = time.perf_counter()
+            epochs, epochs_run = _fit(
                 pretrained, pre_train, pre_val, config, max_epochs=config.pretrain_epochs,
                 max_minutes=config.pretrain_max_minutes, seed=seed,
-                checkpoint_dir=Path(scratch) if config.pretrain_early_stopping else None,
+                checkpoint_dir=state / "pretrain", resume=resume,
+                early_stopping=config.pretrain_early_stopping,
                 batch_size=config.batch_size, progress_bars=progress_bars,
                 budget_hint="raise pretrain_max_minutes or pretrain_epochs",
             )  # fmt: skip
-        pretrain_seconds = time.perf_counter() - started
+            phase = dict(
+                state_dict=pretrained.state_dict(), epochs=epochs, epochs_run=epochs_run,
+                seconds=time.perf_counter() - started,
+            )  # fmt: skip
+            _write_state(phase, state / "pretrained.pt")
+            shutil.rmtree(state / "pretrain")
+        epochs, pretrain_epochs, pretrain_seconds = (
+            phase["epochs"], phase["epochs_run"], phase["seconds"]
+        )  # fmt: skip
         curves += [dict(phase="pretrain", **e) for e in epochs]
         plot_learning_curve(
             epochs, out / "curves" / f"{stem}_pretrain.png",
@@ -435,14 +485,25 @@ def train_chain(
     module.delta_learning = delta  # its checkpoints hold the correction (chemgraph predict)
     if pretrained is not None:
         transfer_weights(pretrained, module, config.freeze_encoder)
-    started = time.perf_counter()
-    epochs, finetune_epochs = _fit(
-        module, high_train, high_val, config, max_epochs=config.finetune_max_epochs,
-        max_minutes=config.finetune_max_minutes, seed=seed,
-        checkpoint_dir=out / "checkpoints" / stem,
-        batch_size=config.finetune_batch_size or config.batch_size, progress_bars=progress_bars,
+    checkpoints = out / "checkpoints" / stem
+    if resume and (state / "finetuned.pt").is_file():
+        phase = _read_state(state / "finetuned.pt")
+        load_weights(module, checkpoints / "best.ckpt")
+    else:
+        started = time.perf_counter()
+        epochs, epochs_run = _fit(
+            module, high_train, high_val, config, max_epochs=config.finetune_max_epochs,
+            max_minutes=config.finetune_max_minutes, seed=seed, checkpoint_dir=checkpoints,
+            early_stopping=True, resume=resume,
+            batch_size=config.finetune_batch_size or config.batch_size,
+            progress_bars=progress_bars,
+        )  # fmt: skip
+        phase = dict(epochs=epochs, epochs_run=epochs_run, seconds=time.perf_counter() - started)
+        _write_state(phase, state / "finetuned.pt")
+        (checkpoints / "last.ckpt").unlink()  # best.ckpt is the model
+    epochs, finetune_epochs, finetune_seconds = (
+        phase["epochs"], phase["epochs_run"], phase["seconds"]
     )  # fmt: skip
-    finetune_seconds = time.perf_counter() - started
     curves += [dict(phase="finetune", **e) for e in epochs]
     plot_learning_curve(
         epochs, out / "curves" / f"{stem}_finetune.png",
@@ -476,7 +537,53 @@ def train_chain(
     )  # fmt: skip
     if delta is not None and config.stack_kernel_ridge:  # what stacked_chain needs
         record.update(low=low, correction=delta.correction)
+    _write_state((truth, predicted, record), state / "result.pt")
+    for name in ("pretrained.pt", "finetuned.pt"):  # the result holds what they gave
+        (state / name).unlink(missing_ok=True)
     return truth, predicted, record
+
+
+def _write_state(value: Any, path: Path) -> None:
+    """Write ``value`` (numbers, text, NumPy arrays, tensors, a
+    :class:`~chemgraph.train.baselines.LinearCorrection`, in lists, tuples and dicts) to
+    ``path``, beside it and renamed (:func:`chemgraph._files.replacing`), in a form that
+    :func:`_read_state` loads with ``weights_only=True``."""
+    with replacing(path) as temporary:
+        torch.save(_storable(value), temporary)
+
+
+def _read_state(path: Path) -> Any:
+    """What :func:`_write_state` wrote to ``path``, the arrays as NumPy arrays again."""
+    return _restored(torch.load(path, map_location="cpu", weights_only=True))
+
+
+def _storable(value: Any) -> Any:
+    """``value`` with tensors for arrays (their dtypes kept), a correction as a tagged dict and
+    Python numbers for NumPy scalars: what ``torch.load(weights_only=True)`` reads."""
+    if isinstance(value, np.ndarray):
+        return {"ndarray": torch.from_numpy(np.ascontiguousarray(value))}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, LinearCorrection):
+        return {"linear_correction": _storable([value.weights, value.intercept])}
+    if isinstance(value, dict):
+        return {k: _storable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_storable(v) for v in value)
+    return value
+
+
+def _restored(value: Any) -> Any:
+    """The inverse of :func:`_storable`."""
+    if isinstance(value, dict):
+        if value.keys() == {"ndarray"}:
+            return value["ndarray"].numpy()
+        if value.keys() == {"linear_correction"}:
+            return LinearCorrection(*_restored(value["linear_correction"]))
+        return {k: _restored(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_restored(v) for v in value)
+    return value
 
 
 def _with_labels(dataset: MoleculeDataset, labels: torch.Tensor) -> MoleculeDataset:

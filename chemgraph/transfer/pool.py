@@ -56,6 +56,7 @@ def run_chains(
     pretrained_cache: dict | None,
     unlabelled: np.ndarray | None,
     finished: Callable[[int, tuple[np.ndarray, np.ndarray, dict[str, Any]]], None],
+    resume: bool = False,
 ) -> None:
     """Train every chain (:func:`chemgraph.transfer.chains.train_chain`) and call
     ``finished(index, result)`` as each completes: in this process, one after another, with
@@ -63,8 +64,10 @@ def run_chains(
     processes (``spawn``, one torch thread each) that take the next chain as they finish one.
 
     Every chain seeds itself, so its result does not depend on where or after which chain it
-    runs. ``pretrained_cache``: as :func:`chemgraph.transfer.run.run_transfer`'s; a worker is
-    sent the cached pretrained model of its chain and sends back the one it pretrained.
+    runs. ``resume``: each chain continues from the state an interrupted run of the same
+    settings kept in ``out`` (:func:`~chemgraph.transfer.chains.train_chain`).
+    ``pretrained_cache``: as :func:`chemgraph.transfer.run.run_transfer`'s; a worker is sent
+    the cached pretrained model of its chain and sends back the one it pretrained.
 
     Raises:
         Exception: a chain's error, with a note naming the chain (from a worker: the worker's
@@ -79,7 +82,9 @@ def run_chains(
     if workers <= 1:
         for index, chain in enumerate(chains):
             try:
-                result = train_chain(data, split, config, chain, out, pretrained_cache, unlabelled)
+                result = train_chain(
+                    data, split, config, chain, out, pretrained_cache, unlabelled, resume=resume
+                )
             except Exception as error:
                 error.add_note(f"while training {chain.label}")
                 raise
@@ -91,7 +96,7 @@ def run_chains(
     with interrupts_raise(), worker_pool() as pool:
         pool += [_ChainWorker(context, level) for _ in range(workers)]
         for worker in pool:  # after every start: the workers import in parallel
-            worker.send((data, split, config, out, unlabelled))
+            worker.send((data, split, config, out, unlabelled, resume))
         while True:
             for worker in pool:
                 if worker.index is None and pending:
@@ -187,9 +192,9 @@ class _ChainWorker(WorkerProcess):
 
 def _chain_worker(connection: Any, level: int) -> None:
     """A worker process of :func:`run_chains`: receive ``(data, split, config, out,
-    unlabelled)`` once, then train the chains it is sent (:func:`chemgraph._processes.serve`),
-    answering each with ``(result, pretrained cache entry or None)``; its log lines are
-    prefixed with the chain."""
+    unlabelled, resume)`` once, then train the chains it is sent
+    (:func:`chemgraph._processes.serve`), answering each with ``(result, pretrained cache
+    entry or None)``; its log lines are prefixed with the chain."""
     torch.set_num_threads(1)
     from chemgraph.train.trainer import quiet_third_party_warnings
 
@@ -199,7 +204,7 @@ def _chain_worker(connection: Any, level: int) -> None:
     handler = logging.StreamHandler(sys.stdout)
     logger.addHandler(handler)
     try:
-        data, split, config, out, unlabelled = receive(connection)
+        data, split, config, out, unlabelled, resume = receive(connection)
     except EOFError:
         return
 
@@ -208,7 +213,7 @@ def _chain_worker(connection: Any, level: int) -> None:
         handler.setFormatter(logging.Formatter(f"[{chain.label}] %(message)s"))
         cache = ({} if cached is None else {chain.key: cached}) if keep_pretrained else None
         result = train_chain(
-            data, split, config, chain, out, cache, unlabelled, progress_bars=False
+            data, split, config, chain, out, cache, unlabelled, progress_bars=False, resume=resume
         )
         return result, (cache.get(chain.key) if cache is not None else None)
 

@@ -20,6 +20,8 @@ import torch
 import yaml
 
 from chemgraph._files import atomic_path
+from chemgraph._interrupts import Interrupted
+from chemgraph._output import refuse_changed_settings, remove_outputs
 from chemgraph.data.multi_fidelity import MultiFidelityData
 from chemgraph.errors import ConfigError, setting
 from chemgraph.train.baselines import (
@@ -34,6 +36,7 @@ from chemgraph.train.metrics import regression_metrics
 from chemgraph.train.plots import plot_label_curve
 from chemgraph.train.predictors import BASELINE_KIND
 from chemgraph.transfer.chains import (
+    CHAIN_STATE,
     STACKED,
     Chain,
     chain_rows,
@@ -63,8 +66,10 @@ from chemgraph.transfer.report import (
 
 __all__ = [
     "RECOMMENDED",
+    "RESUME_FREE_SETTINGS",
     "AfterTrainingError",
     "baseline_runs",
+    "check_resumable",
     "check_stacking",
     "label_curve",
     "run_transfer",
@@ -82,6 +87,7 @@ def run_transfer(
     out: str | Path,
     pretrained_cache: dict | None = None,
     unlabelled_ids: list[str] | None = None,
+    resume: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """Run every strategy for every seed and every model (:func:`target_groups`); write
     results, table, learning curves.
@@ -120,6 +126,13 @@ def run_transfer(
     ``predictions_unlabelled.csv`` (per strategy: the mean over seeds and the sample standard
     deviation, ``ddof=1``; NaN with one seed, where no spread is defined); None = not.
 
+    Each chain keeps its state in ``out/chains/`` (:func:`~chemgraph.transfer.chains.
+    train_chain`); ``resume`` continues an interrupted run of the same settings in ``out``:
+    the finished chains are read back, the interrupted one continues from its ``last.ckpt``,
+    and every output is written as the uninterrupted run writes it (at a fixed thread count,
+    the same values but the wall-clock seconds of the chains that ran again). A run without
+    ``resume`` removes the chains' state of an earlier run first.
+
     Returns:
         ``(runs, baselines)``: the rows of ``runs.csv`` and of ``baselines.csv`` (None without
         ``config.baselines``).
@@ -131,11 +144,14 @@ def run_transfer(
         ConfigError: ``stack_kernel_ridge`` without SMILES (before anything is written).
         ValueError: a fine-tuning stopped before its first validation (time or epoch limit).
             Any error of a chain carries a note naming the chain (strategy, seed, target).
-        chemgraph._interrupts.Interrupted: SIGINT or SIGTERM while worker processes train
-            (main thread only); the workers are stopped first.
+        chemgraph._interrupts.Interrupted: SIGINT or SIGTERM stopped the training (in worker
+            processes: in the main thread only, the workers stopped first); the message says
+            that ``--resume`` continues it.
     """
     out = Path(out)
     check_stacking(data, config)
+    if not resume:
+        remove_outputs(out, [CHAIN_STATE])
     corrections = [name for name in TRANSFER_ONLY_SETTINGS if getattr(config, name)]
     plain = [s for s in config.strategies if s not in DELTA_STRATEGIES]
     if corrections and plain:
@@ -177,7 +193,15 @@ def run_transfer(
         ]
         pd.DataFrame(partial).to_csv(out / "runs.csv", index=False)
 
-    run_chains(chains, data, split, config, out, pretrained_cache, unlabelled, finished)
+    try:
+        run_chains(chains, data, split, config, out, pretrained_cache, unlabelled, finished, resume)
+    except Interrupted as stop:
+        raise Interrupted(
+            stop.signum,
+            f"{stop}; {len(results)} of {len(chains)} chains finished, kept with the "
+            f"interrupted one's last checkpoint in {out}: run the same command with --resume "
+            "to continue",
+        ) from None
     try:
         return _write_results(data, split, config, out, chains, results, unlabelled, unlabelled_ids)
     except Exception as error:  # noqa: BLE001 - not the user's: say so, keep what finished
@@ -409,6 +433,7 @@ def label_curve(
     out: str | Path,
     unit: str | None = None,
     pretrained_cache: dict | None = None,
+    resume: bool = False,
 ) -> pd.DataFrame:
     """Test RMSE against the number of high-fidelity training labels: how many expensive
     labels transfer learning saves.
@@ -423,7 +448,8 @@ def label_curve(
     split to reuse its pretrained models too).
 
     Writes ``out/label_curve.csv`` and ``out/label_curve.png``
-    (:func:`chemgraph.train.plots.plot_label_curve`).
+    (:func:`chemgraph.train.plots.plot_label_curve`). ``resume``: each run continues an
+    interrupted one (:func:`run_transfer`).
 
     Returns:
         Rows ``target``, ``method``, ``labels``, ``rmse_mean``, ``rmse_std``, ``seeds``.
@@ -442,7 +468,9 @@ def label_curve(
     pretrained = {} if pretrained_cache is None else pretrained_cache  # pools: test-only
     for n in counts:
         subset = {**split, "train": np.sort(order[:n])}
-        runs, baselines = run_transfer(data, subset, config, out / f"labels_{n}", pretrained)
+        runs, baselines = run_transfer(
+            data, subset, config, out / f"labels_{n}", pretrained, resume=resume
+        )
         table = results_table(runs, high_name, baselines=baselines)
         for target, rows in table.groupby("target", sort=False):
             chosen = [rows[rows["method"] != "baseline"]]
@@ -526,6 +554,26 @@ def baseline_runs(
     return pd.DataFrame(rows), frames, predicted, models
 
 
+RESUME_FREE_SETTINGS = ("training.workers", "training.progress")
+"""The settings of ``transfer.yaml`` that a resumed run may change: they change no result."""
+
+
+def check_resumable(out: Path, settings: dict[str, Any]) -> None:
+    """Refuse ``--resume`` unless ``out`` holds an interrupted transfer run of ``settings``
+    (its ``transfer.yaml``; :data:`RESUME_FREE_SETTINGS` may differ).
+
+    Raises:
+        ValueError: no ``transfer.yaml`` in ``out``, or other settings (named:
+            :func:`chemgraph._output.refuse_changed_settings`).
+    """
+    if not (out / "transfer.yaml").is_file():
+        raise ValueError(
+            f"--resume: {out} holds no interrupted transfer run (no transfer.yaml); start it "
+            "without --resume"
+        )
+    refuse_changed_settings(out, "transfer.yaml", settings, RESUME_FREE_SETTINGS)
+
+
 def transfer_job(
     data: MultiFidelityData,
     split: dict[str, np.ndarray],
@@ -534,6 +582,7 @@ def transfer_job(
     settings: dict[str, Any],
     ids: list[str] | None = None,
     pretrained_cache: dict | None = None,
+    resume: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
     """The job of ``chemgraph transfer`` and of the ``dft_to_gw`` recipe once their molecules
     are read and split: every strategy for every seed with the baselines of each setting
@@ -560,6 +609,9 @@ def transfer_job(
         ids: one identifier per molecule for ``predictions_unlabelled.csv``; None =
             ``data.ids``.
         pretrained_cache: see :func:`run_transfer`.
+        resume: continue the interrupted run in ``out`` (:func:`run_transfer`), whose
+            ``transfer.yaml`` must hold ``settings`` (the number of ``workers`` and
+            ``progress`` may differ: they change no result).
 
     Returns:
         ``(table, runs, baselines)``: :func:`results_table` and what :func:`run_transfer`
@@ -567,12 +619,16 @@ def transfer_job(
 
     Raises:
         ConfigError: ``stack_kernel_ridge`` without SMILES, before anything is written.
+        ValueError: ``resume`` where ``out`` holds no interrupted run of ``settings``
+            (:func:`check_resumable`).
     """
     out = Path(out)
     check_stacking(data, config)
+    if resume:
+        check_resumable(out, settings)
     out.mkdir(parents=True, exist_ok=True)
     (out / "transfer.yaml").write_text(yaml.safe_dump(settings, sort_keys=False))
     ids = [str(i) for i in data.ids] if ids is None else ids
-    runs, baselines = run_transfer(data, split, config, out, pretrained_cache, ids)
+    runs, baselines = run_transfer(data, split, config, out, pretrained_cache, ids, resume)
     table = results_table(runs, data.high_name, model_label(config.model), baselines)
     return table, runs, baselines

@@ -387,3 +387,25 @@ def test_the_scorer_does_not_train_on_the_calibration_reactions(tmp_path, caplog
     assert "model.pt is not calibrated (calibration needs right and wrong" in caplog.text
     first, second = (s.state_dict() for s in scorers)
     assert all(torch.equal(first[name], second[name]) for name in first)
+
+
+def test_training_rejects_reactions_whose_product_is_an_unchanged_input(tmp_path):
+    """A recorded product equal to an input molecule (atom maps aside), or differing from it
+    in stereo labels alone, is no training example (no candidate can be it): rejected with row,
+    reaction and reason. An evaluation keeps it, as a miss."""
+    unchanged = "[CH3:1][C:2](=[O:3])[OH:4].[OH:5][CH2:6][CH3:7]>>[OH:5][CH2:6][CH3:7]"
+    inverted = "[CH3:1][C@H:2]([F:3])[Cl:4].[OH2:5]>>[CH3:1][C@@H:2]([F:3])[Cl:4]"
+    path = tmp_path / "reactions.txt"
+    path.write_text(f"{ESTERIFICATION}\n{unchanged}\n{inverted}\n")
+    _, rows, rejected = load_reaction_centre_examples(path, 8, progress=False)
+    assert rows == [0, 1, 2] and rejected.empty
+    examples, rows, rejected = load_reaction_centre_examples(path, 8, progress=False, training=True)
+    assert rows == [0] and examples[0].edits == ((1, 3, 0), (1, 4, 1))
+    assert rejected["row"].tolist() == [1, 2]
+    assert rejected["input"].tolist() == [unchanged, inverted]
+    assert rejected["reason"].tolist() == [
+        "the recorded product CCO is the input molecule CCO unchanged: no candidate product "
+        "can be it",
+        "the recorded product C[C@@H](F)Cl is the input molecule C[C@H](F)Cl with other "
+        "stereo labels: no candidate product can be it",
+    ]

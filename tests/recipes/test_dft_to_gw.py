@@ -198,3 +198,42 @@ def test_label_curve_option(tmp_path, caplog):
     main = pd.read_csv(tmp_path / "runs.csv")
     full = pd.read_csv(folder / "labels_19" / "runs.csv")
     pd.testing.assert_series_equal(main["rmse"], full["rmse"])
+
+
+def test_resume_through_the_recipe_command_keeps_the_finished_chains(tmp_path, capsys):
+    """``chemgraph recipe run dft_to_gw --resume`` continues a run that stopped before its
+    last chain finished (its result and table.md missing): the finished chains are read back,
+    not trained again, and the outputs are those of the whole run. Other settings, and
+    --resume of a recipe that cannot resume, are refused."""
+    import yaml
+
+    from chemgraph.cli.main import main
+
+    settings = tmp_path / "tiny.yaml"
+    settings.write_text(yaml.safe_dump(TINY))
+    out = tmp_path / "run"
+    command = ["recipe", "run", "dft_to_gw", "--config", str(settings), "--seeds", "1",
+               "-o", str(out), "--quiet"]  # fmt: skip
+    assert main(command) == 0
+    whole = pd.read_csv(out / "runs.csv")
+    predictions = pd.read_csv(out / "predictions.csv")
+    chains = out / "chains"
+    finished = {
+        stem: (chains / stem / "result.pt").stat().st_mtime_ns
+        for stem in ("high_fidelity_only_seed0", "inductive_seed0")
+    }
+    (chains / "transductive_seed0" / "result.pt").unlink()  # as if stopped in that chain
+    (out / "table.md").unlink()
+    assert main([*command, "--resume", "--seeds", "2"]) == 2
+    assert "settings differ" in capsys.readouterr().err
+    assert main([*command, "--resume"]) == 0
+    assert (chains / "transductive_seed0" / "result.pt").is_file()
+    for stem, written in finished.items():
+        assert (chains / stem / "result.pt").stat().st_mtime_ns == written
+    seconds = ["pretrain_seconds", "finetune_seconds"]
+    resumed = pd.read_csv(out / "runs.csv")
+    pd.testing.assert_frame_equal(resumed.drop(columns=seconds), whole.drop(columns=seconds))
+    pd.testing.assert_frame_equal(pd.read_csv(out / "predictions.csv"), predictions)
+    assert (out / "table.md").read_text().startswith("Differences from Buterez et al. 2024")
+    assert main(["recipe", "run", "qm9_gap", "-o", str(tmp_path / "gap"), "--resume"]) == 2
+    assert "recipe qm9_gap cannot continue an interrupted run" in capsys.readouterr().err
