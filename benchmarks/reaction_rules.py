@@ -19,7 +19,7 @@ edits) and the simplest baseline (always "no reaction").
 
 Part 2 (``--uspto N``): the first N USPTO-MIT test reactions as the model card measures them
 (:func:`chemgraph.reactions.reaction_centre.evaluate_reaction_centre`), split by whether the
-recorded product is itself balanced by the rule (9% of USPTO-MIT records are reductions or
+recorded product is itself balanced by the rule (8% of USPTO-MIT records are reductions or
 oxidations that name no agent: patent extractions leave reagents out), and how many predictions
 are "no confident product". Reporting only: no setting is chosen on test reactions.
 

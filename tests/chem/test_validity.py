@@ -154,6 +154,37 @@ def test_oxidation_change_of_mapped_products(reaction, change):
     assert oxidation_change(*_edited(reaction)) == change
 
 
+# USPTO-MIT's map of a methylation: the methyl from K2CO3's carbonate carbon (C=O and two C-O:
+# +4) to O-CH3 (three C-H and one C-O: -2), a "reduction" by 6 before issue 46's follow-up
+PHENOL_METHYLATED_FROM_CARBONATE = (
+    "[OH:1][c:2]1[cH:3][cH:4][cH:5][cH:6][cH:7]1.[O-:8][C:9](=[O:10])[O-:11].[K+:12].[K+:13]{}"
+    ">>[CH3:9][O:1][c:2]1[cH:3][cH:4][cH:5][cH:6][cH:7]1"
+)
+
+
+@pytest.mark.parametrize(
+    ("reaction", "change"),
+    [
+        # iodomethane's carbon (three C-H, one C-I with I more electronegative: -2) can give
+        # the methyl taken alone: no change
+        (PHENOL_METHYLATED_FROM_CARBONATE.format(".[CH3:14][I:15]"), (0.0, 0.0)),
+        # with no other carbon in the inputs the carbonate's is the only source: -6
+        (PHENOL_METHYLATED_FROM_CARBONATE.format(""), (-6.0, 0.0)),
+        # the nitrogen of a nitro group keeps its aryl carbon, so it is not taken alone: the
+        # reduction to the aniline stays -6 (N +3 -> -3) though ammonia holds a -3 nitrogen
+        ("[O-:1][N+:2](=[O:3])[c:4]1[cH:5][cH:6][cH:7][cH:8][cH:9]1.[NH3:10]>>"
+         "[NH2:2][c:4]1[cH:5][cH:6][cH:7][cH:8][cH:9]1", (-6.0, 0.0)),
+        # a methyl taken alone from ethanol (-3) or from its CH2OH carbon (-1) onto benzene: the
+        # ring carbon goes -1 -> 0, so no source balances it exactly; the methyl's C-C bond to a
+        # carbon bonded to oxygen leaves a doubt of 1 (as before)
+        ("[cH:1]1[cH:2][cH:3][cH:4][cH:5][cH:6]1.[CH3:7][CH2:8][OH:9]>>"
+         "[CH3:7][c:1]1[cH:2][cH:3][cH:4][cH:5][cH:6]1", (1.0, 1.0)),
+    ],
+)  # fmt: skip
+def test_an_atom_taken_alone_may_come_from_any_input_atom_of_its_element(reaction, change):
+    assert oxidation_change(*_edited(reaction)) == change
+
+
 def test_reductions_and_oxidations_need_an_agent():
     hydrogenation = (
         "[CH2:1]=[CH:2][C:3](=[O:4])[O:5][CH3:6]>>[CH3:1][CH2:2][C:3](=[O:4])[O:5][CH3:6]"
@@ -164,12 +195,26 @@ def test_reductions_and_oxidations_need_an_agent():
         "a reduction (oxidation states down by 2) with no reducing agent among the reactants "
         "and reagents"
     )
-    for agent in ("[H][H]", "[BH4-].[Na+]", "[Li+].[AlH4-]", "CC[SiH](CC)CC", "[Zn]", "[Pd]"):
+    for agent in (
+        "[H][H]",
+        "[BH4-].[Na+]",
+        "[Li+].[AlH4-]",
+        "CC[SiH](CC)CC",
+        "[Zn]",
+        "[Pd]",
+        "[OH-].[OH-].[Pd+2]",
+    ):
         facts = ReactionInputs.from_smiles(["C=CC(=O)OC", agent])
         assert facts.reducing_agents, agent
         assert redox_problem(prepared, edited, atoms, facts) is None, agent
     # an oxidant does not account for a reduction, and sodium hydride is a base
-    for other in ("O=[Cr](=O)=O", "[Na+].[H-]", "[N-]=[N+]=[N-].[Na+]"):
+    # palladium(II) acetate is no hydrogenation catalyst; Pearlman's Pd(OH)2 (above) is
+    for other in (
+        "O=[Cr](=O)=O",
+        "[Na+].[H-]",
+        "[N-]=[N+]=[N-].[Na+]",
+        "CC(=O)[O-].CC(=O)[O-].[Pd+2]",
+    ):
         facts = ReactionInputs.from_smiles(["C=CC(=O)OC", other])
         assert redox_problem(prepared, edited, atoms, facts) is not None, other
 

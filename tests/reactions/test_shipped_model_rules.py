@@ -84,6 +84,16 @@ def test_sodium_azide_above_the_arrow_gives_the_azide_not_toluene(model):
     assert _refused(prediction)["Cc1ccccc1"].startswith("a reduction")
 
 
+def test_iodomethane_above_the_arrow_methylates_phenol(model):
+    """The model takes the methyl from K2CO3's carbonate, as USPTO-MIT's maps taught it; a
+    methyl taken alone is balanced when iodomethane could give it (before: refused as a
+    reduction by 6, and the phenyl carbonate came first)."""
+    prediction = _predict(model, "Oc1ccccc1>CI.O=C([O-])[O-].[K+].[K+]>")
+    assert prediction.smiles[0] == "COc1ccccc1"
+    assert prediction_outcome(prediction) == "product"
+    assert "COc1ccccc1" not in _refused(prediction)
+
+
 def test_mitsunobu_does_not_claim_the_configuration_it_changes(model):
     """Before, the ester with the alcohol's label kept (retention) came first and the starting
     alcohol with its label flipped second: neither is what the edits say."""

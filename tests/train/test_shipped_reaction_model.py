@@ -58,5 +58,5 @@ def test_react_works_out_of_the_box(capsys):
     lines = capsys.readouterr().out.splitlines()
     ranked = [line for line in lines if "\t" in line]
     assert [line.split("\t")[1] for line in ranked] == first["smiles"][:3]
-    # acetyl chloride + ethanol: the ester at 0.44, below the threshold of 0.495 (issue 46)
-    assert lines[3].startswith("no confident product: the best product's probability 0.4411")
+    # acetyl chloride + ethanol: the ester at 0.44, below the threshold of 0.542 (issue 46)
+    assert lines[3].startswith("no confident product: the best product's probability 0.4421")
