@@ -95,7 +95,10 @@ def run_chains(
             for worker in pool:
                 if worker.index is None and pending:
                     pretraining = {chains[w.index].key for w in pool if w.index is not None}
-                    index, chain = _next_chain(pending, pretraining, pretrained_cache)
+                    taken = _next_chain(pending, pretraining, pretrained_cache)
+                    if taken is None:  # every pending chain waits for a pretraining
+                        break
+                    index, chain = taken
                     cached = None if pretrained_cache is None else pretrained_cache.get(chain.key)
                     worker.assign(index, chain, cached, pretrained_cache is not None)
             busy = [w for w in pool if w.index is not None]
@@ -124,18 +127,20 @@ def run_chains(
 
 def _next_chain(
     pending: deque[tuple[int, Chain]], pretraining: set, pretrained_cache: dict | None
-) -> tuple[int, Chain]:
+) -> tuple[int, Chain] | None:
     """The next chain to train, taken from ``pending``: the first whose pretrained model is
     not being made by a busy worker (``pretraining``: their chains' keys), so that a chain
     sharing it (``label_augmentation`` and ``transductive``) waits for the cache rather than
-    pretraining it again; the first pending when all wait, or without a cache. The order
-    changes no result: every chain seeds itself."""
-    if pretrained_cache is not None:
-        for position, (index, chain) in enumerate(pending):
-            if chain.key not in pretraining or chain.key in pretrained_cache:
-                del pending[position]
-                return index, chain
-    return pending.popleft()
+    pretraining it again (which takes longer than the wait); None when every pending chain
+    waits (the worker stays idle until a chain finishes). Without a cache the first pending.
+    The order changes no result: every chain seeds itself."""
+    if pretrained_cache is None:
+        return pending.popleft()
+    for position, (index, chain) in enumerate(pending):
+        if chain.key not in pretraining or chain.key in pretrained_cache:
+            del pending[position]
+            return index, chain
+    return None
 
 
 def _plan(

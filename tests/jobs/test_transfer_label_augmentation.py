@@ -125,3 +125,21 @@ def test_fingerprint_refuses_a_label_augmented_model(run, tmp_path):
     library.write_text("CCO\nc1ccccc1\n")
     with pytest.raises(ConfigError, match=r"label-augmented model .* \['cheap_logp', 'cheap_mr'\]"):
         fingerprint_table(_checkpoints(run)[0], library, tmp_path / "out.parquet", progress=False)
+
+
+def test_a_chain_waits_for_the_pretraining_it_shares_rather_than_repeating_it():
+    from collections import deque
+
+    from chemgraph.transfer.chains import Chain
+    from chemgraph.transfer.pool import _next_chain
+
+    transductive = Chain("transductive", 1, (1,), ("fine_mr",), False)
+    augmented = Chain("label_augmentation", 1, (1,), ("fine_mr",), False)
+    other = Chain("inductive", 1, (1,), ("fine_mr",), False)
+    assert augmented.key == transductive.key != other.key
+    pretraining = {transductive.key}  # a busy worker is pretraining it
+    assert _next_chain(deque([(7, augmented)]), pretraining, {}) is None  # wait
+    pending = deque([(7, augmented), (8, other)])
+    assert _next_chain(pending, pretraining, {}) == (8, other) and list(pending) == [(7, augmented)]
+    assert _next_chain(pending, pretraining, {transductive.key: "model"}) == (7, augmented)
+    assert _next_chain(deque([(7, augmented)]), pretraining, None) == (7, augmented)  # no cache
