@@ -55,7 +55,9 @@ doi:10.1038/s41467-024-45566-8: the low-fidelity label concatenated to the graph
 before the final layers). Not a Δ-learning strategy: the network learns the high-fidelity
 labels themselves. ``chemgraph predict`` reads the low-fidelity values from the input columns
 named as the run's (:attr:`MultiFidelityData.low_fidelity_columns`); a record without one gets
-an error and no prediction."""
+an error and no prediction. In neither protocol's strategies: ahead of the transductive
+Δ-learning network on test on xTB → DFT, behind on FreeSolv and ESOL, where validation chose it
+once (``benchmarks/README.md``, "Label augmentation against the default strategies")."""
 
 PRETRAINED_STRATEGIES = ("inductive", "transductive", LABEL_AUGMENTATION)
 """The strategies that pretrain on the low-fidelity labels (``freeze_encoder`` acts on their
