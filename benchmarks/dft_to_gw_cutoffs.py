@@ -45,7 +45,7 @@ from chemgraph.recipes import dft_to_gw  # noqa: E402
 from chemgraph.recipes.registry import recipe_settings  # noqa: E402
 from chemgraph.train.config import merge_settings  # noqa: E402
 from chemgraph.train.module import masked_loss  # noqa: E402
-from chemgraph.transfer.chains import build_module, collate, pretraining_pool  # noqa: E402
+from chemgraph.transfer.chains import build_module, pretraining_pool  # noqa: E402
 from chemgraph.transfer.config import TransferConfig  # noqa: E402
 from chemgraph.transfer.report import results_table, transfer_claim  # noqa: E402
 
@@ -127,7 +127,7 @@ def time_epochs(settings: list[tuple[float, int | None]], rounds: int) -> pd.Dat
         pool = data.dataset(pretraining_pool(data, split, "transductive"), "low")
         torch.manual_seed(0)
         module = build_module(config, data.targets, pool.labels, config.learning_rate)
-        builder = collate(config, module)
+        builder = module.batch_builder()
         loader = MoleculeDataModule(
             pool, None, None, builder, config.batch_size, 0, 0
         ).train_dataloader()

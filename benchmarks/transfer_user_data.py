@@ -392,7 +392,8 @@ def check_predict(name: str, table_path: Path, run: Path, rec: dict, folder: Pat
     new.to_csv(new_path, index=False)
     lines = [
         f"`chemgraph predict` on {len(new)} molecules of the table without high-fidelity labels "
-        f"(their low-fidelity columns given, as a transductive Δ-learning checkpoint needs):",
+        f"(their low-fidelity columns given, as a transductive Δ-learning or label-augmented "
+        f"checkpoint needs):",
         "",
     ]
     targets = ds.high

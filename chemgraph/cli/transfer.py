@@ -115,7 +115,10 @@ class TransferCommand(Command):
         )
         parser.add_argument(
             "--strategies",
-            help="comma-separated subset of high_fidelity_only,inductive,transductive",
+            help="comma-separated subset of high_fidelity_only,inductive,transductive,"
+            "label_augmentation (default: the protocol's, the first three; label_augmentation: "
+            "transductive pretraining, then each molecule's low-fidelity labels are an input of "
+            "the readout)",
         )
         add_protocol_option(
             parser,
@@ -275,7 +278,7 @@ def _strategies(text: str | None) -> list[str] | None:
     if not names:
         raise ConfigError(
             f"--strategies names no strategy: give a comma-separated subset of "
-            f"{','.join(STRATEGIES)}, or leave it out to run them all"
+            f"{','.join(STRATEGIES)}, or leave it out to run the protocol's"
         )
     return names
 

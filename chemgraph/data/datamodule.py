@@ -18,21 +18,29 @@ BatchBuilder = Callable[[dgl.DGLGraph], Any]
 
 
 def collate_graphs(
-    items: Sequence[tuple[dgl.DGLGraph, torch.Tensor]], batch_builder: BatchBuilder
+    items: Sequence[tuple[Any, torch.Tensor]], batch_builder: BatchBuilder
 ) -> tuple[Any, torch.Tensor]:
     """Collate ``(graph, labels)`` pairs: :func:`dgl.batch`, then ``batch_builder``.
 
     Args:
-        items: pairs of a DGLGraph and its ``float32 [T]`` labels.
-        batch_builder: turns the batched DGLGraph into the model's plain-tensor batch, e.g.
+        items: pairs of a DGLGraph and its ``float32 [T]`` labels; or of ``(DGLGraph, float32
+            [S] inputs)`` and the labels (a :class:`chemgraph.data.MoleculeDataset` with
+            ``inputs``), every item alike.
+        batch_builder: turns the batched DGLGraph (and, with inputs, their ``float32 [B, S]``
+            stack as a second argument) into the model's plain-tensor batch, e.g.
             :func:`chemgraph.batches.edge_set_batch` (passed in: the data layer does not
             depend on the model-facing layers).
 
     Returns:
         ``(model batch, float32 [B, T] labels)``.
     """
-    graphs, labels = zip(*items)
-    return batch_builder(dgl.batch(list(graphs))), torch.stack(list(labels))
+    molecules, labels = zip(*items)
+    if isinstance(molecules[0], tuple):  # molecules with inputs besides their graphs
+        graphs, inputs = zip(*molecules)
+        batch = batch_builder(dgl.batch(list(graphs)), torch.stack(list(inputs)))
+    else:
+        batch = batch_builder(dgl.batch(list(molecules)))
+    return batch, torch.stack(list(labels))
 
 
 class SizeBucketBatchSampler(Sampler[list[int]]):

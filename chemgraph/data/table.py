@@ -19,6 +19,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -156,6 +157,9 @@ class MoleculeDataset(Dataset):
         rows: ``int64 [N]`` 0-based data-row index of each molecule in the input table.
         smiles: the input SMILES as given (whitespace stripped), ``N`` strings.
         target_columns: the ``T`` target column names, in label order.
+        inputs: ``float32 [N, S]`` values a model reads besides each graph (the low-fidelity
+            labels of a label-augmented model, :class:`chemgraph.models.LabelAugmentation`);
+            None = none. With them an item is ``((graph, inputs[i]), labels[i])``.
     """
 
     graphs: list[dgl.DGLGraph]
@@ -163,6 +167,7 @@ class MoleculeDataset(Dataset):
     rows: np.ndarray
     smiles: list[str]
     target_columns: list[str]
+    inputs: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         n = len(self.graphs)
@@ -180,6 +185,10 @@ class MoleculeDataset(Dataset):
             )
         self.labels = self.labels.to(torch.float32)
         self.rows = np.asarray(self.rows, dtype=np.int64)
+        if self.inputs is not None:
+            self.inputs = torch.as_tensor(self.inputs, dtype=torch.float32)
+            if self.inputs.ndim != 2 or self.inputs.shape[0] != n:
+                raise ValueError(f"inputs must have shape [{n}, S], got {tuple(self.inputs.shape)}")
 
     @property
     def num_tasks(self) -> int:
@@ -189,8 +198,12 @@ class MoleculeDataset(Dataset):
     def __len__(self) -> int:
         return len(self.graphs)
 
-    def __getitem__(self, index: int) -> tuple[dgl.DGLGraph, torch.Tensor]:
-        """Return ``(graph, labels[index])``; the labels are ``float32 [T]``."""
+    def __getitem__(self, index: int) -> tuple[Any, torch.Tensor]:
+        """Return ``(graph, labels[index])``, or with :attr:`inputs` ``((graph,
+        inputs[index]), labels[index])``; the labels are ``float32 [T]``, the inputs
+        ``float32 [S]``."""
+        if self.inputs is not None:
+            return (self.graphs[index], self.inputs[index]), self.labels[index]
         return self.graphs[index], self.labels[index]
 
     def subset(self, indices: Sequence[int] | np.ndarray | torch.Tensor) -> MoleculeDataset:
@@ -204,6 +217,7 @@ class MoleculeDataset(Dataset):
             rows=self.rows[index],
             smiles=[self.smiles[i] for i in index],
             target_columns=list(self.target_columns),
+            inputs=None if self.inputs is None else self.inputs[torch.from_numpy(index)],
         )
 
 

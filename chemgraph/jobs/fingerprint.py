@@ -129,7 +129,8 @@ def fingerprint_table(
         The counts, the embedding width and the file written.
 
     Raises:
-        ConfigError: an output not ending in ``.parquet``, an ensemble, or see
+        ConfigError: an output not ending in ``.parquet``, an ensemble, a label-augmented
+            model (:class:`chemgraph.models.LabelAugmentation`), or see
             :class:`~chemgraph.library.scoring.LibraryRun`.
         FileNotFoundError: no such checkpoint or input.
         ValueError: as :func:`chemgraph.jobs.predict.predict_table`.
@@ -154,6 +155,13 @@ def fingerprint_table(
             "member's best.ckpt (e.g. model-0/best.ckpt) and run once per member if needed"
         )
     model = Ensemble(files, device)
+    reads = getattr(model.modules[0], "low_fidelity_inputs", [])
+    if reads:
+        raise ConfigError(
+            f"{files[0]} is a label-augmented model of chemgraph transfer: its readout ends "
+            f"with each molecule's low-fidelity values {reads}, so it is not a function of the "
+            "molecule alone; fingerprint a checkpoint of another strategy"
+        )
     width = embedding_width(model.modules[0])
     schema = pa.schema(
         [("row", pa.int64()), ("id", pa.string()), ("input", pa.string()), ("smiles", pa.string()),

@@ -418,9 +418,10 @@ def _score_shard(
             # a 3D structure whose bonds RDKit could not determine has no molecule to compare
             similarity[features["smiles"].to_numpy(zero_copy_only=False) == ""] = np.nan
         low, errors = None, {}
-        if models.low_fidelity_columns:  # a transductive Δ-learning model's inputs
+        if models.low_fidelity_columns:  # a label-augmented or transductive Δ model's inputs
             low = np.stack([features[c].to_numpy() for c in models.low_fidelity_columns], axis=1)
-            missing, errors["error"] = _low_fidelity_errors(low, models.low_fidelity_columns)
+            verb = "reads" if getattr(models.modules[0], "low_fidelity_inputs", []) else "corrects"
+            missing, errors["error"] = _low_fidelity_errors(low, models.low_fidelity_columns, verb)
             similarity[missing] = np.nan  # (their predictions are NaN: the correction of NaN)
         in_domain = pd.array(similarity >= threshold, dtype="boolean")
         in_domain[np.isnan(similarity)] = pd.NA
@@ -457,16 +458,21 @@ def _outside_training_range(
 
 
 def _low_fidelity_use(models: Ensemble) -> str:
-    """Why ``models`` read input columns (a transductive Δ-learning model or baseline), for
-    the error of an input without them; "" when they read none."""
+    """Why ``models`` read input columns (a label-augmented model, a transductive Δ-learning
+    model or baseline), for the error of an input without them; "" when they read none."""
     columns = models.low_fidelity_columns
     if not columns:
         return ""
-    baseline = models.modules[0].hparams.get("baseline")
-    what = "Δ-learning model" if baseline is None else f"baseline ({baseline})"
+    first = models.modules[0]
+    baseline = first.hparams.get("baseline")
+    if baseline is None and first.low_fidelity_inputs:
+        what = "label-augmented model"
+        how = "reads each molecule's own low-fidelity value(s)"
+    else:
+        what = "Δ-learning model" if baseline is None else f"baseline ({baseline})"
+        how = "prediction is a linear correction of each molecule's own low-fidelity value(s)"
     return (
-        f"{models.files[0]} is a transductive {what} of chemgraph transfer: its "
-        f"prediction is a linear correction of each molecule's own low-fidelity value(s) "
+        f"{models.files[0]} is a transductive {what} of chemgraph transfer: its {how} "
         f"{columns}, read from the input; add the column(s) (a record with an empty cell gets "
         "an error), or score with the run's inductive checkpoints, which predict those values "
         "themselves"
@@ -474,16 +480,18 @@ def _low_fidelity_use(models: Ensemble) -> str:
 
 
 def _low_fidelity_errors(
-    low: np.ndarray, columns: list[str]
+    low: np.ndarray, columns: list[str], verb: str = "corrects"
 ) -> tuple[np.ndarray, list[str | None]]:
     """The records (``bool [N]``) without every low-fidelity value of ``low`` ``float [N, S]``
-    (the ``columns``) and the ``error`` of each record (None when it has them)."""
+    (the ``columns``) and the ``error`` of each record (None when it has them); ``verb``:
+    what the model does with the value (``"corrects"``: Δ-learning and the baselines;
+    ``"reads"``: label augmentation)."""
     missing = np.isnan(low)
     errors = []
     for row in missing:
         absent = ", ".join(c for c, gone in zip(columns, row) if gone)
         errors.append(
-            f"no low-fidelity value in {absent}: this transductive model corrects the "
+            f"no low-fidelity value in {absent}: this transductive model {verb} the "
             "molecule's own value"
             if absent
             else None

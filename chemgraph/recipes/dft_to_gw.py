@@ -43,7 +43,7 @@ from chemgraph.recipes.registry import RECIPES, recipe_settings
 from chemgraph.train.config import merge_settings, read_settings
 from chemgraph.train.trainer import resolve_precision
 from chemgraph.transfer.chains import STACKED, pretraining_pool
-from chemgraph.transfer.config import STRATEGIES, TransferConfig
+from chemgraph.transfer.config import PAPER_STRATEGIES, TransferConfig
 from chemgraph.transfer.report import transfer_claim
 from chemgraph.transfer.run import label_curve, transfer_job
 
@@ -66,7 +66,7 @@ PAPER_POOL = 133_885  # SI 4: "from the total 133,885"; the transductive DFT poo
 #: github.com/davidbuterez/edge-set-attention (transfer_learning/esa_3d and the README's
 #: DFT -> GW commands). A value of None with a source = the paper gives none.
 PAPER_PROTOCOL: dict[tuple[str, str], tuple[Any, str]] = {
-    ("", "strategies"): (list(STRATEGIES), "paper Table 5: GW only, Ind., Trans."),
+    ("", "strategies"): (list(PAPER_STRATEGIES), "paper Table 5: GW only, Ind., Trans."),
     ("", "seeds"): (5, "paper Table 5"),
     ("", "joint_targets"): (False, "authors' code: one target per model"),
     ("", "pretrain_epochs"): (150, "paper SI 4"),

@@ -143,6 +143,7 @@ def _inputs_and_outputs(module: PropertyPredictorBase | BaselinePredictor) -> di
         "delta_learning": None
         if delta is None
         else {"strategy": delta.strategy, "low_fidelity_columns": delta.low_fidelity_columns},
+        "label_augmentation": getattr(module, "low_fidelity_inputs", []),
     }
 
 
@@ -150,7 +151,10 @@ class Ensemble:
     """The checkpoints of one prediction: one model, or the members of an ensemble (their mean
     prediction and its sample standard deviation, :func:`ensemble_statistics`).
 
-    A member that is a Δ-learning model of transfer learning
+    A member that is a label-augmented model of transfer learning
+    (:class:`chemgraph.models.LabelAugmentation`) reads each molecule's low-fidelity values
+    (:attr:`low_fidelity_columns`) as an input. A member that is a Δ-learning model of transfer
+    learning
     (:class:`chemgraph.train.delta.DeltaLearning`) predicts its residual plus the linear
     correction of the molecule's low-fidelity values: given ones (transductive;
     :attr:`low_fidelity_columns` names them) or its pretrained model's (inductive); the mean and
@@ -171,8 +175,10 @@ class Ensemble:
         targets, task: the members' targets and task (``"regression"`` or
             ``"classification"``).
         low_fidelity_columns: the input columns every prediction needs (:meth:`predict`'s
-            ``low_fidelity``): a transductive Δ-learning model's or baseline's low-fidelity
-            values; empty for the others.
+            ``low_fidelity``): a label-augmented model's
+            (:attr:`~chemgraph.train.predictors.PropertyPredictorBase.low_fidelity_inputs`), a
+            transductive Δ-learning model's or a baseline's low-fidelity values; empty for the
+            others.
         reads_fingerprints: a baseline that predicts from the molecules' Morgan fingerprints
             (:meth:`predict`'s ``fingerprints``).
         stacked: the members whose transfer run also stacked them with a kernel ridge it did
@@ -198,7 +204,8 @@ class Ensemble:
     Raises:
         ValueError: a checkpoint that is not a property checkpoint, or members that differ in
             targets, task, featurizer, molecule preparation (standardisation, fragments),
-            baseline or Δ-learning (strategy, low-fidelity columns); when unpickled, a
+            baseline, Δ-learning (strategy, low-fidelity columns) or the low-fidelity columns a
+            label-augmented model reads; when unpickled, a
             checkpoint whose bytes differ from those of the pickled one.
     """
 
@@ -220,16 +227,14 @@ class Ensemble:
                     )
         self.targets: list[str] = list(first.target_columns)
         self.task: str = first.task
-        delta, baseline = self.modules[0].delta_learning, self.modules[0]
+        delta, first_module = self.modules[0].delta_learning, self.modules[0]
         self.low_fidelity_columns: list[str] = (
-            delta.input_columns
-            if delta is not None
-            else baseline.low_fidelity_columns
-            if isinstance(baseline, BaselinePredictor)
-            else []
+            first_module.low_fidelity_columns
+            if isinstance(first_module, BaselinePredictor)
+            else first_module.low_fidelity_inputs or (delta.input_columns if delta else [])
         )
-        self.reads_fingerprints = isinstance(baseline, BaselinePredictor) and (
-            baseline.baseline.needs_fingerprints
+        self.reads_fingerprints = isinstance(first_module, BaselinePredictor) and (
+            first_module.baseline.needs_fingerprints
         )
         self.stacked: list[Path] = [
             f
@@ -323,21 +328,22 @@ class Ensemble:
             graphs: the molecules, batched.
             batch_size: the most molecules per forward pass.
             low_fidelity: ``float [N, S]``, the values of :attr:`low_fidelity_columns` (a
-                transductive Δ-learning ensemble; a NaN gives NaN predictions for that
-                molecule); None for the others.
+                label-augmented or transductive Δ-learning ensemble; a NaN gives NaN
+                predictions for that molecule); None for the others.
             fingerprints: ``uint8 [N, 2048]`` Morgan bits, for a baseline that reads them
                 (:attr:`reads_fingerprints`).
 
         Raises:
-            ValueError: a transductive Δ-learning ensemble without ``low_fidelity``, or a
-                baseline without the inputs it reads.
+            ValueError: a label-augmented or transductive Δ-learning ensemble without
+                ``low_fidelity``, or a baseline without the inputs it reads.
         """
         predictions = []
         for module in self.modules:
             if isinstance(module, BaselinePredictor):
                 predictions.append(module.predict(fingerprints, low_fidelity))
                 continue
-            predicted = predict_graphs(module, *model_inputs(module, graphs), batch_size)
+            reads = low_fidelity if module.low_fidelity_inputs else None
+            predicted = predict_graphs(module, *model_inputs(module, graphs), batch_size, reads)
             if module.delta_learning is not None:  # the residual, plus the correction
                 predicted = module.delta_learning.add_to(
                     predicted, graphs, batch_size, low_fidelity

@@ -26,7 +26,7 @@ import torch
 from chemgraph._files import file_digest
 from chemgraph.errors import ConfigError
 from chemgraph.featurize import get_preset
-from chemgraph.models import get_model_spec
+from chemgraph.models import LabelAugmentation, get_model_spec
 from chemgraph.train.checkpoint import load_checkpoint
 from chemgraph.train.predictors import PropertyPredictor, PropertyPredictorBase
 
@@ -59,7 +59,9 @@ def load_pretrained(path: str | Path) -> PropertyPredictor:
 def transfer_weights(
     pretrained: PropertyPredictorBase, module: PropertyPredictorBase, freeze_encoder: bool
 ) -> None:
-    """Copy every weight but the output head (``model.head``) from ``pretrained``.
+    """Copy every weight but the output head (``model.head``) from ``pretrained``; a
+    label-augmented model's (:class:`chemgraph.models.LabelAugmentation`) are its inner
+    model's, so a plain pretrained model starts its encoder and the reverse.
 
     With ``freeze_encoder``, every copied parameter stops requiring gradients, so only the
     fresh head trains (buffers such as BatchNorm running statistics still follow the new data
@@ -76,15 +78,21 @@ def transfer_weights(
     """
     state = {
         name: value
-        for name, value in pretrained.state_dict().items()
-        if not name.startswith("model.head.")
+        for name, value in _encoder(pretrained.model).state_dict().items()
+        if not name.startswith("head.")
     }
-    missing, unexpected = module.load_state_dict(state, strict=False)
-    if unexpected or any(not name.startswith("model.head.") for name in missing):
+    missing, unexpected = _encoder(module.model).load_state_dict(state, strict=False)
+    if unexpected or any(not name.startswith("head.") for name in missing):
         raise RuntimeError(f"weights do not match: missing {missing}, unexpected {unexpected}")
     if freeze_encoder:
         for name, parameter in module.model.named_parameters():
             parameter.requires_grad_(name.startswith("head."))
+
+
+def _encoder(model: torch.nn.Module) -> torch.nn.Module:
+    """The family's model of a property network: ``model``, or the inner model of a
+    :class:`chemgraph.models.LabelAugmentation` (whose own head is the new one)."""
+    return model.encoder if isinstance(model, LabelAugmentation) else model
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from chemgraph._dask import run_on_dask
 from chemgraph._dgl import dgl
 from chemgraph._processes import release_freed_memory
 from chemgraph.graphs.shards import select_graphs
-from chemgraph.models import get_model_spec
+from chemgraph.models import get_model_spec, readout_width
 from chemgraph.train.predictors import PropertyPredictorBase
 
 __all__ = [
@@ -45,20 +45,21 @@ def model_inputs(
         ``(graphs, batch_builder)``: the batched graph as it is, or one graph per molecule
         after the model's graph transform (e.g. Graphormer's shortest paths,
         :meth:`chemgraph.models.ModelSpec.transform_graphs`); and the model's collate
-        (:meth:`chemgraph.models.ModelSpec.collate` on the checkpoint's featurizer).
+        (:meth:`~chemgraph.train.predictors.PropertyPredictorBase.batch_builder`).
     """
     spec = get_model_spec(module.hparams.model)
     inputs = graphs
     if spec.graph_transform is not None:  # per molecule
         inputs = spec.transform_graphs(module.model.config, dgl.unbatch(graphs))
-    return inputs, spec.collate(module.model.config, spec.featurizer(module.hparams.featurizer))
+    return inputs, module.batch_builder()
 
 
 def predict_graphs(
     module: PropertyPredictorBase,
     graphs: dgl.DGLGraph | Sequence[dgl.DGLGraph],
-    batch_builder: Callable[[dgl.DGLGraph], Any],
+    batch_builder: Callable[..., Any],
     batch_size: int,
+    low_fidelity: np.ndarray | None = None,
 ) -> np.ndarray:
     """Predictions of ``module`` for every molecule of ``graphs``, in order, on the module's
     device.
@@ -77,63 +78,72 @@ def predict_graphs(
             :func:`chemgraph.graphs.load_shard_batch`; batches are cut from it with
             :func:`chemgraph.graphs.select_graphs`), or one graph per molecule (after the
             model's graph transform, :meth:`chemgraph.models.ModelSpec.transform_graphs`).
-        batch_builder: the model's collate (:meth:`chemgraph.models.ModelSpec.batch_builder`).
+        batch_builder: the model's collate
+            (:meth:`~chemgraph.train.predictors.PropertyPredictorBase.batch_builder`).
         batch_size: the most molecules per forward pass (at least 1).
+        low_fidelity: ``float [N, S]``, the values of the module's
+            :attr:`~chemgraph.train.predictors.PropertyPredictorBase.low_fidelity_inputs`
+            (a label-augmented model; a NaN gives NaN predictions for that molecule alone);
+            None for the others.
 
     Returns:
         ``float32 [N, T]``: target units for regression, probability of class 1 for
         classification.
+
+    Raises:
+        ValueError: a label-augmented model without ``low_fidelity``, ``low_fidelity`` for a
+            model that reads none, or of another shape than ``[N, S]``.
     """
     width = len(module.hparams.target_columns)
     return _in_size_order(
         module, graphs, batch_builder, batch_size, width,
-        lambda inputs: module.predict_step((inputs, None), 0),
+        lambda inputs: module.predict_step((inputs, None), 0), low_fidelity,
     )  # fmt: skip
 
 
 def embed_graphs(
     module: PropertyPredictorBase,
     graphs: dgl.DGLGraph | Sequence[dgl.DGLGraph],
-    batch_builder: Callable[[dgl.DGLGraph], Any],
+    batch_builder: Callable[..., Any],
     batch_size: int,
+    low_fidelity: np.ndarray | None = None,
 ) -> np.ndarray:
     """The learned embedding of every molecule of ``graphs``, in order: the model's readout
     ``model.embed(batch)`` (:class:`chemgraph.models.PropertyModel`), whose ``model.head`` gives
     the module's outputs before the target scaler (regression) or the sigmoid
-    (classification). Batched as :func:`predict_graphs` batches (the same arguments).
+    (classification). Batched as :func:`predict_graphs` batches (the same arguments; a
+    label-augmented model's readout ends with the standardised ``low_fidelity`` values).
 
     Returns:
         ``float32 [N, D]``, ``D`` = :func:`embedding_width` of the model.
     """
     return _in_size_order(
-        module, graphs, batch_builder, batch_size, embedding_width(module), module.model.embed
-    )
+        module, graphs, batch_builder, batch_size, embedding_width(module), module.model.embed,
+        low_fidelity,
+    )  # fmt: skip
 
 
 def embedding_width(module: PropertyPredictorBase) -> int:
-    """``D``, the width of the model's readout: the input width of the first linear layer of
-    its ``head``, which every registered family's head begins with (checked for each family
-    against ``model.embed`` by ``tests/train/test_inference.py``).
+    """``D``, the width of the model's readout (:func:`chemgraph.models.readout_width`).
 
     Raises:
         ValueError: a head without a linear layer.
     """
-    for layer in module.model.head.modules():
-        if isinstance(layer, torch.nn.Linear):
-            return layer.in_features
-    raise ValueError(f"the head of {type(module.model).__name__} has no linear layer")
+    return readout_width(module.model)
 
 
 def _in_size_order(
     module: PropertyPredictorBase,
     graphs: dgl.DGLGraph | Sequence[dgl.DGLGraph],
-    batch_builder: Callable[[dgl.DGLGraph], Any],
+    batch_builder: Callable[..., Any],
     batch_size: int,
     width: int,
     forward: Callable[[Any], torch.Tensor],
+    low_fidelity: np.ndarray | None = None,
 ) -> np.ndarray:
     """``forward(batch)`` of every molecule, ``float32 [N, width]`` in input order, computed in
-    batches of molecules of similar size."""
+    batches of molecules of similar size; a label-augmented model's batches also get their
+    molecules' rows of ``low_fidelity``."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     if isinstance(graphs, dgl.DGLGraph):
@@ -142,13 +152,28 @@ def _in_size_order(
     else:
         sizes = np.array([g.num_nodes() + g.num_edges() for g in graphs], dtype=np.int64)
         take = lambda indices: dgl.batch([graphs[i] for i in indices])  # noqa: E731
+    columns = module.low_fidelity_inputs
+    if bool(columns) != (low_fidelity is not None):
+        raise ValueError(
+            f"a label-augmented model needs the low-fidelity values {columns} of every molecule"
+            if columns
+            else "low-fidelity values given for a model that reads none"
+        )
+    if low_fidelity is not None:
+        low_fidelity = np.asarray(low_fidelity, dtype=np.float32)
+        if low_fidelity.shape != (len(sizes), len(columns)):
+            raise ValueError(
+                f"low-fidelity values must be [{len(sizes)}, {len(columns)}] ({columns}), got "
+                f"{list(low_fidelity.shape)}"
+            )
     order = np.argsort(sizes, kind="stable")
     module.eval()
     device = next(module.parameters()).device
     computed = np.empty((len(order), width), np.float32)
     with torch.inference_mode():
         for indices in _size_batches(order, sizes[order], batch_size):
-            inputs = batch_builder(take(indices)).to(device)
+            extra = () if low_fidelity is None else (low_fidelity[indices],)
+            inputs = batch_builder(take(indices), *extra).to(device)
             computed[indices] = forward(inputs).float().cpu().numpy()
     return computed
 

@@ -131,6 +131,13 @@ class PropertyPredictionModule(PropertyPredictorBase, L.LightningModule):
             for ``chemgraph predict``'s ``<target>_outside_training_range``; None for
             classification and in checkpoints written before chemgraph stored it. Not used by
             the model.
+        label_augmentation: None for a model that reads its graphs alone; for a
+            label-augmented model of transfer learning (the ``label_augmentation`` strategy of
+            :mod:`chemgraph.transfer`) the low-fidelity labels its readout reads besides
+            (:class:`chemgraph.models.LabelAugmentation`): ``low_fidelity_columns`` (the
+            ``S`` input columns ``chemgraph predict`` reads, in order), ``mean`` and ``std``
+            (``S`` values each, in their units: the standardisation of the training
+            molecules' values) and ``hidden_dim`` (the head's width; None = the readout's).
 
     The checkpoint's ``hyper_parameters`` hold only plain Python values, so it loads with
     ``torch.load(..., weights_only=True)``.
@@ -165,12 +172,13 @@ class PropertyPredictionModule(PropertyPredictorBase, L.LightningModule):
         model: str = "esa",
         train_fingerprints: dict | None = None,
         train_label_range: dict | None = None,
+        label_augmentation: dict | None = None,
     ) -> None:
         super().__init__()
         if lr_schedule not in LR_SCHEDULES:
             raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {lr_schedule!r}")
         self.save_hyperparameters()
-        self._build(model, model_config, task, scaler)
+        self._build(model, model_config, task, scaler, label_augmentation)
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Lightning's hook: a Δ-learning model's checkpoint also holds its correction."""
@@ -295,6 +303,7 @@ def build_property_module(
     standardize: str = "none",
     train_fingerprints: dict | None = None,
     train_label_range: dict | None = None,
+    label_augmentation: dict | None = None,
 ) -> PropertyPredictionModule:
     """A fresh :class:`PropertyPredictionModule` (random weights) of a registered model family:
     the one builder of ``chemgraph train`` (:mod:`chemgraph.jobs.train`) and of transfer
@@ -316,8 +325,8 @@ def build_property_module(
         model_options: the user's model options (already checked).
         learning_rate: and the other keyword arguments (``weight_decay``, ``lr_schedule``,
             ``warmup_steps``, ``lr_patience``, ``max_minutes``, ``final_lr_fraction``,
-            ``fragments``, ``standardize``, ``train_fingerprints``, ``train_label_range``): as
-            :class:`PropertyPredictionModule`.
+            ``fragments``, ``standardize``, ``train_fingerprints``, ``train_label_range``,
+            ``label_augmentation``): as :class:`PropertyPredictionModule`.
 
     Raises:
         ValueError: unknown model family; TypeError: unknown model options.
@@ -347,4 +356,5 @@ def build_property_module(
         model=model,
         train_fingerprints=train_fingerprints,
         train_label_range=train_label_range,
+        label_augmentation=label_augmentation,
     )

@@ -23,7 +23,7 @@ installed (the ``mapping`` extra), seconds of CPU time per process.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -31,7 +31,12 @@ import torch
 
 from chemgraph.batches.reaction import TokenVocabulary
 from chemgraph.chem import MoleculePreparation
-from chemgraph.models import build_model
+from chemgraph.models import (
+    LabelAugmentation,
+    augmented_batch_builder,
+    build_model,
+    get_model_spec,
+)
 from chemgraph.models.grat import GRATTranslator, GRATTranslatorConfig, ValenceRules
 from chemgraph.train.scaler import TargetScaler
 
@@ -104,16 +109,31 @@ class PropertyPredictorBase:
     learning the correction its outputs (a residual) are added to, held by its checkpoints under
     :data:`DELTA_LEARNING_KEY`; set after construction."""
 
-    def _build(self, model: str, model_config: dict, task: str, scaler: dict | None) -> None:
+    def _build(
+        self,
+        model: str,
+        model_config: dict,
+        task: str,
+        scaler: dict | None,
+        label_augmentation: dict | None = None,
+    ) -> None:
         """Set ``model``, ``scaler`` and ``task`` (the arguments as
-        :class:`PropertyPredictor`'s).
+        :class:`PropertyPredictor`'s); with ``label_augmentation`` the family's model inside a
+        :class:`chemgraph.models.LabelAugmentation`.
 
         Raises:
-            ValueError: a task not in :data:`TASKS`, or see :func:`chemgraph.models.build_model`.
+            ValueError: a task not in :data:`TASKS`, or see :func:`chemgraph.models.build_model`
+                and :class:`~chemgraph.models.LabelAugmentation`.
         """
         if task not in TASKS:
             raise ValueError(f"task must be 'regression' or 'classification', got {task!r}")
-        self.model = build_model(model, model_config)
+        network = build_model(model, model_config)
+        if label_augmentation is not None:
+            network = LabelAugmentation(
+                network, network.config.num_outputs, label_augmentation["mean"],
+                label_augmentation["std"], label_augmentation.get("hidden_dim"),
+            )  # fmt: skip
+        self.model = network
         self.scaler = TargetScaler(**scaler) if scaler is not None else None
         self.task = task
         self.delta_learning = None
@@ -123,6 +143,22 @@ class PropertyPredictorBase:
         """How the training molecules were prepared before featurization (and so must be
         every molecule this model predicts)."""
         return _preparation(self.hparams)
+
+    @property
+    def low_fidelity_inputs(self) -> list[str]:
+        """The input columns the network itself reads, in order: a label-augmented model's
+        low-fidelity labels (hyper-parameter ``label_augmentation``); empty for the others."""
+        augmentation = self.hparams.get("label_augmentation") or {}
+        return list(augmentation.get("low_fidelity_columns", []))
+
+    def batch_builder(self) -> Callable[..., Any]:
+        """The model's collate: ``batched DGLGraph -> batch`` of its family
+        (:meth:`chemgraph.models.ModelSpec.collate` on its featurizer); for a label-augmented
+        model ``(batched DGLGraph, float [B, S] values of`` :attr:`low_fidelity_inputs`
+        ``) -> LabelAugmentedBatch`` (:func:`chemgraph.models.augmented_batch_builder`)."""
+        spec = get_model_spec(self.hparams.get("model", "esa"))
+        build = spec.collate(self.model.config, spec.featurizer(self.hparams.featurizer))
+        return augmented_batch_builder(build) if self.low_fidelity_inputs else build
 
     def forward(self, batch) -> torch.Tensor:
         """The model's raw outputs ``[B, T]``: standardised values (regression) or logits."""
@@ -155,6 +191,8 @@ class PropertyPredictor(PropertyPredictorBase, torch.nn.Module):
             domain) or None.
         train_label_range: a regression's smallest and largest training label per target
             (:class:`chemgraph.data.applicability.TrainingLabelRange`) or None.
+        label_augmentation: None, or the low-fidelity labels a label-augmented model reads
+            (:class:`chemgraph.train.module.PropertyPredictionModule`).
         **training: the training settings the checkpoint holds besides (learning rate,
             schedule, ...; see :class:`chemgraph.train.module.PropertyPredictionModule`): kept
             in ``hparams``, not used.
@@ -178,6 +216,7 @@ class PropertyPredictor(PropertyPredictorBase, torch.nn.Module):
         model: str = "esa",
         train_fingerprints: dict | None = None,
         train_label_range: dict | None = None,
+        label_augmentation: dict | None = None,
         **training: Any,
     ) -> None:
         super().__init__()
@@ -185,9 +224,10 @@ class PropertyPredictor(PropertyPredictorBase, torch.nn.Module):
             model_config=model_config, task=task, target_columns=target_columns,
             featurizer=featurizer, scaler=scaler, fragments=fragments, standardize=standardize,
             model=model, train_fingerprints=train_fingerprints,
-            train_label_range=train_label_range, **training,
+            train_label_range=train_label_range, label_augmentation=label_augmentation,
+            **training,
         )  # fmt: skip
-        self._build(model, model_config, task, scaler)
+        self._build(model, model_config, task, scaler, label_augmentation)
 
 
 BASELINE_KIND = "baseline"

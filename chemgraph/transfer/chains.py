@@ -49,7 +49,12 @@ from chemgraph.train.inference import predict_graphs
 from chemgraph.train.metrics import regression_metrics
 from chemgraph.train.module import PropertyPredictionModule, build_property_module
 from chemgraph.train.plots import plot_learning_curve
-from chemgraph.transfer.config import STRATEGIES, TransferConfig
+from chemgraph.transfer.config import (
+    LABEL_AUGMENTATION,
+    PRETRAINING_POOLS,
+    STRATEGIES,
+    TransferConfig,
+)
 
 __all__ = [
     "CHAIN_STATE",
@@ -58,7 +63,7 @@ __all__ = [
     "Chain",
     "build_module",
     "chain_rows",
-    "collate",
+    "label_augmentation",
     "pretraining_pool",
     "stacked_chain",
     "train_chain",
@@ -78,7 +83,9 @@ def pretraining_pool(
     """Positions of the molecules whose low-fidelity labels pretrain the model.
 
     Every molecule with all low-fidelity labels of ``columns`` (positions in ``data.targets``;
-    None = every target), minus the high-fidelity test molecules for ``"inductive"`` (and,
+    None = every target; ``"transductive"`` and ``"label_augmentation"``, the same pool:
+    :data:`~chemgraph.transfer.config.PRETRAINING_POOLS`), minus the high-fidelity test
+    molecules for ``"inductive"`` (and,
     with ``data.groups``, every other entry of a test molecule, e.g. a second SMILES of it
     with only the low-fidelity label); empty for ``"high_fidelity_only"``. Only ``data.low``
     is ever read for these molecules (:meth:`MultiFidelityData.dataset` with ``"low"``).
@@ -92,7 +99,7 @@ def pretraining_pool(
         return np.zeros(0, dtype=np.int64)
     low = data.low if columns is None else data.low[:, list(columns)]
     pool = np.flatnonzero(~torch.isnan(low).any(dim=1).numpy())
-    if strategy == "inductive":
+    if PRETRAINING_POOLS[strategy] == "inductive":
         pool = np.setdiff1d(pool, split["test"])
         if data.groups is not None:
             pool = pool[~np.isin(data.groups[pool], data.groups[split["test"]])]
@@ -100,13 +107,6 @@ def pretraining_pool(
 
 
 PHASE_COLUMNS = ("pretrain_epochs", "finetune_epochs", "pretrain_seconds", "finetune_seconds")
-
-
-def collate(config: TransferConfig, module: PropertyPredictionModule):
-    """The DataLoader collate of ``module`` on ``config``'s graphs
-    (:meth:`chemgraph.models.ModelSpec.collate`: for ``esa-3d`` the Gaussian distance features
-    are expanded per batch, so the stored graphs keep one float per edge)."""
-    return get_model_spec(config.model).collate(module.model.config, config.graph_featurizer)
 
 
 def transformed_graphs(data: MultiFidelityData, config: TransferConfig) -> MultiFidelityData:
@@ -153,7 +153,7 @@ def _fit(
     """
     spec = get_model_spec(config.model)
     data = MoleculeDataModule(
-        train_set, val_set, None, collate(config, module), batch_size, config.num_workers, seed,
+        train_set, val_set, None, module.batch_builder(), batch_size, config.num_workers, seed,
         size_buckets=spec.padded_batches,
     )  # fmt: skip
     history = LossHistory(log_epochs=config.progress)
@@ -190,9 +190,12 @@ def build_module(
     max_minutes: float | None = None,
     train_fingerprints: dict | None = None,
     train_label_range: dict | None = None,
+    label_augmentation: dict | None = None,
 ) -> PropertyPredictionModule:
     """A fresh regression module of ``config``'s model family (random weights;
-    :func:`chemgraph.train.module.build_property_module`).
+    :func:`chemgraph.train.module.build_property_module`); with ``label_augmentation``
+    (:func:`label_augmentation`) the family's model inside a
+    :class:`chemgraph.models.LabelAugmentation`.
 
     Args:
         config: the model and optimisation settings (``lr_schedule``, ``warmup_steps``,
@@ -219,8 +222,26 @@ def build_module(
         lr_patience=config.lr_patience, max_minutes=max_minutes,
         final_lr_fraction=config.final_lr_fraction, train_fingerprints=train_fingerprints,
         train_label_range=train_label_range, fragments=config.fragments,
-        standardize=config.standardize,
+        standardize=config.standardize, label_augmentation=label_augmentation,
     )  # fmt: skip
+
+
+def label_augmentation(columns: list[str], low: np.ndarray) -> dict:
+    """The ``label_augmentation`` hyper-parameter of a label-augmented module
+    (:class:`chemgraph.train.module.PropertyPredictionModule`): the low-fidelity ``columns``
+    it reads and their mean and standard deviation over ``low``, ``[N, S]`` (the training
+    molecules' values, NaN skipped; a column without a value standardises with 0 and 1)."""
+    low = np.asarray(low, dtype=np.float64)
+    present = ~np.isnan(low)
+    counts = present.sum(axis=0)
+    mean = np.where(present, low, 0.0).sum(axis=0) / np.maximum(counts, 1)
+    spread = np.where(present, (low - mean) ** 2, 0.0).sum(axis=0) / np.maximum(counts, 1)
+    return {
+        "low_fidelity_columns": list(columns),
+        "mean": mean.tolist(),
+        "std": np.sqrt(spread).tolist(),
+        "hidden_dim": None,
+    }
 
 
 def training_fingerprints(data: MultiFidelityData, index: np.ndarray) -> dict | None:
@@ -266,8 +287,9 @@ class Chain:
     def key(self) -> tuple[str, int, tuple[int, ...]]:
         """What its pretrained model is kept under (``pretrained_cache`` of
         :func:`chemgraph.transfer.run.run_transfer`): the pool depends on the strategy and the
-        test molecules only."""
-        return (self.strategy, self.seed, self.columns)
+        test molecules only, and ``label_augmentation`` pretrains on the pool of
+        ``transductive`` (:data:`~chemgraph.transfer.config.PRETRAINING_POOLS`)."""
+        return (PRETRAINING_POOLS.get(self.strategy, self.strategy), self.seed, self.columns)
 
     def stacked(self) -> Chain:
         """The chain's stacked Δ-learning model (:data:`STACKED`, :func:`stacked_chain`)."""
@@ -470,17 +492,26 @@ def train_chain(
     # fine-tuning starts from the same random state whether the pretraining ran or was reused
     L.seed_everything(seed, workers=True, verbose=False)
     label_range = TrainingLabelRange.from_labels(high_train.labels).to_dict()
-    delta, low, bases = None, None, None
-    if pretrained is not None and config.delta_learning:
+    delta, low, bases, augmentation, inputs = None, None, None, None, None
+    if pretrained is not None and config.delta_learning and strategy != LABEL_AUGMENTATION:
         delta, low = _delta_learning(data, split, strategy, columns, pretrained, config, unlabelled)
         bases = tuple(torch.from_numpy(delta.base(x)) for x in low)
         high_train, high_val, high_test = (
             _with_labels(high, high.labels - base)
             for high, base in zip((high_train, high_val, high_test), bases)
         )
+    if strategy == LABEL_AUGMENTATION:  # each molecule's low-fidelity labels are an input
+        molecules = [split[name] for name in SPLITS] + ([] if unlabelled is None else [unlabelled])
+        inputs = [data.low[index][:, columns].numpy() for index in molecules]
+        augmentation = label_augmentation(
+            [data.low_fidelity_columns[c] for c in columns], inputs[0]
+        )
+        high_train, high_val = (
+            _with_inputs(high, values) for high, values in zip((high_train, high_val), inputs)
+        )
     module = build_module(
         config, targets, high_train.labels, finetune_lr, config.finetune_max_minutes,
-        training_fingerprints(data, split["train"]), label_range,
+        training_fingerprints(data, split["train"]), label_range, augmentation,
     )  # fmt: skip
     module.delta_learning = delta  # its checkpoints hold the correction (chemgraph predict)
     if pretrained is not None:
@@ -509,16 +540,19 @@ def train_chain(
         epochs, out / "curves" / f"{stem}_finetune.png",
         f"MSE of standardised {data.high_name} labels",
     )  # fmt: skip
-    builder = collate(config, module)
+    builder = module.batch_builder()
     graphs = [high_val.graphs, high_test.graphs]
     graphs += [] if unlabelled is None else [[data.graphs[i] for i in unlabelled]]
     outputs = []
     for position, molecules in enumerate(graphs, start=1):
         predicted = (
-            predict_graphs(module, molecules, builder, config.batch_size)
+            predict_graphs(
+                module, molecules, builder, config.batch_size,
+                None if inputs is None else inputs[position],
+            )
             if len(molecules)
             else np.zeros((0, len(targets)), np.float32)
-        )
+        )  # fmt: skip
         if bases is not None:  # back from the residual to the high-fidelity values
             predicted = predicted + bases[position].numpy()
         outputs.append(predicted)
@@ -587,9 +621,17 @@ def _restored(value: Any) -> Any:
 
 
 def _with_labels(dataset: MoleculeDataset, labels: torch.Tensor) -> MoleculeDataset:
-    return MoleculeDataset(
-        dataset.graphs, labels, dataset.rows, dataset.smiles, dataset.target_columns
-    )
+    return dataclasses.replace(dataset, labels=labels)
+
+
+def _with_inputs(dataset: MoleculeDataset, low: np.ndarray) -> MoleculeDataset:
+    """``dataset`` (training or validation molecules) whose molecules give a label-augmented
+    model their low-fidelity values ``low`` ``[N, S]`` (:attr:`MoleculeDataset.inputs`); a
+    molecule without every value is left out of the loss (its labels NaN: its prediction is
+    NaN)."""
+    labels = dataset.labels.clone()
+    labels[torch.from_numpy(np.isnan(low).any(axis=1))] = torch.nan
+    return dataclasses.replace(dataset, labels=labels, inputs=torch.from_numpy(low))
 
 
 def _delta_learning(
@@ -611,7 +653,7 @@ def _delta_learning(
     if strategy == "transductive":
         low = [data.low[index][:, columns].numpy() for index in molecules]
     else:
-        builder = collate(config, pretrained)
+        builder = pretrained.batch_builder()
         low = [
             predict_graphs(pretrained, [data.graphs[i] for i in index], builder, config.batch_size)
             if len(index)

@@ -22,6 +22,10 @@ from chemgraph.train.module import LR_SCHEDULES
 
 __all__ = [
     "DELTA_SETTINGS",
+    "LABEL_AUGMENTATION",
+    "PAPER_STRATEGIES",
+    "PRETRAINED_STRATEGIES",
+    "PRETRAINING_POOLS",
     "STRATEGIES",
     "TRANSFER_PROTOCOLS",
     "TRANSFER_ONLY_SETTINGS",
@@ -31,15 +35,47 @@ __all__ = [
     "turned_off",
 ]
 
-STRATEGIES = ("high_fidelity_only", "inductive", "transductive")
+STRATEGIES = ("high_fidelity_only", "inductive", "transductive", "label_augmentation")
+"""Every strategy a run may train: ``high_fidelity_only`` (the high-fidelity labels alone),
+``inductive`` and ``transductive`` (pretrained on the low-fidelity labels of every molecule but
+the high-fidelity test molecules, or of every molecule; Buterez et al. 2024), and
+``label_augmentation`` (:data:`LABEL_AUGMENTATION`)."""
+
+PAPER_STRATEGIES = ("high_fidelity_only", "inductive", "transductive")
+"""The strategies of Buterez et al. 2024 Table 5 (the ``paper`` protocol's)."""
+
+LABEL_AUGMENTATION = "label_augmentation"
+"""The transductive strategy whose model reads each molecule's low-fidelity labels as an input:
+pretrained as ``transductive`` (the same pool; a run that trains both pretrains once per seed
+and targets), then fine-tuned as a :class:`chemgraph.models.LabelAugmentation` of the
+pretrained network, whose readout also reads the molecule's standardised low-fidelity labels
+(Buterez, Janet, Kiddle, Oglic and Liò 2024, "Transfer learning with graph neural networks for
+improved molecular property prediction in the multi-fidelity setting", Nat. Commun. 15, 1517,
+doi:10.1038/s41467-024-45566-8: the low-fidelity label concatenated to the graph embedding
+before the final layers). Not a Δ-learning strategy: the network learns the high-fidelity
+labels themselves. ``chemgraph predict`` reads the low-fidelity values from the input columns
+named as the run's (:attr:`MultiFidelityData.low_fidelity_columns`); a record without one gets
+an error and no prediction. In neither protocol's strategies: ahead of the transductive
+Δ-learning network on test on xTB → DFT, behind on FreeSolv and ESOL, where validation chose it
+once (``benchmarks/README.md``, "Label augmentation against the default strategies")."""
+
+PRETRAINED_STRATEGIES = ("inductive", "transductive", LABEL_AUGMENTATION)
+"""The strategies that pretrain on the low-fidelity labels (``freeze_encoder`` acts on their
+fine-tuning)."""
+
+PRETRAINING_POOLS = {"inductive": "inductive", "transductive": "transductive",
+                     LABEL_AUGMENTATION: "transductive"}  # fmt: skip
+"""The pretraining pool of each pretrained strategy, by the strategy that names it
+(:func:`chemgraph.transfer.chains.pretraining_pool`)."""
 
 
 DELTA_SETTINGS = ("delta_learning", "stack_kernel_ridge")
 """The settings that act on the transfer strategies only (:data:`DELTA_STRATEGIES`)."""
 
 TRANSFER_ONLY_SETTINGS = ("freeze_encoder", *DELTA_SETTINGS)
-"""Switches that act on the transfer strategies' fine-tuning only: with no transfer strategy
-they would change nothing, so :class:`TransferConfig` refuses them."""
+"""Switches that act on the transfer strategies' fine-tuning only (``freeze_encoder``:
+:data:`PRETRAINED_STRATEGIES`; the others: :data:`DELTA_STRATEGIES`): with none of their
+strategies they would change nothing, so :class:`TransferConfig` refuses them."""
 
 
 def turned_off(*names: str) -> str:
@@ -54,12 +90,14 @@ def turned_off(*names: str) -> str:
 
 TRANSFER_PROTOCOLS: dict[str, dict[str, Any]] = {
     "default": {
-        "seeds": 2, "pretrain_epochs": 100, "pretrain_early_stopping": True,
+        "strategies": list(PAPER_STRATEGIES), "seeds": 2, "pretrain_epochs": 100,
+        "pretrain_early_stopping": True,
         "finetune_max_epochs": 100, "early_stopping_patience": 10, "lr_patience": 5,
         "batch_size": 64, "learning_rate": 5e-4, "gradient_clip": 1.0, "delta_learning": True,
     },
     "paper": {
-        "seeds": 5, "pretrain_epochs": 150, "pretrain_early_stopping": False,
+        "strategies": list(PAPER_STRATEGIES), "seeds": 5, "pretrain_epochs": 150,
+        "pretrain_early_stopping": False,
         "finetune_max_epochs": 300, "early_stopping_patience": 30, "lr_patience": 15,
         "batch_size": 128, "learning_rate": 1e-4, "gradient_clip": 0.5, "delta_learning": False,
     },
@@ -85,7 +123,8 @@ class TransferConfig(RunConfig):
     Attributes:
         protocol: ``"default"`` (a CPU and a user's table) or ``"paper"`` (Buterez et al.
             2024's protocol), the source of every setting left at None.
-        strategies: subset of :data:`STRATEGIES`, in table order.
+        strategies: subset of :data:`STRATEGIES`, in table order (both protocols':
+            :data:`PAPER_STRATEGIES`).
         seeds: number of seeds (0 .. seeds-1); the table reports mean ± std over them.
         pretrain_epochs: pretraining epochs: an upper bound with ``pretrain_early_stopping``,
             else a fixed count (Buterez et al. 2024 SI 4: 150).
@@ -180,7 +219,7 @@ class TransferConfig(RunConfig):
     """
 
     protocol: str = "default"
-    strategies: list[str] = field(default_factory=lambda: list(STRATEGIES))
+    strategies: list[str] | None = None
     seeds: int | None = None
     pretrain_epochs: int | None = None
     pretrain_early_stopping: bool | None = None
@@ -240,7 +279,7 @@ class TransferConfig(RunConfig):
         delta_given = self.delta_learning is not None
         for name, value in TRANSFER_PROTOCOLS[self.protocol].items():
             if getattr(self, name) is None:
-                setattr(self, name, value)
+                setattr(self, name, list(value) if isinstance(value, list) else value)
         if not delta_given and not any(s in DELTA_STRATEGIES for s in self.strategies or []):
             self.delta_learning = False  # the protocol's applies to transfer strategies only
         super().__post_init__()
@@ -257,15 +296,18 @@ class TransferConfig(RunConfig):
         ):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
-        corrections = [name for name in TRANSFER_ONLY_SETTINGS if getattr(self, name)]
-        if corrections and not any(s in DELTA_STRATEGIES for s in self.strategies):
-            names = " and ".join(setting(name) for name in corrections)
-            raise ConfigError(
-                f"{names} appl{'y' if len(corrections) > 1 else 'ies'} to the transfer "
-                f"strategies ({', '.join(DELTA_STRATEGIES)}) only, and {setting('strategies')} "
-                f"has none ({', '.join(self.strategies)}): add one, or "
-                f"{turned_off(*corrections)}"
-            )
+        for kinds, names in (
+            (PRETRAINED_STRATEGIES, ("freeze_encoder",)), (DELTA_STRATEGIES, DELTA_SETTINGS)
+        ):  # fmt: skip
+            corrections = [name for name in names if getattr(self, name)]
+            if corrections and not any(s in kinds for s in self.strategies):
+                flags = " and ".join(setting(name) for name in corrections)
+                raise ConfigError(
+                    f"{flags} appl{'y' if len(corrections) > 1 else 'ies'} to the transfer "
+                    f"strategies ({', '.join(kinds)}) only, and {setting('strategies')} "
+                    f"has none ({', '.join(self.strategies)}): add one, or "
+                    f"{turned_off(*corrections)}"
+                )
         if self.stack_kernel_ridge and not self.delta_learning:
             raise ConfigError(
                 f"{setting('stack_kernel_ridge')} blends two Δ-learning models: it needs "

@@ -29,7 +29,6 @@ from chemgraph.train.inference import predict_graphs
 from chemgraph.transfer.chains import (
     Chain,
     build_module,
-    collate,
     pretraining_pool,
     train_chain,
 )
@@ -100,7 +99,11 @@ def run_chains(
         while True:
             for worker in pool:
                 if worker.index is None and pending:
-                    index, chain = pending.popleft()
+                    pretraining = {chains[w.index].key for w in pool if w.index is not None}
+                    taken = _next_chain(pending, pretraining, pretrained_cache)
+                    if taken is None:  # every pending chain waits for a pretraining
+                        break
+                    index, chain = taken
                     cached = None if pretrained_cache is None else pretrained_cache.get(chain.key)
                     worker.assign(index, chain, cached, pretrained_cache is not None)
             busy = [w for w in pool if w.index is not None]
@@ -127,6 +130,24 @@ def run_chains(
                 finished(index, result)
 
 
+def _next_chain(
+    pending: deque[tuple[int, Chain]], pretraining: set, pretrained_cache: dict | None
+) -> tuple[int, Chain] | None:
+    """The next chain to train, taken from ``pending``: the first whose pretrained model is
+    not being made by a busy worker (``pretraining``: their chains' keys), so that a chain
+    sharing it (``label_augmentation`` and ``transductive``) waits for the cache rather than
+    pretraining it again (which takes longer than the wait); None when every pending chain
+    waits (the worker stays idle until a chain finishes). Without a cache the first pending.
+    The order changes no result: every chain seeds itself."""
+    if pretrained_cache is None:
+        return pending.popleft()
+    for position, (index, chain) in enumerate(pending):
+        if chain.key not in pretraining or chain.key in pretrained_cache:
+            del pending[position]
+            return index, chain
+    return None
+
+
 def _plan(
     chains: list[Chain],
     data: MultiFidelityData,
@@ -148,13 +169,16 @@ def _plan(
             config, list(first.names), data.high[split["train"]][:, list(first.columns)], 1e-3
         )
         started = time.perf_counter()
-        predict_graphs(module, sample, collate(config, module), config.batch_size)
+        predict_graphs(module, sample, module.batch_builder(), config.batch_size)
         per_molecule = 3 * (time.perf_counter() - started) / max(1, len(sample))
     except Exception:  # noqa: BLE001 - the chain that trains on them reports it, named
         per_molecule = None
     finally:
         torch.set_num_threads(threads)
-    pools = sum(len(pretraining_pool(data, split, c.strategy, list(c.columns))) for c in chains)
+    pretrainings = {c.key: c for c in chains}.values()  # label_augmentation: transductive's
+    pools = sum(
+        len(pretraining_pool(data, split, c.strategy, list(c.columns))) for c in pretrainings
+    )
     steps = pools * config.pretrain_epochs
     steps += len(chains) * len(split["train"]) * config.finetune_max_epochs
     processes = (

@@ -42,6 +42,7 @@ STRATEGY_LABELS = {
     "inductive_stacked": "Ind. + kernel ridge (stacked Δ)",
     "transductive": "Trans.",
     "transductive_stacked": "Trans. + kernel ridge (stacked Δ)",
+    "label_augmentation": "Trans., label augmentation",
 }
 SETTINGS = {
     "high_fidelity_only": "none",
@@ -49,6 +50,7 @@ SETTINGS = {
     "inductive_stacked": "inductive",
     "transductive": "transductive",
     "transductive_stacked": "transductive",
+    "label_augmentation": "transductive",
 }
 
 
@@ -450,13 +452,14 @@ def write_recommended_predictions(
 
 SELECTION_ORDER = (
     "mean", "linear", "linear_all", "low_model_linear", "kernel_ridge", "delta", "delta_all",
-    "low_model_delta", "transductive", "transductive_stacked", "inductive",
+    "low_model_delta", "transductive", "label_augmentation", "transductive_stacked", "inductive",
     "inductive_stacked", "high_fidelity_only",
 )  # fmt: skip
 """The candidates of :func:`model_selection` from the simplest to the most complex: the
 baselines by their number of fitted parameters, then the networks, those that use more of
 the cheap labels first (transductive, inductive, then the high-fidelity labels alone, the
-order Buterez et al. 2024 find them in)."""
+order Buterez et al. 2024 find them in; label augmentation after the transductive Δ-learning
+network, whose correction is linear in the cheap label where its head is an MLP)."""
 
 BOOTSTRAP_SAMPLES = 1000
 """Resamples of the validation molecules for :func:`model_selection`'s standard errors."""

@@ -45,6 +45,7 @@ from chemgraph.transfer.chains import (
     transformed_graphs,
 )
 from chemgraph.transfer.config import (
+    LABEL_AUGMENTATION,
     TRANSFER_ONLY_SETTINGS,
     TransferConfig,
     model_label,
@@ -113,7 +114,9 @@ def run_transfer(
     ``pretrained_cache``: a dict that keeps every pretrained model, keyed by strategy, seed and
     targets, and gives it to a later run with the same key instead of pretraining again (for
     runs whose pretraining pools are equal: :func:`label_curve`; the pool depends on the
-    test molecules only); None = always pretrain.
+    test molecules only); None = a cache of this run alone when it trains both
+    ``transductive`` and ``label_augmentation`` (which share their pretraining,
+    :attr:`Chain.key`), else always pretrain.
 
     With ``config.baselines`` it also writes ``baselines.csv`` (:func:`baseline_runs`), adds the
     baselines' test predictions to ``predictions.csv`` and their rows to the table. With
@@ -152,11 +155,13 @@ def run_transfer(
     check_stacking(data, config)
     if not resume:
         remove_outputs(out, [CHAIN_STATE])
+    if pretrained_cache is None and {"transductive", LABEL_AUGMENTATION} <= set(config.strategies):
+        pretrained_cache = {}  # label_augmentation fine-tunes transductive's pretrained models
     corrections = [name for name in TRANSFER_ONLY_SETTINGS if getattr(config, name)]
     plain = [s for s in config.strategies if s not in DELTA_STRATEGIES]
     if corrections and plain:
         log.info(
-            "%s: for %s; not for %s (no low-fidelity model to correct)",
+            "%s: for %s; not for %s (not a Δ-learning strategy)",
             " and ".join(setting(name) for name in corrections),
             ", ".join(s for s in config.strategies if s in DELTA_STRATEGIES), ", ".join(plain),
         )  # fmt: skip

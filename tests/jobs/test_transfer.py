@@ -256,9 +256,15 @@ def test_freeze_encoder_without_a_pretrained_model_is_refused():
     with pytest.raises(ValueError) as error:
         TransferConfig(freeze_encoder=True, strategies=["high_fidelity_only"])
     assert str(error.value) == (
-        "freeze_encoder applies to the transfer strategies (inductive, transductive) only, and "
-        "strategies has none (high_fidelity_only): add one, or set freeze_encoder: false"
+        "freeze_encoder applies to the transfer strategies (inductive, transductive, "
+        "label_augmentation) only, and strategies has none (high_fidelity_only): add one, or "
+        "set freeze_encoder: false"
     )
+    # label augmentation fine-tunes a pretrained encoder too; it has no Δ-learning to turn on
+    assert TransferConfig(freeze_encoder=True, strategies=["label_augmentation"]).freeze_encoder
+    with pytest.raises(ValueError, match=r"delta_learning applies to the transfer strategies "
+                                         r"\(inductive, transductive\) only"):  # fmt: skip
+        TransferConfig(delta_learning=True, strategies=["label_augmentation"])
     with pytest.raises(ValueError, match="freeze_encoder must be true or false"):
         TransferConfig(freeze_encoder="yes")
     assert TransferConfig(freeze_encoder=True, strategies=["inductive"]).freeze_encoder

@@ -115,7 +115,7 @@ def test_the_log_names_the_strategies_stacking_applies_to(tmp_path, monkeypatch,
         run_transfer(data, {}, config, tmp_path)
     assert caplog.messages == [
         "delta_learning and stack_kernel_ridge: for inductive, transductive; not for "
-        "high_fidelity_only (no low-fidelity model to correct)"
+        "high_fidelity_only (not a Δ-learning strategy)"
     ]
 
 

@@ -292,10 +292,12 @@ def _refused(out: Path, capsys, *arguments: str) -> str:
          "--model (esa-3d)"),
         (["--strategies", ""],
          "--strategies names no strategy: give a comma-separated subset of "
-         "high_fidelity_only,inductive,transductive, or leave it out to run them all"),
+         "high_fidelity_only,inductive,transductive,label_augmentation, or leave it out to run "
+         "the protocol's"),
         (["--strategies", " , "],
          "--strategies names no strategy: give a comma-separated subset of "
-         "high_fidelity_only,inductive,transductive, or leave it out to run them all"),
+         "high_fidelity_only,inductive,transductive,label_augmentation, or leave it out to run "
+         "the protocol's"),
         (["--low-fidelity-columns", "smiles"],
          "--low-fidelity-columns smiles: no numeric value in column 'smiles'"),
         (["--high-fidelity-columns", "id"], "--high-fidelity-columns id: no numeric value in "
